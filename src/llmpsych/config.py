@@ -1,0 +1,79 @@
+"""The user config file (TOML): named endpoints, keys, cache and default limits.
+
+Example ``~/.config/llmpsych/config.toml``::
+
+    [endpoints.mylab]
+    base_url = "http://10.0.0.5:8000/v1"
+    api_key_env = "MYLAB_API_KEY"     # or api_key = "..." (the file should then be private)
+    concurrency = 16
+    timeout = 120
+
+    [cache]
+    enabled = true
+    path = "/data/llmpsych-cache.sqlite"
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from .errors import ConfigError
+from .paths import config_file
+
+
+class EndpointSettings(BaseModel):
+    """One named OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key: SecretStr | None = None
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0, le=20)
+
+
+class CacheSettings(BaseModel):
+    """Where the response cache lives and whether it is used."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    path: Path | None = None
+
+
+class UserConfig(BaseModel):
+    """Everything the user config file may hold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpoints: dict[str, EndpointSettings] = {}
+    cache: CacheSettings = CacheSettings()
+
+
+def load_user_config(path: Path | None = None) -> UserConfig:
+    """Read the user config file; a missing file means defaults."""
+    path = path or config_file()
+    if not path.exists():
+        return UserConfig()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    try:
+        return UserConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"config file {path}: {where}: {first['msg']}") from None
+
+
+@lru_cache(maxsize=1)
+def user_config() -> UserConfig:
+    """The user config, read once per process."""
+    return load_user_config()

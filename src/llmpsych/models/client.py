@@ -1,0 +1,168 @@
+"""The one client every benchmark uses: limits, retries, cache and accounting around a backend."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..errors import EndpointError
+from .cache import ResponseCache, cache_key
+from .catalog import DEFAULT_EMBEDDED_MODEL, catalog_entry, model_file
+from .embedded import EmbeddedBackend, EmbeddedSettings, load_embedded
+from .http_backend import HttpBackend
+from .retry import FatalRequestError, RetriesExhausted, RetryPolicy, call_with_retries
+from .spec import ModelSpec, gguf_path, parse_model_spec, resolve_endpoint
+from .types import ChatResult, GenerationParams, Message
+
+
+class Backend(Protocol):
+    """Sends one chat-completions body; raises RetryableError or FatalRequestError."""
+
+    async def send(self, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class RequestFailed(EndpointError):
+    """A request that failed for good (after bounded retries, or a non-retryable error)."""
+
+
+@dataclass
+class ClientStats:
+    """Counters for progress bars and reports."""
+
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    retry_reasons: dict[str, int] = field(default_factory=dict)
+
+
+class ModelClient:
+    """Concurrency-limited, retrying, caching chat client for one model."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        backend: Backend,
+        identity: str,
+        request_model: str,
+        concurrency: int,
+        policy: RetryPolicy,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.identity = identity
+        self.request_model = request_model
+        self.concurrency = concurrency
+        self.policy = policy
+        self.cache = cache
+        self.stats = ClientStats()
+        self._limit = asyncio.Semaphore(concurrency)
+        self._rng = random.Random()
+
+    def body(self, messages: list[Message], params: GenerationParams) -> dict[str, Any]:
+        """The chat-completions request body."""
+        return {"model": self.request_model, "messages": messages, **params.request_fields()}
+
+    def key(self, messages: list[Message], params: GenerationParams, sample: str = "0") -> str:
+        """The cache key of a request."""
+        return cache_key(self.identity, self.request_model, self.body(messages, params), sample)
+
+    async def complete(
+        self, messages: list[Message], params: GenerationParams | None = None, sample: str | int = 0
+    ) -> ChatResult:
+        """Answer one chat request (from the cache when possible)."""
+        params = params or GenerationParams()
+        body = self.body(messages, params)
+        key = cache_key(self.identity, self.request_model, body, str(sample))
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.stats.cache_hits += 1
+            return hit
+        async with self._limit:
+            started = time.perf_counter()
+            try:
+                response, attempts = await call_with_retries(
+                    lambda: self.backend.send(body), self.policy, self._rng, self._note_retry
+                )
+            except RetriesExhausted as exc:
+                self.stats.failures += 1
+                raise RequestFailed(f"{self.spec}: {exc}") from None
+            except FatalRequestError as exc:
+                self.stats.failures += 1
+                raise RequestFailed(f"{self.spec}: {exc}") from None
+            latency = time.perf_counter() - started
+        result = ChatResult.from_response(response, latency, attempts)
+        self.stats.requests += 1
+        self.stats.prompt_tokens += result.usage.prompt_tokens
+        self.stats.completion_tokens += result.usage.completion_tokens
+        if self.cache is not None:
+            self.cache.put(key, self.identity, self.request_model, result)
+        return result
+
+    def _note_retry(self, attempt: int, reason: str) -> None:
+        self.stats.retries += 1
+        self.stats.retry_reasons[reason] = self.stats.retry_reasons.get(reason, 0) + 1
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about this model (never the key)."""
+        return {
+            "spec": self.spec.text,
+            "identity": self.identity,
+            "concurrency": self.concurrency,
+            "max_retries": self.policy.max_retries,
+        }
+
+    async def aclose(self) -> None:
+        """Release connections."""
+        await self.backend.aclose()
+
+
+def open_client(
+    spec_text: str,
+    *,
+    base_url: str | None = None,
+    concurrency: int | None = None,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    cache: ResponseCache | None = None,
+    embedded: EmbeddedSettings | None = None,
+) -> ModelClient:
+    """Build a client from a model spec string (see :mod:`llmpsych.models.spec`)."""
+    spec = parse_model_spec(spec_text)
+    if spec.kind == "http":
+        endpoint = resolve_endpoint(spec, base_url, concurrency, timeout, max_retries)
+        return ModelClient(
+            spec,
+            HttpBackend(endpoint),
+            endpoint.identity,
+            endpoint.model,
+            endpoint.concurrency,
+            RetryPolicy(max_retries=endpoint.max_retries),
+            cache,
+        )
+    settings = embedded or EmbeddedSettings()
+    if spec.endpoint == "local":
+        name = spec.model or DEFAULT_EMBEDDED_MODEL
+        path = model_file(name)
+        identity = f"embedded:sha256={catalog_entry(name).sha256}"
+    else:
+        path = gguf_path(spec)
+        stat = path.stat()
+        identity = f"embedded:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
+    model = load_embedded(path, settings)
+    return ModelClient(
+        spec,
+        EmbeddedBackend(model),
+        identity,
+        spec.model,
+        concurrency or settings.n_parallel,
+        RetryPolicy(max_retries=2 if max_retries is None else max_retries),
+        cache,
+    )

@@ -1,0 +1,93 @@
+"""Run configuration: a TOML or YAML file, or command-line flags, validated with clear errors."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError
+from ..models.catalog import DEFAULT_EMBEDDED_MODEL
+from ..models.types import GenerationParams
+
+DEFAULT_MODEL = f"local/{DEFAULT_EMBEDDED_MODEL}"
+
+
+class RunConfig(BaseModel):
+    """Everything that defines a run. ``options`` holds the task's own settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    model: str = DEFAULT_MODEL
+    models: dict[str, str] = Field(default_factory=dict, description="extra model roles, e.g. judge")
+    base_url: str | None = None
+    params: GenerationParams = GenerationParams()
+    seed: int = 0
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    workers: int | None = Field(default=None, ge=1, le=10_000, description="work units in flight")
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0, le=20)
+    n_parallel: int = Field(default=1, ge=1, le=64, description="llama.cpp slots for embedded models")
+    cache: bool = True
+    cache_path: Path | None = None
+    data_dir: Path | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+    def role_specs(self) -> dict[str, str]:
+        """Model spec per role; the main model is the 'subject'."""
+        return {"subject": self.model, **self.models}
+
+
+def _validation_message(exc: ValidationError, source: str) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
+    return f"{source}: {where}: {first['msg']}{more}"
+
+
+def parse_run_config(data: dict[str, Any], source: str = "run config") -> RunConfig:
+    """Validate a config mapping."""
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_message(exc, source)) from None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a mapping."""
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix.lower() in {".yaml", ".yml"}:
+            data = yaml.safe_load(text)
+        else:
+            raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of settings at the top level")
+    return data
+
+
+def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Load a config file and apply command-line overrides (which win)."""
+    data = read_config_file(path)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key == "options":
+            data["options"] = {**data.get("options", {}), **value}
+        elif key == "params":
+            data["params"] = {**data.get("params", {}), **value}
+        else:
+            data[key] = value
+    return parse_run_config(data, str(path))

@@ -1,0 +1,93 @@
+"""What a work unit sees: a recorded chat function and seeded randomness.
+
+Every call goes through the run store. On resume, a unit runs again from the start but its completed
+calls are answered from the store, so nothing is sent twice and the result equals an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+from collections import Counter
+from typing import Any
+
+from ..errors import ConfigError
+from ..models.client import ModelClient
+from ..models.types import ChatResult, GenerationParams, Message
+from .store import RunStore
+
+
+def derived_seed(*labels: Any) -> int:
+    """A 63-bit seed derived from labels (stable across processes and platforms)."""
+    digest = hashlib.sha256(json.dumps(labels, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+class UnitContext:
+    """Per-unit access to models, recorded in the run store."""
+
+    def __init__(
+        self,
+        unit_id: str,
+        store: RunStore,
+        clients: dict[str, ModelClient],
+        seed: int,
+        default_params: GenerationParams,
+    ) -> None:
+        self.unit_id = unit_id
+        self.store = store
+        self.clients = clients
+        self.seed = seed
+        self.default_params = default_params
+        self._occurrences: Counter[str] = Counter()
+        self._seq = 0
+        self.replayed = 0
+        self.sent = 0
+
+    def rng(self, *labels: Any) -> random.Random:
+        """A random generator seeded by the run seed, this unit and ``labels``."""
+        return random.Random(derived_seed(self.seed, self.unit_id, *labels))
+
+    async def chat(
+        self,
+        messages: list[Message],
+        params: GenerationParams | None = None,
+        role: str = "subject",
+        sample: int | str = 0,
+    ) -> ChatResult:
+        """Ask the model playing ``role``; identical repeated requests in a unit stay distinct samples."""
+        try:
+            client = self.clients[role]
+        except KeyError:
+            raise ConfigError(f"no model configured for role {role!r}") from None
+        params = params or self.default_params
+        base_key = client.key(messages, params, f"{role}:{sample}")
+        occurrence = self._occurrences[base_key]
+        self._occurrences[base_key] += 1
+        call_key = f"{base_key}#{occurrence}"
+        stored = self.store.get_call(self.unit_id, call_key)
+        if stored is not None:
+            self.replayed += 1
+            return ChatResult.from_json(stored)
+        self._seq += 1
+        seq = self._seq
+        result = await client.complete(messages, params, sample=f"{sample}:{occurrence}")
+        self.sent += 0 if result.cached else 1
+        self.store.put_call(
+            self.unit_id,
+            call_key,
+            seq,
+            role,
+            client.spec.text,
+            client.body(messages, params),
+            result.to_json(),
+        )
+        return result
+
+    async def chat_all(
+        self, requests: list[tuple[list[Message], GenerationParams | None, str, int | str]]
+    ) -> list[ChatResult]:
+        """Ask several requests at once (e.g. all seats of a simultaneous round)."""
+        return list(await asyncio.gather(*(self.chat(m, p, r, s) for m, p, r, s in requests)))

@@ -1,0 +1,80 @@
+"""What a benchmark provides to the run engine: units to run, how to run one, how to analyse."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigError
+from .config import RunConfig
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """An independent piece of work; its payload must be JSON and determine its behaviour."""
+
+    unit_id: str
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+class NoOptions(BaseModel):
+    """For tasks without options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Task(ABC):
+    """A benchmark as the run engine sees it."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        try:
+            self.options = self.Options.model_validate(config.options)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"options for task {self.name!r}: {where}: {first['msg']}") from None
+
+    def data_files(self) -> list[Path]:
+        """Data files the run reads (their sha256 goes into the manifest)."""
+        return []
+
+    @abstractmethod
+    def units(self) -> list[WorkUnit]:
+        """Expand the config into work units (deterministic for a given config)."""
+
+    @abstractmethod
+    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        """Do one unit's work through ``ctx.chat`` and return a JSON-ready result."""
+
+    def analyze(self, run_dir: Path) -> list[Path]:
+        """Read the run store and write tables and reports; return the files written."""
+        return []
+
+
+#: Task name -> "module:Class"; imported lazily so the CLI starts fast.
+TASKS: dict[str, str] = {
+    "quickstart": "llmpsych.quickstart.task:QuickstartTask",
+}
+
+
+def register_task(name: str, target: str) -> None:
+    """Make a task available under ``name`` (``target`` is ``module:Class``)."""
+    TASKS[name] = target
+
+
+def task_class(name: str) -> type[Task]:
+    """Resolve a task name to its class."""
+    try:
+        module_name, _, cls_name = TASKS[name].partition(":")
+    except KeyError:
+        raise ConfigError(f"unknown task {name!r}", f"available tasks: {', '.join(sorted(TASKS))}") from None
+    return getattr(importlib.import_module(module_name), cls_name)
