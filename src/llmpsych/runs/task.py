@@ -63,6 +63,7 @@ class Task(ABC):
 #: Task name -> "module:Class"; imported lazily so the CLI starts fast.
 TASKS: dict[str, str] = {
     "quickstart": "llmpsych.quickstart.task:QuickstartTask",
+    "echo": "llmpsych.testing.echo_task:EchoTask",
 }
 
 

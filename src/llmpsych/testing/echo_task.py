@@ -1,0 +1,67 @@
+"""A content-free task for tests and benchmarks: each unit holds a short multi-turn conversation.
+
+``llmpsych run --task echo -O units=100 -O turns=2 -O parallel=2 --model ...`` sends
+units × turns × parallel requests; seats of one turn are asked concurrently, as in a game round.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models.types import GenerationParams
+from ..runs.store import RunStore
+from ..runs.task import Task, WorkUnit
+
+
+class EchoOptions(BaseModel):
+    """Shape of the synthetic workload."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    units: int = Field(default=10, ge=1, le=1_000_000)
+    turns: int = Field(default=1, ge=1, le=100)
+    parallel: int = Field(default=1, ge=1, le=64)
+    max_tokens: int = Field(default=8, ge=1)
+
+
+class EchoTask(Task):
+    """Synthetic conversations whose answers feed the next turn."""
+
+    name = "echo"
+    Options = EchoOptions
+
+    def units(self) -> list[WorkUnit]:
+        return [WorkUnit(f"u{i:06d}", {"index": i}) for i in range(self.options.units)]
+
+    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        params = GenerationParams(
+            max_tokens=self.options.max_tokens, temperature=self.config.params.temperature
+        )
+        histories = [
+            [{"role": "user", "content": f"unit {unit.payload['index']} seat {s}: say something"}]
+            for s in range(self.options.parallel)
+        ]
+        for turn in range(self.options.turns):
+            requests = [(history, params, "subject", turn) for history in histories]
+            results = await ctx.chat_all(requests)
+            for seat, (history, result) in enumerate(zip(histories, results, strict=True)):
+                history.append({"role": "assistant", "content": result.text})
+                history.append({"role": "user", "content": f"turn {turn + 1} seat {seat}: go on"})
+        return [[m["content"] for m in history if m["role"] == "assistant"] for history in histories]
+
+    def analyze(self, run_dir: Path) -> list[Path]:
+        store = RunStore.in_dir(run_dir)
+        try:
+            done = store.units("done")
+            counts = store.unit_counts()
+        finally:
+            store.close()
+        out = run_dir / "echo-summary.json"
+        out.write_text(
+            json.dumps({"units": counts, "answers": {u.unit_id: u.result for u in done}}, indent=1)
+        )
+        return [out]

@@ -1,0 +1,150 @@
+"""The run engine against a real loopback server: faults lose nothing, SIGKILL + resume repeats nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmpsych.errors import ConfigError
+from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
+from llmpsych.testing.fault_server import FaultRates, FaultServer
+
+
+def _config(server: FaultServer, **options) -> object:
+    return parse_run_config(
+        {
+            "task": "echo",
+            "model": "openai-compatible/m",
+            "base_url": server.base_url,
+            "cache": False,
+            "concurrency": 8,
+            "options": options,
+            "max_retries": 8,
+        }
+    )
+
+
+def _results(run_dir: Path) -> dict[str, object]:
+    store = RunStore.in_dir(run_dir)
+    try:
+        return {u.unit_id: u.result for u in store.units()}
+    finally:
+        store.close()
+
+
+def _call_keys(run_dir: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
+
+
+def test_faulty_server_gives_the_clean_results(tmp_path: Path) -> None:
+    with FaultServer() as clean_server:
+        clean = start_run(_config(clean_server, units=30, turns=2, parallel=2), tmp_path / "clean", False)
+    rates = FaultRates(
+        rate_429=0.1,
+        rate_500=0.1,
+        rate_drop=0.05,
+        rate_malformed=0.05,
+        rate_slow=0.05,
+        rate_timeout=0.03,
+        timeout_s=1.0,
+        slow_s=0.05,
+    )
+    with FaultServer(rates, seed=7) as faulty_server:
+        config = _config(faulty_server, units=30, turns=2, parallel=2)
+        config = config.model_copy(update={"timeout": 0.5})
+        faulty = start_run(config, tmp_path / "faulty", False)
+    assert sum(faulty_server.fault_log.values()) > 10
+    assert faulty.summary.failed == 0 and faulty.summary.done == 30
+    assert _results(tmp_path / "faulty") == _results(tmp_path / "clean")
+    keys = _call_keys(tmp_path / "faulty")
+    assert len(keys) == len(set(keys)) == 30 * 2 * 2 == clean.summary.calls_sent
+    manifest = json.loads((tmp_path / "faulty" / "manifest.json").read_text())
+    assert manifest["task"] == "echo" and manifest["units"] == 30 and "llmpsych_version" in manifest
+
+
+def test_failed_units_are_recorded_and_resume_finishes_them(tmp_path: Path) -> None:
+    rates = FaultRates(rate_500=1.0, max_faults_per_request=3)
+    with FaultServer(rates) as server:
+        config = _config(server, units=4).model_copy(update={"max_retries": 1})
+        first = start_run(config, tmp_path / "r", False)
+        assert first.summary.failed == 4 and "HTTP 500" in first.summary.errors[0]
+        store = RunStore.in_dir(tmp_path / "r")
+        assert store.unit_counts() == {"failed": 4}
+        store.close()
+        second = resume_run(tmp_path / "r", False)  # each body has one fault left, then succeeds
+        assert second.summary.done == 4 and second.summary.failed == 0
+
+
+def test_existing_run_directory_is_not_overwritten(tmp_path: Path, fault_server: FaultServer) -> None:
+    start_run(_config(fault_server, units=1), tmp_path / "r", False)
+    with pytest.raises(ConfigError, match="already holds a run"):
+        start_run(_config(fault_server, units=1), tmp_path / "r", False)
+
+
+def test_sigkill_halfway_then_resume_repeats_nothing(tmp_path: Path) -> None:
+    units, turns = 40, 3
+    rates = FaultRates(latency_s=0.05)
+    with FaultServer() as reference_server:
+        start_run(_config(reference_server, units=units, turns=turns), tmp_path / "reference", False)
+    with FaultServer(rates) as server:
+        run_dir = tmp_path / "killed"
+        command = [
+            sys.executable,
+            "-m",
+            "llmpsych",
+            "run",
+            "--task",
+            "echo",
+            "--model",
+            "openai-compatible/m",
+            "--base-url",
+            server.base_url,
+            "--no-cache",
+            "--concurrency",
+            "4",
+            "--no-progress",
+            "-O",
+            f"units={units}",
+            "-O",
+            f"turns={turns}",
+            "--out",
+            str(run_dir),
+        ]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        total = units * turns
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            time.sleep(0.05)
+            if (run_dir / "run.sqlite").exists():
+                try:
+                    if len(_call_keys(run_dir)) >= total // 2:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+            assert process.poll() is None, process.stderr.read().decode()
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        before = set(_call_keys(run_dir))
+        assert total // 2 <= len(before) < total
+        hits_before = sum(server.hits.values())
+        outcome = resume_run(run_dir, False)
+        assert outcome.summary.failed == 0
+        after = _call_keys(run_dir)
+        assert len(after) == len(set(after)) == total
+        # Completed requests were answered from the store, not re-sent: the resumed process sent only the
+        # requests that were missing (plus at most the few that were in flight when the process died).
+        resent = sum(server.hits.values()) - hits_before
+        assert outcome.summary.calls_sent == total - len(before) == resent
+        assert outcome.summary.calls_replayed == len(before)
+        assert all(count <= 2 for count in server.hits.values())
+        assert sum(server.hits.values()) - total <= 4  # in flight at the kill (concurrency 4)
+    assert _results(run_dir) == _results(tmp_path / "reference")
