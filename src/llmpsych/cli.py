@@ -343,7 +343,7 @@ def main() -> None:
     except LlmpsychError as exc:
         if _state["debug"]:
             raise
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False)
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True, markup=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print(
