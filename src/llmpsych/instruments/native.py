@@ -1,0 +1,380 @@
+"""llmpsych's own scale file format (YAML or JSON), so users can add scales; also reads official files.
+
+A native file holds one scale, or several under ``scales:``. Every field is explicit: the response
+range, each item's reverse flag, the subscales, and norms with their citation. See ``docs/scales.md``.
+
+Every malformation is reported as one :class:`~llmpsych.errors.DataError` line naming the file, the
+scale and the problem.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from ..errors import DataError
+from .official import load_official_file, read_json
+from .scale import Correction, Item, NormGroup, Scale, Subscale
+
+FORMAT_KEY = "llmpsych_scale"
+FORMAT_VERSION = 1
+
+_SCALE_FIELDS = {
+    FORMAT_KEY: False,
+    "name": True,
+    "title": False,
+    "language": False,
+    "response": True,
+    "scoring": True,
+    "system_prompt": False,
+    "instructions": False,
+    "source": False,
+    "license": False,
+    "citation": False,
+    "items": True,
+    "reverse": False,
+    "subscales": False,
+    "unscored": False,
+    "unscored_reason": False,
+    "corrections": False,
+}
+_RESPONSE_FIELDS = {"min": True, "max": True, "labels": False}
+_ITEM_FIELDS = {"index": True, "text": True, "reverse": False}
+_SUBSCALE_FIELDS = {"name": True, "items": True, "norms": False}
+_NORM_FIELDS = {"group": True, "mean": True, "sd": True, "n": True, "citation": False}
+_CORRECTION_FIELDS = {"field": True, "old": True, "new": True, "reason": True}
+
+FileFormat = Literal["native", "official"]
+
+
+def load_scale_file(path: str | os.PathLike[str], *, corrections: bool = True) -> list[Scale]:
+    """Load a user scale file in the native or the official format (detected from its content)."""
+    file = Path(path)
+    data = read_structured(file)
+    if detect_format(data) == "official":
+        return load_official_file(file, corrections=corrections)
+    return scales_from_native(data, origin=str(file))
+
+
+def detect_format(data: Any) -> FileFormat:
+    """``official`` for PsychoBench-style data (objects with ``questions``), otherwise ``native``."""
+    entries = data if isinstance(data, list) else [data]
+    if entries and all(isinstance(e, Mapping) and "questions" in e for e in entries):
+        return "official"
+    return "native"
+
+
+def read_structured(path: Path) -> Any:
+    """Parse a YAML or JSON file (by suffix; YAML otherwise), one :class:`DataError` line on failure."""
+    if path.suffix.lower() == ".json":
+        return read_json(path)
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise DataError(f"{path}: invalid YAML{at}: {problem}") from None
+
+
+def scales_from_native(data: Any, *, origin: str) -> list[Scale]:
+    """Every scale of a parsed native document (a scale mapping, a list, or ``scales:``)."""
+    if isinstance(data, Mapping) and "scales" in data:
+        extra = sorted(set(data) - {"scales", FORMAT_KEY})
+        if extra:
+            raise DataError(f"{origin}: unknown top-level field '{extra[0]}' next to 'scales'")
+        data = data["scales"]
+    entries = data if isinstance(data, list) else [data]
+    if not entries:
+        raise DataError(f"{origin}: the file defines no scale")
+    scales = [scale_from_native(entry, origin=origin) for entry in entries]
+    names = [s.name for s in scales]
+    for name in names:
+        if names.count(name) > 1:
+            raise DataError(f"{origin}: scale {name!r} is defined more than once")
+    return scales
+
+
+def scale_from_native(data: Any, *, origin: str) -> Scale:
+    """Build one :class:`Scale` from a native mapping, checking every field."""
+    if not isinstance(data, Mapping):
+        raise DataError(f"{origin}: a scale must be a mapping of fields, got {_kind(data)}")
+    name = data.get("name")
+    where = f"{origin}: scale {name!r}" if isinstance(name, str) and name else f"{origin}: scale"
+    _check_fields(data, _SCALE_FIELDS, where)
+    version = data.get(FORMAT_KEY, FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise DataError(f"{where}: unsupported {FORMAT_KEY} version {version!r} (this llmpsych reads 1)")
+    _require_type(name, str, f"{where}: field 'name'")
+
+    response = data["response"]
+    if not isinstance(response, Mapping):
+        raise DataError(f"{where}: field 'response' must be a mapping with 'min' and 'max'")
+    _check_fields(response, _RESPONSE_FIELDS, f"{where}, response")
+    low = _whole(response["min"], f"{where}: response 'min'")
+    high = _whole(response["max"], f"{where}: response 'max'")
+    if low >= high:
+        raise DataError(f"{where}: response min ({low}) must be below max ({high})")
+    labels = _labels(response.get("labels") or {}, low, high, where)
+
+    raw_items = data["items"]
+    if not isinstance(raw_items, list) or not raw_items:
+        raise DataError(f"{where}: field 'items' must be a non-empty list")
+    items = [_item(entry, position, where) for position, entry in enumerate(raw_items, start=1)]
+    indices = [item.index for item in items]
+    for index in indices:
+        if indices.count(index) > 1:
+            raise DataError(f"{where}: duplicate item index {index}")
+    reverse = set(_index_list(data.get("reverse", []), f"{where}: field 'reverse'"))
+    for key in sorted(reverse):
+        if key not in indices:
+            raise DataError(
+                f"{where}: reverse key {key} is out of the item range (items are {_describe(indices)})"
+            )
+    items = [Item(i.index, i.text, i.reverse or i.index in reverse) for i in items]
+
+    raw_subscales = data.get("subscales", [])
+    if not isinstance(raw_subscales, list):
+        raise DataError(f"{where}: field 'subscales' must be a list")
+    subscales = [_subscale(entry, pos, indices, where) for pos, entry in enumerate(raw_subscales, start=1)]
+
+    unscored = data.get("unscored", False)
+    _require_type(unscored, bool, f"{where}: field 'unscored'")
+    scoring = data["scoring"]
+    _require_type(scoring, str, f"{where}: field 'scoring'")
+    corrections = _corrections(data.get("corrections", []), name, where)
+    texts = {key: _optional_str(data, key, where) for key in _TEXT_FIELDS}
+    return Scale(
+        name=name,
+        items=tuple(items),
+        response_min=low,
+        response_max=high,
+        scoring=scoring.upper(),  # type: ignore[arg-type]  # validated by Scale
+        subscales=tuple(subscales),
+        level_labels=labels,
+        unscored=unscored,
+        corrections=corrections,
+        origin=origin,
+        **texts,
+    )
+
+
+_TEXT_FIELDS = (
+    "title",
+    "language",
+    "system_prompt",
+    "instructions",
+    "source",
+    "license",
+    "citation",
+    "unscored_reason",
+)
+
+
+def scale_to_native(scale: Scale) -> dict[str, Any]:
+    """A native-format mapping of ``scale`` (loading it back gives an equal scale, origin aside)."""
+    out: dict[str, Any] = {FORMAT_KEY: FORMAT_VERSION, "name": scale.name}
+    for key in ("title", "language", "source", "license", "citation"):
+        if getattr(scale, key) is not None:
+            out[key] = getattr(scale, key)
+    response: dict[str, Any] = {"min": scale.response_min, "max": scale.response_max}
+    if scale.level_labels:
+        response["labels"] = dict(sorted(scale.level_labels.items()))
+    out["response"] = response
+    out["scoring"] = scale.scoring
+    for key in ("system_prompt", "instructions"):
+        if getattr(scale, key) is not None:
+            out[key] = getattr(scale, key)
+    out["items"] = [
+        {"index": i.index, "text": i.text, **({"reverse": True} if i.reverse else {})} for i in scale.items
+    ]
+    out["subscales"] = [_subscale_to_native(sub) for sub in scale.subscales]
+    if scale.unscored:
+        out["unscored"] = True
+        out["unscored_reason"] = scale.unscored_reason
+    if scale.corrections:
+        out["corrections"] = [
+            {"field": c.field, "old": c.old, "new": c.new, "reason": c.reason} for c in scale.corrections
+        ]
+    return out
+
+
+def write_scale_file(scales: Iterable[Scale], path: str | os.PathLike[str]) -> Path:
+    """Write scales in the native format: JSON for ``.json``, YAML otherwise."""
+    file = Path(path)
+    documents = [scale_to_native(s) for s in scales]
+    payload: Any = documents[0] if len(documents) == 1 else {"scales": documents}
+    if file.suffix.lower() == ".json":
+        file.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    else:
+        file.write_text(yaml.safe_dump(payload, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return file
+
+
+# -- field helpers ------------------------------------------------------------------------------
+def _subscale_to_native(sub: Subscale) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": sub.name, "items": list(sub.item_indices)}
+    if sub.norms:
+        out["norms"] = [
+            {
+                "group": g.label,
+                "mean": g.mean,
+                "sd": g.sd,
+                "n": g.n,
+                **({"citation": g.citation} if g.citation is not None else {}),
+            }
+            for g in sub.norms
+        ]
+    return out
+
+
+def _item(entry: Any, position: int, where: str) -> Item:
+    at = f"{where}, item #{position}"
+    if not isinstance(entry, Mapping):
+        raise DataError(f"{at}: must be a mapping with 'index' and 'text'")
+    _check_fields(entry, _ITEM_FIELDS, at)
+    index = _whole(entry["index"], f"{at}: 'index'")
+    if index < 1:
+        raise DataError(f"{at}: 'index' must be a positive whole number, got {index}")
+    text = entry["text"]
+    if not isinstance(text, str) or not text.strip():
+        raise DataError(f"{at}: 'text' must be non-empty text")
+    reverse = entry.get("reverse", False)
+    _require_type(reverse, bool, f"{at}: 'reverse'")
+    return Item(index=index, text=text, reverse=reverse)
+
+
+def _subscale(entry: Any, position: int, indices: list[int], where: str) -> Subscale:
+    if not isinstance(entry, Mapping):
+        raise DataError(f"{where}, subscale #{position}: must be a mapping with 'name' and 'items'")
+    name = entry.get("name")
+    at = f"{where}, subscale {name!r}" if isinstance(name, str) and name else f"{where}, subscale #{position}"
+    _check_fields(entry, _SUBSCALE_FIELDS, at)
+    if not isinstance(name, str) or not name.strip():
+        raise DataError(f"{at}: 'name' must be non-empty text")
+    members = _index_list(entry["items"], f"{at}: 'items'")
+    if not members:
+        raise DataError(f"{at}: 'items' is empty")
+    for index in members:
+        if index not in indices:
+            raise DataError(f"{at}: refers to unknown item {index} (items are {_describe(indices)})")
+        if members.count(index) > 1:
+            raise DataError(f"{at}: lists item {index} twice")
+    raw_norms = entry.get("norms", [])
+    if not isinstance(raw_norms, list):
+        raise DataError(f"{at}: 'norms' must be a list")
+    return Subscale(name=name, item_indices=tuple(members), norms=tuple(_norm(n, at) for n in raw_norms))
+
+
+def _norm(entry: Any, where: str) -> NormGroup:
+    if not isinstance(entry, Mapping):
+        raise DataError(f"{where}: every norm must be a mapping with group, mean, sd and n")
+    group = entry.get("group")
+    at = f"{where}, norm {group!r}" if isinstance(group, str) and group else f"{where}, norm"
+    _check_fields(entry, _NORM_FIELDS, at)
+    _require_type(group, str, f"{at}: 'group'")
+    mean = _number(entry["mean"], f"{at}: 'mean'")
+    sd = _number(entry["sd"], f"{at}: 'sd'")
+    if sd < 0:
+        raise DataError(f"{at}: 'sd' must not be negative, got {sd}")
+    n = _whole(entry["n"], f"{at}: 'n'")
+    if n < 1:
+        raise DataError(f"{at}: 'n' must be at least 1, got {n}")
+    citation = entry.get("citation")
+    if citation is not None:
+        _require_type(citation, str, f"{at}: 'citation'")
+    return NormGroup(label=group, mean=mean, sd=sd, n=n, citation=citation)
+
+
+def _corrections(value: Any, scale_name: str, where: str) -> tuple[Correction, ...]:
+    if not isinstance(value, list):
+        raise DataError(f"{where}: field 'corrections' must be a list")
+    out: list[Correction] = []
+    for position, entry in enumerate(value, start=1):
+        at = f"{where}, correction #{position}"
+        if not isinstance(entry, Mapping):
+            raise DataError(f"{at}: must be a mapping")
+        _check_fields(entry, _CORRECTION_FIELDS, at)
+        out.append(Correction(scale_name, *(str(entry[k]) for k in ("field", "old", "new", "reason"))))
+    return tuple(out)
+
+
+def _labels(value: Any, low: int, high: int, where: str) -> dict[int, str]:
+    if not isinstance(value, Mapping):
+        raise DataError(f"{where}: response 'labels' must map levels to text")
+    labels: dict[int, str] = {}
+    for key, text in value.items():
+        level = int(key) if isinstance(key, str) and key.lstrip("-").isdigit() else key
+        if isinstance(level, bool) or not isinstance(level, int):
+            raise DataError(f"{where}: response label key {key!r} is not a whole number")
+        if not low <= level <= high:
+            raise DataError(f"{where}: response label for {level} is outside the range {low}-{high}")
+        _require_type(text, str, f"{where}: response label {level}")
+        labels[level] = text
+    return labels
+
+
+def _check_fields(data: Mapping[str, Any], fields: Mapping[str, bool], where: str) -> None:
+    for key, required in fields.items():
+        if required and key not in data:
+            raise DataError(f"{where}: missing field '{key}'")
+    unknown = [key for key in data if key not in fields]
+    if unknown:
+        raise DataError(f"{where}: unknown field '{unknown[0]}' (known: {', '.join(fields)})")
+
+
+def _index_list(value: Any, where: str) -> list[int]:
+    if not isinstance(value, list):
+        raise DataError(f"{where} must be a list of item numbers")
+    return [_whole(v, where) for v in value]
+
+
+def _whole(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DataError(f"{where} must be a whole number, got {value!r}")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DataError(f"{where} must be a number, got {value!r}")
+    return value
+
+
+def _require_type(value: Any, kind: type, where: str) -> None:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise DataError(f"{where} must be {_type_name(kind)}, got {value!r}")
+    if kind is str and not value.strip():
+        raise DataError(f"{where} must not be empty")
+
+
+def _optional_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is not None:
+        _require_type(value, str, f"{where}: field '{key}'")
+    return value
+
+
+def _type_name(kind: type) -> str:
+    return {str: "text", bool: "true or false", int: "a whole number"}.get(kind, kind.__name__)
+
+
+def _kind(value: Any) -> str:
+    return "a list" if isinstance(value, list) else type(value).__name__
+
+
+def _describe(indices: list[int]) -> str:
+    ordered = sorted(indices)
+    contiguous = ordered == list(range(ordered[0], ordered[-1] + 1))
+    return f"{ordered[0]}-{ordered[-1]}" if contiguous else ", ".join(map(str, ordered))

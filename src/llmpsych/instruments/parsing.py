@@ -1,0 +1,300 @@
+"""Strict parsing of model answers to a scale: ``index: score`` lines, and single Likert numbers.
+
+The parser accepts one answer per line in the form ``index: score`` and the usual variants
+(``index. score``, ``index - score``, ``index) score``, ``(index) score``, ``index = score``, markdown
+bullets, bold or italic markers, a ``Statement``/``Item``/``Question`` label, a trailing comment such as
+``(agree)`` or ``/5``, markdown table rows ``| index | score |``, and several ``index: score`` pairs on
+one line separated by commas or semicolons). It never guesses: a line whose score is ambiguous (``3-4``,
+``3 or 4``, ``4.5``) is left unparsed, conflicting repeats of an index are reported instead of
+resolved, and answers outside the response range are reported instead of clipped.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..errors import LlmpsychError
+
+# Our own phrasings of the usual ways a chat model declines to rate itself.
+REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (
+        r"\bas an? (?:ai|artificial intelligence)\b",
+        r"\bas an? (?:large )?language model\b",
+        r"\bi(?:'m| am) (?:just |only )?an? (?:ai|language model|assistant|chatbot|computer program)\b",
+        r"\bi (?:do not|don't|did not|didn't) (?:have|possess) (?:any )?(?:personal |subjective |real )?"
+        r"(?:feelings|emotions|opinions|preferences|experiences|beliefs|personality|a personality|a body)\b",
+        r"\bi (?:cannot|can't|can not|am unable to|am not able to|won't|will not|must decline to) "
+        r"(?:provide|give|answer|rate|score|respond|share|express|complete|fill|participate|evaluate|"
+        r"assess|self-assess|take part|comply)\b",
+        r"\bi(?:'m| am) (?:sorry|afraid),? (?:but )?i (?:cannot|can't|can not|am unable|won't|will not)\b",
+        r"\bnot (?:capable|able) of (?:having|experiencing|feeling|holding)\b",
+    )
+)
+
+DEFAULT_REASK_WORDING = (
+    "These statements still need a valid score: {indices}. Reply with one line per statement in the "
+    'form "index: score", using a whole number from {min} to {max}, and nothing else.'
+)
+
+_DASHES = "\u2212\u2010\u2011\u2012\u2013\u2014"
+_BULLET = re.compile(r"^\s*[-*+•·]\s+")
+_LABEL = r"(?:(?:statement|item|question|q|no\.?|number)\s*#?\s*)?"
+_SINGLE = re.compile(
+    rf"^{_LABEL}(?:\((?P<pindex>\d{{1,4}})\)\s*[:.)=\->]?|(?P<index>\d{{1,4}})\s*(?:[:.)=>]|->|-))"
+    r"\s*(?P<value>-?\d{1,4})(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+_PAIR = re.compile(r"(?P<index>\d{1,4})\s*[:=]\s*(?P<value>-?\d{1,4})(?![\d.]*\d)")
+_PAIR_GAP = re.compile(r"^[\s,;|]*(?:and\s*)?$", re.IGNORECASE)
+_ECHOED = re.compile(
+    rf"^{_LABEL}(?P<index>\d{{1,4}})\s*[:.)]\s+\D.*?[:=\-]\s*(?P<value>-?\d{{1,4}})\s*(?:\([^()]*\))?\s*\.?$",
+    re.IGNORECASE,
+)
+_AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-]|or\b|to\b|and\b)?\s*\d", re.IGNORECASE)
+_DENOMINATOR = re.compile(r"^\s*/\s*\d+")
+
+
+class ParseError(LlmpsychError, ValueError):
+    """A parser was called with arguments that cannot work (e.g. an empty response range)."""
+
+
+@dataclass(frozen=True)
+class ParsedAnswers:
+    """What a model's reply says about each expected item.
+
+    ``answers`` holds only valid answers (in range, not contradicted). ``missing`` lists expected items
+    the reply never mentions; ``ambiguous`` items whose score could not be read (``3-4``, ``4.5``);
+    ``duplicates`` items answered more than once with different values; ``out_of_range`` items whose
+    single answer lies outside the range; ``unexpected`` answers to items that were not asked.
+    ``unanswered`` is every expected item without a valid answer (the items to re-ask).
+    """
+
+    expected: tuple[int, ...]
+    answers: dict[int, int]
+    missing: tuple[int, ...]
+    ambiguous: tuple[int, ...]
+    duplicates: dict[int, tuple[int, ...]]
+    out_of_range: dict[int, int]
+    unexpected: dict[int, int]
+    refusal_language: bool
+    unparsed_lines: tuple[str, ...] = field(default=(), repr=False)
+
+    @property
+    def unanswered(self) -> tuple[int, ...]:
+        """Expected items without a valid answer, in the order they were expected."""
+        return tuple(i for i in self.expected if i not in self.answers)
+
+    @property
+    def complete(self) -> bool:
+        """True when every expected item has a valid answer."""
+        return not self.unanswered
+
+    @property
+    def refused(self) -> bool:
+        """True when the reply declines (refusal language) and contains no valid answer at all."""
+        return self.refusal_language and not self.answers
+
+    @property
+    def n_valid(self) -> int:
+        """Number of expected items with a valid answer."""
+        return len(self.answers)
+
+    @property
+    def valid_rate(self) -> float:
+        """Share of expected items with a valid answer (1.0 when nothing was expected)."""
+        return len(self.answers) / len(self.expected) if self.expected else 1.0
+
+
+def detect_refusal(text: str, extra_patterns: Iterable[str | re.Pattern[str]] = ()) -> bool:
+    """True when ``text`` contains typical refusal language (our own patterns plus ``extra_patterns``)."""
+    normalised = _normalise(text)
+    patterns = list(REFUSAL_PATTERNS) + [
+        p if isinstance(p, re.Pattern) else re.compile(p, re.IGNORECASE) for p in extra_patterns
+    ]
+    return any(p.search(normalised) for p in patterns)
+
+
+def parse_item_answers(
+    text: str,
+    expected: Sequence[int],
+    response_min: int,
+    response_max: int,
+    *,
+    allow_echoed_text: bool = False,
+) -> ParsedAnswers:
+    """Parse ``index: score`` answers for the ``expected`` item numbers.
+
+    ``allow_echoed_text=True`` also accepts lines that repeat the statement between the index and a
+    final score (``3. I like parties: 4``); it is off by default because such lines are easier to
+    misread.
+    """
+    if response_min >= response_max:
+        raise ParseError(f"response range {response_min}-{response_max} is empty")
+    expected_order = tuple(dict.fromkeys(int(i) for i in expected))
+    wanted = set(expected_order)
+    seen: dict[int, list[int | None]] = {}
+    unparsed: list[str] = []
+    for line in _normalise(text or "").splitlines():
+        if not line.strip():
+            continue
+        pairs = _parse_line(line, allow_echoed_text)
+        if pairs is None:
+            unparsed.append(line.strip())
+            continue
+        for index, value in pairs:
+            seen.setdefault(index, []).append(value)
+
+    answers: dict[int, int] = {}
+    ambiguous: list[int] = []
+    duplicates: dict[int, tuple[int, ...]] = {}
+    out_of_range: dict[int, int] = {}
+    unexpected: dict[int, int] = {}
+    for index, values in seen.items():
+        readable = tuple(dict.fromkeys(v for v in values if v is not None))
+        if index not in wanted:
+            if readable:
+                unexpected[index] = readable[0]
+        elif len(readable) < len(set(values)):
+            ambiguous.append(index)
+        elif len(readable) > 1:
+            duplicates[index] = readable
+        elif not response_min <= readable[0] <= response_max:
+            out_of_range[index] = readable[0]
+        else:
+            answers[index] = readable[0]
+    return ParsedAnswers(
+        expected=expected_order,
+        answers=answers,
+        missing=tuple(i for i in expected_order if i not in seen),
+        ambiguous=tuple(i for i in expected_order if i in set(ambiguous)),
+        duplicates=duplicates,
+        out_of_range=out_of_range,
+        unexpected=unexpected,
+        refusal_language=detect_refusal(text or ""),
+        unparsed_lines=tuple(unparsed),
+    )
+
+
+def build_reask_prompt(
+    indices: Iterable[int],
+    wording: str = DEFAULT_REASK_WORDING,
+    *,
+    response_min: int | None = None,
+    response_max: int | None = None,
+    items: Mapping[int, str] | None = None,
+    item_format: str = "{index}. {text}",
+) -> str:
+    """Fill ``wording`` to ask again for ``indices``.
+
+    Placeholders: ``{indices}`` (comma-separated numbers), ``{count}``, ``{min}``, ``{max}`` and
+    ``{items}`` (one ``item_format`` line per item, needs ``items``).
+    """
+    numbers = list(dict.fromkeys(int(i) for i in indices))
+    if not numbers:
+        raise ParseError("nothing to re-ask: no item indices given")
+    values: dict[str, object] = {
+        "indices": ", ".join(map(str, numbers)),
+        "count": len(numbers),
+        "min": response_min,
+        "max": response_max,
+    }
+    if items is not None:
+        absent = [i for i in numbers if i not in items]
+        if absent:
+            raise ParseError(f"no text for item {absent[0]} to re-ask")
+        values["items"] = "\n".join(item_format.format(index=i, text=items[i]) for i in numbers)
+    for _, name, _, _ in string.Formatter().parse(wording):
+        if name is None:
+            continue
+        if name not in values:
+            raise ParseError(f"re-ask wording uses unknown placeholder {{{name}}}")
+        if values[name] is None:
+            raise ParseError(f"re-ask wording uses {{{name}}} but no value for it was given")
+    return wording.format(**values)
+
+
+LikertStatus = Literal["ok", "missing", "ambiguous", "out_of_range", "refusal"]
+
+
+@dataclass(frozen=True)
+class LikertAnswer:
+    """A one-item reply: ``value`` is set only when ``status == "ok"``."""
+
+    value: int | None
+    status: LikertStatus
+    candidates: tuple[float, ...] = ()
+
+
+def parse_likert_number(text: str, response_min: int, response_max: int) -> LikertAnswer:
+    """Read a single Likert answer (``"4"``, ``"I'd say 4."``, ``"**4** (agree)"``, ``"4/5"``).
+
+    Echoes of the range ("from 1 to 5", "out of 5") are ignored; two different numbers are ambiguous.
+    """
+    if response_min >= response_max:
+        raise ParseError(f"response range {response_min}-{response_max} is empty")
+    cleaned = _normalise(text or "")
+    for echo in (
+        rf"(?:from\s+|scale\s+of\s+|between\s+)?(?<!\d){response_min}\s*(?:to|-|and)\s*{response_max}(?!\d)",
+        rf"\bout\s+of\s+{response_max}(?!\d)",
+        rf"/\s*{response_max}(?!\d)",
+    ):
+        cleaned = re.sub(echo, " ", cleaned, flags=re.IGNORECASE)
+    numbers = [float(m) for m in re.findall(r"(?<![\d.])-?\d+(?:\.\d+)?", cleaned)]
+    distinct = tuple(dict.fromkeys(numbers))
+    if not distinct:
+        status: LikertStatus = "refusal" if detect_refusal(text or "") else "missing"
+        return LikertAnswer(None, status)
+    if len(distinct) > 1 or not distinct[0].is_integer():
+        return LikertAnswer(None, "ambiguous", distinct)
+    value = int(distinct[0])
+    if not response_min <= value <= response_max:
+        return LikertAnswer(None, "out_of_range", distinct)
+    return LikertAnswer(value, "ok", distinct)
+
+
+# -- internals ----------------------------------------------------------------------------------
+def _normalise(text: str) -> str:
+    """NFKC (full-width digits and colons), plain hyphens, no markdown emphasis or code marks."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.translate({ord(c): "-" for c in _DASHES} | {0x2019: "'"}).replace("→", "->")
+    return re.sub(r"\*\*|__|`", "", text)
+
+
+def _parse_line(line: str, allow_echoed_text: bool) -> list[tuple[int, int | None]] | None:
+    """The ``(index, score)`` pairs on one line; score ``None`` when it cannot be read unambiguously."""
+    stripped = line.strip()
+    if stripped.startswith("|"):
+        return _parse_table_row(stripped)
+    stripped = _BULLET.sub("", stripped, count=1).replace("*", "").strip()
+    pairs = list(_PAIR.finditer(stripped))
+    if len(pairs) > 1 and _only_separators(stripped, pairs):
+        return [(int(m["index"]), int(m["value"])) for m in pairs]
+    match = _SINGLE.match(stripped)
+    if match:
+        rest = _DENOMINATOR.sub("", match["rest"], count=1)
+        index = int(match["pindex"] or match["index"])
+        return [(index, None if _AMBIGUOUS_REST.match(rest) else int(match["value"]))]
+    if allow_echoed_text:
+        echoed = _ECHOED.match(stripped)
+        if echoed:
+            return [(int(echoed["index"]), int(echoed["value"]))]
+    return None
+
+
+def _only_separators(line: str, pairs: list[re.Match[str]]) -> bool:
+    gaps = [line[: pairs[0].start()], line[pairs[-1].end() :]]
+    gaps += [line[a.end() : b.start()] for a, b in zip(pairs, pairs[1:], strict=False)]
+    return all(_PAIR_GAP.match(gap) or gap.strip() in {".", ""} for gap in gaps)
+
+
+def _parse_table_row(row: str) -> list[tuple[int, int | None]] | None:
+    cells = [c.strip().replace("*", "") for c in row.strip("|").split("|")]
+    if len(cells) < 2 or not re.fullmatch(r"\d{1,4}", cells[0]) or not re.fullmatch(r"-?\d{1,4}", cells[-1]):
+        return None
+    return [(int(cells[0]), int(cells[-1]))]
