@@ -1,0 +1,144 @@
+"""``llmpsych data ...``: list the official datasets and fetch them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+from .fetch import ENV_BASE_URL, fetch_datasets
+from .registry import DATASETS, resolve_names
+from .sources import ENV_DATA_DIR, data_status, default_data_dir, resolve_data_dir
+
+app = typer.Typer(
+    help="Official datasets of the research systems: where they are, and fetching them.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _console() -> Console:
+    """A console made per command, so it sees the current terminal width and output stream."""
+    return Console()
+
+
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir",
+        help=f"Folder holding the dataset folders (default: ${ENV_DATA_DIR}, else the user cache).",
+    ),
+]
+
+
+def _origin(explicit: Path | None) -> str:
+    if explicit is not None:
+        return "--data-dir"
+    if os.environ.get(ENV_DATA_DIR, "").strip():
+        return f"${ENV_DATA_DIR}"
+    return "user cache"
+
+
+@app.command("list")
+def list_cmd(data_dir: DataDirOpt = None) -> None:
+    """Show each dataset's pinned source, how many of its files are present, and whether they verify."""
+    console = _console()
+    root = resolve_data_dir(data_dir)
+    statuses = data_status(data_dir)
+    console.print(f"data directory: {escape(str(root))} ({_origin(data_dir)})", highlight=False)
+    table = Table()
+    table.add_column("dataset", style="bold")
+    table.add_column("repository@commit", overflow="fold")
+    table.add_column("files", justify="right")
+    table.add_column("checksums")
+    table.add_column("location", overflow="fold")
+    for s in statuses:
+        if s.checksums_ok is None:
+            check = "-"
+        elif s.checksums_ok:
+            check = "[green]ok[/green]"
+        else:
+            check = f"[red]{len(s.mismatched)} differ[/red]"
+        files = f"{s.present}/{s.total}"
+        table.add_row(
+            s.dataset,
+            escape(s.manifest.source),
+            files if s.complete else f"[yellow]{files}[/yellow]",
+            check,
+            escape(str(s.location)) if s.location else "[dim]not found[/dim]",
+        )
+    console.print(table)
+    if not all(s.complete and s.checksums_ok for s in statuses):
+        console.print(
+            "fetch missing or changed files with `llmpsych data fetch DATASET` (or `all`)", highlight=False
+        )
+
+
+@app.command("fetch")
+def fetch_cmd(
+    dataset: Annotated[str, typer.Argument(help=f"One of {', '.join(DATASETS)}, or 'all'.")],
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help=f"Mirror serving {{repository}}/{{commit}}/{{path}} (default: ${ENV_BASE_URL}, "
+            "else https://raw.githubusercontent.com).",
+        ),
+    ] = None,
+    dest: Annotated[
+        Path | None,
+        typer.Option("--dest", help="Data directory to fetch into (default: the user cache)."),
+    ] = None,
+) -> None:
+    """Download a dataset at its pinned commit, verify every file's sha256, and resume if interrupted."""
+    console = _console()
+    names = resolve_names(dataset)
+    tasks: dict[str, TaskID] = {}
+    with Progress(
+        TextColumn("{task.description:<15}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as bar:
+
+        def progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        reports = fetch_datasets(names, base_url=base_url, dest=dest, progress=progress)
+    for r in reports:
+        console.print(
+            f"[bold]{r.dataset}[/bold]: {r.downloaded} downloaded, {r.skipped} already present, "
+            f"all verified -> {escape(str(r.folder))}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    target = reports[0].folder.parent
+    if dest is None and os.environ.get(ENV_DATA_DIR, "").strip():
+        console.print(
+            f"note: ${ENV_DATA_DIR} is set, so llmpsych reads data from there, "
+            f"not from {escape(str(target))}",
+            highlight=False,
+        )
+    elif dest is not None and Path(dest).expanduser().resolve() != default_data_dir().resolve():
+        console.print(
+            f"use it with --data-dir {escape(str(target))} or {ENV_DATA_DIR}={escape(str(target))}",
+            highlight=False,
+        )
