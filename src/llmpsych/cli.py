@@ -179,7 +179,7 @@ def export(
 def quickstart(
     model: ModelOpt = "local/qwen2.5-0.5b",
     base_url: BaseUrlOpt = None,
-    runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 3,
+    runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 5,
     out: OutOpt = None,
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,

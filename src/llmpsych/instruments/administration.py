@@ -1,0 +1,113 @@
+"""Administering a scale to a model: prompt, parse, re-ask the unanswered items (bounded).
+
+The wording (system prompt, instructions, re-ask text) always comes from the caller: the official data
+for the papers' scales, or our own text for built-in ones. Items keep their own numbers in the prompt, in
+the order given (shuffled by the caller with a seeded generator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..models.types import GenerationParams, Message
+from .parsing import build_reask_prompt, parse_item_answers
+from .scale import Scale
+
+
+@dataclass
+class AdministrationResult:
+    """What one administration produced."""
+
+    answers: dict[int, int]
+    unanswered: list[int]
+    duplicates: dict[int, list[int]] = field(default_factory=dict)
+    out_of_range: dict[int, int] = field(default_factory=dict)
+    refused: bool = False
+    asks: int = 0
+    transcript: list[Message] = field(default_factory=list)
+
+    def valid_rate(self, scale: Scale) -> float:
+        """Share of the scale's items with a valid answer."""
+        return len(self.answers) / scale.n_items if scale.n_items else 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready (integer keys become strings)."""
+        data = asdict(self)
+        data["answers"] = {str(k): v for k, v in self.answers.items()}
+        data["duplicates"] = {str(k): v for k, v in self.duplicates.items()}
+        data["out_of_range"] = {str(k): v for k, v in self.out_of_range.items()}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AdministrationResult:
+        """Inverse of :meth:`to_json`."""
+        data = dict(data)
+        data.pop("order", None)
+        for key in ("answers", "duplicates", "out_of_range"):
+            data[key] = {int(k): v for k, v in (data.get(key) or {}).items()}
+        return cls(**data)
+
+
+def item_block(scale: Scale, order: list[int]) -> str:
+    """The numbered statements, one per line, in the given order."""
+    return "\n".join(f"{i}. {scale.item(i).text}" for i in order)
+
+
+async def administer(
+    scale: Scale,
+    ctx: Any,
+    *,
+    order: list[int],
+    params: GenerationParams,
+    reask_template: str,
+    system_prompt: str | None = None,
+    instructions: str | None = None,
+    chunk_size: int | None = None,
+    max_reasks: int = 2,
+    sample: int | str = 0,
+    role: str = "subject",
+) -> AdministrationResult:
+    """Ask ``order`` (optionally in chunks, as successive turns of one conversation); re-ask what is missing.
+
+    Each chunk is parsed strictly; items without a valid answer (missing, conflicting duplicates, out of
+    range) are asked again in the same conversation, at most ``max_reasks`` times per chunk.
+    """
+    system_prompt = system_prompt if system_prompt is not None else scale.system_prompt
+    instructions = instructions if instructions is not None else scale.instructions or ""
+    messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    size = chunk_size or len(order)
+    result = AdministrationResult(answers={}, unanswered=[])
+    for start in range(0, len(order), size):
+        chunk = order[start : start + size]
+        messages.append({"role": "user", "content": f"{instructions}\n\n{item_block(scale, chunk)}".strip()})
+        pending = list(chunk)
+        for attempt in range(max_reasks + 1):
+            reply = await ctx.chat(messages, params, role=role, sample=sample)
+            result.asks += 1
+            messages.append({"role": "assistant", "content": reply.text})
+            parsed = parse_item_answers(reply.text, pending, scale.response_min, scale.response_max)
+            result.answers.update(parsed.answers)
+            result.duplicates.update({k: list(v) for k, v in parsed.duplicates.items()})
+            result.out_of_range.update(parsed.out_of_range)
+            result.refused = result.refused or parsed.refused
+            pending = list(parsed.unanswered)
+            if not pending or attempt == max_reasks:
+                break
+            messages.append(
+                {
+                    "role": "user",
+                    "content": build_reask_prompt(
+                        pending,
+                        reask_template,
+                        response_min=scale.response_min,
+                        response_max=scale.response_max,
+                    ),
+                }
+            )
+        result.unanswered.extend(pending)
+    for index in result.answers:
+        result.duplicates.pop(index, None)
+        result.out_of_range.pop(index, None)
+    result.transcript = messages
+    return result

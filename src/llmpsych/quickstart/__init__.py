@@ -1,0 +1,1 @@
+"""``llmpsych quickstart``: a short, complete evaluation that needs no network and no downloaded data."""

@@ -1,0 +1,1 @@
+"""Reports: tidy tables to Markdown, with optional plots."""
