@@ -103,26 +103,23 @@ class QuickstartTask(Task):
         )
         n_done = len(score_rows)
         latency = sum(c["latency_s"] or 0 for c in calls) / max(1, len(calls))
+        model = manifest.get("config", {}).get("model", "?")
+        n_valid = int(answers["answer"].notna().sum()) if not answers.empty else 0
+        measured = (
+            f"Model `{model}` answered the llmpsych demonstration scale ({scale.n_items} statements, 1-5, "
+            "two subscales of four items, items 3 and 6 reverse-keyed) "
+            f"{n_done} times, each time with its own item order (seed {manifest.get('seed', 0)}). "
+            "The scale is written for llmpsych, is not validated and has no human norms: it demonstrates "
+            "the pipeline, not a finding. n = number of administrations."
+        )
+        valid = (
+            f"{n_valid} of {scale.n_items * n_done} items answered in range after re-asking; "
+            f"{len(calls)} model calls, mean latency {latency:.2f} s."
+        )
         sections = [
-            (
-                "What was measured",
-                (
-                    f"Model `{manifest.get('config', {}).get('model', '?')}` answered the llmpsych demonstration "
-                    f"scale ({scale.n_items} statements, 1-5, two subscales of four items, items 3 and 6 "
-                    f"reverse-keyed) {n_done} times, each time with its own item order (seed "
-                    f"{manifest.get('seed', 0)}). The scale is written for llmpsych, is not validated and has no "
-                    "human norms: it demonstrates the pipeline, not a finding. n = number of administrations."
-                ),
-            ),
+            ("What was measured", measured),
             ("Scores (mean ± sd over runs, ddof = 1)", table(summary)),
-            (
-                "Valid answers",
-                (
-                    f"{answers['answer'].notna().sum() if not answers.empty else 0} of {scale.n_items * n_done} "
-                    f"items answered in range after re-asking; {len(calls)} model calls, mean latency "
-                    f"{latency:.2f} s."
-                ),
-            ),
+            ("Valid answers", valid),
             ("Per run", table(scores)),
             (
                 "Files",
