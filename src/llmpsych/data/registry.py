@@ -83,7 +83,9 @@ def load_manifest(name: str) -> Manifest:
     try:
         raw = json.loads(resource.read_text(encoding="utf-8"))
         files = tuple(
-            FileEntry(path=f["path"], remote=f["remote"], sha256=f["sha256"], size=int(f["size"]))
+            FileEntry(
+                path=_joined(f["path"]), remote=_joined(f["remote"]), sha256=f["sha256"], size=int(f["size"])
+            )
             for f in raw["files"]
         )
         return Manifest(
@@ -98,6 +100,15 @@ def load_manifest(name: str) -> Manifest:
         raise DataError(
             f"the packaged manifest of {dataset} is missing or malformed ({exc})", "reinstall llmpsych"
         ) from exc
+
+
+def _joined(path: str | list[str]) -> str:
+    """A manifest path, stored as a list of components (or a '/'-separated string), as one string."""
+    if isinstance(path, str):
+        return path
+    if not path or not all(isinstance(part, str) and part for part in path):
+        raise ValueError(f"bad path {path!r}")
+    return "/".join(path)
 
 
 def all_manifests() -> list[Manifest]:
