@@ -25,10 +25,12 @@ def resolve_data_dir(explicit: Path | None = None) -> Path:
     A folder named explicitly (option or environment) must exist; the default one need not.
     """
     if explicit is not None:
-        return _existing_dir(Path(explicit), "--data-dir", "pass an existing folder")
+        return _existing_dir(Path(explicit), "--data-dir", "pass an existing folder, or leave out --data-dir")
     env = os.environ.get(ENV_DATA_DIR, "").strip()
     if env:
-        return _existing_dir(Path(env), f"${ENV_DATA_DIR}", f"point {ENV_DATA_DIR} at an existing folder")
+        return _existing_dir(
+            Path(env), f"${ENV_DATA_DIR}", f"point {ENV_DATA_DIR} at an existing folder, or unset it"
+        )
     return default_data_dir()
 
 
@@ -38,7 +40,7 @@ def _existing_dir(path: Path, origin: str, fix: str) -> Path:
         what = "is not a folder" if path.exists() else "does not exist"
         raise DataError(
             f"data directory {path} (from {origin}) {what}",
-            f"{fix}, or unset it and run `llmpsych data fetch all` to download the data to the cache",
+            f"{fix} to use the download cache, which `llmpsych data fetch all` fills",
         )
     return path.resolve()
 
