@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import time
 from pathlib import Path
@@ -322,22 +321,31 @@ def cache_clear(
     console.print(f"removed {removed} cached responses")
 
 
-def _mount_optional() -> None:
-    """Sub-commands owned by other layers."""
-    from .data.cli import app as data_app
+#: Sub-commands owned by other layers: (module, command name, help).
+SUBCOMMANDS = (
+    ("llmpsych.data.cli", "data", "Official datasets: list and fetch."),
+    ("llmpsych.instruments.cli", "scales", "Psychometric scales: list, show, corrections, validate."),
+    ("llmpsych.games.cli", "games", "GAMA-Bench games: scoring of released logs."),
+)
 
-    app.add_typer(data_app, name="data", help="Official datasets: list and fetch.")
-    try:
-        from .instruments.cli import app as scales_app
-    except ImportError:
-        return
-    app.add_typer(scales_app, name="scales", help="Psychometric scales: list, show, corrections, validate.")
+
+def _mount_subcommands() -> None:
+    """Mount the sub-command groups of the layers that are installed."""
+    import importlib
+
+    for module_name, name, help_text in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if not exc.name or not module_name.startswith(exc.name):
+                raise
+            continue
+        app.add_typer(module.app, name=name, help=help_text)
 
 
 def main() -> None:
     """Entry point: one clear line for user errors, a traceback only with --debug."""
-    with contextlib.suppress(ImportError):
-        _mount_optional()
+    _mount_subcommands()
     try:
         app()
     except LlmpsychError as exc:
