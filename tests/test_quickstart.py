@@ -50,7 +50,7 @@ def test_reasks_missing_and_out_of_range_items_then_scores(tmp_path: Path) -> No
 
 def test_unanswerable_model_is_bounded_and_reported(tmp_path: Path) -> None:
     with FaultServer(
-        responder=lambda body: "As an AI language model, I do not have personal opinions."
+        responder=lambda body: "Sorry, but as an AI I cannot rate myself on statements like these."
     ) as server:
         config = parse_run_config(
             {
