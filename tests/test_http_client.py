@@ -52,6 +52,7 @@ def test_every_fault_kind_is_retried_to_the_clean_answer(fault_server: FaultServ
     assert client.stats.retries > 0 and client.stats.failures == 0
     assert set(fault_server.fault_log) >= {"429", "500", "drop", "malformed"}
     assert any(r.attempts > 1 for r in faulty)
+    assert all(len(r.errors) == r.attempts - 1 for r in faulty)  # each failed attempt is recorded
 
 
 def test_non_retryable_error_fails_at_once(fault_server: FaultServer) -> None:

@@ -85,11 +85,17 @@ class ModelClient:
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             self.stats.cache_hits += 1
             return hit
+        failed_attempts: list[str] = []
+
+        def note_retry(attempt: int, reason: str) -> None:
+            failed_attempts.append(reason)
+            self._note_retry(attempt, reason)
+
         async with self._limit:
             started = time.perf_counter()
             try:
                 response, attempts = await call_with_retries(
-                    lambda: self.backend.send(body), self.policy, self._rng, self._note_retry
+                    lambda: self.backend.send(body), self.policy, self._rng, note_retry
                 )
             except RetriesExhausted as exc:
                 self.stats.failures += 1
@@ -99,6 +105,7 @@ class ModelClient:
                 raise RequestFailed(f"{self.spec}: {exc}") from None
             latency = time.perf_counter() - started
         result = ChatResult.from_response(response, latency, attempts)
+        result.errors = failed_attempts
         self.stats.requests += 1
         self.stats.prompt_tokens += result.usage.prompt_tokens
         self.stats.completion_tokens += result.usage.completion_tokens

@@ -51,6 +51,7 @@ class ChatResult:
     attempts: int = 1
     cached: bool = False
     logprobs: list[dict[str, Any]] | None = None
+    errors: list[str] = field(default_factory=list)  # why earlier attempts of this request failed
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (used by the cache and the run store)."""
