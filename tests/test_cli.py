@@ -147,3 +147,11 @@ def test_api_key_never_reaches_logs_stores_or_reports(tmp_path: Path) -> None:
 def test_help_and_listing_commands(args: list[str]) -> None:
     result = llmpsych(*args)
     assert result.returncode == 0, result.stderr
+
+
+def test_bad_model_files(tmp_path: Path) -> None:
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_text("not a model")
+    assert_one_line_error(llmpsych("models", "test", f"gguf:{bogus}"), "llama.cpp could not load")
+    assert_one_line_error(llmpsych("models", "test", f"gguf:{tmp_path / 'absent.gguf'}"), "GGUF file not found")
+    assert_one_line_error(llmpsych("models", "test", "local/nope"), "unknown embedded model", "qwen2.5-0.5b")
