@@ -153,5 +153,35 @@ def test_bad_model_files(tmp_path: Path) -> None:
     bogus = tmp_path / "bogus.gguf"
     bogus.write_text("not a model")
     assert_one_line_error(llmpsych("models", "test", f"gguf:{bogus}"), "llama.cpp could not load")
-    assert_one_line_error(llmpsych("models", "test", f"gguf:{tmp_path / 'absent.gguf'}"), "GGUF file not found")
+    assert_one_line_error(
+        llmpsych("models", "test", f"gguf:{tmp_path / 'absent.gguf'}"), "GGUF file not found"
+    )
     assert_one_line_error(llmpsych("models", "test", "local/nope"), "unknown embedded model", "qwen2.5-0.5b")
+
+
+def test_cache_commands(tmp_path: Path) -> None:
+    env = {"LLMPSYCH_CACHE_DIR": str(tmp_path / "cache")}
+    with FaultServer() as server:
+        common = [
+            "run",
+            "--task",
+            "echo",
+            "--model",
+            "openai-compatible/m",
+            "--base-url",
+            server.base_url,
+            "-O",
+            "units=3",
+            "--no-progress",
+        ]
+        assert llmpsych(*common, "--out", str(tmp_path / "a"), env=env).returncode == 0
+        second = llmpsych(*common, "--out", str(tmp_path / "b"), env=env)
+        uncached = llmpsych(*common, "--out", str(tmp_path / "c"), "--no-cache", env=env)
+        assert sum(server.hits.values()) == 6  # the second run came from the cache, --no-cache did not
+    assert "0 requests sent, 3 answered from the cache" in second.stdout
+    assert "3 requests sent, 0 answered from the cache" in uncached.stdout
+    stats = llmpsych("cache", "stats", env=env)
+    assert stats.returncode == 0 and "3 responses" in stats.stdout and "m: 3" in stats.stdout
+    cleared = llmpsych("cache", "clear", env=env)
+    assert "removed 3 cached responses" in cleared.stdout
+    assert "0 responses" in llmpsych("cache", "stats", env=env).stdout

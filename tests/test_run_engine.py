@@ -148,3 +148,21 @@ def test_sigkill_halfway_then_resume_repeats_nothing(tmp_path: Path) -> None:
         assert all(count <= 2 for count in server.hits.values())
         assert sum(server.hits.values()) - total <= 4  # in flight at the kill (concurrency 4)
     assert _results(run_dir) == _results(tmp_path / "reference")
+
+
+def test_roles_on_one_endpoint_share_its_concurrency_limit(fault_server: FaultServer) -> None:
+    from llmpsych.runs.runner import open_clients
+
+    config = parse_run_config(
+        {
+            "task": "echo",
+            "model": "openai-compatible/a",
+            "base_url": fault_server.base_url,
+            "concurrency": 3,
+            "models": {"judge": "openai-compatible/b", "twin": "openai-compatible/a"},
+        }
+    )
+    clients = open_clients(config, None)
+    assert clients["subject"] is clients["twin"]  # same spec, one client
+    assert clients["judge"] is not clients["subject"]
+    assert clients["judge"]._limit is clients["subject"]._limit  # same server, one limit

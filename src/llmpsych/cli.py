@@ -75,7 +75,9 @@ def _print_outcome(outcome: Any) -> None:
     console.print(
         f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} units done"
         + (f", [red]{s.failed} failed[/red]" if s.failed else "")
-        + f"; {s.calls_sent} requests sent, {s.calls_replayed} answered from the run store; {s.seconds:.1f} s"
+        + f"; {s.calls_sent} requests sent, {s.calls_cached} answered from the cache, "
+        f"{s.calls_replayed} from the run store; {s.seconds:.1f} s",
+        soft_wrap=True,
     )
     for line in s.errors[:5]:
         err_console.print(f"[red]failed[/red] {line.splitlines()[0]}")

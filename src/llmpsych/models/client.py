@@ -67,6 +67,16 @@ class ModelClient:
         self._limit = asyncio.Semaphore(concurrency)
         self._rng = random.Random()
 
+    @property
+    def endpoint_key(self) -> str:
+        """What the concurrency limit is per: the server (HTTP) or the loaded model (embedded)."""
+        return self.identity.split("#", 1)[0]
+
+    def share_limit_with(self, other: ModelClient) -> None:
+        """Use ``other``'s concurrency limit (two models served by one endpoint share its limit)."""
+        self._limit = other._limit
+        self.concurrency = other.concurrency
+
     def body(self, messages: list[Message], params: GenerationParams) -> dict[str, Any]:
         """The chat-completions request body."""
         return {"model": self.request_model, "messages": messages, **params.request_fields()}

@@ -45,6 +45,7 @@ class UnitContext:
         self._seq = 0
         self.replayed = 0
         self.sent = 0
+        self.cached = 0
 
     def rng(self, *labels: Any) -> random.Random:
         """A random generator seeded by the run seed, this unit and ``labels``."""
@@ -74,7 +75,8 @@ class UnitContext:
         self._seq += 1
         seq = self._seq
         result = await client.complete(messages, params, sample=f"{sample}:{occurrence}")
-        self.sent += 0 if result.cached else 1
+        self.cached += int(result.cached)
+        self.sent += int(not result.cached)
         self.store.put_call(
             self.unit_id,
             call_key,

@@ -33,6 +33,7 @@ class RunSummary:
     failed: int = 0
     skipped: int = 0
     calls_sent: int = 0
+    calls_cached: int = 0
     calls_replayed: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
@@ -104,6 +105,7 @@ async def execute(
                 summary.done += 1
             finally:
                 summary.calls_sent += ctx.sent
+                summary.calls_cached += ctx.cached
                 summary.calls_replayed += ctx.replayed
             tick()
 

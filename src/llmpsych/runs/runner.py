@@ -44,20 +44,28 @@ def new_run_dir(parent: Path, task: str) -> Path:
 
 
 def open_clients(config: RunConfig, cache: ResponseCache | None) -> dict[str, ModelClient]:
-    """One client per model role."""
+    """One client per model role; roles with the same spec share a client, one endpoint shares one limit."""
     embedded = EmbeddedSettings(n_parallel=config.n_parallel)
-    return {
-        role: open_client(
-            spec,
-            base_url=config.base_url,
-            concurrency=config.concurrency,
-            timeout=config.timeout,
-            max_retries=config.max_retries,
-            cache=cache,
-            embedded=embedded,
-        )
-        for role, spec in config.role_specs().items()
-    }
+    by_spec: dict[str, ModelClient] = {}
+    by_endpoint: dict[str, ModelClient] = {}
+    clients: dict[str, ModelClient] = {}
+    for role, spec in config.role_specs().items():
+        if spec not in by_spec:
+            client = open_client(
+                spec,
+                base_url=config.base_url,
+                concurrency=config.concurrency,
+                timeout=config.timeout,
+                max_retries=config.max_retries,
+                cache=cache,
+                embedded=embedded,
+            )
+            if client.endpoint_key in by_endpoint:
+                client.share_limit_with(by_endpoint[client.endpoint_key])
+            by_endpoint.setdefault(client.endpoint_key, client)
+            by_spec[spec] = client
+        clients[role] = by_spec[spec]
+    return clients
 
 
 def _open_cache(config: RunConfig) -> ResponseCache | None:
@@ -87,7 +95,7 @@ async def _execute(
             task, units, store, clients, config.seed, config.params, workers, show_progress, debug
         )
     finally:
-        for client in clients.values():
+        for client in {id(c): c for c in clients.values()}.values():
             with suppress(Exception):
                 await client.aclose()
         if cache is not None:
