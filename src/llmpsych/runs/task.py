@@ -64,6 +64,7 @@ class Task(ABC):
 TASKS: dict[str, str] = {
     "quickstart": "llmpsych.quickstart.task:QuickstartTask",
     "echo": "llmpsych.testing.echo_task:EchoTask",
+    "psychobench": "llmpsych.psychobench.task:PsychoBenchTask",
 }
 
 
