@@ -1,0 +1,226 @@
+"""The PsychoBench task end to end against a scripted OpenAI-compatible server and the official data."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from llmpsych.errors import ConfigError
+from llmpsych.instruments.official import load_psychobench_scales
+from llmpsych.models.types import ChatResult
+from llmpsych.psychobench.analysis import run_tables
+from llmpsych.psychobench.cipher import cipher_preamble, decipher, encipher
+from llmpsych.psychobench.personas import PERSONAS
+from llmpsych.psychobench.task import PsychoBenchTask
+from llmpsych.runs import RunStore, analyze_run, parse_run_config, start_run
+from llmpsych.runs.task import WorkUnit
+from llmpsych.testing.fault_server import FaultServer
+
+
+def response_range(body: dict) -> tuple[int, int]:
+    low, high = re.search(r"from (\d+) to (\d+)", body["messages"][0]["content"]).groups()
+    return int(low), int(high)
+
+
+def positional_responder(body: dict) -> str:
+    """Scores each listed statement by its position in the prompt, so runs with other orders differ."""
+    low, high = response_range(body)
+    listed = re.findall(r"^(\d+)\. ", body["messages"][-1]["content"], flags=re.MULTILINE)
+    return "\n".join(f"{item}: {low + p % (high - low + 1)}" for p, item in enumerate(listed))
+
+
+def config(server: FaultServer, data_dir: Path, **options: Any):
+    return parse_run_config(
+        {
+            "task": "psychobench",
+            "model": "openai-compatible/scripted",
+            "base_url": server.base_url,
+            "cache": False,
+            "data_dir": str(data_dir),
+            "options": options,
+        }
+    )
+
+
+def stored_units(run_dir: Path) -> list[Any]:
+    store = RunStore.in_dir(run_dir)
+    try:
+        return store.units()
+    finally:
+        store.close()
+
+
+def test_scales_times_runs_with_shuffled_orders_scored_and_tested_against_every_norm(
+    tmp_path: Path, seed_data: Path
+) -> None:
+    scales = load_psychobench_scales(seed_data)
+    bodies: list[dict] = []
+
+    def responder(body: dict) -> str:
+        bodies.append(body)
+        return positional_responder(body)
+
+    with FaultServer(responder=responder) as server:
+        outcome = start_run(config(server, seed_data, scales=["bfi", "DTDD"], runs=3), tmp_path / "r", False)
+    assert outcome.summary.done == 6 and outcome.summary.calls_sent == 6  # one prompt per run, no re-asks
+    # the paper's prompts, taken from the data file: system = inner_setting, user = prompt + statements
+    for body in bodies:
+        scale = scales["BFI" if len(body["messages"][1]["content"].splitlines()) > 20 else "DTDD"]
+        assert body["messages"][0] == {"role": "system", "content": scale.system_prompt}
+        assert body["messages"][1]["content"].startswith(scale.instructions + "\n\n")
+        assert body["temperature"] == 0
+    units = {u.unit_id: u.result for u in stored_units(tmp_path / "r")}
+    assert sorted(units) == [f"{s}-run{r:03d}" for s in ("BFI", "DTDD") for r in (1, 2, 3)]
+    orders = [units[f"BFI-run{r:03d}"]["order"] for r in (1, 2, 3)]
+    assert (
+        all(sorted(o) == list(scales["BFI"].item_indices) for o in orders)
+        and len({tuple(o) for o in orders}) == 3
+    )
+
+    scores = pd.read_csv(tmp_path / "r" / "scores.csv")
+    for unit_id, result in units.items():
+        scale = scales[result["scale"]]
+        span = scale.response_max - scale.response_min + 1
+        expected = scale.score({i: scale.response_min + p % span for p, i in enumerate(result["order"])})
+        got = scores[(scores["scale"] == result["scale"]) & (scores["run"] == result["run"])]
+        assert dict(zip(got["subscale"], got["score"], strict=True)) == pytest.approx(expected), unit_id
+    summary = pd.read_csv(tmp_path / "r" / "summary.csv")
+    assert summary["n"].eq(3).all() and len(summary) == 8 and "Narcissism" in set(summary["subscale"])
+    bfi_e = scores[(scores["scale"] == "BFI") & (scores["subscale"] == "Extraversion")]["score"]
+    row = summary[summary["subscale"] == "Extraversion"].iloc[0]
+    assert row["mean"] == pytest.approx(bfi_e.mean()) and row["sd"] == pytest.approx(bfi_e.std(ddof=1))
+
+    comparisons = pd.read_csv(tmp_path / "r" / "comparisons.csv")
+    assert len(comparisons) == 8  # 5 BFI + 3 DTDD subscales, one norm group each
+    assert comparisons["model_n"].eq(3).all() and set(comparisons["test"]) <= {"student", "welch"}
+    holm = comparisons["p_holm"].dropna()
+    assert (holm >= comparisons.loc[holm.index, "t_p_value"] - 1e-15).all() and comparisons[
+        "hedges_g"
+    ].notna().all()
+    valid = pd.read_csv(tmp_path / "r" / "valid.csv")
+    assert valid["valid_rate"].eq(1.0).all() and len(valid) == 6
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "What n is" in report and "number of runs whose subscale could be scored" in report
+    assert "Holm's correction over all 8 comparisons" in report and "168 of 168 items answered" in report
+    # re-analysis reads the store only
+    assert {p.name for p in analyze_run(tmp_path / "r")} >= {"report.md", "comparisons.csv"}
+
+
+def test_chunks_are_turns_of_one_conversation_and_missing_items_are_reasked(
+    tmp_path: Path, seed_data: Path
+) -> None:
+    def responder(body: dict) -> str:
+        low, _ = response_range(body)
+        last = body["messages"][-1]["content"]
+        listed = re.findall(r"^(\d+)\. ", last, flags=re.MULTILINE)
+        if listed:  # a new chunk: leave out its last statement
+            return "\n".join(f"{i}: {low}" for i in listed[:-1])
+        return "\n".join(f"{i}: {low}" for i in re.findall(r"\d+", last.split("Reply")[0]))
+
+    with FaultServer(responder=responder) as server:
+        outcome = start_run(
+            config(server, seed_data, scales=["DTDD"], runs=2, chunk_size=5), tmp_path / "r", False
+        )
+    assert outcome.summary.calls_sent == 2 * 3 * 2  # 3 chunks (5+5+2), each asked once and re-asked once
+    result = stored_units(tmp_path / "r")[0].result
+    assert len(result["answers"]) == 12 and result["asks"] == 6
+    users = [m for m in result["transcript"] if m["role"] == "user"]
+    assert len(users) == 6 and users[2]["content"].count("\n") >= 5
+    assert pd.read_csv(tmp_path / "r" / "valid.csv")["valid_rate"].eq(1.0).all()
+
+
+def test_persona_and_cipher_wrap_the_paper_prompt(tmp_path: Path, seed_data: Path) -> None:
+    sent: list[dict] = []
+
+    def responder(body: dict) -> str:
+        sent.append(body)
+        plain = {**body, "messages": [{**m, "content": decipher(m["content"])} for m in body["messages"]]}
+        return encipher("Here are my scores:\n") + positional_responder(plain)
+
+    with FaultServer(responder=responder) as server:
+        start_run(
+            config(server, seed_data, scales=["ICB"], runs=2, persona="Hero", cipher=True),
+            tmp_path / "r",
+            False,
+        )
+    scale = load_psychobench_scales(seed_data)["ICB"]
+    system = sent[0]["messages"][0]["content"]
+    assert (
+        system == f"{cipher_preamble()}\n\n{encipher(PERSONAS['hero'] + chr(10) * 2 + scale.system_prompt)}"
+    )
+    assert sent[0]["messages"][1]["content"].startswith(encipher(scale.instructions))
+    result = stored_units(tmp_path / "r")[0].result
+    assert len(result["answers"]) == 8 and result["transcript"][-1]["content"].startswith(
+        "Here are my scores:"
+    )
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "Persona: hero; Caesar cipher: on (shift 3)" in report
+
+
+def test_logprob_mode_falls_back_to_the_written_number_and_says_so(tmp_path: Path, seed_data: Path) -> None:
+    sent: list[dict] = []
+
+    def responder(body: dict) -> str:
+        sent.append(body)
+        return positional_responder(body)
+
+    with FaultServer(responder=responder) as server:
+        outcome = start_run(
+            config(server, seed_data, scales=["GSE"], runs=2, mode="logprob"), tmp_path / "r", False
+        )
+    assert outcome.summary.calls_sent == 20  # one request per statement
+    assert all(b["logprobs"] is True and b["top_logprobs"] == 20 for b in sent)
+    assert all(
+        len(re.findall(r"^\d+\. ", b["messages"][-1]["content"], flags=re.MULTILINE)) == 1 for b in sent
+    )
+    valid = pd.read_csv(tmp_path / "r" / "valid.csv")
+    assert valid["from_text"].eq(10).all() and valid["from_logprobs"].eq(0).all()
+    scores = pd.read_csv(tmp_path / "r" / "scores.csv")
+    assert scores["score"].eq(10.0).all()  # every single-statement prompt is answered with the minimum, 1
+    assert "20 item(s) had no usable top_logprobs" in (tmp_path / "r" / "report.md").read_text()
+
+
+class LogprobContext:
+    """A unit context whose model puts 60 % on 4 and 40 % on 5 for every statement."""
+
+    def rng(self, *labels: Any) -> random.Random:
+        return random.Random(0)
+
+    async def chat_all(self, requests: list[tuple]) -> list[ChatResult]:
+        top = [{"token": "4", "logprob": math.log(0.6)}, {"token": "5", "logprob": math.log(0.4)}]
+        return [
+            ChatResult(text="4", logprobs=[{"token": "4", "logprob": math.log(0.6), "top_logprobs": top}])
+            for _ in requests
+        ]
+
+
+def test_logprob_mode_scores_the_probability_weighted_value(tmp_path: Path, seed_data: Path) -> None:
+    cfg = parse_run_config(
+        {"task": "psychobench", "data_dir": str(seed_data), "options": {"scales": ["LMS"], "mode": "logprob"}}
+    )
+    task = PsychoBenchTask(cfg)
+    result = asyncio.run(task.run_unit(WorkUnit("LMS-run001", {"scale": "LMS", "run": 1}), LogprobContext()))
+    assert len(result["items"]) == 9 and all(i["value"] == pytest.approx(4.4) for i in result["items"])
+    tables = run_tables(task.all_scales, [json.loads(json.dumps(result))])
+    assert tables["scores"]["score"].tolist() == pytest.approx([4.4, 4.4, 4.4])  # LMS has no reverse keys
+    assert tables["valid"]["from_logprobs"].tolist() == [9]
+
+
+def test_unknown_or_unscored_scales_are_clear_errors(tmp_path: Path, seed_data: Path) -> None:
+    base = {"task": "psychobench", "data_dir": str(seed_data)}
+    with pytest.raises(ConfigError, match=r"unknown PsychoBench scale 'BF1' \(available: Empathy, BFI"):
+        PsychoBenchTask(parse_run_config({**base, "options": {"scales": ["BF1"]}})).units()
+    with pytest.raises(ConfigError, match="scale '16P' cannot be scored"):
+        PsychoBenchTask(parse_run_config({**base, "options": {"scales": ["16p"]}})).units()
+    with pytest.raises(ConfigError, match="unknown persona"):
+        PsychoBenchTask(parse_run_config({**base, "options": {"persona": "villain"}}))
+    everything = PsychoBenchTask(parse_run_config({**base, "options": {"runs": 2}})).units()
+    assert len(everything) == 26 and not any(u.unit_id.startswith("16P") for u in everything)
