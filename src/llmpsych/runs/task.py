@@ -65,6 +65,7 @@ TASKS: dict[str, str] = {
     "quickstart": "llmpsych.quickstart.task:QuickstartTask",
     "echo": "llmpsych.testing.echo_task:EchoTask",
     "psychobench": "llmpsych.psychobench.task:PsychoBenchTask",
+    "gamabench": "llmpsych.games.task:GamaBenchTask",
 }
 
 

@@ -1,0 +1,169 @@
+"""Tables and a report from a gamabench run store (never calls a model).
+
+Writes ``rounds.csv`` (one row per game round), ``decisions.csv`` (one row per asked decision),
+``games.csv`` (one row per game run with its raw summary and, when :mod:`llmpsych.games.scoring` is
+installed, its 0-100 score) and ``report.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..report.markdown import table, write_report
+from ..runs.store import RunStore
+
+
+def decision_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every decision of a game result: any round field holding a list of per-player answer records."""
+    rows = []
+    for record in result["rounds"]:
+        for key, value in record.items():
+            items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+            for item in items:
+                if isinstance(item, dict) and "player" in item and "action" in item:
+                    rows.append(
+                        {
+                            "game": result["game"],
+                            "run": result["run"],
+                            "round": record["round"],
+                            "decision": key,
+                            "player": item["player"],
+                            "seat": item.get("seat"),
+                            "action": _cell(item["action"]),
+                            "asks": item.get("asks"),
+                            "fallback": bool(item.get("fallback", False)),
+                        }
+                    )
+    return rows
+
+
+def round_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per round with its outcome fields (lists written as JSON)."""
+    rows = []
+    for record in result["rounds"]:
+        row = {"game": result["game"], "run": result["run"]}
+        for key, value in record.items():
+            if isinstance(value, list) and value and isinstance(value[0], dict) and "asks" in value[0]:
+                continue
+            if isinstance(value, dict) and "asks" in value:
+                continue
+            row[key] = _cell(value)
+        rows.append(row)
+    return rows
+
+
+def _cell(value: Any) -> Any:
+    return json.dumps(value) if isinstance(value, list | dict) else value
+
+
+def game_score(result: dict[str, Any]) -> float | None:
+    """The paper's 0-100 score of one game result via :mod:`llmpsych.games.scoring`, if available."""
+    try:
+        from . import scoring  # written alongside; optional here
+    except ImportError:
+        return None
+    score_result = getattr(scoring, "score_result", None)
+    if score_result is None:
+        return None
+    try:
+        return float(score_result(result))
+    except Exception:  # a scoring problem must not lose the tables
+        return None
+
+
+def analyze_run(run_dir: Path, task: Any) -> list[Path]:
+    """Write the tables and the report of a gamabench run."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        units = store.units()
+        n_calls = store.call_count()
+        manifest = store.get_meta("manifest") or {}
+    finally:
+        store.close()
+    results = [u.result for u in units if u.status == "done"]
+    failed = [u for u in units if u.status != "done"]
+    decisions = pd.DataFrame([row for r in results for row in decision_rows(r)])
+    rounds = pd.DataFrame([row for r in results for row in round_rows(r)])
+    game_rows = []
+    for r in results:
+        n_dec = sum(1 for _ in decision_rows(r))
+        first_try = sum(1 for d in decision_rows(r) if d["asks"] == 1 and not d["fallback"])
+        game_rows.append(
+            {
+                "game": r["game"],
+                "run": r["run"],
+                "rounds_played": len(r["rounds"]),
+                **{k: v for k, v in r["summary"].items() if not isinstance(v, list | dict)},
+                "fallbacks": r["fallbacks"],
+                "valid_first_try": first_try / n_dec if n_dec else math.nan,
+                "score": game_score(r),
+            }
+        )
+    games = pd.DataFrame(game_rows)
+    outputs = [run_dir / "decisions.csv", run_dir / "rounds.csv", run_dir / "games.csv"]
+    decisions.to_csv(outputs[0], index=False)
+    rounds.to_csv(outputs[1], index=False)
+    games.to_csv(outputs[2], index=False)
+    outputs.append(_report(run_dir, task, games, results, failed, n_calls, manifest))
+    return outputs
+
+
+def _summary(games: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for name, group in games.groupby("game", sort=False):
+        scores = group["score"].dropna()
+        rows.append(
+            {
+                "game": name,
+                "runs": len(group),
+                "score mean": scores.mean() if len(scores) else math.nan,
+                "score sd": scores.std(ddof=1) if len(scores) > 1 else math.nan,
+                "fallbacks": int(group["fallbacks"].sum()),
+                "valid first try": group["valid_first_try"].mean(),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _report(
+    run_dir: Path,
+    task: Any,
+    games: pd.DataFrame,
+    results: list[dict[str, Any]],
+    failed: list[Any],
+    n_calls: int,
+    manifest: dict[str, Any],
+) -> Path:
+    o = task.options
+    config = manifest.get("config", {})
+    temperature = config.get("params", {}).get("temperature", "?")
+    measured = (
+        f"GAMA-Bench games {', '.join(task.params)} with {o.players} players, up to {o.rounds} rounds, "
+        f"{o.runs} run(s) each; prompts {o.prompts} v{o.prompt_version}"
+        f"{f', persona {o.persona}' if o.persona else ''}{f', CoT {o.cot}' if o.cot else ''}; "
+        f"model `{config.get('model', '?')}` at temperature {temperature} "
+        "(the paper used 1.0). Scores are the paper's 0-100 scale (higher is better) when "
+        "`llmpsych.games.scoring` is available; n = number of runs."
+    )
+    valid = (
+        f"{len(results)} game(s) finished, {len(failed)} not finished; {n_calls} model calls. "
+        "A decision that stayed unreadable after the re-asks got the game's fallback action (counted "
+        "under fallbacks)."
+    )
+    sections = [("What was measured", measured), ("Valid answers", valid)]
+    if not games.empty:
+        sections.append(("Per game (mean ± sd over runs, ddof = 1)", table(_summary(games))))
+        sections.append(("Per run", table(games)))
+    sections.append(
+        (
+            "Files",
+            "rounds.csv (one row per round), decisions.csv (one row per decision), games.csv (one row per "
+            "game run), run.sqlite (every request and answer); `llmpsych export` writes the transcripts.",
+        )
+    )
+    return write_report(run_dir / "report.md", "llmpsych GAMA-Bench report", sections)

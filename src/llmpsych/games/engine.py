@@ -1,0 +1,230 @@
+"""The game engine: N seats, one conversation each, simultaneous or sequential rounds, bounded re-asks.
+
+Conversation protocol (spec §1.4): each player's history starts with a system message (persona + rules);
+after each round the game appends that player's report turns (user / assistant / user); at decision time
+the request is appended *temporarily* as the last user turn. All decisions of a simultaneous round are
+asked concurrently. An unreadable or invalid answer is asked again, at most ``max_reasks`` times (the
+original code retried forever, a recorded deviation), then the game's fallback action is used and logged.
+
+Everything is deterministic given the answers and ``ctx.rng`` draws, so a resumed run replays its stored
+answers and continues from the last finished round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel
+
+from ..models.types import GenerationParams, Message
+from .parsing import InvalidAnswer, extract_fields
+from .prompts import PromptSet, format_instruction
+from .seats import Seat
+
+
+@dataclass
+class Decision:
+    """One thing one player is asked to decide."""
+
+    player: int
+    round: int
+    kind: str  # e.g. "number", "vote", "propose", "shoot"
+    request: str  # the full request turn (rules reminder + JSON format instruction)
+    fields: list[str]  # JSON fields; the first is the one fixed and human answers fill
+    validate: Callable[[dict[str, Any]], Any]  # JSON fields -> action, or raise InvalidAnswer
+    fallback: Any  # the action used when every ask failed
+    info: dict[str, Any] = field(default_factory=dict)  # what a strategy may look at
+
+    @property
+    def primary(self) -> str:
+        """The main JSON field."""
+        return self.fields[0]
+
+
+@dataclass
+class Answer:
+    """The outcome of asking one decision."""
+
+    action: Any
+    asks: int
+    fallback: bool = False
+    raw: str = ""
+    errors: list[str] = field(default_factory=list)
+
+    def record(self, player: int, seat: Seat) -> dict[str, Any]:
+        """JSON-ready record of this answer."""
+        out: dict[str, Any] = {"player": player, "seat": seat.spec, "action": self.action, "asks": self.asks}
+        if self.fallback:
+            out["fallback"] = True
+        if self.errors:
+            out["errors"] = self.errors
+        return out
+
+
+class Table:
+    """The seats, their conversations and the asking machinery of one game."""
+
+    def __init__(
+        self,
+        game: Game,
+        seats: list[Seat],
+        ctx: Any,
+        params: GenerationParams,
+        label: str,
+        max_reasks: int = 10,
+        reask: Literal["repeat", "feedback"] = "repeat",
+        truncate_after: int | None = 20,
+    ) -> None:
+        self.game = game
+        self.seats = seats
+        self.ctx = ctx
+        self.params = params
+        self.label = label
+        self.max_reasks = max_reasks
+        self.reask = reask
+        self.truncate_after = truncate_after
+        self.histories: list[list[Message]] = [[] for _ in seats]
+        self.fallbacks = 0
+
+    def start(self, descriptions: list[str]) -> None:
+        """Open every conversation with its system message."""
+        self.histories = [[{"role": "system", "content": text}] for text in descriptions]
+
+    def report(self, player: int, parts: list[str]) -> None:
+        """Append a round report: one user turn, or user / assistant / user turns."""
+        roles = ["user", "assistant", "user"] if len(parts) == 3 else ["user"] * len(parts)
+        for role, text in zip(roles, parts, strict=True):
+            self.histories[player].append({"role": role, "content": text})
+
+    def end_round(self, round_no: int) -> None:
+        """After ``truncate_after`` rounds, drop the oldest non-system message per round (reference code)."""
+        if self.truncate_after is not None and round_no > self.truncate_after:
+            for history in self.histories:
+                if len(history) > 2:
+                    del history[1]
+
+    async def ask(self, decisions: list[Decision]) -> list[Answer]:
+        """Ask all decisions concurrently; each is re-asked on its own until valid or out of tries."""
+        return list(await asyncio.gather(*(self._ask_one(d) for d in decisions)))
+
+    async def _ask_one(self, decision: Decision) -> Answer:
+        seat = self.seats[decision.player]
+        messages = [*self.histories[decision.player], {"role": "user", "content": decision.request}]
+        errors: list[str] = []
+        raw = ""
+        for attempt in range(self.max_reasks + 1):
+            reply = await seat.reply(decision, messages, self)
+            raw = reply.text
+            try:
+                data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
+                return Answer(decision.validate(data), attempt + 1, raw=raw, errors=errors)
+            except InvalidAnswer as exc:
+                errors.append(str(exc))
+            if self.reask == "feedback" and reply.data is None:
+                messages = [
+                    *messages,
+                    {"role": "assistant", "content": reply.text},
+                    {
+                        "role": "user",
+                        "content": f"That answer could not be used ({errors[-1]}). Please try again.",
+                    },
+                ]
+        self.fallbacks += 1
+        return Answer(decision.fallback, self.max_reasks + 1, fallback=True, raw=raw, errors=errors)
+
+
+class Game(ABC):
+    """A GAMA-Bench game: its parameters, prompts and rules. Subclasses implement :meth:`play`."""
+
+    name: ClassVar[str]
+    folder: ClassVar[str]  # the official template folder
+    Params: ClassVar[type[BaseModel]]
+    builtin: ClassVar[dict[str, str]]
+    #: the reference code's history truncation starts after this round
+    truncate_after: ClassVar[int] = 20
+
+    def __init__(
+        self,
+        params: BaseModel,
+        players: int,
+        rounds: int,
+        prompts: PromptSet,
+        rng: Callable[..., random.Random],
+        persona: int | None = None,
+        cot: int | None = None,
+    ) -> None:
+        self.p = params
+        self.players = players
+        self.rounds = rounds
+        self.prompts = prompts
+        self.rng = rng
+        self.role_text = prompts.persona(persona)
+        self.cot_text = prompts.cot(cot)
+        self.records: list[dict[str, Any]] = []
+        self.check()
+
+    def check(self) -> None:
+        """Validate the parameters against the number of players (raise ConfigError)."""
+        return None
+
+    def fmt(self, fields: dict[str, object]) -> str:
+        """The JSON-format instruction for ``fields``."""
+        return format_instruction(fields, self.cot_text)
+
+    def info(self) -> dict[str, Any]:
+        """Parameters recorded with the result."""
+        return self.p.model_dump()
+
+    @abstractmethod
+    async def play(self, table: Table) -> None:
+        """Play the whole game at ``table``, appending one record per round to ``self.records``."""
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        """A built-in strategy's value for ``decision`` (``ne``: the equilibrium / optimal play)."""
+        raise InvalidAnswer(f"game {self.name} has no strategy {name!r}")
+
+    def summary(self) -> dict[str, Any]:
+        """Headline numbers of the finished game (raw, unscaled)."""
+        return {}
+
+
+class SimultaneousGame(Game):
+    """A game of K rounds in which every player decides at once, then sees a report."""
+
+    @abstractmethod
+    def description(self, player: int) -> str:
+        """The system message of ``player``."""
+
+    @abstractmethod
+    def decision(self, player: int, round_no: int) -> Decision:
+        """What ``player`` is asked in ``round_no``."""
+
+    @abstractmethod
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        """The round's outcome from every player's action (pure; tested on hand-made rounds)."""
+
+    @abstractmethod
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        """The report turns ``player`` receives after the round."""
+
+    async def play(self, table: Table) -> None:
+        table.start([self.description(p) for p in range(self.players)])
+        for round_no in range(1, self.rounds + 1):
+            answers = await table.ask([self.decision(p, round_no) for p in range(self.players)])
+            actions = [a.action for a in answers]
+            outcome = self.resolve(round_no, actions)
+            for player in range(self.players):
+                table.report(player, self.report(player, round_no, actions, outcome))
+            table.end_round(round_no)
+            self.records.append(
+                {
+                    "round": round_no,
+                    "decisions": [a.record(i, table.seats[i]) for i, a in enumerate(answers)],
+                    **outcome,
+                }
+            )

@@ -1,0 +1,163 @@
+"""(1) Guess 2/3 of the Average — cooperative (spec §2.1).
+
+Rules: each of N players picks an integer in [MIN, MAX]; the target is R × the mean of all picks; the
+player(s) whose pick is closest to the target win. Players see the mean, the target and the winning number,
+not the other picks. Defaults: N=10, K=20, MIN=0, MAX=100, R=2/3.
+
+Nash equilibrium: for R < 1 everyone picks MIN (a collective win); the scoring treats R > 1 as "pick MAX".
+
+Ties: when two *different* values are equally close to the target the reference code lets only the first
+one (in answer order) win; by default we let all of them win (``tie_rule="all"``, a logged deviation), and
+``tie_rule="first"`` reproduces the reference.
+"""
+
+from __future__ import annotations
+
+import random
+from fractions import Fraction
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from ..errors import ConfigError
+from .engine import Decision, SimultaneousGame
+from .parsing import as_int
+
+BUILTIN = {
+    "description": """!<INPUT 5>!
+
+This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+
+How it works:
+- In every round, each player picks a whole number from !<INPUT 2>! up to !<INPUT 3>! (both ends allowed).
+- When all picks are in, we average them and multiply the average by !<INPUT 4>! to get the target.
+- Whoever picked the number nearest that target wins the round; several players can win together.""",
+    "report": """Round !<INPUT 0>! is over. The picks averaged !<INPUT 1>!; !<INPUT 2>! of that \
+gives a target of !<INPUT 3>!, and the winning number was !<INPUT 4>!.
+
+What did you pick?
+<part>///</part>
+{"chosen_number": "!<INPUT 5>!"}
+<part>///</part>
+!<INPUT 6>!.""",
+    "request": """Round !<INPUT 0>! begins.
+
+Pick the number you expect to land nearest to !<INPUT 1>! of the average of everyone's picks, yours \
+included.
+
+!<INPUT 4>!""",
+}
+
+
+def ratio_text(ratio: float) -> str:
+    """How the reference prompts print a ratio: ``"2/3"``, or ``"100.0%"`` for whole numbers."""
+    if float(ratio).is_integer():
+        return f"{ratio * 100:.1f}%"
+    fraction = Fraction(ratio).limit_denominator(12)
+    return f"{fraction.numerator}/{fraction.denominator}"
+
+
+def number_text(value: float) -> str:
+    """A number as a report shows it: ``50`` or ``54.5`` (at most 2 decimals)."""
+    return str(int(value)) if float(value).is_integer() else f"{round(value, 2)}"
+
+
+class GuessingParams(BaseModel):
+    """Parameters of Guess 2/3 of the Average."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: int = 0
+    max: int = 100
+    ratio: float = 2 / 3
+    ratio_str: str | None = None  # printed ratio; default derived from ``ratio``
+    tie_rule: Literal["all", "first"] = "all"
+
+    @field_validator("ratio", mode="before")
+    @classmethod
+    def _fraction(cls, value: Any) -> Any:
+        return float(Fraction(value)) if isinstance(value, str) else value
+
+
+def resolve_guesses(
+    choices: list[int], ratio: float, tie_rule: Literal["all", "first"] = "all"
+) -> dict[str, Any]:
+    """Mean, target, winning number(s) and winners of one round."""
+    mean = sum(choices) / len(choices)
+    target = ratio * mean
+    if tie_rule == "first":
+        winning = [min(choices, key=lambda c: abs(c - target))]
+    else:
+        best = min(abs(c - target) for c in choices)
+        winning = sorted({c for c in choices if abs(abs(c - target) - best) < 1e-9})
+    winners = [i for i, c in enumerate(choices) if c in winning]
+    return {"choices": choices, "mean": mean, "target": target, "winning": winning, "winners": winners}
+
+
+class GuessingGame(SimultaneousGame):
+    """Guess R × the average."""
+
+    name = "guessing"
+    folder = "guessing_game"
+    Params = GuessingParams
+    builtin = BUILTIN
+    p: GuessingParams
+
+    def check(self) -> None:
+        if self.p.min > self.p.max:
+            raise ConfigError(f"guessing: min {self.p.min} is above max {self.p.max}")
+
+    @property
+    def ratio_str(self) -> str:
+        """The ratio as printed in the prompts."""
+        return self.p.ratio_str or ratio_text(self.p.ratio)
+
+    def info(self) -> dict[str, Any]:
+        return {**self.p.model_dump(), "ratio_str": self.ratio_str}
+
+    def description(self, player: int) -> str:
+        p = self.p
+        return self.prompts.text(
+            "description", [self.players, self.rounds, p.min, p.max, self.ratio_str, self.role_text]
+        )
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        p = self.p
+        fields = {"chosen_number": f"integer_between_{p.min}_and_{p.max}"}
+        request = self.prompts.text("request", [round_no, self.ratio_str, p.min, p.max, self.fmt(fields)])
+        return Decision(
+            player,
+            round_no,
+            "number",
+            request,
+            list(fields),
+            lambda data: as_int(data["chosen_number"], p.min, p.max),
+            (p.min + p.max) // 2,
+            {"min": p.min, "max": p.max, "ratio": p.ratio},
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        return resolve_guesses(actions, self.p.ratio, self.p.tie_rule)
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        won = player in outcome["winners"]
+        winning = ", ".join(str(w) for w in outcome["winning"])
+        inputs = [
+            round_no,
+            number_text(outcome["mean"]),
+            self.ratio_str,
+            f"{outcome['target']:.2f}",
+            winning,
+            actions[player],
+            "You won this round" if won else "You did not win this round",
+        ]
+        return self.prompts.parts("report", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            return self.p.max if self.p.ratio > 1 else self.p.min
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        means = [r["mean"] for r in self.records]
+        return {"mean_choice": sum(means) / len(means) if means else None}

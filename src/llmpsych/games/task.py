@@ -1,0 +1,163 @@
+"""The ``gamabench`` task: one work unit per (game, run); each unit plays one whole game.
+
+``llmpsych run --task gamabench -O game=guessing -O players=3 -O rounds=2 -O runs=1`` plays a short game;
+the paper's protocol is the default (10 players, 20 rounds, 5 runs; pass ``--temperature 1``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import ConfigError
+from ..models.types import GenerationParams
+from ..runs.task import Task, WorkUnit
+from .engine import Game, Table
+from .prompts import PromptSet
+from .seats import build_seats
+
+#: game name -> "module:Class"
+GAMES: dict[str, str] = {
+    "guessing": "llmpsych.games.guessing:GuessingGame",
+    "bar": "llmpsych.games.bar:BarGame",
+    "divide_dollar": "llmpsych.games.divide_dollar:DivideDollarGame",
+    "public_goods": "llmpsych.games.public_goods:PublicGoodsGame",
+    "diner": "llmpsych.games.diner:DinerGame",
+    "auction": "llmpsych.games.auction:AuctionGame",
+    "battle_royale": "llmpsych.games.battle_royale:BattleRoyaleGame",
+    "pirate": "llmpsych.games.pirate:PirateGame",
+}
+
+
+def game_class(name: str) -> type[Game]:
+    """Resolve a game name to its class."""
+    try:
+        module_name, _, cls_name = GAMES[name].partition(":")
+    except KeyError:
+        raise ConfigError(f"unknown game {name!r}", f"available games: {', '.join(GAMES)}, or all") from None
+    return getattr(importlib.import_module(module_name), cls_name)
+
+
+class GamaBenchOptions(BaseModel):
+    """Options of the gamabench task (``-O key=value``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    game: str | list[str] = "guessing"
+    runs: int = Field(default=5, ge=1, le=1000)
+    players: int = Field(default=10, ge=2, le=100)
+    rounds: int = Field(default=20, ge=1, le=1000)
+    seats: list[str] | dict[int, str] | None = None
+    prompts: Literal["builtin", "official"] = "builtin"
+    prompt_version: int = Field(default=1, ge=1, le=5)
+    persona: int | None = Field(default=None, ge=1, le=3)
+    cot: int | None = Field(default=None, ge=1, le=5)
+    max_reasks: int = Field(default=10, ge=0, le=100)
+    reask: Literal["repeat", "feedback"] = "repeat"
+    max_tokens: int | None = Field(default=1024, ge=1)
+    guessing: dict[str, Any] = Field(default_factory=dict)
+    bar: dict[str, Any] = Field(default_factory=dict)
+    divide_dollar: dict[str, Any] = Field(default_factory=dict)
+    public_goods: dict[str, Any] = Field(default_factory=dict)
+    diner: dict[str, Any] = Field(default_factory=dict)
+    auction: dict[str, Any] = Field(default_factory=dict)
+    battle_royale: dict[str, Any] = Field(default_factory=dict)
+    pirate: dict[str, Any] = Field(default_factory=dict)
+
+    def games(self) -> list[str]:
+        """The selected game names."""
+        names = [self.game] if isinstance(self.game, str) else list(self.game)
+        if names == ["all"]:
+            return list(GAMES)
+        for name in names:
+            game_class(name)
+        return names
+
+
+class GamaBenchTask(Task):
+    """GAMA-Bench: eight N-player multi-round games."""
+
+    name = "gamabench"
+    Options = GamaBenchOptions
+    options: GamaBenchOptions
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self.params = {name: self._params(name) for name in self.options.games()}
+        build_seats(self.options.seats, self.options.players)  # fail early on a bad seat spec
+
+    def _params(self, game: str) -> BaseModel:
+        cls = game_class(game)
+        try:
+            return cls.Params.model_validate(getattr(self.options, game))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(f"options for game {game!r}: {where}: {first['msg']}") from None
+
+    def prompt_set(self, game: str) -> PromptSet:
+        """The prompts of ``game`` under the chosen source and version."""
+        cls = game_class(game)
+        return PromptSet(
+            cls.folder, cls.builtin, self.options.prompts, self.options.prompt_version, self.config.data_dir
+        )
+
+    def data_files(self) -> list[Path]:
+        return [path for game in self.params for path in self.prompt_set(game).files()]
+
+    def units(self) -> list[WorkUnit]:
+        return [
+            WorkUnit(f"{game}-run{run:02d}", {"game": game, "run": run})
+            for game in self.params
+            for run in range(1, self.options.runs + 1)
+        ]
+
+    def generation_params(self) -> GenerationParams:
+        """The run's sampling parameters, with the task's max_tokens when the config sets none."""
+        params = self.config.params
+        if params.max_tokens is None and self.options.max_tokens is not None:
+            params = params.model_copy(update={"max_tokens": self.options.max_tokens})
+        return params
+
+    def new_game(self, name: str, rng: Any) -> Game:
+        """A fresh game object with this task's options."""
+        o = self.options
+        return game_class(name)(
+            self.params[name], o.players, o.rounds, self.prompt_set(name), rng, o.persona, o.cot
+        )
+
+    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        name = unit.payload["game"]
+        game = self.new_game(name, ctx.rng)
+        seats = build_seats(self.options.seats, self.options.players)
+        table = Table(
+            game,
+            seats,
+            ctx,
+            self.generation_params(),
+            unit.unit_id,
+            self.options.max_reasks,
+            self.options.reask,
+            game.truncate_after,
+        )
+        await game.play(table)
+        return {
+            "game": name,
+            "run": unit.payload["run"],
+            "players": self.options.players,
+            "rounds_planned": self.options.rounds,
+            "params": game.info(),
+            "prompts": f"{self.options.prompts}-v{self.options.prompt_version}",
+            "seats": [seat.spec for seat in seats],
+            "fallbacks": table.fallbacks,
+            "summary": game.summary(),
+            "rounds": game.records,
+        }
+
+    def analyze(self, run_dir: Path) -> list[Path]:
+        from .analysis import analyze_run
+
+        return analyze_run(run_dir, self)
