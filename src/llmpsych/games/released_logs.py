@@ -124,6 +124,71 @@ PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
     },
 }  # fmt: skip
 
+#: The arXiv v4 leaderboard (arXiv 2403.11807v4, Table 1; 12 models, no GPT-4o), scored with the
+#: arXiv formulas (``version="arxiv_v4"``): only the Sealed-Bid Auction and Overall rows differ materially.
+PUBLISHED_ARXIV: dict[str, dict[str, tuple[float, float]]] = {
+    "gpt-3.5-turbo-0613": {
+        "guessing_game": (41.4, 0.5), "bar_game": (74.8, 4.5), "divide_dollar": (42.4, 7.7),
+        "public_goods": (17.8, 1.7), "diner_dilemma": (67.0, 4.9), "sealed_bid_auction": (4.2, 0.3),
+        "battle_royale": (19.5, 7.7), "pirate_game": (68.4, 19.9), "overall": (41.9, 2.0),
+    },
+    "gpt-3.5-turbo-1106": {
+        "guessing_game": (68.5, 0.5), "bar_game": (64.3, 3.1), "divide_dollar": (70.3, 3.3),
+        "public_goods": (43.5, 12.6), "diner_dilemma": (1.4, 1.3), "sealed_bid_auction": (3.4, 1.0),
+        "battle_royale": (35.7, 6.9), "pirate_game": (69.5, 14.6), "overall": (44.6, 1.5),
+    },
+    "gpt-3.5-turbo-0125": {
+        "guessing_game": (63.4, 3.4), "bar_game": (68.7, 2.7), "divide_dollar": (68.6, 2.4),
+        "public_goods": (38.8, 8.1), "diner_dilemma": (2.8, 2.8), "sealed_bid_auction": (5.5, 1.0),
+        "battle_royale": (28.6, 11.0), "pirate_game": (71.6, 7.7), "overall": (43.5, 2.1),
+    },
+    "gpt-4-0125-preview": {
+        "guessing_game": (91.6, 0.6), "bar_game": (23.0, 8.1), "divide_dollar": (98.1, 1.9),
+        "public_goods": (89.2, 1.8), "diner_dilemma": (0.9, 0.7), "sealed_bid_auction": (8.7, 0.7),
+        "battle_royale": (86.8, 9.7), "pirate_game": (85.4, 8.7), "overall": (60.5, 2.7),
+    },
+    "gemini-1.0-pro": {
+        "guessing_game": (77.3, 6.2), "bar_game": (33.5, 10.3), "divide_dollar": (77.6, 3.6),
+        "public_goods": (68.5, 7.6), "diner_dilemma": (3.1, 1.5), "sealed_bid_auction": (14.9, 6.6),
+        "battle_royale": (16.5, 6.9), "pirate_game": (57.4, 14.3), "overall": (43.6, 3.1),
+    },
+    "gemini-1.5-pro": {
+        "guessing_game": (95.4, 0.5), "bar_game": (37.2, 4.2), "divide_dollar": (93.8, 0.3),
+        "public_goods": (100.0, 0.0), "diner_dilemma": (35.9, 5.3), "sealed_bid_auction": (13.3, 4.6),
+        "battle_royale": (81.3, 7.7), "pirate_game": (87.9, 5.6), "overall": (68.1, 1.5),
+    },
+    "llama-3.1-8b": {
+        "guessing_game": (85.5, 3.0), "bar_game": (75.7, 2.2), "divide_dollar": (56.4, 8.4),
+        "public_goods": (19.6, 1.0), "diner_dilemma": (59.3, 2.4), "sealed_bid_auction": (16.9, 1.8),
+        "battle_royale": (35.9, 12.1), "pirate_game": (78.3, 10.0), "overall": (53.4, 3.1),
+    },
+    "llama-3.1-70b": {
+        "guessing_game": (84.0, 1.7), "bar_game": (59.7, 3.5), "divide_dollar": (87.0, 4.1),
+        "public_goods": (90.6, 3.6), "diner_dilemma": (48.1, 5.7), "sealed_bid_auction": (4.5, 0.7),
+        "battle_royale": (77.7, 26.0), "pirate_game": (64.0, 15.5), "overall": (64.5, 3.4),
+    },
+    "llama-3.1-405b": {
+        "guessing_game": (94.3, 0.6), "bar_game": (20.5, 24.2), "divide_dollar": (94.9, 1.0),
+        "public_goods": (96.9, 0.8), "diner_dilemma": (14.4, 4.5), "sealed_bid_auction": (4.2, 1.2),
+        "battle_royale": (92.7, 10.1), "pirate_game": (65.6, 22.3), "overall": (60.4, 4.4),
+    },
+    "mixtral-8x7b": {
+        "guessing_game": (91.8, 0.4), "bar_game": (66.8, 5.8), "divide_dollar": (1.2, 2.8),
+        "public_goods": (27.7, 11.7), "diner_dilemma": (76.4, 7.1), "sealed_bid_auction": (0.8, 0.4),
+        "battle_royale": (12.6, 9.5), "pirate_game": (67.3, 7.6), "overall": (43.1, 2.3),
+    },
+    "mixtral-8x22b": {
+        "guessing_game": (83.6, 4.6), "bar_game": (39.3, 12.2), "divide_dollar": (79.0, 9.6),
+        "public_goods": (83.7, 3.5), "diner_dilemma": (79.9, 5.8), "sealed_bid_auction": (5.2, 1.8),
+        "battle_royale": (36.0, 21.0), "pirate_game": (84.3, 8.8), "overall": (61.4, 2.0),
+    },
+    "qwen2-72b": {
+        "guessing_game": (93.2, 1.3), "bar_game": (17.0, 25.5), "divide_dollar": (91.9, 2.4),
+        "public_goods": (81.3, 5.9), "diner_dilemma": (0.0, 0.0), "sealed_bid_auction": (0.9, 0.2),
+        "battle_royale": (81.7, 9.6), "pirate_game": (86.1, 6.4), "overall": (56.5, 3.4),
+    },
+}  # fmt: skip
+
 
 class _Malformed(Exception):
     """A structural problem in one log, turned into a DataError naming the file."""
