@@ -54,6 +54,12 @@ CorrectedOpt = Annotated[
     ),
 ]
 
+
+@app.callback()
+def games() -> None:
+    """GAMA-Bench games: scoring of released logs."""
+
+
 #: Published values agree when they are within half a unit of the last printed digit.
 TOLERANCE = 0.05 + 1e-6
 
