@@ -61,18 +61,60 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, list | dict) else value
 
 
+def scoring_log(result: dict[str, Any], scoring: Any) -> Any:
+    """The :mod:`llmpsych.games.scoring` record of one engine result."""
+    game, p, rounds = result["game"], result["params"], result["rounds"]
+
+    def actions(r: dict[str, Any]) -> list[Any]:
+        return [d["action"] for d in r["decisions"]]
+
+    if game == "guessing":
+        return scoring.GuessingLog([actions(r) for r in rounds], p["min"], p["max"], p["ratio"])
+    if game == "bar":
+        return scoring.BarLog([[a == "go" for a in actions(r)] for r in rounds], p["ratio"])
+    if game == "divide_dollar":
+        return scoring.DollarLog([actions(r) for r in rounds], p["golds"])
+    if game == "public_goods":
+        return scoring.GoodsLog([actions(r) for r in rounds], p["tokens"], p["ratio"])
+    if game == "diner":
+        return scoring.DinerLog(
+            [actions(r) for r in rounds], p["cheap_cost"], p["cheap_utility"], p["exp_cost"], p["exp_utility"]
+        )
+    if game == "auction":
+        mode = "first_price" if p["mode"] == "first" else "second_price"
+        return scoring.AuctionLog([r["valuations"] for r in rounds], [actions(r) for r in rounds], mode)
+    if game == "battle_royale":
+        rates = [p["base_hit_rate"] + i * p["interval"] for i in range(result["players"])]
+        turns = [
+            scoring.BattleTurn(
+                f"player_{r['shooter']}",
+                {f"player_{s}": rates[s] for s in r["survivors_before"]},
+                None if r["target"] is None else f"player_{r['target']}",
+            )
+            for r in rounds
+        ]
+        return scoring.BattleLog(turns)
+    if game == "pirate":
+        pirate_rounds = [
+            scoring.PirateRound(r["plan"], [True, *[v["action"] == "accept" for v in r["votes"]]])
+            for r in rounds
+        ]
+        return scoring.PirateLog(pirate_rounds, result["players"], p["gold"])
+    raise ValueError(f"no scoring record for game {game!r}")
+
+
 def game_score(result: dict[str, Any]) -> float | None:
-    """The paper's 0-100 score of one game result via :mod:`llmpsych.games.scoring`, if available."""
+    """The paper's 0-100 score (thesis version) of one game result via :mod:`llmpsych.games.scoring`.
+
+    None when that module is not installed or cannot score this result (e.g. too few rounds).
+    """
     try:
-        from . import scoring  # written alongside; optional here
+        from . import scoring
     except ImportError:
         return None
-    score_result = getattr(scoring, "score_result", None)
-    if score_result is None:
-        return None
     try:
-        return float(score_result(result))
-    except Exception:  # a scoring problem must not lose the tables
+        return float(scoring.score(scoring_log(result, scoring)))
+    except (ValueError, TypeError, ZeroDivisionError, KeyError):
         return None
 
 

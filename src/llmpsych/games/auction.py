@@ -1,0 +1,157 @@
+"""(6) Sealed-Bid Auction — betraying (spec §2.6).
+
+Rules: each round every player gets a private valuation of an item and submits a sealed bid; the highest
+bid wins (ties broken uniformly at random, seeded) and pays its own bid (``first`` price, scored in the
+paper) or the second-highest bid (``second`` price, Vickrey). The winner's utility is valuation − price,
+everyone else's 0. Defaults: N=10, K=20, valuations from 0..200 in steps of 10.
+
+Valuations are drawn as in the reference code so every model sees the same ones: in round j,
+``random.Random(seed + j - 1).sample(range(vmin, vmax + interval, interval), N)`` with seed 42 — N distinct
+multiples of the interval, and 0 is possible. Bids are validated to 0..valuation.
+
+Nash equilibrium: bid the valuation in the second-price auction; shade below it in the first-price one
+(the ``ne`` strategy bids v·(N−1)/N, the risk-neutral equilibrium for uniform valuations).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError
+from .engine import Decision, SimultaneousGame
+from .parsing import as_int
+
+BUILTIN = {
+    "description": """!<INPUT 3>!
+
+This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+
+How it works:
+- In every round one item is sold, and each player privately learns how much the item is worth to them.
+- Each player hands in one sealed bid, without seeing anyone else's bid or value.
+- The item goes to the player with the top bid, who pays the !<INPUT 2>!.
+- The winner's utility for the round is their value minus the price they pay; everyone else gets zero.""",
+    "report": """Round !<INPUT 0>! is over. The item was worth !<INPUT 1>! to you.
+What did you bid?
+<part>///</part>
+{"bid": "!<INPUT 2>!"}
+<part>///</part>
+The top bid was !<INPUT 3>! and the winner paid !<INPUT 4>!.
+You !<INPUT 5>!; your utility this round is !<INPUT 6>!.""",
+    "request": """Round !<INPUT 0>! begins.
+
+Your aim is the largest total utility over the game. This round the item is worth !<INPUT 1>! to you.
+
+!<INPUT 2>!""",
+}
+
+
+class AuctionParams(BaseModel):
+    """Parameters of the Sealed-Bid Auction."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    valuation_min: int = Field(default=0, ge=0)
+    valuation_max: int = Field(default=200, ge=1)
+    interval: int = Field(default=10, ge=1)
+    mode: Literal["first", "second"] = "first"
+    seed: int = 42
+
+
+def draw_valuations(round_no: int, players: int, p: AuctionParams) -> list[int]:
+    """The reference draw: seed + round − 1, N distinct multiples of the interval."""
+    values = range(p.valuation_min, p.valuation_max + p.interval, p.interval)
+    return random.Random(p.seed + round_no - 1).sample(values, players)
+
+
+def resolve_auction(
+    bids: list[int], valuations: list[int], mode: Literal["first", "second"], rng: random.Random
+) -> dict[str, Any]:
+    """Winner (random among tied top bids), price and utilities."""
+    top = max(bids)
+    tied = [i for i, b in enumerate(bids) if b == top]
+    winner = tied[0] if len(tied) == 1 else rng.choice(tied)
+    price = top if mode == "first" else sorted(bids, reverse=True)[1] if len(bids) > 1 else top
+    utility = [valuations[i] - price if i == winner else 0 for i in range(len(bids))]
+    return {
+        "valuations": valuations,
+        "bids": bids,
+        "winner": winner,
+        "tied": tied,
+        "winning_bid": top,
+        "price": price,
+        "utility": utility,
+    }
+
+
+class AuctionGame(SimultaneousGame):
+    """Sealed-Bid Auction."""
+
+    name = "auction"
+    folder = "sealed_bid_auction"
+    Params = AuctionParams
+    builtin = BUILTIN
+    p: AuctionParams
+
+    def check(self) -> None:
+        p = self.p
+        n_values = len(range(p.valuation_min, p.valuation_max + p.interval, p.interval))
+        if n_values < self.players:
+            raise ConfigError(f"auction: only {n_values} distinct valuations for {self.players} players")
+
+    def valuations(self, round_no: int) -> list[int]:
+        """This round's valuations."""
+        return draw_valuations(round_no, self.players, self.p)
+
+    def description(self, player: int) -> str:
+        paid = "highest bid" if self.p.mode == "first" else "second highest bid"
+        return self.prompts.text("description", [self.players, self.rounds, paid, self.role_text])
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        value = self.valuations(round_no)[player]
+        fields = {"bid": f"integer_between_0_and_{value}"}
+        request = self.prompts.text("request", [round_no, value, self.fmt(fields)])
+        return Decision(
+            player,
+            round_no,
+            "bid",
+            request,
+            list(fields),
+            lambda data: as_int(data["bid"], 0, value),
+            0,
+            {"valuation": value, "mode": self.p.mode},
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        rng = self.rng("auction-tie", round_no)
+        return resolve_auction(actions, self.valuations(round_no), self.p.mode, rng)
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        won = outcome["winner"] == player
+        inputs = [
+            round_no,
+            outcome["valuations"][player],
+            actions[player],
+            outcome["winning_bid"],
+            outcome["price"],
+            "won" if won else "lost",
+            outcome["utility"][player],
+        ]
+        return self.prompts.parts("report", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            value = decision.info["valuation"]
+            return value if self.p.mode == "second" else value * (self.players - 1) // self.players
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        terms = [
+            max(0.0, (v - b) / max(v, 1))
+            for r in self.records
+            for v, b in zip(r["valuations"], r["bids"], strict=True)
+        ]
+        return {"mean_relative_shading": sum(terms) / len(terms) if terms else None}

@@ -1,0 +1,153 @@
+"""(2) El Farol Bar — cooperative (spec §2.2).
+
+Rules: each round every player decides, without communicating, whether to go to the bar. If at most a
+share R of the players goes, goers get MAX (more fun than home); otherwise goers get MIN. Stayers get HOME.
+Defaults: N=10, K=20, MIN=0, MAX=10, HOME=5, R=60%.
+
+Feedback: ``explicit`` tells everyone how many went; ``implicit`` (scored in the paper) tells only the goers,
+while stayers learn just their own payoff — the reference code's reading of the paper's note.
+
+Nash equilibrium: no pure one; the mixed equilibrium is to go with probability R.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .engine import Decision, SimultaneousGame
+from .guessing import number_text
+from .parsing import as_choice
+
+BUILTIN = {
+    "description": """!<INPUT 6>!
+
+This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+
+How it works:
+- Each round, every player decides alone, without talking to anyone, whether to go out to a bar or stay in.
+- If the share of players at the bar is at most !<INPUT 2>!, the bar is pleasant and each visitor gets a \
+utility of !<INPUT 3>!.
+- If more than !<INPUT 2>! of the players show up, the bar is crowded and each visitor gets a utility of \
+!<INPUT 4>!.
+- A player who stays in gets a utility of !<INPUT 5>!.""",
+    "report_explicit": """Round !<INPUT 0>! is over. !<INPUT 1>! players went out and !<INPUT 2>! stayed in.
+That is !<INPUT 1>!/!<INPUT 3>! of the players, !<INPUT 4>! than the !<INPUT 6>! limit, so going out was \
+!<INPUT 5>! enjoyable than staying in this round.
+
+What did you do?
+<part>///</part>
+{"decision": "!<INPUT 7>!"}
+<part>///</part>
+Your utility this round: !<INPUT 8>!.""",
+    "report_implicit": """Round !<INPUT 0>! is over.
+
+What did you do?
+<part>///</part>
+{"decision": "!<INPUT 1>!"}
+<part>///</part>
+Your utility this round: !<INPUT 2>!.""",
+    "request": """Round !<INPUT 0>! begins.
+
+You want as much enjoyment as possible: go out if you expect fewer than !<INPUT 1>! of the players to go, \
+otherwise stay in.
+
+!<INPUT 2>!""",
+}
+
+
+class BarParams(BaseModel):
+    """Parameters of the El Farol Bar game."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min: float = 0
+    max: float = 10
+    home: float = 5
+    ratio: float = Field(default=0.6, ge=0, le=1)
+    ratio_str: str | None = None  # default "60%"
+    mode: Literal["implicit", "explicit"] = "implicit"
+
+
+def resolve_bar(decisions: list[str], ratio: float, low: float, high: float, home: float) -> dict[str, Any]:
+    """Who went, whether going paid off, and every player's utility."""
+    go = sum(1 for d in decisions if d == "go")
+    go_ratio = go / len(decisions)
+    good = go_ratio <= ratio + 1e-12
+    utility = [(high if good else low) if d == "go" else home for d in decisions]
+    return {"choices": decisions, "go": go, "go_ratio": go_ratio, "good": good, "utility": utility}
+
+
+class BarGame(SimultaneousGame):
+    """El Farol Bar."""
+
+    name = "bar"
+    folder = "bar_game"
+    Params = BarParams
+    builtin = BUILTIN
+    p: BarParams
+
+    @property
+    def ratio_str(self) -> str:
+        """The ratio as printed (``60%``)."""
+        return self.p.ratio_str or f"{self.p.ratio * 100:g}%"
+
+    def info(self) -> dict[str, Any]:
+        return {**self.p.model_dump(), "ratio_str": self.ratio_str}
+
+    def description(self, player: int) -> str:
+        p = self.p
+        inputs = [self.players, self.rounds, self.ratio_str, _n(p.max), _n(p.min), _n(p.home), self.role_text]
+        return self.prompts.text("description", inputs)
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        fields = {"decision": "go_or_stay"}
+        request = self.prompts.text("request", [round_no, self.ratio_str, self.fmt(fields)])
+        return Decision(
+            player,
+            round_no,
+            "go_or_stay",
+            request,
+            list(fields),
+            lambda data: as_choice(data["decision"], ("go", "stay")),
+            "stay",
+            {"ratio": self.p.ratio},
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        p = self.p
+        return resolve_bar(actions, p.ratio, p.min, p.max, p.home)
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        choice = actions[player]
+        gained = _n(outcome["utility"][player])
+        if self.p.mode == "implicit" and choice == "stay":
+            return self.prompts.parts("report_implicit", [round_no, choice, gained])
+        go = outcome["go"]
+        inputs = [
+            round_no,
+            go,
+            self.players - go,
+            self.players,
+            "equal or less" if outcome["good"] else "more",
+            "more" if outcome["good"] else "less",
+            self.ratio_str,
+            choice,
+            gained,
+        ]
+        return self.prompts.parts("report_explicit", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":  # the mixed equilibrium
+            return "go" if rng.random() < self.p.ratio else "stay"
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        ratios = [r["go_ratio"] for r in self.records]
+        return {"mean_go_ratio": sum(ratios) / len(ratios) if ratios else None}
+
+
+def _n(value: float) -> str:
+    return number_text(value)

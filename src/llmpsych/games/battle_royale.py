@@ -1,0 +1,253 @@
+"""(7) Battle Royale — sequential (spec §2.7).
+
+Rules: an N-player truel. Players have hit rates base, base+interval, ... (player_0 the lowest) and shoot
+one at a time in order of increasing hit rate, cycling over the survivors. On their turn a player names a
+target or ``null`` (an intentional miss); a shot hits with the shooter's hit rate (a seeded draw — the
+reference did not seed it) and eliminates the target. Bullets are unlimited; the last survivor wins. Each
+"round" is one shot; the game stops when one player is left or after ``rounds`` shots (20 by default, the
+reference cap). Defaults: N=10, hit rates 35%..80% in steps of 5.
+
+Only the shooter is asked. A target must be another surviving player (validated and re-asked; the
+reference let a shot at a non-player pass with no effect). The shooter gets the three-turn report of their
+own shot, every other survivor a one-line report.
+
+Equilibrium: known for infinite truels but intractable for large N; the paper scores whether the shooter
+aims at the strongest other survivor, which is what the ``ne`` strategy does.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError
+from .engine import Decision, Game, Table
+from .parsing import InvalidAnswer
+
+BUILTIN = {
+    "description": """!<INPUT 5>!
+
+This is a game for !<INPUT 0>! players.
+
+How it works:
+- It is a last-one-standing contest: only a single survivor wins.
+- Players shoot one at a time in a fixed order, from the lowest hit rate to the highest.
+- The players and their hit rates, in shooting order: !<INPUT 1>!. You are !<INPUT 2>!, your hit rate is \
+!<INPUT 3>!%, and your place in the shooting order is !<INPUT 4>!.
+- Ammunition never runs out.
+- When it is your turn you may also miss on purpose.""",
+    "report": """Round !<INPUT 0>! is over: !<INPUT 1>! !<INPUT 2>!
+Players still in the game: !<INPUT 3>!.""",
+    "report2": """Round !<INPUT 0>! is over. What did you do?
+<part>///</part>
+{"action": "!<INPUT 1>!", "target": "!<INPUT 2>!"}
+<part>///</part>
+!<INPUT 3>!
+Players still in the game: !<INPUT 4>!.""",
+    "request": """Round !<INPUT 0>! begins, and it is your turn.
+
+Your aim is to knock the others out and be the last one left. Players still in the game, in shooting \
+order: !<INPUT 1>!. You are !<INPUT 2>!, your hit rate is !<INPUT 3>!%, and your place in the shooting \
+order is !<INPUT 4>!. Choose a player to shoot at, or miss on purpose.
+
+!<INPUT 5>!""",
+}
+
+
+class BattleRoyaleParams(BaseModel):
+    """Parameters of Battle Royale."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_hit_rate: int = Field(default=35, ge=0, le=100)
+    interval: int = Field(default=5, ge=0)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 21st ..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def player_id(index: int) -> str:
+    """``player_3``."""
+    return f"player_{index}"
+
+
+def read_target(value: Any, shooter: int, survivors: list[int]) -> int | None:
+    """The target's index, or None for an intentional miss; InvalidAnswer if it is not a valid target."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in {"", "null", "none", "miss", "nobody"} or "-1" in text:
+        return None
+    digits = re.findall(r"\d+", text)
+    if len(digits) != 1:
+        raise InvalidAnswer(f"target {value!r} names no single player")
+    target = int(digits[0])
+    if target == shooter:
+        raise InvalidAnswer("a player cannot shoot at themselves")
+    if target not in survivors:
+        raise InvalidAnswer(f"player_{target} is not in the game")
+    return target
+
+
+def strongest_other(shooter: int, survivors: list[int], hit_rates: list[int]) -> int | None:
+    """The surviving player with the highest hit rate other than the shooter."""
+    others = [s for s in survivors if s != shooter]
+    return max(others, key=lambda s: hit_rates[s]) if others else None
+
+
+def next_shooter(current: int, survivors: list[int]) -> int:
+    """The next survivor after ``current`` in shooting order (cyclic)."""
+    later = [s for s in survivors if s > current]
+    return later[0] if later else survivors[0]
+
+
+class BattleRoyaleGame(Game):
+    """Battle Royale."""
+
+    name = "battle_royale"
+    folder = "battle_royale"
+    Params = BattleRoyaleParams
+    builtin = BUILTIN
+    p: BattleRoyaleParams
+
+    def check(self) -> None:
+        top = self.p.base_hit_rate + (self.players - 1) * self.p.interval
+        if top > 100:
+            raise ConfigError(
+                f"battle_royale: the strongest of {self.players} players would hit {top}% > 100%"
+            )
+
+    @property
+    def hit_rates(self) -> list[int]:
+        """Hit rate (percent) per player."""
+        return [self.p.base_hit_rate + i * self.p.interval for i in range(self.players)]
+
+    def player_list(self, players: list[int]) -> str:
+        """The players and hit rates in shooting order, as a JSON array."""
+        rates = self.hit_rates
+        if self.prompts.source == "official":  # the reference code's rendering
+            items = [
+                {f"The {ordinal(k + 1)} player to shot": player_id(p), "hit_rate": f"{rates[p]}%"}
+                for k, p in enumerate(players)
+            ]
+        else:
+            items = [{"player": player_id(p), "hit_rate": f"{rates[p]}%"} for p in players]
+        return json.dumps(items)
+
+    def description(self, player: int) -> str:
+        everyone = list(range(self.players))
+        inputs = [
+            self.players,
+            self.player_list(everyone),
+            player_id(player),
+            self.hit_rates[player],
+            player + 1,
+            self.role_text,
+        ]
+        return self.prompts.text("description", inputs)
+
+    def decision(self, shooter: int, round_no: int, survivors: list[int]) -> Decision:
+        fields = {"action": "shoot_or_miss", "target": "playerID_or_null"}
+        inputs = [
+            round_no,
+            self.player_list(survivors),
+            player_id(shooter),
+            self.hit_rates[shooter],
+            survivors.index(shooter) + 1,
+            self.fmt(fields),
+        ]
+        return Decision(
+            shooter,
+            round_no,
+            "shoot",
+            self.prompts.text("request", inputs),
+            ["target", "action"],
+            lambda data: read_target(data.get("target"), shooter, survivors),
+            None,
+            {"survivors": list(survivors), "hit_rates": self.hit_rates},
+        )
+
+    async def play(self, table: Table) -> None:
+        table.start([self.description(p) for p in range(self.players)])
+        survivors = list(range(self.players))
+        shooter = survivors[0]
+        rates = self.hit_rates
+        for round_no in range(1, self.rounds + 1):
+            if len(survivors) < 2:
+                break
+            before = list(survivors)
+            (answer,) = await table.ask([self.decision(shooter, round_no, before)])
+            target = answer.action
+            hit = None if target is None else self.rng("hit", round_no).random() < rates[shooter] / 100
+            if hit:
+                survivors.remove(target)
+            self._report(table, round_no, shooter, target, hit, survivors)
+            table.end_round(round_no)
+            self.records.append(
+                {
+                    "round": round_no,
+                    "shooter": shooter,
+                    "shot": answer.record(shooter, table.seats[shooter]),
+                    "target": target,
+                    "hit": hit,
+                    "eliminated": target if hit else None,
+                    "survivors_before": before,
+                    "strongest_other": strongest_other(shooter, before, rates),
+                    "survivors": list(survivors),
+                }
+            )
+            if len(survivors) >= 2:
+                shooter = next_shooter(shooter, survivors)
+
+    def _report(
+        self,
+        table: Table,
+        round_no: int,
+        shooter: int,
+        target: int | None,
+        hit: bool | None,
+        survivors: list[int],
+    ) -> None:
+        left = len(survivors)
+        if target is None:
+            mine, theirs = "You chose to miss on purpose.", "chose to miss on purpose."
+        elif hit:
+            t = player_id(target)
+            mine = f"You shot at {t} and hit; {t} is out of the game."
+            theirs = f"shot at {t} and hit; {t} is out of the game."
+        else:
+            t = player_id(target)
+            mine, theirs = f"You shot at {t} and missed.", f"shot at {t} and missed."
+        action = "miss" if target is None else "shoot"
+        target_text = "null" if target is None else player_id(target)
+        for player in survivors:
+            if player == shooter:
+                parts = self.prompts.parts("report2", [round_no, action, target_text, mine, left])
+            else:
+                parts = [self.prompts.text("report", [round_no, player_id(shooter), theirs, left])]
+            table.report(player, parts)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            target = strongest_other(decision.player, decision.info["survivors"], self.hit_rates)
+            return "null" if target is None else player_id(target)
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        k = len(self.records)
+        correct = sum(
+            1 for r in self.records if r["target"] is not None and r["target"] == r["strongest_other"]
+        )
+        survivors = self.records[-1]["survivors"] if self.records else list(range(self.players))
+        return {
+            "turns": k,
+            "strongest_target_rate": correct / k if k else None,
+            "winner": survivors[0] if len(survivors) == 1 else None,
+        }

@@ -1,0 +1,141 @@
+"""(5) Diner's Dilemma — betraying (spec §2.5).
+
+Rules: each of N diners orders a costly dish (price P_h, utility U_h) or a cheap one (P_l, U_l); the bill
+is split equally. With U_h − P_h < U_l − P_l (cheap is better alone) and U_h − P_h/N > U_l − P_l/N (costly
+is better when splitting), ordering costly is the Nash equilibrium although all-cheap is better for all.
+Defaults: N=10, K=20, P_h=20, U_h=20, P_l=10, U_l=15. Answers are validated to {costly, cheap} (the
+reference treated anything but "cheap" as costly).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .engine import Decision, SimultaneousGame
+from .guessing import number_text
+from .parsing import as_choice
+
+BUILTIN = {
+    "description": """!<INPUT 6>!
+
+This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+
+How it works:
+- Each round, every player orders one of two dishes: the costly dish or the cheap dish.
+- The costly dish has a price of !<INPUT 2>! and is worth !<INPUT 3>! to you; the cheap dish has a price of \
+!<INPUT 4>! and is worth !<INPUT 5>! to you.
+- The costly dish tastes better, but if you paid for it on your own it would not be worth the extra money.
+- After each round the whole bill is shared equally by all players.""",
+    "report": """Round !<INPUT 0>! is over. !<INPUT 1>! players ordered the costly dish and !<INPUT 2>! \
+ordered the cheap dish.
+The bill came to !<INPUT 3>!, so your share is !<INPUT 4>!.
+
+Which dish did you order?
+<part>///</part>
+{"chosen_dish": "!<INPUT 5>!"}
+<part>///</part>
+Your utility this round: !<INPUT 6>!.""",
+    "request": """Round !<INPUT 0>! begins.
+
+Aim for the best overall satisfaction, weighing how good your dish is against your share of the bill.
+
+!<INPUT 1>!""",
+}
+
+
+class DinerParams(BaseModel):
+    """Parameters of the Diner's Dilemma."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cheap_cost: float = 10
+    cheap_utility: float = 15
+    exp_cost: float = 20
+    exp_utility: float = 20
+
+
+def resolve_diner(dishes: list[str], p: DinerParams) -> dict[str, Any]:
+    """The bill, each player's share and utility."""
+    n = len(dishes)
+    costly = sum(1 for d in dishes if d == "costly")
+    cheap = n - costly
+    total = costly * p.exp_cost + cheap * p.cheap_cost
+    share = total / n
+    utility = [(p.exp_utility if d == "costly" else p.cheap_utility) - share for d in dishes]
+    return {
+        "dishes": dishes,
+        "costly": costly,
+        "cheap": cheap,
+        "total": total,
+        "share": share,
+        "utility": utility,
+    }
+
+
+class DinerGame(SimultaneousGame):
+    """Diner's Dilemma."""
+
+    name = "diner"
+    folder = "diner_dilemma"
+    Params = DinerParams
+    builtin = BUILTIN
+    p: DinerParams
+
+    def description(self, player: int) -> str:
+        p = self.p
+        inputs = [
+            self.players,
+            self.rounds,
+            number_text(p.exp_cost),
+            number_text(p.exp_utility),
+            number_text(p.cheap_cost),
+            number_text(p.cheap_utility),
+            self.role_text,
+        ]
+        return self.prompts.text("description", inputs)
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        fields = {"chosen_dish": "costly_or_cheap"}
+        request = self.prompts.text("request", [round_no, self.fmt(fields)])
+        return Decision(
+            player,
+            round_no,
+            "dish",
+            request,
+            list(fields),
+            lambda data: as_choice(data["chosen_dish"], ("costly", "cheap")),
+            "cheap",
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        return resolve_diner(actions, self.p)
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        p, n = self.p, self.players
+        dish = actions[player]
+        own = p.exp_utility if dish == "costly" else p.cheap_utility
+        total = number_text(outcome["total"])
+        inputs = [
+            round_no,
+            outcome["costly"],
+            outcome["cheap"],
+            f"{outcome['costly']} * {number_text(p.exp_cost)} + {outcome['cheap']} * "
+            f"{number_text(p.cheap_cost)} = {total}",
+            number_text(outcome["share"]),
+            dish,
+            f"{number_text(own)} - {total}/{n} = {outcome['utility'][player]:.2f}",
+        ]
+        return self.prompts.parts("report", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            return "costly"
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        n = sum(len(r["dishes"]) for r in self.records)
+        cheap = sum(r["cheap"] for r in self.records)
+        return {"cheap_rate": cheap / n if n else None}

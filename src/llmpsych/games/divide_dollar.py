@@ -1,0 +1,108 @@
+"""(3) Divide the Dollar — cooperative (spec §2.3).
+
+Rules: each round every player privately bids for part of G golds. If the bids sum to at most G everyone
+receives their bid, otherwise nobody receives anything. Players see the sum, not the individual bids.
+Defaults: N=10, K=20, G=100. Bids are validated to 0..G (the reference only checked for an integer).
+
+Nash equilibrium: every player bids G/N.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .engine import Decision, SimultaneousGame
+from .parsing import as_int
+
+BUILTIN = {
+    "description": """!<INPUT 3>!
+
+This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+
+How it works:
+- A pot of !<INPUT 2>! golds is up for division. Each round, every player privately asks for an amount of it.
+- If all the requests add up to !<INPUT 2>! or less, everybody gets exactly what they asked for.
+- If the requests add up to more than !<INPUT 2>!, nobody gets anything that round.""",
+    "report": """Round !<INPUT 0>! is over.
+
+How much did you ask for?
+<part>///</part>
+{"bid_amount": "!<INPUT 1>!"}
+<part>///</part>
+All requests together came to !<INPUT 2>!, which !<INPUT 3>! !<INPUT 4>!.
+You got !<INPUT 5>! golds.""",
+    "request": """Round !<INPUT 0>! begins.
+
+Try to get as much as you can for yourself while keeping the total of all requests within !<INPUT 1>! golds.
+
+!<INPUT 2>!""",
+}
+
+
+class DivideDollarParams(BaseModel):
+    """Parameters of Divide the Dollar."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    golds: int = Field(default=100, ge=1)
+
+
+def resolve_dollar(bids: list[int], golds: int) -> dict[str, Any]:
+    """The sum of bids and what each player receives."""
+    total = sum(bids)
+    ok = total <= golds
+    return {"bids": bids, "total": total, "within": ok, "received": [b if ok else 0 for b in bids]}
+
+
+class DivideDollarGame(SimultaneousGame):
+    """Divide the Dollar."""
+
+    name = "divide_dollar"
+    folder = "divide_dollar"
+    Params = DivideDollarParams
+    builtin = BUILTIN
+    p: DivideDollarParams
+
+    def description(self, player: int) -> str:
+        return self.prompts.text("description", [self.players, self.rounds, self.p.golds, self.role_text])
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        golds = self.p.golds
+        fields = {"bid_amount": f"integer_between_0_and_{golds}"}
+        request = self.prompts.text("request", [round_no, golds, self.fmt(fields)])
+        return Decision(
+            player,
+            round_no,
+            "bid",
+            request,
+            list(fields),
+            lambda data: as_int(data["bid_amount"], 0, golds),
+            0,
+            {"golds": golds},
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        return resolve_dollar(actions, self.p.golds)
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        inputs = [
+            round_no,
+            actions[player],
+            outcome["total"],
+            "does not exceed" if outcome["within"] else "exceeds",
+            self.p.golds,
+            outcome["received"][player],
+        ]
+        return self.prompts.parts("report", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            return self.p.golds // self.players
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        totals = [r["total"] for r in self.records]
+        return {"mean_total_bid": sum(totals) / len(totals) if totals else None}

@@ -1,0 +1,252 @@
+"""(8) Pirate Game — sequential (spec §2.8).
+
+Rules: N pirates ranked 1..N (1 most senior) share G gold. The most senior pirate still aboard proposes a
+split among the survivors; everyone aboard votes, the proposer counting as accepting. With at least half
+accepting (ties pass, as in the reference code) the plan is carried out and the game ends; otherwise the
+proposer is thrown overboard and the next in rank proposes. Priorities: survive, then gold, then seeing
+others thrown overboard. Defaults: N=10, G=100.
+
+A proposal must give one non-negative integer to every pirate aboard and sum to G (re-asked otherwise).
+Voters are asked at once (they never see each other's votes). Each pirate's report states *their own*
+share (the reference told everyone the proposer's share; ``report_own_share=false`` reproduces that).
+
+Optimal play (Stewart 1999): the proposer of rank p gives 1 gold to each pirate aboard whose rank has p's
+parity (p+2, p+4, ...), 0 to the others, and keeps the rest — for N=10, G=100: [96,0,1,0,1,0,1,0,1,0]. A
+voter accepts 2 or more, rejects 0, and accepts exactly 1 iff their rank has the proposer's parity.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .battle_royale import ordinal
+from .engine import Answer, Decision, Game, Table
+from .parsing import InvalidAnswer, as_int_list
+
+BUILTIN = {
+    "description": """!<INPUT 3>!
+
+This is a game for !<INPUT 0>! players.
+
+How it works:
+- You and the others are pirates who have found !<INPUT 1>! gold coins and must agree how to share them.
+- Pirates act strictly by seniority. Your seniority rank is !<INPUT 2>! (rank 1 is the most senior).
+- The most senior pirate still on board proposes how to split the !<INPUT 1>! coins.
+- Every pirate on board, the proposer included, then votes for or against the proposal.
+- If at least half vote for it, the coins are shared exactly as proposed.
+- Otherwise the proposer is thrown overboard and the next pirate in rank makes a new proposal.
+- The game is over once a proposal passes or a single pirate is left.""",
+    "report": """The pirate of rank !<INPUT 0>! proposed this split: !<INPUT 1>!.
+!<INPUT 2>! of the !<INPUT 3>! pirates on board voted for it.
+
+How did you vote?
+<part>///</part>
+{"decision": "!<INPUT 4>!"}
+<part>///</part>
+!<INPUT 5>! than half of the pirates voted for the plan.
+!<INPUT 6>!""",
+    "request1": """The pirate of rank !<INPUT 0>! has made a proposal.
+
+Above all you want to stay alive. Once that is safe, you want as many coins as possible, and if it costs \
+you nothing you would rather see another pirate thrown overboard.
+
+The proposal is !<INPUT 1>!. It gives you !<INPUT 2>! golds.
+
+!<INPUT 3>!""",
+    "request2": """It is your turn, as the pirate of rank !<INPUT 0>!, to propose a split.
+
+Above all you want to stay alive. Once that is safe, you want as many coins as possible, and if it costs \
+you nothing you would rather see another pirate thrown overboard.
+
+Split !<INPUT 1>! golds among the pirates still on board: whole numbers, none below zero, adding up to \
+exactly !<INPUT 1>!.
+
+!<INPUT 2>!""",
+}
+
+
+class PirateParams(BaseModel):
+    """Parameters of the Pirate Game."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gold: int = Field(default=100, ge=1)
+    report_own_share: bool = True
+
+
+def optimal_plan(proposer: int, players: int, gold: int) -> list[int]:
+    """The optimal split for ranks ``proposer``..``players`` (1-based ranks)."""
+    plan = [1 if (r - proposer) % 2 == 0 and r != proposer else 0 for r in range(proposer, players + 1)]
+    plan[0] = gold - sum(plan)
+    return plan
+
+
+def optimal_vote(rank: int, proposer: int, share: int) -> str:
+    """The optimal vote of ``rank`` on a plan giving it ``share``."""
+    if share >= 2:
+        return "accept"
+    if share == 0:
+        return "reject"
+    return "accept" if (rank - proposer) % 2 == 0 else "reject"
+
+
+def read_plan(value: Any, n: int, gold: int) -> list[int]:
+    """A proposal: n non-negative integers summing to ``gold``."""
+    plan = as_int_list(value)
+    if len(plan) != n:
+        raise InvalidAnswer(f"the plan has {len(plan)} shares for {n} pirates")
+    if any(g < 0 for g in plan):
+        raise InvalidAnswer("a share is negative")
+    if sum(plan) != gold:
+        raise InvalidAnswer(f"the shares sum to {sum(plan)}, not {gold}")
+    return plan
+
+
+def read_vote(value: Any) -> str:
+    """``accept`` or ``reject`` (any text containing exactly one of them)."""
+    text = str(value).lower()
+    found = [word for word in ("accept", "reject") if word in text]
+    if len(found) != 1:
+        raise InvalidAnswer(f"{value!r} is neither accept nor reject")
+    return found[0]
+
+
+def tally(votes: list[str], pirates: int) -> tuple[int, bool]:
+    """Accepting pirates (the proposer included) and whether that is at least half of ``pirates``."""
+    accepted = 1 + sum(1 for v in votes if v == "accept")
+    return accepted, accepted / pirates >= 0.5
+
+
+class PirateGame(Game):
+    """Pirate Game. ``rounds`` is not used: the game lasts until a plan passes (at most N proposals)."""
+
+    name = "pirate"
+    folder = "pirate_game"
+    Params = PirateParams
+    builtin = BUILTIN
+    p: PirateParams
+
+    def plan_text(self, proposer: int, plan: list[int]) -> str:
+        """A plan as the prompts show it: ``{"rank_3": 50, ...}``."""
+        return json.dumps(
+            {f"rank_{r}": g for r, g in zip(range(proposer, self.players + 1), plan, strict=True)}
+        )
+
+    def description(self, player: int) -> str:
+        return self.prompts.text("description", [self.players, self.p.gold, player + 1, self.role_text])
+
+    def proposal(self, proposer: int) -> Decision:
+        """Ask the pirate of rank ``proposer`` (1-based) for a plan."""
+        n, gold = self.players - proposer + 1, self.p.gold
+        shape = {"proposal": {f"rank_{r}": f"g_{r}" for r in range(proposer, self.players + 1)}}
+        request = self.prompts.text("request2", [proposer, gold, self.fmt(shape)])
+        equal = [gold // n] * n
+        equal[0] += gold - sum(equal)
+        return Decision(
+            proposer - 1,
+            proposer,
+            "propose",
+            request,
+            ["proposal"],
+            lambda data: read_plan(data["proposal"], n, gold),
+            equal,
+            {"proposer": proposer, "rank": proposer, "gold": gold, "players": self.players},
+        )
+
+    def vote(self, rank: int, proposer: int, plan: list[int]) -> Decision:
+        """Ask the pirate of rank ``rank`` to vote on ``plan``."""
+        share = plan[rank - proposer]
+        fields = {"decision": "accept_or_reject"}
+        request = self.prompts.text(
+            "request1", [proposer, self.plan_text(proposer, plan), share, self.fmt(fields)]
+        )
+        return Decision(
+            rank - 1,
+            proposer,
+            "vote",
+            request,
+            list(fields),
+            lambda data: read_vote(data["decision"]),
+            "reject",
+            {"proposer": proposer, "rank": rank, "share": share, "plan": plan},
+        )
+
+    async def play(self, table: Table) -> None:
+        table.start([self.description(p) for p in range(self.players)])
+        for proposer in range(1, self.players + 1):
+            (proposal,) = await table.ask([self.proposal(proposer)])
+            plan: list[int] = proposal.action
+            voters = list(range(proposer + 1, self.players + 1))
+            answers: list[Answer] = await table.ask([self.vote(r, proposer, plan) for r in voters])
+            votes = [a.action for a in answers]
+            pirates = self.players - proposer + 1
+            accepted_count, accepted = tally(votes, pirates)
+            for rank in range(proposer, self.players + 1):
+                own = "accept" if rank == proposer else votes[rank - proposer - 1]
+                table.report(
+                    rank - 1, self._report(rank, proposer, plan, own, accepted_count, pirates, accepted)
+                )
+            table.end_round(proposer)
+            self.records.append(
+                {
+                    "round": proposer,
+                    "proposer": proposer,
+                    "proposal": proposal.record(proposer - 1, table.seats[proposer - 1]),
+                    "plan": plan,
+                    "votes": [
+                        a.record(r - 1, table.seats[r - 1]) for r, a in zip(voters, answers, strict=True)
+                    ],
+                    "accepted_count": accepted_count,
+                    "pirates": pirates,
+                    "accepted": accepted,
+                }
+            )
+            if accepted:
+                break
+
+    def _report(
+        self, rank: int, proposer: int, plan: list[int], own: str, count: int, pirates: int, accepted: bool
+    ) -> list[str]:
+        share = plan[rank - proposer] if self.p.report_own_share else plan[0]
+        who = f"the {ordinal(proposer)} most senior pirate"
+        if accepted and rank == proposer:
+            result = f"Your plan passed and the game is over. You get {share} golds."
+        elif accepted:
+            result = f"The plan of {who} passed and the game is over. You get {share} golds."
+        elif rank == proposer:
+            result = "Your plan failed. You are thrown overboard and get nothing."
+        else:
+            result = (
+                f"{who[0].upper()}{who[1:]} was thrown overboard and is out of the game. The game goes on."
+            )
+        comparison = "Not fewer" if accepted else "Fewer"
+        inputs = [proposer, self.plan_text(proposer, plan), count, pirates, own, comparison, result]
+        return self.prompts.parts("report", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            info = decision.info
+            if decision.kind == "propose":
+                return optimal_plan(info["proposer"], self.players, self.p.gold)
+            return optimal_vote(info["rank"], info["proposer"], info["share"])
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        distances, correct, votes = [], 0, 0
+        for r in self.records:
+            best = optimal_plan(r["proposer"], self.players, self.p.gold)
+            distances.append(sum(abs(a - b) for a, b in zip(r["plan"], best, strict=True)))
+            for v in r["votes"]:
+                rank = v["player"] + 1
+                share = r["plan"][rank - r["proposer"]]
+                correct += v["action"] == optimal_vote(rank, r["proposer"], share)
+                votes += 1
+        return {
+            "proposals": len(self.records),
+            "mean_plan_distance": sum(distances) / len(distances) if distances else None,
+            "vote_accuracy": correct / votes if votes else None,
+        }

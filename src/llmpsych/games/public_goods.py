@@ -1,0 +1,146 @@
+"""(4) Public Goods Game — betraying (spec §2.4).
+
+Rules: each round every player secretly puts some of their T tokens into a pot; the pot is multiplied by R
+(1 < R < N) and shared equally; unspent tokens are kept. Players see everyone's contributions and
+holdings. Defaults: N=10, K=20, R=2, T=20, and every round starts again from T tokens (``reset``, as in the
+reference); ``reset=false`` carries balances forward, ``endowment="random"`` draws each player's T from
+``rand_min``..T (seeded). Contributions are validated to 0..current tokens.
+
+Nash equilibrium: contribute nothing (each token returns R/N − 1 < 0); if R > N, contribute everything.
+The reference code starts trimming histories after round 10 in this game.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .engine import Decision, SimultaneousGame, Table
+from .guessing import number_text
+from .parsing import as_int
+
+BUILTIN = {
+    "description": """!<INPUT 3>!
+
+This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+
+How it works:
+- Each round you hold some private tokens and secretly choose how many of them to put into a shared pot.
+- The pot is multiplied by !<INPUT 2>!, and the result is split evenly among all players, no matter how \
+much each of them put in.
+- Whatever you keep out of the pot stays yours.""",
+    "report": """Round !<INPUT 0>! is over.
+Everyone's contributions, in player order: !<INPUT 1>!
+How many tokens did you put in?
+<part>///</part>
+{"tokens_contributed": "!<INPUT 2>!"}
+<part>///</part>
+The pot held !<INPUT 3>! tokens.
+Your net gain from the pot: !<INPUT 4>!
+You now have !<INPUT 5>! tokens.
+Everyone's tokens, in player order: !<INPUT 6>!""",
+    "request": """Round !<INPUT 0>! begins.
+
+You want to finish the game with as many tokens as possible. You hold !<INPUT 1>! tokens right now; \
+decide how many of them go into the shared pot.
+
+!<INPUT 2>!""",
+}
+
+
+class PublicGoodsParams(BaseModel):
+    """Parameters of the Public Goods Game."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tokens: int = Field(default=20, ge=1)
+    ratio: float = Field(default=2.0, ge=0)
+    reset: bool = True
+    endowment: Literal["fixed", "random"] = "fixed"
+    rand_min: int = Field(default=11, ge=0)
+
+
+def resolve_goods(contributions: list[int], holdings: list[float], ratio: float) -> dict[str, Any]:
+    """The pot, each player's share, net gain and tokens after the round."""
+    n = len(contributions)
+    pot = sum(contributions)
+    share = pot * ratio / n
+    after = [round(h - c + share, 2) for h, c in zip(holdings, contributions, strict=True)]
+    gain = [round(share - c, 2) for c in contributions]
+    return {"contributions": contributions, "pot": pot, "share": share, "gain": gain, "tokens_after": after}
+
+
+class PublicGoodsGame(SimultaneousGame):
+    """Public Goods Game."""
+
+    name = "public_goods"
+    folder = "public_goods"
+    Params = PublicGoodsParams
+    builtin = BUILTIN
+    truncate_after = 10
+    p: PublicGoodsParams
+
+    async def play(self, table: Table) -> None:
+        p = self.p
+        if p.endowment == "random":
+            rng = self.rng("endowment")
+            self.initial = [rng.randint(min(p.rand_min, p.tokens), p.tokens) for _ in range(self.players)]
+        else:
+            self.initial = [p.tokens] * self.players
+        self.balance: list[float] = list(self.initial)
+        await super().play(table)
+
+    def holding(self, player: int) -> float:
+        """Tokens ``player`` holds at the start of the coming round."""
+        return self.initial[player] if self.p.reset else self.balance[player]
+
+    def description(self, player: int) -> str:
+        return self.prompts.text(
+            "description", [self.players, self.rounds, number_text(self.p.ratio), self.role_text]
+        )
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        current = int(self.holding(player))
+        fields = {"tokens_contributed": f"integer_between_0_and_{current}"}
+        request = self.prompts.text(
+            "request", [round_no, number_text(self.holding(player)), self.fmt(fields)]
+        )
+        return Decision(
+            player,
+            round_no,
+            "contribution",
+            request,
+            list(fields),
+            lambda data: as_int(data["tokens_contributed"], 0, current),
+            0,
+            {"tokens": current, "ratio": self.p.ratio},
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        holdings = [self.holding(i) for i in range(self.players)]
+        outcome = resolve_goods(actions, holdings, self.p.ratio)
+        self.balance = list(outcome["tokens_after"])
+        return outcome
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        inputs = [
+            round_no,
+            list(actions),
+            actions[player],
+            outcome["pot"],
+            number_text(outcome["gain"][player]),
+            number_text(outcome["tokens_after"][player]),
+            [float(t) if not float(t).is_integer() else int(t) for t in outcome["tokens_after"]],
+        ]
+        return self.prompts.parts("report", inputs)
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        if name == "ne":
+            return decision.info["tokens"] if self.p.ratio > self.players else 0
+        return super().strategy(name, decision, rng)
+
+    def summary(self) -> dict[str, Any]:
+        values = [c for r in self.records for c in r["contributions"]]
+        return {"mean_contribution": sum(values) / len(values) if values else None}
