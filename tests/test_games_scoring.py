@@ -52,7 +52,6 @@ from llmpsych.games.scoring import (
     pirate_score,
     read_dish,
     score,
-    score_result,
     summarize,
 )
 
@@ -221,18 +220,14 @@ def test_summaries_and_overall() -> None:
     assert row["overall"].values == pytest.approx((45.9, 47.9), abs=0.01)
 
 
-def test_score_dispatch_and_engine_results() -> None:
+def test_score_dispatch() -> None:
     assert score(DinerLog(dishes=[["costly"]])) == 100
+    assert score(DinerLog(dishes=[["cheap_dish", "costly"]]), compat=True) == 100
+    assert score(GuessingLog(choices=[[50]], ratio=1.0), version="arxiv_v4") == 0
     with pytest.raises(TypeError):
         score("not a log")  # type: ignore[arg-type]
-    result = {
-        "game": "guessing",
-        "params": {"min": 0, "max": 100, "ratio": 2 / 3},
-        "rounds": [{"decisions": [{"action": 0}, {"action": 20}]}],
-    }
-    assert score_result(result) == pytest.approx(90)
     with pytest.raises(ValueError):
-        score_result({**result, "game": "pirate"})
+        score(DinerLog(dishes=[["costly"]]), version="v9")  # type: ignore[arg-type]
 
 
 # -- parity with the published leaderboard ---------------------------------------------------------

@@ -494,26 +494,3 @@ def leaderboard_row(runs: Mapping[str, Sequence[float]]) -> dict[str, RunSummary
         per_run = [overall_score({g: runs[g][i] for g in GAMES}) for i in range(counts.pop())]
         row["overall"] = summarize(per_run)
     return row
-
-
-def score_result(result: Mapping[str, object], *, version: ScoringVersion = "thesis") -> float:
-    """The score of one game played by :mod:`llmpsych.games.task` (its stored result).
-
-    Bridges the engine's result (``game``, ``params``, ``rounds[].decisions[].action``) to the records
-    above; games whose engine result is not mapped yet raise ValueError.
-    """
-    game = str(result.get("game", ""))
-    params = result.get("params") or {}
-    rounds = result.get("rounds") or []
-    if not isinstance(params, Mapping) or not isinstance(rounds, list):
-        raise ValueError("a game result needs 'params' and 'rounds'")
-    actions = [[d["action"] for d in r["decisions"]] for r in rounds]
-    if game in ("guessing", "guessing_game"):
-        log = GuessingLog(
-            choices=actions,
-            min_value=float(params.get("min", 0)),
-            max_value=float(params.get("max", 100)),
-            ratio=float(params.get("ratio", 2 / 3)),
-        )
-        return guessing_score(log, version=version)
-    raise ValueError(f"no scoring adapter for engine results of game {game!r} yet")
