@@ -356,6 +356,7 @@ def test_read_log_detects_the_game(data_dir: Path) -> None:
     )
     log = read_log(path)
     assert isinstance(log, AuctionLog) and log.mode == "second_price"
+    assert 0 <= auction_score(log) <= 100  # descriptive only: the leaderboard scores first-price auctions
     assert isinstance(
         read_log(data_dir / "GAMABench/raw_results/pirate_game/pirate_game_v1_1.json"), PirateLog
     )
