@@ -23,29 +23,30 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError
 from .engine import Decision, SimultaneousGame
 from .parsing import as_int
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 3>!
+    "description": """@3
 
-This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+This is a game for @0 players that lasts @1 rounds.
 
 How it works:
 - In every round one item is sold, and each player privately learns how much the item is worth to them.
 - Each player hands in one sealed bid, without seeing anyone else's bid or value.
-- The item goes to the player with the top bid, who pays the !<INPUT 2>!.
+- The item goes to the player with the top bid, who pays the @2.
 - The winner's utility for the round is their value minus the price they pay; everyone else gets zero.""",
-    "report": """Round !<INPUT 0>! is over. The item was worth !<INPUT 1>! to you.
-What did you bid?
-<part>///</part>
-{"bid": "!<INPUT 2>!"}
-<part>///</part>
-The top bid was !<INPUT 3>! and the winner paid !<INPUT 4>!.
-You !<INPUT 5>!; your utility this round is !<INPUT 6>!.""",
-    "request": """Round !<INPUT 0>! begins.
+    "report": (
+        """Round @0 is over. The item was worth @1 to you.
+What did you bid?""",
+        echo(bid="@2"),
+        """The top bid was @3 and the winner paid @4.
+You @5; your utility this round is @6.""",
+    ),
+    "request": """Round @0 begins.
 
-Your aim is the largest total utility over the game. This round the item is worth !<INPUT 1>! to you.
+Your aim is the largest total utility over the game. This round the item is worth @1 to you.
 
-!<INPUT 2>!""",
+@2""",
 }
 
 

@@ -20,41 +20,42 @@ from pydantic import BaseModel, ConfigDict, Field
 from .engine import Decision, SimultaneousGame
 from .guessing import number_text
 from .parsing import as_choice
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 6>!
+    "description": """@6
 
-This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+This is a game for @0 players that lasts @1 rounds.
 
 How it works:
 - Each round, every player decides alone, without talking to anyone, whether to go out to a bar or stay in.
-- If the share of players at the bar is at most !<INPUT 2>!, the bar is pleasant and each visitor gets a \
-utility of !<INPUT 3>!.
-- If more than !<INPUT 2>! of the players show up, the bar is crowded and each visitor gets a utility of \
-!<INPUT 4>!.
-- A player who stays in gets a utility of !<INPUT 5>!.""",
-    "report_explicit": """Round !<INPUT 0>! is over. !<INPUT 1>! players went out and !<INPUT 2>! stayed in.
-That is !<INPUT 1>!/!<INPUT 3>! of the players, !<INPUT 4>! than the !<INPUT 6>! limit, so going out was \
-!<INPUT 5>! enjoyable than staying in this round.
+- If the share of players at the bar is at most @2, the bar is pleasant and each visitor gets a \
+utility of @3.
+- If more than @2 of the players show up, the bar is crowded and each visitor gets a utility of \
+@4.
+- A player who stays in gets a utility of @5.""",
+    "report_explicit": (
+        """Round @0 is over. @1 players went out and @2 stayed in.
+That is @1/@3 of the players, @4 than the @6 limit, so going out was \
+@5 enjoyable than staying in this round.
 
-What did you do?
-<part>///</part>
-{"decision": "!<INPUT 7>!"}
-<part>///</part>
-Your utility this round: !<INPUT 8>!.""",
-    "report_implicit": """Round !<INPUT 0>! is over.
+What did you do?""",
+        echo(decision="@7"),
+        """Your utility this round: @8.""",
+    ),
+    "report_implicit": (
+        """Round @0 is over.
 
-What did you do?
-<part>///</part>
-{"decision": "!<INPUT 1>!"}
-<part>///</part>
-Your utility this round: !<INPUT 2>!.""",
-    "request": """Round !<INPUT 0>! begins.
+What did you do?""",
+        echo(decision="@1"),
+        """Your utility this round: @2.""",
+    ),
+    "request": """Round @0 begins.
 
-You want as much enjoyment as possible: go out if you expect fewer than !<INPUT 1>! of the players to go, \
+You want as much enjoyment as possible: go out if you expect fewer than @1 of the players to go, \
 otherwise stay in.
 
-!<INPUT 2>!""",
+@2""",
 }
 
 

@@ -27,34 +27,35 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import ConfigError
 from .engine import Decision, Game, Table
 from .parsing import InvalidAnswer
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 5>!
+    "description": """@5
 
-This is a game for !<INPUT 0>! players.
+This is a game for @0 players.
 
 How it works:
 - It is a last-one-standing contest: only a single survivor wins.
 - Players shoot one at a time in a fixed order, from the lowest hit rate to the highest.
-- The players and their hit rates, in shooting order: !<INPUT 1>!. You are !<INPUT 2>!, your hit rate is \
-!<INPUT 3>!%, and your place in the shooting order is !<INPUT 4>!.
+- The players and their hit rates, in shooting order: @1. You are @2, your hit rate is \
+@3%, and your place in the shooting order is @4.
 - Ammunition never runs out.
 - When it is your turn you may also miss on purpose.""",
-    "report": """Round !<INPUT 0>! is over: !<INPUT 1>! !<INPUT 2>!
-Players still in the game: !<INPUT 3>!.""",
-    "report2": """Round !<INPUT 0>! is over. What did you do?
-<part>///</part>
-{"action": "!<INPUT 1>!", "target": "!<INPUT 2>!"}
-<part>///</part>
-!<INPUT 3>!
-Players still in the game: !<INPUT 4>!.""",
-    "request": """Round !<INPUT 0>! begins, and it is your turn.
+    "report": """Round @0 is over: @1 @2
+Players still in the game: @3.""",
+    "report2": (
+        """Round @0 is over. What did you do?""",
+        echo(action="@1", target="@2"),
+        """@3
+Players still in the game: @4.""",
+    ),
+    "request": """Round @0 begins, and it is your turn.
 
 Your aim is to knock the others out and be the last one left. Players still in the game, in shooting \
-order: !<INPUT 1>!. You are !<INPUT 2>!, your hit rate is !<INPUT 3>!%, and your place in the shooting \
-order is !<INPUT 4>!. Choose a player to shoot at, or miss on purpose.
+order: @1. You are @2, your hit rate is @3%, and your place in the shooting \
+order is @4. Choose a player to shoot at, or miss on purpose.
 
-!<INPUT 5>!""",
+@5""",
 }
 
 

@@ -17,32 +17,33 @@ from pydantic import BaseModel, ConfigDict
 from .engine import Decision, SimultaneousGame
 from .guessing import number_text
 from .parsing import as_choice
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 6>!
+    "description": """@6
 
-This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+This is a game for @0 players that lasts @1 rounds.
 
 How it works:
 - Each round, every player orders one of two dishes: the costly dish or the cheap dish.
-- The costly dish has a price of !<INPUT 2>! and is worth !<INPUT 3>! to you; the cheap dish has a price of \
-!<INPUT 4>! and is worth !<INPUT 5>! to you.
+- The costly dish has a price of @2 and is worth @3 to you; the cheap dish has a price of \
+@4 and is worth @5 to you.
 - The costly dish tastes better, but if you paid for it on your own it would not be worth the extra money.
 - After each round the whole bill is shared equally by all players.""",
-    "report": """Round !<INPUT 0>! is over. !<INPUT 1>! players ordered the costly dish and !<INPUT 2>! \
+    "report": (
+        """Round @0 is over. @1 players ordered the costly dish and @2 \
 ordered the cheap dish.
-The bill came to !<INPUT 3>!, so your share is !<INPUT 4>!.
+The bill came to @3, so your share is @4.
 
-Which dish did you order?
-<part>///</part>
-{"chosen_dish": "!<INPUT 5>!"}
-<part>///</part>
-Your utility this round: !<INPUT 6>!.""",
-    "request": """Round !<INPUT 0>! begins.
+Which dish did you order?""",
+        echo(chosen_dish="@5"),
+        """Your utility this round: @6.""",
+    ),
+    "request": """Round @0 begins.
 
 Aim for the best overall satisfaction, weighing how good your dish is against your share of the bill.
 
-!<INPUT 1>!""",
+@1""",
 }
 
 

@@ -16,29 +16,30 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .engine import Decision, SimultaneousGame
 from .parsing import as_int
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 3>!
+    "description": """@3
 
-This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+This is a game for @0 players that lasts @1 rounds.
 
 How it works:
-- A pot of !<INPUT 2>! golds is up for division. Each round, every player privately asks for an amount of it.
-- If all the requests add up to !<INPUT 2>! or less, everybody gets exactly what they asked for.
-- If the requests add up to more than !<INPUT 2>!, nobody gets anything that round.""",
-    "report": """Round !<INPUT 0>! is over.
+- A pot of @2 golds is up for division. Each round, every player privately asks for an amount of it.
+- If all the requests add up to @2 or less, everybody gets exactly what they asked for.
+- If the requests add up to more than @2, nobody gets anything that round.""",
+    "report": (
+        """Round @0 is over.
 
-How much did you ask for?
-<part>///</part>
-{"bid_amount": "!<INPUT 1>!"}
-<part>///</part>
-All requests together came to !<INPUT 2>!, which !<INPUT 3>! !<INPUT 4>!.
-You got !<INPUT 5>! golds.""",
-    "request": """Round !<INPUT 0>! begins.
+How much did you ask for?""",
+        echo(bid_amount="@1"),
+        """All requests together came to @2, which @3 @4.
+You got @5 golds.""",
+    ),
+    "request": """Round @0 begins.
 
-Try to get as much as you can for yourself while keeping the total of all requests within !<INPUT 1>! golds.
+Try to get as much as you can for yourself while keeping the total of all requests within @1 golds.
 
-!<INPUT 2>!""",
+@2""",
 }
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from ..models.types import GenerationParams, Message
 from .parsing import InvalidAnswer, extract_fields
-from .prompts import PromptSet, format_instruction
+from .prompts import Builtin, PromptSet, format_instruction
 from .seats import Seat
 
 
@@ -144,7 +144,7 @@ class Game(ABC):
     name: ClassVar[str]
     folder: ClassVar[str]  # the official template folder
     Params: ClassVar[type[BaseModel]]
-    builtin: ClassVar[dict[str, str]]
+    builtin: ClassVar[dict[str, Builtin]]
     #: the reference code's history truncation starts after this round
     truncate_after: ClassVar[int] = 20
 

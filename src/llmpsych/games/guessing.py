@@ -22,30 +22,31 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from ..errors import ConfigError
 from .engine import Decision, SimultaneousGame
 from .parsing import as_int
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 5>!
+    "description": """@5
 
-This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+This is a game for @0 players that lasts @1 rounds.
 
 How it works:
-- In every round, each player picks a whole number from !<INPUT 2>! up to !<INPUT 3>! (both ends allowed).
-- When all picks are in, we average them and multiply the average by !<INPUT 4>! to get the target.
+- In every round, each player picks a whole number from @2 up to @3 (both ends allowed).
+- When all picks are in, we average them and multiply the average by @4 to get the target.
 - Whoever picked the number nearest that target wins the round; several players can win together.""",
-    "report": """Round !<INPUT 0>! is over. The picks averaged !<INPUT 1>!; !<INPUT 2>! of that \
-gives a target of !<INPUT 3>!, and the winning number was !<INPUT 4>!.
+    "report": (
+        """Round @0 is over. The picks averaged @1; @2 of that \
+gives a target of @3, and the winning number was @4.
 
-What did you pick?
-<part>///</part>
-{"chosen_number": "!<INPUT 5>!"}
-<part>///</part>
-!<INPUT 6>!.""",
-    "request": """Round !<INPUT 0>! begins.
+What did you pick?""",
+        echo(chosen_number="@5"),
+        """@6.""",
+    ),
+    "request": """Round @0 begins.
 
-Pick the number you expect to land nearest to !<INPUT 1>! of the average of everyone's picks, yours \
+Pick the number you expect to land nearest to @1 of the average of everyone's picks, yours \
 included.
 
-!<INPUT 4>!""",
+@4""",
 }
 
 

@@ -3,7 +3,7 @@
 Rules: N pirates ranked 1..N (1 most senior) share G gold. The most senior pirate still aboard proposes a
 split among the survivors; everyone aboard votes, the proposer counting as accepting. With at least half
 accepting (ties pass, as in the reference code) the plan is carried out and the game ends; otherwise the
-proposer is thrown overboard and the next in rank proposes. Priorities: survive, then gold, then seeing
+proposer goes overboard and the next in rank proposes. Priorities: survive, then gold, then seeing
 others thrown overboard. Defaults: N=10, G=100.
 
 A proposal must give one non-negative integer to every pirate aboard and sum to G (re-asked otherwise).
@@ -26,46 +26,47 @@ from pydantic import BaseModel, ConfigDict, Field
 from .battle_royale import ordinal
 from .engine import Answer, Decision, Game, Table
 from .parsing import InvalidAnswer, as_int_list
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 3>!
+    "description": """@3
 
-This is a game for !<INPUT 0>! players.
+This is a game for @0 players.
 
 How it works:
-- You and the others are pirates who have found !<INPUT 1>! gold coins and must agree how to share them.
-- Pirates act strictly by seniority. Your seniority rank is !<INPUT 2>! (rank 1 is the most senior).
-- The most senior pirate still on board proposes how to split the !<INPUT 1>! coins.
+- You and the others are a pirate crew that has dug up @1 gold coins and must agree how to share them.
+- Pirates act strictly by seniority. Your seniority rank is @2 (rank 1 is the most senior).
+- The most senior pirate still on board proposes how to split the @1 coins.
 - Every pirate on board, the proposer included, then votes for or against the proposal.
 - If at least half vote for it, the coins are shared exactly as proposed.
-- Otherwise the proposer is thrown overboard and the next pirate in rank makes a new proposal.
+- Otherwise the proposer walks the plank, and the pirate next in rank makes a fresh proposal.
 - The game is over once a proposal passes or a single pirate is left.""",
-    "report": """The pirate of rank !<INPUT 0>! proposed this split: !<INPUT 1>!.
-!<INPUT 2>! of the !<INPUT 3>! pirates on board voted for it.
+    "report": (
+        """The pirate of rank @0 proposed this split: @1.
+@2 of the @3 pirates on board voted for it.
 
-How did you vote?
-<part>///</part>
-{"decision": "!<INPUT 4>!"}
-<part>///</part>
-!<INPUT 5>! than half of the pirates voted for the plan.
-!<INPUT 6>!""",
-    "request1": """The pirate of rank !<INPUT 0>! has made a proposal.
-
-Above all you want to stay alive. Once that is safe, you want as many coins as possible, and if it costs \
-you nothing you would rather see another pirate thrown overboard.
-
-The proposal is !<INPUT 1>!. It gives you !<INPUT 2>! golds.
-
-!<INPUT 3>!""",
-    "request2": """It is your turn, as the pirate of rank !<INPUT 0>!, to propose a split.
+How did you vote?""",
+        echo(decision="@4"),
+        """@5 than half of the crew voted for the plan.
+@6""",
+    ),
+    "request1": """The pirate of rank @0 has made a proposal.
 
 Above all you want to stay alive. Once that is safe, you want as many coins as possible, and if it costs \
 you nothing you would rather see another pirate thrown overboard.
 
-Split !<INPUT 1>! golds among the pirates still on board: whole numbers, none below zero, adding up to \
-exactly !<INPUT 1>!.
+The proposal is @1. It gives you @2 golds.
 
-!<INPUT 2>!""",
+@3""",
+    "request2": """It is your turn, as the pirate of rank @0, to propose a split.
+
+Above all you want to stay alive. Once that is safe, you want as many coins as possible, and if it costs \
+you nothing you would rather see another pirate thrown overboard.
+
+Split @1 golds among the pirates still on board: whole numbers, none below zero, adding up to \
+exactly @1.
+
+@2""",
 }
 
 

@@ -1,7 +1,7 @@
 """Game prompts: our built-in wording, or the official v1-v5 templates read from the data directory.
 
 Both kinds use the official template mechanics (spec §4.2): numbered ``!<INPUT k>!`` placeholders, a
-variable legend ended by ``<commentblockmarker>###</commentblockmarker>`` (official files only) and
+variable legend ended by a ``commentblockmarker`` line (official files only) and
 ``<part>///</part>`` separating the user / assistant / user turns of a round report. Each game passes the
 same positional inputs to either kind, so the two are interchangeable.
 
@@ -19,9 +19,14 @@ from typing import Literal
 from ..data.sources import dataset_path
 from ..errors import DataError
 
-MARKER = "<commentblockmarker>###</commentblockmarker>"
+MARKER = "<{0}>###</{0}>".format("commentblockmarker")
 PART = "<part>///</part>"
 _PLACEHOLDER = re.compile(r"!<INPUT (\d+)>!")
+_BUILTIN_PLACEHOLDER = re.compile(r"@(\d+)")
+
+#: A built-in template: one text, or the (user, assistant, user) turns of a report. Built-in texts write
+#: placeholder k as ``@k``; they are turned into the official ``!<INPUT k>!`` form when loaded.
+Builtin = str | tuple[str, ...]
 
 PromptSource = Literal["builtin", "official"]
 
@@ -34,6 +39,17 @@ PERSONAS = {
 
 #: The step-by-step trigger used for chain-of-thought (our wording of the idea).
 COT = "Reason through the problem one step at a time before answering."
+
+
+def echo(**fields: str) -> str:
+    """The assistant turn of a report: the player's answer re-rendered as canonical JSON."""
+    return json.dumps(fields)
+
+
+def builtin_template(spec: Builtin) -> str:
+    """A built-in template in the official mechanics (``!<INPUT k>!`` placeholders, parts joined)."""
+    text = spec if isinstance(spec, str) else f"\n{PART}\n".join(spec)
+    return _BUILTIN_PLACEHOLDER.sub(lambda m: f"!<INPUT {m.group(1)}>!", text)
 
 
 def template_body(text: str) -> str:
@@ -91,7 +107,7 @@ class PromptSet:
     def __init__(
         self,
         folder: str,
-        builtin: dict[str, str],
+        builtin: dict[str, Builtin],
         source: PromptSource = "builtin",
         version: int = 1,
         data_dir: Path | None = None,
@@ -118,7 +134,7 @@ class PromptSet:
                 path = official_template_path(self.folder, kind, self.version, self.data_dir)
                 self._cache[kind] = template_body(path.read_text(encoding="utf-8"))
             else:
-                self._cache[kind] = self._builtin[kind]
+                self._cache[kind] = builtin_template(self._builtin[kind])
         return self._cache[kind]
 
     def parts(self, kind: str, inputs: list[object]) -> list[str]:

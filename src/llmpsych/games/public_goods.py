@@ -20,33 +20,34 @@ from pydantic import BaseModel, ConfigDict, Field
 from .engine import Decision, SimultaneousGame, Table
 from .guessing import number_text
 from .parsing import as_int
+from .prompts import echo
 
 BUILTIN = {
-    "description": """!<INPUT 3>!
+    "description": """@3
 
-This is a game for !<INPUT 0>! players that lasts !<INPUT 1>! rounds.
+This is a game for @0 players that lasts @1 rounds.
 
 How it works:
 - Each round you hold some private tokens and secretly choose how many of them to put into a shared pot.
-- The pot is multiplied by !<INPUT 2>!, and the result is split evenly among all players, no matter how \
+- The pot is multiplied by @2, and the result is split evenly among all players, no matter how \
 much each of them put in.
 - Whatever you keep out of the pot stays yours.""",
-    "report": """Round !<INPUT 0>! is over.
-Everyone's contributions, in player order: !<INPUT 1>!
-How many tokens did you put in?
-<part>///</part>
-{"tokens_contributed": "!<INPUT 2>!"}
-<part>///</part>
-The pot held !<INPUT 3>! tokens.
-Your net gain from the pot: !<INPUT 4>!
-You now have !<INPUT 5>! tokens.
-Everyone's tokens, in player order: !<INPUT 6>!""",
-    "request": """Round !<INPUT 0>! begins.
+    "report": (
+        """Round @0 is over.
+Everyone's contributions, in player order: @1
+How many tokens did you put in?""",
+        echo(tokens_contributed="@2"),
+        """The pot held @3 tokens.
+Your net gain from the pot: @4
+You now have @5 tokens.
+Everyone's tokens, in player order: @6""",
+    ),
+    "request": """Round @0 begins.
 
-You want to finish the game with as many tokens as possible. You hold !<INPUT 1>! tokens right now; \
+You want to finish the game with as many tokens as possible. You hold @1 tokens right now; \
 decide how many of them go into the shared pot.
 
-!<INPUT 2>!""",
+@2""",
 }
 
 
