@@ -224,3 +224,23 @@ def test_unknown_or_unscored_scales_are_clear_errors(tmp_path: Path, seed_data: 
         PsychoBenchTask(parse_run_config({**base, "options": {"persona": "villain"}}))
     everything = PsychoBenchTask(parse_run_config({**base, "options": {"runs": 2}})).units()
     assert len(everything) == 26 and not any(u.unit_id.startswith("16P") for u in everything)
+
+
+@pytest.mark.model
+def test_short_scale_end_to_end_on_the_embedded_model(tmp_path: Path, seed_data: Path) -> None:
+    cfg = parse_run_config(
+        {
+            "task": "psychobench",
+            "model": "local/qwen2.5-0.5b",
+            "data_dir": str(seed_data),
+            "options": {"scales": ["ICB"], "runs": 1, "max_reasks": 1},
+        }
+    )
+    outcome = start_run(cfg, tmp_path / "r", False)
+    assert outcome.summary.done == 1 and outcome.summary.failed == 0
+    valid = pd.read_csv(tmp_path / "r" / "valid.csv")
+    assert len(valid) == 1 and valid["valid"].iloc[0] > 0  # the tiny model answers some statements
+    answers = pd.read_csv(tmp_path / "r" / "answers.csv")["answer"].dropna()
+    assert answers.between(1, 6).all()
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "local/qwen2.5-0.5b" in report and "a test needs 2" in report  # n = 1 run: described, not tested

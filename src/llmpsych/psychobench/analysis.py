@@ -189,6 +189,12 @@ def _report(
         f"two-sided, alpha = {options.alpha:g}; Hedges' g (model − human, pooled SD) with a 95 % CI; "
         f"Holm's correction over all {len(comparisons)} comparisons of this run."
     )
+    if options.mode == "logprob":
+        what_n += (
+            " In logprob mode every statement is asked on its own, so item order cannot matter: runs differ "
+            "only through sampling of the tokens before the score, and at temperature 0 they coincide "
+            "(SD ≈ 0), which makes the t-tests degenerate; read the means and the option distributions."
+        )
     sections = [("What was measured", measured), ("What n is", what_n)]
     sections.append(("Scores (mean ± sd over runs, ddof = 1)", table(_scores_view(summary))))
     if not comparisons.empty:
