@@ -228,3 +228,29 @@ class SimultaneousGame(Game):
                     **outcome,
                 }
             )
+
+
+class OfflineContext:
+    """A stand-in for the run context when no seat is a model (fixed strategies, callables, humans)."""
+
+    def __init__(self, seed: int = 0, label: str = "offline") -> None:
+        self.seed = seed
+        self.label = label
+
+    def rng(self, *labels: Any) -> random.Random:
+        """Seeded randomness, as the run context gives it."""
+        from ..runs.context import derived_seed
+
+        return random.Random(derived_seed(self.seed, self.label, *labels))
+
+    async def chat(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("an offline game has no model seats")
+
+
+def play_offline(game: Game, seats: list[Seat], seed: int = 0, max_reasks: int = 10) -> Table:
+    """Play ``game`` to the end without the run engine (no model seats); returns the table."""
+    ctx = OfflineContext(seed)
+    game.rng = ctx.rng
+    table = Table(game, seats, ctx, GenerationParams(), "offline", max_reasks, "repeat", game.truncate_after)
+    asyncio.run(game.play(table))
+    return table
