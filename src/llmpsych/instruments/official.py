@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..data.sources import data_file
 from ..errors import DataError
 from .scale import SCORING_MODES, Correction, Item, NormGroup, Scale, Subscale
 
 OFFICIAL_FILE = "questionnaires.json"
 DATASETS = ("PsychoBench", "EmotionBench")
-DATA_DIR_ENV = "LLMPSYCH_DATA_DIR"
 
 OFFICIAL_LICENSE = (
     "GPL-3.0 repository with a 'research use only' notice; item texts keep their instruments' copyrights"
@@ -232,17 +232,8 @@ def load_official_file(
 
 
 def official_file(dataset: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Path of a dataset's ``questionnaires.json`` in the data directory."""
-    try:
-        from ..data.sources import dataset_path  # written by the data layer
-    except ImportError:
-        dataset_path = None
-    if dataset_path is not None:
-        return Path(dataset_path(dataset, data_dir)) / OFFICIAL_FILE
-    root = data_dir or os.environ.get(DATA_DIR_ENV)
-    if not root:
-        raise DataError(f"no data directory: pass --data-dir or set {DATA_DIR_ENV}")
-    return Path(root) / dataset / OFFICIAL_FILE
+    """Path of a dataset's ``questionnaires.json`` in the data directory (``--data-dir`` or the default)."""
+    return data_file(dataset, OFFICIAL_FILE, Path(data_dir) if data_dir is not None else None)
 
 
 def load_dataset_scales(

@@ -1,0 +1,192 @@
+"""``llmpsych scales``: list, show, corrections, validate (mounted by the main command line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import DataError, LlmpsychError
+from .native import load_scale_file
+from .official import DATASETS, load_dataset_scales
+from .scale import Scale
+
+app = typer.Typer(
+    help="Psychometric scales: list, show, corrections, validate.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--data-dir", help="Data directory holding PsychoBench/ and EmotionBench/ (default: configured)."
+    ),
+]
+DatasetOpt = Annotated[
+    str | None,
+    typer.Option("--dataset", help="Only this dataset: PsychoBench or EmotionBench (default: both)."),
+]
+NoCorrectionsOpt = Annotated[
+    bool,
+    typer.Option("--no-corrections", help="Load the data as published, without llmpsych's documented fixes."),
+]
+
+
+def _load(data_dir: Path | None, dataset: str | None, corrections: bool) -> dict[str, dict[str, Scale]]:
+    """Scales by dataset; a named dataset must exist, otherwise missing datasets are skipped."""
+    if dataset is not None:
+        matches = [d for d in DATASETS if d.lower() == dataset.lower()]
+        if not matches:
+            raise LlmpsychError(f"unknown dataset {dataset!r} (use {' or '.join(DATASETS)})")
+        return {matches[0]: load_dataset_scales(matches[0], data_dir, corrections=corrections)}
+    loaded: dict[str, dict[str, Scale]] = {}
+    first_error: DataError | None = None
+    for name in DATASETS:
+        try:
+            loaded[name] = load_dataset_scales(name, data_dir, corrections=corrections)
+        except DataError as exc:
+            if "not found" not in str(exc):
+                raise
+            first_error = first_error or exc
+    if not loaded and first_error is not None:
+        raise first_error
+    return loaded
+
+
+def _range(scale: Scale) -> str:
+    return f"{scale.response_min}-{scale.response_max}"
+
+
+def _norm_summary(scale: Scale) -> str:
+    labels = scale.norm_labels
+    if not labels:
+        return "-"
+    n_by_label = {g.label: g.n for sub in scale.subscales for g in sub.norms}
+    return ", ".join(f"{label} (n={n_by_label[label]})" for label in labels)
+
+
+def _subscale_summary(scale: Scale, limit: int = 3) -> str:
+    if scale.unscored:
+        return "unscored"
+    names = [f"{s.name} ({len(s.item_indices)})" for s in scale.subscales]
+    extra = f", … {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + extra
+
+
+@app.command("list")
+def list_scales(
+    data_dir: DataDirOpt = None, dataset: DatasetOpt = None, no_corrections: NoCorrectionsOpt = False
+) -> None:
+    """Scales in the data directory: items, response range, scoring, subscales and norm groups."""
+    table = Table(title="Scales")
+    for column in ("dataset", "scale", "items", "range", "scoring", "subscales (items)", "norm groups"):
+        table.add_column(column, overflow="fold")
+    for name, scales in _load(data_dir, dataset, not no_corrections).items():
+        for scale in scales.values():
+            table.add_row(
+                name,
+                scale.name,
+                str(scale.n_items),
+                _range(scale),
+                scale.scoring,
+                _subscale_summary(scale),
+                _norm_summary(scale),
+            )
+    console.print(table)
+
+
+@app.command("show")
+def show_scale(
+    name: Annotated[str, typer.Argument(help="Scale name, e.g. BFI or PANAS.")],
+    data_dir: DataDirOpt = None,
+    dataset: DatasetOpt = None,
+    no_corrections: NoCorrectionsOpt = False,
+    file: Annotated[
+        Path | None, typer.Option("--file", help="Read the scale from this scale file instead.")
+    ] = None,
+    items: Annotated[bool, typer.Option("--items", help="Also print the item texts from the data.")] = False,
+) -> None:
+    """Everything llmpsych knows about one scale."""
+    if file is not None:
+        candidates = {s.name: s for s in load_scale_file(file, corrections=not no_corrections)}
+    else:
+        candidates = {}
+        for scales in _load(data_dir, dataset, not no_corrections).values():
+            candidates.update(scales)
+    matches = [s for key, s in candidates.items() if key.lower() == name.lower()]
+    if not matches:
+        known = ", ".join(candidates) or "none"
+        raise LlmpsychError(f"no scale named {name!r} (available: {known})")
+    _print_scale(matches[0], items)
+
+
+def _print_scale(scale: Scale, with_items: bool) -> None:
+    console.print(f"[bold]{scale.name}[/bold]" + (f" — {scale.title}" if scale.title else ""))
+    console.print(f"  items: {scale.n_items}; response range {_range(scale)}; scoring {scale.scoring}")
+    reverse = ", ".join(map(str, scale.reverse_indices)) or "none"
+    console.print(f"  reverse-keyed items: {reverse}")
+    if scale.filler_indices and not scale.unscored:
+        console.print(f"  unscored filler items: {', '.join(map(str, scale.filler_indices))}")
+    if scale.unscored:
+        console.print(f"  [yellow]not scored by llmpsych[/yellow]: {scale.unscored_reason}")
+    for label, value in (("source", scale.source), ("license", scale.license), ("reference", scale.citation)):
+        if value:
+            console.print(f"  {label}: {value}")
+    for sub in scale.subscales:
+        low, high = scale.subscale_range(sub.name)
+        console.print(
+            f"  subscale [bold]{sub.name}[/bold] ({len(sub.item_indices)} items, score {low:g}-{high:g}): "
+            + ", ".join(map(str, sub.item_indices)),
+            highlight=False,
+        )
+        for group in sub.norms:
+            console.print(
+                f"    norm {group.label}: {group.mean:g} ± {group.sd:g}, n = {group.n}", highlight=False
+            )
+    for correction in scale.corrections:
+        console.print(f"  corrected {correction.field}: {correction.old!r} -> {correction.new!r}")
+    if with_items:
+        for item in scale.items:
+            flag = " (reversed)" if item.reverse else ""
+            console.print(f"  {item.index}. {item.text}{flag}", highlight=False, markup=False)
+
+
+@app.command("corrections")
+def list_corrections(data_dir: DataDirOpt = None, dataset: DatasetOpt = None) -> None:
+    """Every documented correction llmpsych applies when loading the official data."""
+    table = Table(title="Corrections applied on load (use --no-corrections to load as published)")
+    for column in ("dataset", "scale", "field", "published", "corrected", "reason"):
+        table.add_column(column, overflow="fold")
+    count = 0
+    for name, scales in _load(data_dir, dataset, True).items():
+        for scale in scales.values():
+            for c in scale.corrections:
+                table.add_row(name, c.scale, c.field, c.old, c.new, c.reason)
+                count += 1
+    console.print(table)
+    console.print(f"{count} correction(s)")
+
+
+@app.command("validate")
+def validate_file(
+    file: Annotated[
+        Path, typer.Argument(help="A scale file: llmpsych YAML/JSON, or the official JSON format.")
+    ],
+    no_corrections: NoCorrectionsOpt = False,
+) -> None:
+    """Check a user scale file; exits with an error line naming the first problem."""
+    scales = load_scale_file(file, corrections=not no_corrections)
+    for scale in scales:
+        norms = sum(len(s.norms) for s in scale.subscales)
+        console.print(
+            f"  {scale.name}: {scale.n_items} items, range {_range(scale)}, {scale.scoring}, "
+            f"{len(scale.subscales)} subscale(s), {norms} norm group(s), "
+            f"{len(scale.reverse_indices)} reverse-keyed item(s)",
+            highlight=False,
+        )
+    console.print(f"[green]{file}: {len(scales)} valid scale(s)[/green]", highlight=False)
