@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import math
 import random
@@ -110,6 +111,8 @@ def test_scales_times_runs_with_shuffled_orders_scored_and_tested_against_every_
     report = (tmp_path / "r" / "report.md").read_text()
     assert "What n is" in report and "number of runs whose subscale could be scored" in report
     assert "Holm's correction over all 8 comparisons" in report and "168 of 168 items answered" in report
+    if importlib.util.find_spec("matplotlib"):
+        assert "![chart-BFI](chart-BFI.png)" in report and (tmp_path / "r" / "chart-DTDD.png").is_file()
     # re-analysis reads the store only
     assert {p.name for p in analyze_run(tmp_path / "r")} >= {"report.md", "comparisons.csv"}
 

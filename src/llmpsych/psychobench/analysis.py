@@ -9,15 +9,16 @@ Student's or Welch's t-test, alpha 0.01 by default) through :mod:`llmpsych.stats
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ..instruments.scale import Scale
-from ..report.markdown import table, write_report
+from ..report.markdown import bar_chart, table, write_report
 from ..runs.store import RunStore
-from ..stats import GroupStats, apply_holm, compare_with_norm, comparisons_frame, summarize
+from ..stats import GroupStats, apply_holm, compare_with_norm, comparisons_frame, summarize, valid_rate
 from .logprob import ItemDistribution, weighted_scores
 
 if TYPE_CHECKING:
@@ -145,7 +146,11 @@ def analyze_run_dir(task: PsychoBenchTask, run_dir: Path) -> list[Path]:
         frame.to_csv(path, index=False)
         outputs.append(path)
     failed = [u.unit_id for u in units if u.status == "failed"]
-    outputs.append(_report(task, run_dir, tables["valid"], summary, comparisons, skipped, failed, n_calls))
+    charts = [c for c in (_chart(scale, summary, run_dir) for scale in scales.values()) if c is not None]
+    outputs.append(
+        _report(task, run_dir, tables["valid"], summary, comparisons, skipped, failed, n_calls, charts)
+    )
+    outputs.extend(charts)
     return outputs
 
 
@@ -159,6 +164,7 @@ def _report(
     skipped: list[str],
     failed: list[str],
     n_calls: int,
+    charts: list[Path],
 ) -> Path:
     options, config = task.options, task.config
     if options.mode == "logprob":
@@ -199,6 +205,8 @@ def _report(
     sections.append(("Scores (mean ± sd over runs, ddof = 1)", table(_scores_view(summary))))
     if not comparisons.empty:
         sections.append(("Comparison with human norms", table(_comparison_view(comparisons), floatfmt=".3g")))
+    if charts:
+        sections.append(("Charts", "\n\n".join(f"![{c.stem}]({c.name})" for c in charts)))
     if skipped:
         sections.append(("Not tested", "\n".join(f"- {line}" for line in skipped)))
     sections.append(("Valid answers", _valid_text(valid, n_calls, failed)))
@@ -211,6 +219,21 @@ def _report(
         )
     )
     return write_report(run_dir / "report.md", "PsychoBench report", sections)
+
+
+def _chart(scale: Scale, summary: pd.DataFrame, run_dir: Path) -> Path | None:
+    """Mean ± sd bars of one scale's scored subscales (PNG; None without matplotlib, scores, or for CABIN)."""
+    rows = summary[(summary["scale"] == scale.name) & (summary["n"] > 0)]
+    if rows.empty or len(rows) > 12:  # 41 CABIN bars do not make a readable chart; see summary.csv
+        return None
+    values = {
+        str(r["subscale"]): (float(r["mean"]), 0.0 if math.isnan(r["sd"]) else float(r["sd"]))
+        for _, r in rows.iterrows()
+    }
+    ranges = [scale.subscale_range(name) for name in values]
+    limits = (min(low for low, _ in ranges), max(high for _, high in ranges))
+    path = run_dir / f"chart-{re.sub(r'[^A-Za-z0-9]+', '-', scale.name)}.png"
+    return bar_chart(values, path, f"{scale.name}: mean ± sd over runs", limits)
 
 
 def _scores_view(summary: pd.DataFrame) -> pd.DataFrame:
@@ -257,6 +280,10 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str]) -> str:
         .reset_index()
     )
     per_scale["valid rate"] = per_scale["valid"] / per_scale["items"]
+    intervals = [
+        valid_rate(int(v), int(n)) for v, n in zip(per_scale["valid"], per_scale["items"], strict=True)
+    ]
+    per_scale["95% CI (Wilson)"] = [f"{r.ci_low:.2f} – {r.ci_high:.2f}" for r in intervals]
     if "from_logprobs" in valid:
         extra = valid.groupby("scale", sort=False)[["from_logprobs", "from_text"]].sum().reset_index()
         per_scale = per_scale.merge(extra, on="scale")
