@@ -1,0 +1,217 @@
+"""GAMA-Bench through the run engine: a scripted OpenAI-compatible server, official templates, mixed tables,
+SIGKILL + resume, and one short game on the embedded model."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from llmpsych.games.prompts import PromptSet, fill, official_template_path, template_body
+from llmpsych.games.task import GAMES, game_class
+from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
+from llmpsych.testing.fault_server import FaultRates, FaultServer
+
+
+def scripted(body: dict[str, Any]) -> str:
+    """A deterministic player for every game; it reads only the last (request) turn."""
+    last = body["messages"][-1]["content"]
+    n = len(body["messages"])
+    if '"chosen_number"' in last:
+        return f'```json\n{{"chosen_number": "{(7 * n) % 60}"}}\n```'
+    if '"go_or_stay"' in last:
+        return json.dumps({"decision": "go" if n % 3 else "stay"})
+    if '"bid_amount"' in last:
+        return json.dumps({"bid_amount": str(5 + n % 10)})
+    if '"tokens_contributed"' in last:
+        return json.dumps({"tokens_contributed": str(n % 7)})
+    if '"chosen_dish"' in last:
+        return json.dumps({"chosen_dish": "cheap" if n % 4 == 0 else "costly"})
+    if '"bid"' in last:
+        value = int(re.search(r"integer_between_0_and_(\d+)", last).group(1))
+        return json.dumps({"bid": str(value * 4 // 5)})
+    if '"target"' in last:
+        me = re.search(r"You are player_(\d+)", last).group(1)
+        others = [p for p in re.findall(r"player_(\d+)", last) if p != me]
+        return json.dumps({"action": "shoot", "target": f"player_{others[n % len(others)]}"})
+    if '"proposal"' in last:
+        ranks = re.findall(r'"(rank_\d+)"', last)
+        shares = [0] * len(ranks)
+        shares[0] = 100 - (len(ranks) - 1)
+        shares[1:] = [1] * (len(ranks) - 1)
+        return json.dumps({"proposal": dict(zip(ranks, map(str, shares), strict=True))})
+    if "accept_or_reject" in last:
+        share = int(re.search(r"(?:get|gives you) (\d+) golds", last).group(1))
+        return json.dumps({"decision": "accept" if share >= 1 and n % 2 else "reject"})
+    return "I am not sure what to do."
+
+
+def _config(server: FaultServer, **options: Any) -> Any:
+    extra = {k: options.pop(k) for k in ["data_dir", "models"] if k in options}
+    return parse_run_config(
+        {
+            "task": "gamabench",
+            "model": "openai-compatible/scripted",
+            "base_url": server.base_url,
+            "cache": False,
+            "concurrency": 16,
+            "options": options,
+            **extra,
+        }
+    )
+
+
+def _results(run_dir: Path) -> dict[str, Any]:
+    store = RunStore.in_dir(run_dir)
+    try:
+        return {u.unit_id: u.result for u in store.units()}
+    finally:
+        store.close()
+
+
+def test_ten_player_twenty_round_game_asks_each_round_concurrently(tmp_path: Path) -> None:
+    latency = 0.05
+    with FaultServer(FaultRates(latency_s=latency), responder=scripted) as server:
+        started = time.perf_counter()
+        outcome = start_run(_config(server, game="guessing", runs=1), tmp_path / "r", False)
+        seconds = time.perf_counter() - started
+    assert outcome.summary.done == 1 and outcome.summary.calls_sent == 200
+    # 200 requests of >= 50 ms each: sequential asking would take >= 10 s; one round at a time takes ~1 s
+    assert seconds < 200 * latency / 3, seconds
+    (result,) = _results(tmp_path / "r").values()
+    assert len(result["rounds"]) == 20 and result["fallbacks"] == 0
+    assert len(pd.read_csv(tmp_path / "r" / "decisions.csv")) == 200
+    games = pd.read_csv(tmp_path / "r" / "games.csv")
+    assert 0 <= games["score"][0] <= 100
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "guessing" in report and "Per game" in report
+
+
+def test_all_eight_games_with_the_official_templates(tmp_path: Path, seed_data: Path) -> None:
+    with FaultServer(responder=scripted) as server:
+        config = _config(
+            server, game="all", runs=1, players=3, rounds=2, prompts="official", data_dir=str(seed_data)
+        )
+        outcome = start_run(config, tmp_path / "r", False)
+    assert outcome.summary.done == 8, outcome.summary.errors
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert any("guessing_game/description_v1.txt" in path for path in manifest["data"])
+    store = RunStore.in_dir(tmp_path / "r")
+    calls = list(store.calls())
+    store.close()
+    assert not any("!<INPUT" in m["content"] for c in calls for m in c["request"]["messages"])
+    # the system message is the official file read at run time, filled with the game's inputs
+    official = template_body(official_template_path("guessing_game", "description", 1, seed_data).read_text())
+    expected = fill(official, [3, 2, 0, 100, "2/3", ""]).strip()
+    guessing = next(c for c in calls if c["unit_id"].startswith("guessing"))
+    assert guessing["request"]["messages"][0]["content"] == expected
+    scores = pd.read_csv(tmp_path / "r" / "games.csv")
+    assert scores["score"].between(0, 100).all() and len(scores) == 8
+
+
+def test_official_templates_of_every_version_load(seed_data: Path) -> None:
+    for name in GAMES:
+        cls = game_class(name)
+        for version in range(1, 6):
+            prompts = PromptSet(cls.folder, cls.builtin, "official", version, seed_data)
+            assert len(prompts.files()) == len(cls.builtin)
+            for kind in cls.builtin:
+                parts = prompts.parts(kind, [f"<{i}>" for i in range(12)])
+                expected = 1 if isinstance(cls.builtin[kind], str) else 3
+                assert len(parts) == expected, (name, kind, version)
+                assert "<0>" in " ".join(parts) or kind == "description", (name, kind, version)
+    assert PromptSet("guessing_game", {}, "official", 1, seed_data).persona(3)
+    assert PromptSet("guessing_game", {}, "official", 1, seed_data).cot(1)
+
+
+def test_mixed_table_of_two_model_roles_and_a_fixed_strategy(tmp_path: Path) -> None:
+    with FaultServer(responder=scripted) as server:
+        config = _config(
+            server,
+            game="auction",
+            runs=2,
+            players=3,
+            rounds=3,
+            seats=["llm", "llm:rival", "fixed:0"],
+            models={"rival": "openai-compatible/other"},
+        )
+        outcome = start_run(config, tmp_path / "r", False)
+    assert outcome.summary.done == 2 and outcome.summary.calls_sent == 2 * 3 * 2
+    store = RunStore.in_dir(tmp_path / "r")
+    roles = sorted({(c["role"], c["model"]) for c in store.calls()})
+    store.close()
+    assert roles == [("rival", "openai-compatible/other"), ("subject", "openai-compatible/scripted")]
+    for result in _results(tmp_path / "r").values():
+        assert all(r["bids"][2] == 0 for r in result["rounds"])
+        assert result["rounds"][0]["valuations"] == [200, 30, 0]  # seed 42, as in the reference code
+    runs = list(_results(tmp_path / "r").values())
+    assert runs[0]["rounds"] == runs[1]["rounds"]  # same prompts and temperature 0: the runs coincide
+
+
+def _call_count(run_dir: Path) -> int:
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+
+def test_sigkill_mid_game_then_resume_gives_the_same_records(tmp_path: Path) -> None:
+    options = {"game": "battle_royale", "runs": 1, "players": 6, "rounds": 12}
+    with FaultServer(responder=scripted) as reference_server:
+        start_run(_config(reference_server, **options), tmp_path / "reference", False)
+    reference = _results(tmp_path / "reference")
+    total = len(reference["battle_royale-run01"]["rounds"])
+    with FaultServer(FaultRates(latency_s=0.15), responder=scripted) as server:
+        run_dir = tmp_path / "killed"
+        command = [sys.executable, "-m", "llmpsych", "run", "--task", "gamabench"]
+        command += ["--model", "openai-compatible/scripted", "--base-url", server.base_url, "--no-cache"]
+        command += ["--no-progress", "--out", str(run_dir)]
+        for key, value in options.items():
+            command += ["-O", f"{key}={value}"]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            time.sleep(0.05)
+            try:
+                if (run_dir / "run.sqlite").exists() and _call_count(run_dir) >= total // 2:
+                    break
+            except sqlite3.OperationalError:
+                pass
+            assert process.poll() is None, process.stderr.read().decode()
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        before = _call_count(run_dir)
+        assert 0 < before < total
+        outcome = resume_run(run_dir, False)
+    assert outcome.summary.done == 1 and outcome.summary.calls_replayed == before
+    assert outcome.summary.calls_sent == total - before
+    assert _results(run_dir) == reference
+
+
+@pytest.mark.model
+def test_short_guessing_game_on_the_embedded_model(tmp_path: Path) -> None:
+    config = parse_run_config(
+        {
+            "task": "gamabench",
+            "model": "local/qwen2.5-0.5b",
+            "params": {"temperature": 1.0, "max_tokens": 48},
+            "options": {"game": "guessing", "runs": 1, "players": 3, "rounds": 2, "max_reasks": 3},
+        }
+    )
+    started = time.perf_counter()
+    outcome = start_run(config, tmp_path / "r", False)
+    seconds = time.perf_counter() - started
+    assert outcome.summary.done == 1, outcome.summary.errors
+    (result,) = _results(tmp_path / "r").values()
+    choices = [c for r in result["rounds"] for c in r["choices"]]
+    assert len(choices) == 6 and all(0 <= c <= 100 for c in choices)
+    print(f"embedded 3x2 guessing game: {seconds:.1f} s, {outcome.summary.calls_sent} calls, {choices}")
+    assert (tmp_path / "r" / "report.md").exists()
