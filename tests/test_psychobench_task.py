@@ -14,7 +14,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from llmpsych.errors import ConfigError
+from llmpsych.errors import ConfigError, DataError
 from llmpsych.instruments.official import load_psychobench_scales
 from llmpsych.models.types import ChatResult
 from llmpsych.psychobench.analysis import run_tables
@@ -225,6 +225,8 @@ def test_unknown_or_unscored_scales_are_clear_errors(tmp_path: Path, seed_data: 
         PsychoBenchTask(parse_run_config({**base, "options": {"scales": ["16p"]}})).units()
     with pytest.raises(ConfigError, match="unknown persona"):
         PsychoBenchTask(parse_run_config({**base, "options": {"persona": "villain"}}))
+    with pytest.raises(DataError, match="dataset PsychoBench not found"):
+        PsychoBenchTask(parse_run_config({**base, "data_dir": str(tmp_path)})).units()
     everything = PsychoBenchTask(parse_run_config({**base, "options": {"runs": 2}})).units()
     assert len(everything) == 26 and not any(u.unit_id.startswith("16P") for u in everything)
 
