@@ -1,0 +1,130 @@
+"""Descriptive statistics over runs: mean ± SD, confidence intervals, and valid-answer rates.
+
+Conventions (``docs/statistics.md``): SD is the *sample* SD (``ddof=1``), as in the original PsychoBench
+and EmotionBench code (``statistics.stdev``); ``NaN`` values (runs whose score is undefined because an
+item was missing) are dropped and counted in ``n_missing``, so ``n`` is always the number of runs that
+were actually scored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+from scipy import stats
+
+from ..errors import LlmpsychError
+
+
+class StatsError(LlmpsychError, ValueError):
+    """A statistic cannot be computed from the given data (too few values, bad shape, ...)."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean, SD and a t-based confidence interval of the mean over ``n`` scored values."""
+
+    mean: float
+    sd: float
+    n: int
+    n_missing: int = 0
+    ddof: int = 1
+    confidence: float = 0.95
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+
+    @property
+    def sem(self) -> float:
+        """Standard error of the mean."""
+        return self.sd / math.sqrt(self.n) if self.n > 0 else math.nan
+
+    def format(self, digits: int = 1) -> str:
+        """``"mean ± sd"`` as printed in the papers' tables."""
+        return format_mean_sd(self.mean, self.sd, digits)
+
+
+def summarize(values: Iterable[float], *, ddof: int = 1, confidence: float = 0.95) -> Summary:
+    """Summarise values, dropping ``NaN`` (counted in ``n_missing``); SD uses ``ddof`` (default 1)."""
+    array = np.asarray(list(values), dtype=float)
+    finite = array[~np.isnan(array)]
+    n = int(finite.size)
+    mean = float(finite.mean()) if n else math.nan
+    sd = float(finite.std(ddof=ddof)) if n > ddof else math.nan
+    low, high = t_interval(mean, sd, n, confidence) if n > 1 else (math.nan, math.nan)
+    return Summary(mean, sd, n, int(array.size - n), ddof, confidence, low, high)
+
+
+def mean_sd(values: Iterable[float], *, ddof: int = 1) -> tuple[float, float]:
+    """Mean and sample SD (``ddof=1``) of the non-``NaN`` values."""
+    summary = summarize(values, ddof=ddof)
+    return summary.mean, summary.sd
+
+
+def t_interval(mean: float, sd: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided t confidence interval for a mean from summary statistics (``n - 1`` df)."""
+    if not 0 < confidence < 1:
+        raise StatsError(f"confidence must be between 0 and 1, got {confidence}")
+    if n < 2 or not math.isfinite(sd):
+        return math.nan, math.nan
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1)) * sd / math.sqrt(n)
+    return mean - half, mean + half
+
+
+def format_mean_sd(mean: float, sd: float, digits: int = 1) -> str:
+    """``"4.2 ± 0.3"``; ``NaN`` parts print as ``nan``."""
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class ValidRate:
+    """``valid`` out of ``total`` with a Wilson score interval."""
+
+    valid: int
+    total: int
+    confidence: float = 0.95
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+
+    @property
+    def rate(self) -> float:
+        """``valid / total`` (``NaN`` when nothing was asked)."""
+        return self.valid / self.total if self.total else math.nan
+
+
+def valid_rate(valid: int, total: int, *, confidence: float = 0.95) -> ValidRate:
+    """The share of valid answers with its Wilson confidence interval."""
+    if total < 0 or valid < 0 or valid > total:
+        raise StatsError(f"valid-answer count {valid} out of {total} is impossible")
+    if total == 0:
+        return ValidRate(0, 0, confidence)
+    interval = stats.binomtest(valid, total).proportion_ci(confidence_level=confidence, method="wilson")
+    return ValidRate(valid, total, confidence, float(interval.low), float(interval.high))
+
+
+class _ParsedLike(Protocol):
+    expected: tuple[int, ...]
+    answers: dict[int, int]
+
+    @property
+    def refused(self) -> bool: ...
+
+
+def valid_answer_rate(results: Iterable[_ParsedLike], *, confidence: float = 0.95) -> ValidRate:
+    """Item level: valid answers over expected items, pooled over parsed replies."""
+    valid = total = 0
+    for result in results:
+        valid += sum(1 for i in result.expected if i in result.answers)
+        total += len(result.expected)
+    return valid_rate(valid, total, confidence=confidence)
+
+
+def complete_run_rate(results: Iterable[_ParsedLike], *, confidence: float = 0.95) -> ValidRate:
+    """Run level: replies that answered every expected item validly (refusals count as invalid)."""
+    complete = total = 0
+    for result in results:
+        total += 1
+        complete += all(i in result.answers for i in result.expected) and not result.refused
+    return valid_rate(complete, total, confidence=confidence)

@@ -1,0 +1,120 @@
+"""Internal consistency of an item-response matrix: Cronbach's alpha and McDonald's omega.
+
+Rows are respondents (or model runs), columns are items, values are *keyed* answers (reverse keying
+already applied, e.g. with :meth:`llmpsych.instruments.scale.Scale.keyed_answers`). Rows with any
+missing value are dropped (listwise deletion) and the number of rows used is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .descriptive import StatsError
+
+
+def response_matrix(responses: Any) -> tuple[np.ndarray, list[str]]:
+    """A complete-case float matrix (rows × items) and the item labels; at least 2 rows and 2 items."""
+    if isinstance(responses, pd.DataFrame):
+        labels = [str(c) for c in responses.columns]
+        matrix = responses.to_numpy(dtype=float)
+    else:
+        matrix = np.asarray(responses, dtype=float)
+        labels = [str(i + 1) for i in range(matrix.shape[1])] if matrix.ndim == 2 else []
+    if matrix.ndim != 2:
+        raise StatsError(f"responses must be a 2-D matrix (rows × items), got {matrix.ndim} dimension(s)")
+    matrix = matrix[~np.isnan(matrix).any(axis=1)]
+    if matrix.shape[1] < 2:
+        raise StatsError(f"need at least 2 items, got {matrix.shape[1]}")
+    if matrix.shape[0] < 2:
+        raise StatsError(f"need at least 2 complete rows, got {matrix.shape[0]}")
+    return matrix, labels
+
+
+def cronbach_alpha(responses: Any) -> float:
+    """``k/(k−1) · (1 − Σ item variances / variance of the total)``, sample variances; ``NaN`` if the
+    total has no variance."""
+    matrix, _ = response_matrix(responses)
+    k = matrix.shape[1]
+    total_variance = matrix.sum(axis=1).var(ddof=1)
+    if total_variance == 0:
+        return math.nan
+    return float(k / (k - 1) * (1 - matrix.var(axis=0, ddof=1).sum() / total_variance))
+
+
+def alpha_if_item_deleted(responses: Any) -> dict[str, float]:
+    """Cronbach's alpha of the remaining items when each item is left out (needs at least 3 items)."""
+    matrix, labels = response_matrix(responses)
+    if matrix.shape[1] < 3:
+        raise StatsError("alpha if item deleted needs at least 3 items")
+    return {label: cronbach_alpha(np.delete(matrix, i, axis=1)) for i, label in enumerate(labels)}
+
+
+@dataclass(frozen=True)
+class OmegaResult:
+    """McDonald's omega (total) of a one-factor model with standardised loadings."""
+
+    omega: float
+    loadings: tuple[float, ...]
+    uniquenesses: tuple[float, ...]
+    iterations: int
+    converged: bool
+    n_rows: int | None = None
+
+
+def omega_from_correlation(correlation: Any, *, max_iter: int = 1000, tol: float = 1e-9) -> OmegaResult:
+    """Omega total ``(Σλ)² / ((Σλ)² + Σ(1 − λ²))`` from one factor fitted by iterated principal-axis
+    factoring (start: squared multiple correlations; communalities capped below 1)."""
+    r = np.asarray(correlation, dtype=float)
+    if r.ndim != 2 or r.shape[0] != r.shape[1] or r.shape[0] < 2:
+        raise StatsError("the correlation matrix must be square with at least 2 items")
+    if not np.allclose(r, r.T) or not np.allclose(np.diag(r), 1.0):
+        raise StatsError("not a correlation matrix (it must be symmetric with ones on the diagonal)")
+    try:
+        communality = 1 - 1 / np.diag(np.linalg.inv(r))
+    except np.linalg.LinAlgError:
+        communality = np.max(np.abs(r - np.eye(len(r))), axis=1)
+    communality = np.clip(communality, 0.0, 0.999)
+    loadings = np.sqrt(communality)
+    converged = False
+    iteration = 0
+    for iteration in range(1, max_iter + 1):  # noqa: B007 - the count is reported
+        reduced = r.copy()
+        np.fill_diagonal(reduced, communality)
+        values, vectors = np.linalg.eigh(reduced)
+        loadings = vectors[:, -1] * math.sqrt(max(values[-1], 0.0))
+        updated = np.clip(loadings**2, 0.0, 0.999)
+        change = float(np.max(np.abs(updated - communality)))
+        communality = updated
+        if change < tol:
+            converged = True
+            break
+    if loadings.sum() < 0:
+        loadings = -loadings
+    uniqueness = 1 - loadings**2
+    common = loadings.sum() ** 2
+    omega = float(common / (common + uniqueness.sum()))
+    return OmegaResult(
+        omega, tuple(map(float, loadings)), tuple(map(float, uniqueness)), iteration, converged
+    )
+
+
+def mcdonald_omega(responses: Any, *, max_iter: int = 1000, tol: float = 1e-9) -> OmegaResult:
+    """Omega total of an item-response matrix (items must vary; see :func:`omega_from_correlation`)."""
+    matrix, labels = response_matrix(responses)
+    constant = [label for label, sd in zip(labels, matrix.std(axis=0), strict=True) if sd == 0]
+    if constant:
+        raise StatsError(f"item {constant[0]} has no variance, so omega is undefined")
+    result = omega_from_correlation(np.corrcoef(matrix, rowvar=False), max_iter=max_iter, tol=tol)
+    return OmegaResult(
+        result.omega,
+        result.loadings,
+        result.uniquenesses,
+        result.iterations,
+        result.converged,
+        matrix.shape[0],
+    )
