@@ -1,0 +1,1 @@
+"""MAS-Resilience: multi-agent collaboration systems under faulty agents, with defences."""

@@ -1,0 +1,94 @@
+"""The four MAS-Resilience tasks as items, read at run time from the official files.
+
+Nothing here holds benchmark text: HumanEval, CIAR, CommonMT and FairEval items come from
+``<data dir>/MAS-Resilience/benchmarks/`` and the FairEval human labels from ``<data dir>/FairEval/``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..data.sources import data_file
+
+TaskName = Literal["humaneval", "humaneval50", "ciar", "commonmt", "faireval"]
+TASK_NAMES: tuple[str, ...] = ("humaneval", "humaneval50", "ciar", "commonmt", "faireval")
+
+#: Task -> the kind of work the systems do (the prompts and injection instructions are per kind).
+KIND: dict[str, str] = {
+    "humaneval": "code",
+    "humaneval50": "code",
+    "ciar": "math",
+    "commonmt": "translation",
+    "faireval": "texteval",
+}
+
+
+@dataclass(frozen=True)
+class Item:
+    """One task item: its id, the question shown to the agents, and what scoring needs."""
+
+    item_id: str
+    question: str
+    reference: dict[str, Any] = field(default_factory=dict)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def task_files(task: str, data_dir: Path | None = None) -> list[Path]:
+    """The official files a task reads (for the run manifest)."""
+    bench = {
+        "humaneval": "HumanEval.jsonl",
+        "humaneval50": "HumanEval50.jsonl",
+        "ciar": "CIAR.json",
+        "commonmt": "commonmt100.json",
+        "faireval": "FairEval.json",
+    }[task]
+    files = [data_file("MAS-Resilience", f"benchmarks/{bench}", data_dir)]
+    if task == "faireval":
+        files.append(data_file("FairEval", "review/review_gpt35_vicuna-13b_human.txt", data_dir))
+    return files
+
+
+def load_items(task: str, data_dir: Path | None = None) -> list[Item]:
+    """All items of a task, in the official order."""
+    files = task_files(task, data_dir)
+    if task in ("humaneval", "humaneval50"):
+        return [
+            Item(
+                row["task_id"],
+                row["prompt"],
+                {k: row[k] for k in ("prompt", "entry_point", "test", "canonical_solution")},
+            )
+            for row in _jsonl(files[0])
+        ]
+    rows = json.loads(files[0].read_text(encoding="utf-8"))
+    if task == "ciar":
+        return [
+            Item(f"CIAR/{i}", row["question"], {"answers": row["answer"], "wrong": row["incorrect answer"]})
+            for i, row in enumerate(rows)
+        ]
+    if task == "commonmt":
+        return [
+            Item(
+                f"CommonMT/{i}",
+                row["chinese_source"],
+                {"correct": row["english_target_correct"], "wrong": row["english_target_wrong"]},
+            )
+            for i, row in enumerate(rows)
+        ]
+    labels = [line.strip() for line in files[1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    items = []
+    for row, label in zip(rows, labels, strict=True):
+        question = (
+            f"Prompt: {row['question']}\n\nChatGPT's response:\n{row['response']['gpt35']}\n\n"
+            f"Vicuna-13B's response:\n{row['response']['vicuna']}"
+        )
+        items.append(
+            Item(f"FairEval/{row['question_id']}", question, {"label": label, "category": row["category"]})
+        )
+    return items
