@@ -221,3 +221,17 @@ def test_short_guessing_game_on_the_embedded_model(tmp_path: Path) -> None:
     assert len(choices) == 6 and all(0 <= c <= 100 for c in choices)
     print(f"embedded 3x2 guessing game: {seconds:.1f} s, {outcome.summary.calls_sent} calls, {choices}")
     assert (tmp_path / "r" / "report.md").exists()
+
+
+def test_human_seat_reads_answers_piped_into_the_command(tmp_path: Path) -> None:
+    run_dir = tmp_path / "r"
+    command = [sys.executable, "-m", "llmpsych", "run", "--task", "gamabench", "--no-progress", "--no-cache"]
+    command += ["--model", "openai-compatible/unused", "--base-url", "http://127.0.0.1:9/v1"]
+    command += ["-O", "game=guessing", "-O", "players=2", "-O", "rounds=2", "-O", "runs=1"]
+    command += ["-O", "seats=[human, 'fixed:50']", "--out", str(run_dir)]
+    result = subprocess.run(command, input="10\nfifty\n40\n", capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Please type your answer for chosen_number" in result.stderr
+    (game,) = _results(run_dir).values()
+    assert [r["choices"] for r in game["rounds"]] == [[10, 50], [40, 50]]
+    assert game["rounds"][1]["decisions"][0]["asks"] == 2
