@@ -1,0 +1,212 @@
+"""The thesis's statistics on data points (one OCEAN vector per configuration).
+
+- :func:`describe`: mean ± SD per dimension (Table 3.6).
+- :func:`factor_comparisons`: each factor level against all other data points (Table 3.3).
+- :func:`variance_tests`: one-sided F-tests of a lower LLM variance than the human norm (§3.3.1).
+- :func:`group_table`: mean ± SD per steering target (Tables 3.13-3.15).
+- :func:`extreme_tests`: min/max personality profiles against the default cloud (Table 3.10).
+- :func:`paired_group_tests`: two groups of runs, e.g. item orderings (Table 3.5) or dated runs
+  (test-retest, Table 3.7).
+
+``method="paper"`` is the released analysis: population SDs (``ddof = 0``) plus ``1e-8``, a two-sided
+F-test at alpha 0.001 to choose Student or Welch. ``"welch"`` and ``"student"`` use sample SDs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from ..stats.compare import GroupStats, holm_adjust, t_test_from_stats, variance_f_test
+from .published import DIMENSIONS, HUMAN_N, HUMAN_SD, PROFILE_TARGET, profile_short
+from .saves import FACTORS
+
+Method = Literal["paper", "welch", "student"]
+PAPER_VARIANCE_ALPHA = 0.001
+
+
+def describe(frame: pd.DataFrame, dims: Sequence[str] = DIMENSIONS) -> pd.DataFrame:
+    """Per dimension: n, mean, sample SD (ddof = 1), min, max."""
+    rows = []
+    for dim in dims:
+        values = frame[dim].dropna()
+        rows.append(
+            {
+                "dimension": dim,
+                "n": int(values.size),
+                "mean": float(values.mean()),
+                "sd": float(values.std(ddof=1)),
+                "min": float(values.min()),
+                "max": float(values.max()),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def two_sample(x: Iterable[float], y: Iterable[float], method: Method = "paper") -> dict[str, float | str]:
+    """``mean(x) − mean(y)`` with its t-test (the released procedure or a fixed test)."""
+    a = np.asarray(list(x), dtype=float)
+    b = np.asarray(list(y), dtype=float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if method == "paper":
+        ga = GroupStats(float(a.mean()), float(a.std()), int(a.size))
+        gb = GroupStats(float(b.mean()), float(b.std()), int(b.size))
+        f = variance_f_test(ga, gb, published=True)
+        equal = bool(f.p_value > PAPER_VARIANCE_ALPHA)
+        eps = 1e-8
+        t = t_test_from_stats(
+            GroupStats(ga.mean, ga.sd + eps, ga.n), GroupStats(gb.mean, gb.sd + eps, gb.n), equal_var=equal
+        )
+    else:
+        ga, gb = GroupStats.from_values(a), GroupStats.from_values(b)
+        t = t_test_from_stats(ga, gb, equal_var=method == "student")
+    return {
+        "n_x": int(a.size),
+        "n_y": int(b.size),
+        "mean_x": float(a.mean()),
+        "mean_y": float(b.mean()),
+        "difference": float(a.mean() - b.mean()),
+        "t": t.t,
+        "df": t.df,
+        "p": t.p_value,
+        "test": "student" if t.equal_var else "welch",
+    }
+
+
+def factor_comparisons(
+    frame: pd.DataFrame,
+    factors: Sequence[str] = FACTORS,
+    dims: Sequence[str] = DIMENSIONS,
+    method: Method = "paper",
+) -> pd.DataFrame:
+    """One row per (factor level, dimension): level minus the rest, t-test, Holm over the family."""
+    rows = []
+    for factor in factors:
+        if factor not in frame or frame[factor].nunique() < 2:
+            continue
+        for level in frame[factor].unique():
+            inside = frame[factor] == level
+            for dim in dims:
+                rows.append(
+                    {
+                        "factor": factor,
+                        "level": level,
+                        "dimension": dim,
+                        **two_sample(frame.loc[inside, dim], frame.loc[~inside, dim], method),
+                    }
+                )
+    table = pd.DataFrame(rows)
+    if not table.empty:
+        table["p_holm"] = holm_adjust(table["p"].tolist())
+    return table
+
+
+def variance_tests(
+    frame: pd.DataFrame,
+    human_sd: dict[str, float] | None = None,
+    human_n: int = HUMAN_N,
+    dims: Sequence[str] = DIMENSIONS,
+) -> pd.DataFrame:
+    """``F = s²_human / s²_LLM``, one-sided (H1: the LLM varies less), per dimension."""
+    human_sd = human_sd or HUMAN_SD
+    rows = []
+    for dim in dims:
+        model = GroupStats.from_values(frame[dim], "model")
+        human = GroupStats(0.0, human_sd[dim], human_n, "human")
+        test = variance_f_test(human, model, alternative="greater")
+        rows.append(
+            {
+                "dimension": dim,
+                "model_sd": model.sd,
+                "model_n": model.n,
+                "human_sd": human.sd,
+                "human_n": human.n,
+                "f": test.f,
+                "df_num": test.df_num,
+                "df_den": test.df_den,
+                "p": test.p_value,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def group_table(frame: pd.DataFrame, by: str, dims: Sequence[str] = DIMENSIONS) -> pd.DataFrame:
+    """Mean and SD (ddof = 1) of every dimension per group, groups in order of first appearance."""
+    rows = []
+    for group, part in frame.groupby(by, sort=False):
+        row: dict[str, object] = {by: group, "n": len(part)}
+        for dim in dims:
+            row[f"{dim}_mean"] = float(part[dim].mean())
+            row[f"{dim}_sd"] = float(part[dim].std(ddof=1))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def extreme_tests(default: pd.DataFrame, steered: pd.DataFrame, by: str = "append_label") -> pd.DataFrame:
+    """Table 3.10: each profile's target dimension against the default cloud (Welch's t-test)."""
+    rows = []
+    for label, part in steered.groupby(by, sort=False):
+        short = profile_short(str(label))
+        if short not in PROFILE_TARGET:
+            continue
+        dim, side = PROFILE_TARGET[short]
+        result = two_sample(part[dim], default[dim], "welch")
+        rows.append(
+            {
+                "dimension": dim,
+                "side": side,
+                "profile": short,
+                "default_mean": float(default[dim].mean()),
+                "default_sd": float(default[dim].std(ddof=1)),
+                "assigned_mean": float(part[dim].mean()),
+                "assigned_sd": float(part[dim].std(ddof=1)),
+                **{k: result[k] for k in ("n_x", "n_y", "difference", "t", "df", "p")},
+            }
+        )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    rank = table["dimension"].map(DIMENSIONS.index) * 2 + (table["side"] == "max")
+    return table.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
+
+
+def paired_group_tests(
+    groups: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSIONS, method: Method = "student"
+) -> pd.DataFrame:
+    """Every pair of groups (e.g. orderings, or dated runs of one model), per dimension."""
+    names = list(groups)
+    rows = []
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            for dim in dims:
+                result = two_sample(groups[first][dim], groups[second][dim], method)
+                rows.append({"x": first, "y": second, "dimension": dim, **result})
+    return pd.DataFrame(rows)
+
+
+def retest_extremes(runs: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSIONS) -> pd.DataFrame:
+    """Test-retest (Table 3.7): the lowest and the highest dated run of each dimension against all runs."""
+    pooled = pd.concat(runs.values(), ignore_index=True)
+    rows = []
+    for dim in dims:
+        means = {name: float(part[dim].mean()) for name, part in runs.items()}
+        for side, name in (("min", min(means, key=means.get)), ("max", max(means, key=means.get))):
+            result = two_sample(runs[name][dim], pooled[dim], "student")
+            rows.append(
+                {
+                    "dimension": dim,
+                    "side": side,
+                    "run": name,
+                    "average": float(pooled[dim].mean()),
+                    "average_sd": float(pooled[dim].std(ddof=1)),
+                    "extreme": result["mean_x"],
+                    "extreme_sd": float(runs[name][dim].std(ddof=1)),
+                    "p": result["p"],
+                    "equal_mean": bool(result["p"] > 0.05) if not math.isnan(result["p"]) else True,
+                }
+            )
+    return pd.DataFrame(rows)
