@@ -156,6 +156,10 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
 
 
 def _summary(games: pd.DataFrame) -> pd.DataFrame:
+    """Mean ± sd of each game's score over runs; with all eight games, the overall score too.
+
+    The overall score of a run is the mean of its eight game scores; its ± is the sd over runs (spec §1.3).
+    """
     rows = []
     for name, group in games.groupby("game", sort=False):
         scores = group["score"].dropna()
@@ -167,6 +171,20 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
                 "score sd": scores.std(ddof=1) if len(scores) > 1 else math.nan,
                 "fallbacks": int(group["fallbacks"].sum()),
                 "valid first try": group["valid_first_try"].mean(),
+            }
+        )
+    scored = games.dropna(subset=["score"])
+    per_run = scored.pivot_table(index="run", columns="game", values="score")
+    if per_run.shape[1] == 8 and not per_run.isna().any().any():
+        overall = per_run.mean(axis=1)
+        rows.append(
+            {
+                "game": "overall",
+                "runs": len(overall),
+                "score mean": overall.mean(),
+                "score sd": overall.std(ddof=1) if len(overall) > 1 else math.nan,
+                "fallbacks": int(games["fallbacks"].sum()),
+                "valid first try": games["valid_first_try"].mean(),
             }
         )
     return pd.DataFrame(rows)
