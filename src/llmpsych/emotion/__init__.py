@@ -1,0 +1,7 @@
+"""EmotionBench: how imagined situations shift a model's emotions, compared with 1,266 humans.
+
+Modules: ``situations`` (the 428 situations and user files), ``released`` (the authors' released run
+CSVs), ``changes`` (scores and the evoked-minus-default tests), ``crowd`` (the human data),
+``published`` (the papers' numbers, for parity checks), ``prompts``, ``task`` (the run engine task),
+``report`` and ``cli``.
+"""

@@ -1,0 +1,120 @@
+"""The authors' released run files (``results/.../<model>-<scale>-testing.csv``), read as runs.
+
+Layout (spec §8.1): for each item order ``k`` a ``question-k`` column (the prompt, then the presented
+statements) and an ``order-k`` column (the item numbers in presented order); then one answer column per
+run, ``General_test-t_order-k`` for the default runs and ``<Emotion>-<f>_scenario-<s>_test-t_order-k``
+(``f`` and ``s`` 0-based) for the evoked runs. The first cell of an answer column is the situation line
+(blank for default runs), the others the answers in presented order. A run with any missing or
+non-numeric answer is kept as invalid (``answers=None``) so it is counted, not silently dropped.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import DataError
+from .situations import factor_id
+
+_DEFAULT = re.compile(r"^General_test-(?P<test>\d+)_order-(?P<order>\d+)$")
+_EVOKED = re.compile(
+    r"^(?P<emotion>[A-Za-z]+)-(?P<factor>\d+)_scenario-(?P<scenario>\d+)_test-(?P<test>\d+)"
+    r"_order-(?P<order>\d+)$"
+)
+_NAME = re.compile(r"^(?P<model>.+)-(?P<scale>PANAS|AGQ|BDI|BFNE|DASS-21|FDS|FSS|GASP|MJS)-testing\.csv$")
+
+
+@dataclass(frozen=True)
+class ReleasedRun:
+    """One run of a released file: ``group`` is ``"default"`` or a factor id such as ``Anger-1``."""
+
+    group: str
+    situation: int | None  # 0-based position among the factor's evaluated situations
+    test: int
+    order: int
+    answers: dict[int, int] | None  # item number -> answer; None when the run is unparseable
+
+    @property
+    def valid(self) -> bool:
+        """Whether every item has a numeric answer."""
+        return self.answers is not None
+
+
+def infer_scale(path: str | os.PathLike[str]) -> str | None:
+    """The scale named in a released file name (``gpt-3.5-turbo-PANAS-testing.csv`` -> ``PANAS``)."""
+    match = _NAME.match(Path(path).name)
+    return match.group("scale") if match else None
+
+
+def infer_model(path: str | os.PathLike[str]) -> str | None:
+    """The model named in a released file name."""
+    match = _NAME.match(Path(path).name)
+    return match.group("model") if match else None
+
+
+def _answer(cell: str) -> int | None:
+    text = cell.strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return int(number) if number.is_integer() else None
+
+
+def read_released_runs(path: str | os.PathLike[str]) -> list[ReleasedRun]:
+    """Every run of a released testing CSV, in column order."""
+    return list(iter_released_runs(path))
+
+
+def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
+    """Like :func:`read_released_runs`, one run at a time."""
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"{file}: file not found")
+    try:
+        with file.open(encoding="utf-8-sig", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{file}: cannot read as UTF-8 CSV ({exc})") from None
+    if len(rows) < 2:
+        raise DataError(f"{file}: expected a header and at least one answer row")
+    header, body = rows[0], rows[1:]
+    orders: dict[int, list[int]] = {}
+    for col, name in enumerate(header):
+        if name.startswith("order-"):
+            key = int(name.removeprefix("order-"))
+            ids = [row[col].strip() for row in body[1:] if col < len(row) and row[col].strip()]
+            try:
+                orders[key] = [int(float(i)) for i in ids]
+            except ValueError:
+                raise DataError(f"{file}: column {name} holds a non-numeric item number") from None
+    if not orders:
+        raise DataError(f"{file}: no order-k column; is this a released EmotionBench testing file?")
+    found = False
+    for col, name in enumerate(header):
+        default, evoked = _DEFAULT.match(name), _EVOKED.match(name)
+        match = default or evoked
+        if match is None:
+            continue
+        found = True
+        order_key = int(match.group("order"))
+        if order_key not in orders:
+            raise DataError(f"{file}: column {name} refers to order-{order_key}, which is missing")
+        ids = orders[order_key]
+        cells = [row[col] if col < len(row) else "" for row in body]
+        values = [_answer(c) for c in cells[1 : 1 + len(ids)]]
+        answers = None if any(v is None for v in values) else dict(zip(ids, values, strict=True))
+        if evoked is not None:
+            group = factor_id(evoked.group("emotion"), int(evoked.group("factor")) + 1)
+            situation: int | None = int(evoked.group("scenario"))
+        else:
+            group, situation = "default", None
+        yield ReleasedRun(group, situation, int(match.group("test")), order_key, answers)  # type: ignore[arg-type]
+    if not found:
+        raise DataError(f"{file}: no answer columns (General_test-… or <Emotion>-<f>_scenario-…)")
