@@ -1,0 +1,91 @@
+"""Reading a chunk's reply: statement number -> label -> choice position -> canonical level.
+
+The templates ask for ``{"<statement index>": "<score>", ...}``. The reply is read as the JSON object it
+contains, else line by line (``3: B``, ``3. B``, ``"3": "B"``). Labels must be of the configuration's
+format (see :func:`labels.position_of`); anything else is reported as invalid, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..instruments.parsing import detect_refusal
+from .labels import level_of, position_of
+
+_LINE = re.compile(
+    r"^\s*[-*]?\s*\"?(?P<index>\d{1,3})\"?\s*(?:[:.)=]|->|-)\s*\"?(?P<value>[^\",;\s]+)\"?\s*[,;]?\s*$"
+)
+
+
+@dataclass
+class ChunkAnswers:
+    """What one reply says about the ``expected`` statement numbers of a chunk."""
+
+    expected: int
+    positions: dict[int, int] = field(default_factory=dict)
+    invalid: dict[int, str] = field(default_factory=dict)
+    unexpected: dict[int, str] = field(default_factory=dict)
+    refused: bool = False
+    json_ok: bool = False
+
+    @property
+    def missing(self) -> list[int]:
+        """Statement numbers without a valid answer."""
+        return [i for i in range(1, self.expected + 1) if i not in self.positions]
+
+    @property
+    def complete(self) -> bool:
+        """Every statement answered with a valid label."""
+        return not self.missing
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        value = json.loads(text[start : end + 1])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def parse_chunk(text: str, expected: int, fmt: str, n_levels: int = 5) -> ChunkAnswers:
+    """Parse a reply to a chunk of ``expected`` statements asked with label format ``fmt``."""
+    result = ChunkAnswers(expected=expected, refused=detect_refusal(text or ""))
+    pairs: list[tuple[str, Any]] = []
+    obj = _json_object(text or "")
+    if obj is not None:
+        result.json_ok = True
+        pairs = list(obj.items())
+    else:
+        for line in (text or "").splitlines():
+            match = _LINE.match(line)
+            if match:
+                pairs.append((match["index"], match["value"]))
+    seen: dict[int, set[int | None]] = {}
+    raw: dict[int, str] = {}
+    for key, value in pairs:
+        key_text = str(key).strip()
+        if not key_text.isdigit():
+            continue
+        index = int(key_text)
+        if not 1 <= index <= expected:
+            result.unexpected[index] = str(value)
+            continue
+        seen.setdefault(index, set()).add(position_of(fmt, value, n_levels))
+        raw[index] = str(value)
+    for index, positions in seen.items():
+        if len(positions) == 1 and None not in positions:
+            result.positions[index] = positions.pop()
+        else:
+            result.invalid[index] = raw[index]
+    return result
+
+
+def chunk_levels(parsed: ChunkAnswers, chunk: list[int], order: str, n_levels: int = 5) -> dict[int, int]:
+    """Item number -> canonical level for the validly answered statements of a chunk."""
+    return {chunk[i - 1]: level_of(p, order, n_levels) for i, p in parsed.positions.items()}
