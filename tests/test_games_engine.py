@@ -208,3 +208,28 @@ def test_strategy_seats_use_seeded_randomness() -> None:
         return [r["choices"] for r in table.game.records]
 
     assert play(1) == play(1) and play(1) != play(2)
+
+
+def test_task_options_are_checked_when_the_run_is_configured() -> None:
+    from llmpsych.games.task import GamaBenchTask
+    from llmpsych.runs import parse_run_config
+
+    def task(**options: Any) -> GamaBenchTask:
+        return GamaBenchTask(parse_run_config({"task": "gamabench", "options": options}))
+
+    assert [u.unit_id for u in task(game=["bar", "pirate"], runs=2).units()] == [
+        "bar-run01",
+        "bar-run02",
+        "pirate-run01",
+        "pirate-run02",
+    ]
+    assert len(task(game="all", runs=1).units()) == 8
+    for options, message in [
+        ({"game": "chess"}, "unknown game"),
+        ({"guessing": {"ratio": 0.5, "colour": "red"}}, "colour"),
+        ({"players": 3, "seats": ["llm", "llm:rival", "human"]}, "no model role 'rival'"),
+        ({"game": "auction", "players": 30}, "distinct valuations"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            t = task(**options)
+            t.new_game(t.options.games()[0], random.Random)

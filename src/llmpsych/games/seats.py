@@ -21,6 +21,7 @@ import asyncio
 import importlib
 import inspect
 import sys
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,14 +126,21 @@ class CallableSeat(Seat):
         return _wrap(value, decision)
 
 
-_TERMINAL = asyncio.Lock  # one human answers at a time, even with several human seats
+_TERMINAL: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def _terminal_lock() -> asyncio.Lock:
+    """One lock per event loop: one human answers at a time, even with several human seats or games."""
+    loop = asyncio.get_running_loop()
+    if loop not in _TERMINAL:
+        _TERMINAL[loop] = asyncio.Lock()
+    return _TERMINAL[loop]
 
 
 class HumanSeat(Seat):
     """A person at the terminal: sees the conversation, types the value (e.g. ``42`` or ``go``)."""
 
     kind = "human"
-    _lock: asyncio.Lock | None = None
 
     def __init__(self, spec: str, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
         super().__init__(spec)
@@ -140,9 +148,7 @@ class HumanSeat(Seat):
         self.stdout = stdout
 
     async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        if HumanSeat._lock is None:
-            HumanSeat._lock = _TERMINAL()
-        async with HumanSeat._lock:
+        async with _terminal_lock():
             line = await asyncio.to_thread(self._ask, decision, messages)
         return _wrap(line, decision)
 

@@ -17,7 +17,7 @@ from ..models.types import GenerationParams
 from ..runs.task import Task, WorkUnit
 from .engine import Game, Table
 from .prompts import PromptSet
-from .seats import build_seats
+from .seats import LLMSeat, build_seats
 
 #: game name -> "module:Class"
 GAMES: dict[str, str] = {
@@ -30,6 +30,14 @@ GAMES: dict[str, str] = {
     "battle_royale": "llmpsych.games.battle_royale:BattleRoyaleGame",
     "pirate": "llmpsych.games.pirate:PirateGame",
 }
+
+
+#: Recorded with every result: where this engine departs from the reference code (docs/games-engine.md).
+DEVIATIONS = [
+    "bounded re-asks (max_reasks), then a logged fallback action; the reference retried without limit",
+    "answers validated strictly against the game's range or choices",
+    "the JSON-format instruction and result phrases are llmpsych's own words in both prompt modes",
+]
 
 
 def game_class(name: str) -> type[Game]:
@@ -87,7 +95,13 @@ class GamaBenchTask(Task):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self.params = {name: self._params(name) for name in self.options.games()}
-        build_seats(self.options.seats, self.options.players)  # fail early on a bad seat spec
+        roles = config.role_specs()
+        for seat in build_seats(self.options.seats, self.options.players):  # fail early on a bad seat
+            if isinstance(seat, LLMSeat) and seat.role not in roles:
+                raise ConfigError(
+                    f"seat {seat.spec!r}: no model role {seat.role!r}",
+                    f'add it to the config, e.g. models = {{{seat.role} = "openai/gpt-4o-mini"}}',
+                )
 
     def _params(self, game: str) -> BaseModel:
         cls = game_class(game)
@@ -153,6 +167,8 @@ class GamaBenchTask(Task):
             "prompts": f"{self.options.prompts}-v{self.options.prompt_version}",
             "seats": [seat.spec for seat in seats],
             "fallbacks": table.fallbacks,
+            "reasks": {"max": self.options.max_reasks, "mode": self.options.reask},
+            "deviations": DEVIATIONS,
             "summary": game.summary(),
             "rounds": game.records,
         }
