@@ -233,3 +233,14 @@ def test_task_options_are_checked_when_the_run_is_configured() -> None:
         with pytest.raises(ConfigError, match=message):
             t = task(**options)
             t.new_game(t.options.games()[0], random.Random)
+
+
+def test_persona_and_chain_of_thought_in_the_builtin_prompts() -> None:
+    from llmpsych.games.prompts import COT, PERSONAS
+
+    prompts = PromptSet(GuessingGame.folder, GuessingGame.builtin)
+    g = GuessingGame(GuessingParams(), 3, 2, prompts, OfflineContext().rng, persona=3, cot=1)
+    assert g.description(0).startswith(PERSONAS[3])
+    request = g.decision(0, 1).request
+    assert COT in request and '"explanation"' in request
+    assert not _guessing().description(0).startswith(PERSONAS[3])
