@@ -1,0 +1,165 @@
+"""Per-run analysis of a ``mas`` run: per-item results, the score, and transcripts with the edits shown."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..report.markdown import table, write_report
+from ..runs.store import RunStore
+
+METRIC_LABEL: dict[str, str] = {
+    "code": "Pass@1 (%), HumanEval tests run in the sandbox",
+    "math": "accuracy (%), CIAR answer matching as in docs/mas-resilience.md",
+    "translation": "chrF (sacrebleu, 0-100): a substitute for BLEURT-20, NOT comparable with the paper",
+    "texteval": "accuracy (%) against the FairEval human labels",
+}
+
+
+def condition_label(options: dict[str, Any]) -> str:
+    """A short name for a run's condition, e.g. ``autoinject(pm=1.0,pe=0.2,semantic)+challenger``."""
+    fault = options.get("fault", "none")
+    if fault == "autoinject":
+        fault = (
+            f"autoinject(pm={options.get('p_m', 1.0)},pe={options.get('p_e', 0.2)},"
+            f"{options.get('error_type', 'semantic')},{options.get('unit_mode', 'exact')})"
+        )
+    defence = "+".join(options.get("defence") or [])
+    return fault + (f"+{defence}" if defence else "")
+
+
+def item_rows(results: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per item."""
+    rows = []
+    for r in results:
+        transcript = r.get("transcript", [])
+        injected = [m["meta"].get("injection", {}) for m in transcript if "injection" in m["meta"]]
+        challenges = [c for m in transcript for c in m["meta"].get("challenges", {}).values()]
+        rows.append(
+            {
+                "item": r["item_id"],
+                "score": r.get("score"),
+                "passed": r.get("passed"),
+                "messages": r.get("n_messages"),
+                "agent_calls": r.get("llm_calls"),
+                "aux_calls": r.get("aux_calls"),
+                "messages_injected": sum(1 for i in injected if i.get("edits")),
+                "lines_edited": sum(len(i.get("edits", [])) for i in injected),
+                "inspector_rewrites": sum(
+                    1 for m in transcript if m["meta"].get("inspector", {}).get("decision") == "unsafe"
+                ),
+                "challenges_unsafe": sum(1 for c in challenges if c["verdict"] == "unsafe"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def transcript_markdown(result: dict[str, Any], limit: int = 4000) -> str:
+    """A transcript with injected edits, Inspector rewrites and Challenger verdicts highlighted."""
+    parts = [f"### {result['item_id']} — score {result.get('score', 0):.1f}"]
+    for name, note in (result.get("agent_notes") or {}).items():
+        if "transformed" in note:
+            parts.append(
+                f"**AutoTransform rewrote the profile of `{name}`:**\n\n> "
+                + note["transformed"]["rewritten"][:1500].replace("\n", "\n> ")
+            )
+    for m in result.get("transcript", []):
+        head = f"**[{m['index']}] {m['sender']} → {', '.join(m['receivers'])}** (round {m['round']})"
+        body = m["content"] if len(m["content"]) <= limit else m["content"][:limit] + "\n[...]"
+        parts.append(head + "\n\n```text\n" + body.replace("```", "ʼʼʼ") + "\n```")
+        injection = m["meta"].get("injection")
+        if injection and injection.get("diff"):
+            parts.append("⚠ **AutoInject edit:**\n\n```diff\n" + injection["diff"] + "\n```")
+        inspector = m["meta"].get("inspector")
+        if inspector and inspector.get("decision") == "unsafe":
+            parts.append("🛡 **Inspector rewrite:**\n\n```diff\n" + inspector.get("diff", "") + "\n```")
+        for agent, c in (m["meta"].get("challenges") or {}).items():
+            parts.append(f"🛡 Challenger `{agent}`: **{c['verdict']}**")
+    parts.append("**Final result:**\n\n```text\n" + str(result.get("result", ""))[:limit] + "\n```")
+    return "\n\n".join(parts)
+
+
+def analyze_run(run_dir: Path, task: Any) -> list[Path]:
+    """Write results.csv, summary.json, transcripts.md and report.md from the run store."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        units = store.units()
+        manifest = store.get_meta("manifest") or {}
+    finally:
+        store.close()
+    results = [u.result for u in units if u.status == "done"]
+    results.sort(key=lambda r: _order(r["item_id"]))
+    frame = item_rows(results)
+    options = task.options.model_dump()
+    summary = {
+        "system": task.options.system,
+        "structure": task.system_cls.structure,
+        "dataset": task.options.dataset,
+        "kind": task.kind,
+        "metric": METRIC_LABEL[task.kind],
+        "condition": condition_label(options),
+        "options": options,
+        "faulty_agent": task.faulty,
+        "final_agent": task.system_cls.final_agent,
+        "model": manifest.get("config", {}).get("model", task.config.model),
+        "n_items": len(results),
+        "n_failed_units": sum(1 for u in units if u.status == "failed"),
+        "score": float(frame["score"].mean()) if len(frame) else None,
+        "mean_messages": float(frame["messages"].mean()) if len(frame) else None,
+    }
+    if task.kind == "translation" and results:
+        summary["closer_to_correct"] = (
+            100 * sum(r.get("closer_to_correct", 0) for r in results) / len(results)
+        )
+    outputs = [run_dir / "results.csv", run_dir / "summary.json", run_dir / "transcripts.md"]
+    frame.to_csv(outputs[0], index=False)
+    outputs[1].write_text(json.dumps(summary, indent=1) + "\n")
+    outputs[2].write_text("\n\n".join(transcript_markdown(r) for r in results) + "\n", encoding="utf-8")
+    overview = pd.DataFrame(
+        [
+            {
+                "system": summary["system"],
+                "structure": summary["structure"],
+                "task": summary["dataset"],
+                "condition": summary["condition"],
+                "faulty agent": summary["faulty_agent"],
+                "n": summary["n_items"],
+                "score": summary["score"],
+                "mean messages": summary["mean_messages"],
+            }
+        ]
+    )
+    sections = [
+        (
+            "What was measured",
+            f"System `{summary['system']}` ({summary['structure']}) on `{summary['dataset']}` with model "
+            f"`{summary['model']}`, condition `{summary['condition']}`. Metric: {summary['metric']}. "
+            f"n = {summary['n_items']} items (one collaboration each)"
+            + (f"; {summary['n_failed_units']} items failed to run." if summary["n_failed_units"] else "."),
+        ),
+        ("Score", table(overview)),
+        ("Per item", table(frame)),
+        (
+            "Transcripts",
+            "See transcripts.md: injected edits are shown as diffs, defences' interventions are marked.",
+        ),
+    ]
+    if "closer_to_correct" in summary:
+        sections.insert(
+            2,
+            (
+                "CommonMT contrast",
+                f"{summary['closer_to_correct']:.1f}% of translations are closer (chrF) to the correct "
+                "reference than to the wrong one.",
+            ),
+        )
+    outputs.append(write_report(run_dir / "report.md", "MAS-Resilience run report", sections))
+    return outputs
+
+
+def _order(item_id: str) -> tuple[str, int]:
+    prefix, _, number = item_id.rpartition("/")
+    return (prefix, int(number)) if number.isdigit() else (item_id, 0)

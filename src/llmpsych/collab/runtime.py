@@ -1,0 +1,213 @@
+"""The multi-agent runtime: agents, explicit message routes, hook points and the message transcript.
+
+* An :class:`Agent` is a profile (its system prompt), the model role that answers for it (``models =
+  {agent name: spec}`` in the run config gives it its own model, otherwise it uses ``model``) and its
+  own conversation.
+* A :class:`Route` lists the directed edges a structure allows; sending along any other edge is an error,
+  so a linear system can never talk backwards by accident.
+* Two hook points: **profile hooks** run once on every agent before the collaboration starts
+  (AutoTransform rewrites the faulty profile there; the Challenger arms every agent), and **message
+  hooks** see every message in flight, in order (AutoInject, then the Inspector).
+* Every model call goes through ``ctx.chat``, so it is stored the moment it completes; a unit that is
+  resumed re-runs from the start and its finished calls are answered from the store. The transcript,
+  with the injected edits as diffs, is the unit's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..models.types import GenerationParams
+
+
+@dataclass
+class Message:
+    """An intermediate output passed between agents; ``meta`` records injections and interventions."""
+
+    index: int
+    sender: str
+    receivers: list[str]
+    content: str
+    round: int = 0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready record."""
+        return {
+            "index": self.index,
+            "sender": self.sender,
+            "receivers": self.receivers,
+            "content": self.content,
+            "round": self.round,
+            "meta": self.meta,
+        }
+
+
+@dataclass
+class Agent:
+    """A profile with a model role and its own conversation."""
+
+    name: str
+    profile: str
+    model_role: str = "subject"
+    history: list[dict[str, str]] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Route:
+    """The directed edges a structure allows (``A -> B``)."""
+
+    structure: str
+    edges: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, structure: str, *pairs: str) -> Route:
+        """Build from ``"a->b"`` (one way) and ``"a<->b"`` (both ways) strings."""
+        edges: set[tuple[str, str]] = set()
+        for pair in pairs:
+            if "<->" in pair:
+                a, b = (p.strip() for p in pair.split("<->"))
+                edges |= {(a, b), (b, a)}
+            else:
+                a, b = (p.strip() for p in pair.split("->"))
+                edges.add((a, b))
+        return cls(structure, frozenset(edges))
+
+    def allows(self, sender: str, receiver: str) -> bool:
+        """Whether ``sender`` may send to ``receiver``."""
+        return (sender, receiver) in self.edges
+
+
+class ProfileHook(Protocol):
+    """Runs once per agent before the collaboration starts."""
+
+    async def on_agent(self, agent: Agent, runtime: Runtime) -> None:
+        """Change the agent (e.g. its profile)."""
+
+
+class MessageHook(Protocol):
+    """Sees every message in flight and may change it."""
+
+    async def on_message(self, message: Message, runtime: Runtime) -> Message:
+        """Return the message to deliver."""
+
+
+class ReceiveCheck(Protocol):
+    """Runs when an agent receives a message (the Challenger), before it acts on it."""
+
+    async def on_receive(self, agent: Agent, message: Message, runtime: Runtime) -> str:
+        """Return the text the agent acts on."""
+
+
+class RouteError(RuntimeError):
+    """A message along an edge its structure does not have."""
+
+
+ChatFn = Callable[..., Awaitable[Any]]
+
+
+class Runtime:
+    """One collaboration on one task item."""
+
+    def __init__(
+        self,
+        ctx: Any,
+        route: Route,
+        agents: list[Agent],
+        params: GenerationParams,
+        profile_hooks: list[ProfileHook] | None = None,
+        message_hooks: list[MessageHook] | None = None,
+        receive_checks: list[ReceiveCheck] | None = None,
+        max_messages: int = 40,
+        kind: str = "code",
+        task_description: str = "",
+    ) -> None:
+        self.ctx = ctx
+        self.route = route
+        self.agents = {a.name: a for a in agents}
+        self.params = params
+        self.profile_hooks = profile_hooks or []
+        self.message_hooks = message_hooks or []
+        self.receive_checks = receive_checks or []
+        self.max_messages = max_messages
+        self.kind = kind
+        self.task_description = task_description
+        self.transcript: list[Message] = []
+        self.llm_calls = 0
+        self.aux_calls = 0
+        self.events: list[dict[str, Any]] = []
+        self.sandbox: Any = None  # the SandboxPool, for systems that run code (Self-collab's tester)
+
+    # -- model access ----------------------------------------------------------------------------
+    def role_for(self, preferred: str) -> str:
+        """``preferred`` if the run config names a model for it, else the subject model."""
+        return preferred if preferred in getattr(self.ctx, "clients", {}) else "subject"
+
+    async def complete(
+        self, messages: list[dict[str, str]], role: str = "subject", params: GenerationParams | None = None
+    ) -> str:
+        """One recorded model call outside any agent's conversation (injector, inspector, ...)."""
+        self.aux_calls += 1
+        result = await self.ctx.chat(messages, params or self.params, self.role_for(role))
+        return result.text
+
+    async def ask(self, agent: Agent, prompt: str, remember: bool = True) -> str:
+        """The agent answers ``prompt`` given its profile and conversation so far."""
+        messages = [{"role": "system", "content": agent.profile}, *agent.history]
+        messages.append({"role": "user", "content": prompt})
+        self.llm_calls += 1
+        result = await self.ctx.chat(messages, self.params, self.role_for(agent.model_role))
+        text = result.text
+        if remember:
+            agent.history += [{"role": "user", "content": prompt}, {"role": "assistant", "content": text}]
+        return text
+
+    # -- setup and messages ----------------------------------------------------------------------
+    async def setup(self) -> None:
+        """Run the profile hooks on every agent (in a fixed order)."""
+        for hook in self.profile_hooks:
+            for agent in self.agents.values():
+                await hook.on_agent(agent, self)
+
+    @property
+    def exhausted(self) -> bool:
+        """The message budget is spent."""
+        return len(self.transcript) >= self.max_messages
+
+    async def send(self, sender: str, receivers: list[str] | str, content: str, round: int = 0) -> Message:
+        """Pass ``content`` along the route through the message hooks; returns what was delivered."""
+        targets = [receivers] if isinstance(receivers, str) else list(receivers)
+        for receiver in targets:
+            if not self.route.allows(sender, receiver):
+                raise RouteError(f"{self.route.structure} route has no edge {sender} -> {receiver}")
+        message = Message(len(self.transcript), sender, targets, content, round)
+        message.meta["original"] = content
+        for hook in self.message_hooks:
+            message = await hook.on_message(message, self)
+        if message.content == message.meta["original"]:
+            del message.meta["original"]
+        self.transcript.append(message)
+        return message
+
+    async def receive(self, agent: Agent, message: Message) -> str:
+        """The text ``agent`` acts on for ``message`` (after its receive checks, e.g. the Challenger)."""
+        text = message.content
+        for check in self.receive_checks:
+            text = await check.on_receive(agent, message, self)
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        """The transcript and counters."""
+        return {
+            "structure": self.route.structure,
+            "transcript": [m.to_json() for m in self.transcript],
+            "n_messages": len(self.transcript),
+            "llm_calls": self.llm_calls,
+            "aux_calls": self.aux_calls,
+            "profiles": {a.name: a.profile for a in self.agents.values()},
+            "agent_notes": {a.name: a.notes for a in self.agents.values() if a.notes},
+            "events": self.events,
+        }

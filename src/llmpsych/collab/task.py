@@ -1,0 +1,171 @@
+"""The ``mas`` task: one collaboration system on one benchmark, one work unit per item.
+
+``llmpsych run --task mas -O system=camel -O dataset=humaneval50 -O fault=autoinject ...`` or, shorter,
+``llmpsych mas run --system camel --task humaneval50 --fault autoinject``. Units run side by side;
+each item's conversation is sequential. HumanEval code runs in the sandbox pool.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import ConfigError
+from ..models.types import GenerationParams
+from ..runs.task import Task, WorkUnit
+from .datasets import KIND, Item, load_items, task_files
+from .defences import Challenger, Inspector
+from .inject import AutoInject
+from .runtime import MessageHook, ProfileHook, ReceiveCheck, Runtime
+from .sandbox import Limits, SandboxPool
+from .scoring import check_humaneval, ciar_correct, commonmt_score, faireval_correct, faireval_label
+from .systems import SYSTEMS, system_class
+from .systems.base import task_text
+
+
+class MasOptions(BaseModel):
+    """One system × task × condition."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: str = "camel"
+    dataset: Literal["humaneval", "humaneval50", "ciar", "commonmt", "faireval"] = "humaneval50"
+    items: int | None = Field(default=None, ge=1, description="only the first N items")
+    item_ids: list[str] = Field(default_factory=list, description="only these items")
+    fault: Literal["none", "autotransform", "autoinject"] = "none"
+    faulty_agent: str | None = None
+    p_m: float = Field(default=1.0, ge=0.0, le=1.0)
+    p_e: float = Field(default=0.2, ge=0.0, le=1.0)
+    error_type: Literal["semantic", "syntactic"] = "semantic"
+    unit_mode: Literal["exact", "bernoulli"] = "exact"
+    defence: list[Literal["challenger", "inspector"]] = Field(default_factory=list)
+    challenge_policy: Literal["self_correct"] = "self_correct"
+    max_rounds: int | None = Field(default=None, ge=1, le=20)
+    max_messages: int | None = Field(default=None, ge=2, le=200)
+    max_tokens: int | None = Field(default=None, ge=16)
+    sandbox_timeout: float = Field(default=3.0, gt=0, le=60)
+    sandbox_workers: int | None = Field(default=None, ge=1, le=64)
+    metric: Literal["chrf"] = "chrf"
+
+    @model_validator(mode="after")
+    def _known_system(self) -> MasOptions:
+        if self.system not in SYSTEMS:
+            raise ValueError(f"unknown system {self.system!r}; choose one of {', '.join(SYSTEMS)}")
+        return self
+
+
+class MasTask(Task):
+    """MAS-Resilience: how a collaboration system performs with (and without) a faulty agent."""
+
+    name = "mas"
+    Options = MasOptions
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        o = self.options
+        self.kind = KIND[o.dataset]
+        self.system_cls = system_class(o.system)
+        if self.kind not in self.system_cls.kinds:
+            raise ConfigError(
+                f"system {o.system} does not run {o.dataset} ({self.kind})",
+                f"{o.system} supports: {', '.join(sorted(self.system_cls.kinds))}",
+            )
+        self.faulty = o.faulty_agent or self.system_cls.default_faulty
+        names = [a.name for a in self.system_cls(self.kind).agents("")]
+        if self.faulty not in names:
+            raise ConfigError(f"{o.system} has no agent {self.faulty!r}", f"agents: {', '.join(names)}")
+        workers = o.sandbox_workers
+        self.pool = SandboxPool(
+            workers, Limits(timeout_s=o.sandbox_timeout, cpu_s=int(o.sandbox_timeout) + 1)
+        )
+
+    @cached_property
+    def items(self) -> list[Item]:
+        """The selected items, in the official order."""
+        items = load_items(self.options.dataset, self.config.data_dir)
+        if self.options.item_ids:
+            wanted = set(self.options.item_ids)
+            items = [i for i in items if i.item_id in wanted]
+        if self.options.items:
+            items = items[: self.options.items]
+        return items
+
+    def data_files(self) -> list[Path]:
+        return task_files(self.options.dataset, self.config.data_dir)
+
+    def units(self) -> list[WorkUnit]:
+        return [WorkUnit(item.item_id, {"item_id": item.item_id}) for item in self.items]
+
+    def _hooks(self) -> tuple[list[ProfileHook], list[MessageHook], list[ReceiveCheck]]:
+        o = self.options
+        profile: list[ProfileHook] = []
+        message: list[MessageHook] = []
+        receive: list[ReceiveCheck] = []
+        if o.fault == "autotransform":
+            from .transform import AutoTransform
+
+            profile.append(AutoTransform(self.faulty))
+        if o.fault == "autoinject":
+            message.append(AutoInject(self.faulty, o.p_m, o.p_e, o.error_type, o.unit_mode))
+        if "inspector" in o.defence:
+            message.append(Inspector())
+        if "challenger" in o.defence:
+            challenger = Challenger(o.challenge_policy)
+            profile.append(challenger)
+            receive.append(challenger)
+        return profile, message, receive
+
+    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        item = next(i for i in self.items if i.item_id == unit.payload["item_id"])
+        system = self.system_cls(self.kind, self.options.max_rounds)
+        task = task_text(self.kind, item.question)
+        params = self.config.params
+        if self.options.max_tokens:
+            params = GenerationParams(**{**params.model_dump(), "max_tokens": self.options.max_tokens})
+        profile, message, receive = self._hooks()
+        rt = Runtime(
+            ctx,
+            system.route(),
+            system.agents(task),
+            params,
+            profile,
+            message,
+            receive,
+            max_messages=self.options.max_messages or system.max_messages,
+            kind=self.kind,
+            task_description=task,
+        )
+        rt.sandbox = self.pool
+        await rt.setup()
+        result = await system.collaborate(rt, task)
+        return {"item_id": item.item_id, "result": result, **await self.score(item, result), **rt.to_json()}
+
+    async def score(self, item: Item, result: str) -> dict[str, Any]:
+        """Score a final result (0-100 scale for the item)."""
+        if self.kind == "code":
+            outcome = await check_humaneval(item.reference, result, self.pool)
+            return {
+                "score": 100.0 * outcome.passed,
+                "passed": outcome.passed,
+                "execution": {
+                    "status": outcome.status,
+                    "stderr": outcome.stderr[-1500:],
+                    "isolation": outcome.isolation,
+                },
+            }
+        if self.kind == "math":
+            ok = ciar_correct(result, item.reference["answers"])
+            return {"score": 100.0 * ok, "passed": ok}
+        if self.kind == "texteval":
+            ok = faireval_correct(result, item.reference["label"])
+            return {"score": 100.0 * ok, "passed": ok, "verdict": faireval_label(result)}
+        scores = commonmt_score(result, item.reference)
+        return {"score": scores["chrf"], "passed": None, **scores}
+
+    def analyze(self, run_dir: Path) -> list[Path]:
+        from .analysis import analyze_run
+
+        return analyze_run(run_dir, self)

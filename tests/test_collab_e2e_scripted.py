@@ -1,0 +1,100 @@
+"""Camel and MAD end to end on a scripted server: clean, AutoInject, defences, resume and report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmpsych.collab.datasets import load_items
+from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
+from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
+from llmpsych.testing.fault_server import FaultServer
+
+N = 3
+
+
+@pytest.fixture(scope="module")
+def solutions(seed_data: Path) -> dict[str, str]:
+    items = load_items("humaneval50", seed_data)[:N]
+    return {
+        i.reference["entry_point"]: i.reference["prompt"] + i.reference["canonical_solution"] for i in items
+    }
+
+
+def _run(server: FaultServer, seed_data: Path, out: Path, **options: object):  # noqa: ANN202
+    config = parse_run_config(
+        {
+            "task": "mas",
+            "model": "openai-compatible/scripted",
+            "base_url": server.base_url,
+            "cache": False,
+            "data_dir": str(seed_data),
+            "options": {"dataset": "humaneval50", "items": N, **options},
+        }
+    )
+    return start_run(config, out, False)
+
+
+def _summary(outcome) -> dict:  # noqa: ANN001
+    return json.loads((outcome.run_dir / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("system", ["camel", "mad"])
+def test_clean_and_autoinject(system: str, seed_data: Path, solutions: dict, tmp_path: Path) -> None:
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        clean = _run(server, seed_data, tmp_path / "clean", system=system)
+        assert clean.summary.failed == 0
+        assert _summary(clean)["score"] == 100.0
+        faulty = _run(server, seed_data, tmp_path / "ai", system=system, fault="autoinject", p_e=1.0)
+    summary = _summary(faulty)
+    store = RunStore.in_dir(faulty.run_dir)
+    results = [u.result for u in store.units("done")]
+    store.close()
+    faulty_agent = {"camel": "assistant", "mad": "affirmative"}[system]
+    for result in results:
+        for m in result["transcript"]:
+            injection = m["meta"].get("injection")
+            assert (injection is not None) == (m["sender"] == faulty_agent)
+            if injection:
+                assert injection["edits"] and INJECTED in injection["diff"]
+    if system == "camel":  # the faulty assistant's final code is corrupted: every item fails
+        assert summary["score"] == 0.0
+    transcripts = (faulty.run_dir / "transcripts.md").read_text()
+    assert "AutoInject edit" in transcripts and "```diff" in transcripts
+    assert (faulty.run_dir / "report.md").exists()
+
+
+def test_defences_and_autotransform(seed_data: Path, solutions: dict, tmp_path: Path) -> None:
+    responder = ScriptedCollaborator(solutions, inspector_repairs=True)
+    with FaultServer(responder=responder) as server:
+        both = _run(
+            server,
+            seed_data,
+            tmp_path / "ci",
+            system="camel",
+            fault="autoinject",
+            p_e=1.0,
+            defence=["challenger", "inspector"],
+        )
+        transformed = _run(server, seed_data, tmp_path / "at", system="camel", fault="autotransform")
+    assert _summary(both)["score"] == 100.0  # the scripted inspector repairs every injected message
+    text = (both.run_dir / "transcripts.md").read_text()
+    assert "Inspector rewrite" in text and "Challenger `user`" in text
+    assert _summary(transformed)["score"] == 0.0
+    assert "AutoTransform rewrote" in (transformed.run_dir / "transcripts.md").read_text()
+
+
+def test_resume_answers_finished_calls_from_the_store(
+    seed_data: Path, solutions: dict, tmp_path: Path
+) -> None:
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        first = _run(server, seed_data, tmp_path / "r", system="mad", fault="autoinject")
+        store = RunStore.in_dir(first.run_dir)
+        store._db.execute("UPDATE units SET status = 'pending' WHERE unit_id = 'HumanEval/1'")
+        store.close()
+        hits = sum(server.hits.values())
+        again = resume_run(first.run_dir, False)
+        assert sum(server.hits.values()) == hits
+    assert again.summary.calls_replayed > 0 and again.summary.calls_sent == 0
