@@ -261,3 +261,52 @@ def situations_path(data_dir: str | os.PathLike[str] | None = None, csv_form: bo
 def load_situations(data_dir: str | os.PathLike[str] | None = None, csv_form: bool = False) -> SituationSet:
     """The official 428 situations from the data directory."""
     return load_situations_file(situations_path(data_dir, csv_form))
+
+
+@dataclass(frozen=True)
+class PositivePair:
+    """A positive (or neutral) rewrite and the negative original it is compared with."""
+
+    original: Situation
+    positive: str
+
+
+def load_positive_file(path: str | os.PathLike[str], originals: SituationSet) -> list[PositivePair]:
+    """Positive rewrites in the ``situations.json`` shape, each paired with its negative original.
+
+    A scenario entry is either a text, paired with the original at the **same position** of that factor
+    in ``originals``, or an object ``{"text": ..., "original": k}`` with ``k`` the original's 1-based
+    position (or its exact text).
+    """
+    file = Path(path)
+    data = read_json(file)
+    if not isinstance(data, Mapping) or not isinstance(data.get("emotions"), list):
+        raise DataError(f"{file}: expected an object with a list 'emotions'")
+    pairs: list[PositivePair] = []
+    for entry in data["emotions"]:
+        emotion = canonical_emotion(str(entry.get("name", "")))
+        for k, raw in enumerate(entry.get("factors") or [], start=1):
+            fid = factor_id(emotion, k)
+            factor = originals.factor(fid)
+            for pos, item in enumerate(raw.get("scenarios") or []):
+                text, ref = (
+                    (item, pos + 1) if isinstance(item, str) else (item.get("text"), item.get("original"))
+                )
+                if not isinstance(text, str) or not text.strip():
+                    raise DataError(f"{file}: {fid} entry {pos + 1} has no text")
+                pairs.append(PositivePair(_original(factor, ref, file), text.strip()))
+    if not pairs:
+        raise DataError(f"{file}: no positive situations")
+    return pairs
+
+
+def _original(factor: Factor, ref: Any, file: Path) -> Situation:
+    if isinstance(ref, int) and not isinstance(ref, bool) and 1 <= ref <= len(factor.situations):
+        return factor.situations[ref - 1]
+    if isinstance(ref, str):
+        for situation in factor.situations:
+            if situation.text == ref.strip():
+                return situation
+    raise DataError(
+        f"{file}: {factor.id}: original {ref!r} is not a position 1-{len(factor.situations)} or text"
+    )

@@ -1,0 +1,225 @@
+"""EmotionBench analysis of a run: scores per run, the change tables, humans, and the report.
+
+Reads only the run store and the data files. A run is *valid* when every item got a valid answer (after
+the bounded re-asks) and the model did not refuse; invalid runs are listed and counted per group, and
+left out of the statistics (each table says its n).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..errors import DataError
+from ..report.markdown import write_report
+from ..runs.store import RunStore
+from .changes import change_table, measures, score_answers, summary_json, table_json
+from .report import alignment, heatmap, human_frame
+from .tables import markdown, paper_table
+
+if TYPE_CHECKING:
+    from .task import EmotionBenchTask
+
+
+def run_frame(task: EmotionBenchTask, results: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per run: kind, factor, situation, run, validity, asks and the measures (``NaN`` if invalid)."""
+    scale = task.scale
+    names = measures(scale)
+    rows = []
+    for result in results:
+        answers = {int(k): v for k, v in (result.get("answers") or {}).items()}
+        valid = (
+            not result.get("unanswered") and not result.get("refused") and not scale.missing_items(answers)
+        )
+        scores = score_answers(scale, answers, task.options.scoring) if valid else {}
+        rows.append(
+            {
+                "kind": result["kind"],
+                "factor": result.get("factor", ""),
+                "situation": result.get("situation"),
+                "text": result.get("text", ""),
+                "run": result["run"],
+                "valid": valid,
+                "refused": bool(result.get("refused")),
+                "asks": result.get("asks", 0),
+                **{m: scores.get(m, math.nan) for m in names},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _by_factor(frame: pd.DataFrame, kind: str, names: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
+    part = frame[(frame["kind"] == kind) & frame["valid"]]
+    return {fid: {m: group[m].tolist() for m in names} for fid, group in part.groupby("factor", sort=False)}
+
+
+def summarize_runs(task: EmotionBenchTask, frame: pd.DataFrame, model: str) -> dict[str, Any]:
+    """The score-shaped summary of a run (same keys as ``score-results``), plus validity and RQ2."""
+    names = measures(task.scale)
+    opts = task.options
+    valid_default = frame[(frame["kind"] == "default") & frame["valid"]]
+    default = {m: valid_default[m].tolist() for m in names}
+    evoked = _by_factor(frame, "evoked", names) or _by_factor(frame, "negative", names)
+    table = change_table(default, evoked, names, alpha=opts.alpha, published=opts.published_test)
+    groups = frame["kind"].where(frame["kind"] == "default", frame["factor"])
+    invalid = Counter(groups[~frame["valid"]].tolist())
+    out: dict[str, Any] = {
+        "model": model,
+        "scale": task.scale.name,
+        "scoring": opts.scoring,
+        "alpha": opts.alpha,
+        "prompt": opts.prompt,
+        "stable": opts.stable,
+        "runs": len(frame),
+        "valid_runs": int(frame["valid"].sum()),
+        "invalid_runs": dict(invalid),
+        "default": {m: summary_json(default[m]) for m in names},
+        **table_json(table),
+    }
+    positive = _by_factor(frame, "positive", names)
+    if positive:
+        rq2 = change_table(
+            {}, positive, names, alpha=opts.alpha, published=opts.published_test, pooled_baseline=evoked
+        )
+        out["positive"] = table_json(rq2)
+    return out
+
+
+def _load_human(task: EmotionBenchTask) -> Any:
+    from .crowd import crowd_path, human_table, load_crowd
+
+    if task.scale.name != "PANAS":
+        return None
+    try:
+        path = crowd_path(task.config.data_dir)
+        return human_table(load_crowd(path, task.scale), task.scale, task.options.alpha)
+    except DataError:
+        return None
+
+
+def situation_frame(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame:
+    """Per situation: valid runs out of all, and mean ± sd of each measure."""
+    rows = []
+    for (kind, factor, situation), group in frame.groupby(["kind", "factor", "situation"], dropna=False):
+        valid = group[group["valid"]]
+        row: dict[str, Any] = {
+            "kind": kind,
+            "factor": factor,
+            "situation": situation,
+            "valid": f"{len(valid)}/{len(group)}",
+        }
+        for m in names:
+            values = valid[m]
+            row[m] = (
+                f"{values.mean():.1f} ± {values.std(ddof=1):.1f}"
+                if len(values) > 1
+                else (f"{values.mean():.1f}" if len(values) else "n/a")
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
+    """Write ``runs.csv``, ``situations.csv``, ``summary.json``, ``transcripts.jsonl``, ``report.md``
+    (and ``alignment.csv`` and ``heatmap.png`` when human data and matplotlib are available)."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        units = store.units()
+    finally:
+        store.close()
+    done = [u for u in units if u.status == "done" and isinstance(u.result, dict)]
+    failed = [u for u in units if u.status == "failed"]
+    results = [u.result for u in done]
+    written: list[Path] = []
+    transcripts = run_dir / "transcripts.jsonl"
+    with transcripts.open("w", encoding="utf-8") as handle:
+        for unit in done:
+            entry = {"unit_id": unit.unit_id, **{k: unit.result.get(k) for k in ("kind", "factor", "text")}}
+            entry["transcript"] = unit.result.get("transcript")
+            handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    written.append(transcripts)
+    if not results:
+        return written
+    names = measures(task.scale)
+    frame = run_frame(task, results)
+    frame.drop(columns=["text"]).to_csv(run_dir / "runs.csv", index=False)
+    written.append(run_dir / "runs.csv")
+    details = situation_frame(frame, names)
+    details.to_csv(run_dir / "situations.csv", index=False)
+    written.append(run_dir / "situations.csv")
+    if frame[(frame["kind"] == "default") & frame["valid"]].shape[0] < 2:
+        summary: dict[str, Any] = {"error": "fewer than two valid default runs; no tests possible"}
+    else:
+        summary = summarize_runs(task, frame, task.config.model)
+    summary["failed_units"] = len(failed)
+    factor_names = task.situation_set.names()
+    sections: list[tuple[str, str]] = []
+    human = _load_human(task) if "factors" in summary else None
+    if "factors" in summary:
+        sections.append(
+            (
+                f"Change from default ({task.scale.name}, alpha {task.options.alpha}, "
+                f"scoring {task.options.scoring})",
+                markdown(paper_table({task.config.model: summary}, factor_names)),
+            )
+        )
+        if "positive" in summary:
+            rq2 = {"default": {}, **summary["positive"]}
+            sections.append(
+                (
+                    "Positive situations against their negative originals",
+                    markdown(paper_table({"RQ2": rq2}, factor_names)),
+                )
+            )
+    validity = (
+        f"{summary.get('valid_runs', int(frame['valid'].sum()))} of {len(frame)} runs valid; "
+        f"{len(failed)} units failed. Invalid runs per group: {summary.get('invalid_runs') or 'none'}."
+    )
+    sections.append(("Valid runs", validity))
+    if human is not None:
+        cells, agreement = alignment(summary, human)
+        cells.to_csv(run_dir / "alignment.csv", index=False)
+        written.append(run_dir / "alignment.csv")
+        summary["human_alignment"] = agreement
+        sections.append(("Model against humans (crowd.xlsx, paired test)", _agreement_text(agreement)))
+        sections.append(("Human table", human_frame(human, factor_names).to_markdown(index=False)))
+        columns = {
+            "model P": {f: c["positive"]["change"] for f, c in summary["factors"].items()},
+            "humans P": {f: c["positive"].change for f, c in human["factors"].items()},
+            "model N": {f: c["negative"]["change"] for f, c in summary["factors"].items()},
+            "humans N": {f: c["negative"].change for f, c in human["factors"].items()},
+        }
+        png = heatmap(columns, run_dir / "heatmap.png", f"{task.config.model}: change from default")
+        if png is not None:
+            written.append(png)
+            sections.append(("Heatmap", "![shifts](heatmap.png)"))
+    sections.append(("Per situation", markdown(details)))
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    written.append(run_dir / "summary.json")
+    written.append(write_report(run_dir / "report.md", f"EmotionBench: {task.config.model}", sections))
+    return written
+
+
+def _agreement_text(summary: dict[str, Any]) -> str:
+    if not summary.get("cells"):
+        return "No factor in common with the human data."
+
+    def pct(key: str) -> str:
+        return f"{100 * summary[key]:.0f} %"
+
+    def corr(key: str) -> str:
+        value = summary.get(key)
+        return "n/a" if value is None else f"{value:+.2f}"
+
+    return (
+        f"{summary['cells']} factor × affect cells. Marks (↑/↓/—) agree in {pct('marks_agree')}, the sign "
+        f"of the change in {pct('same_sign')}; mean absolute difference of the changes "
+        f"{summary['mean_abs_difference']:.1f} points; correlation of the changes across factors "
+        f"r = {corr('r_positive')} (PA), {corr('r_negative')} (NA). Per-cell effect sizes (model Hedges g, "
+        "human d_z) are in alignment.csv."
+    )

@@ -1,0 +1,236 @@
+"""The EmotionBench task: default runs, then N runs per selected situation, each an independent query.
+
+Work units (one model query each, plus bounded re-asks in the same conversation):
+
+* ``default/run001`` ... - the scale without a situation (``default_runs``; 50 for PANAS and 10 for the
+  other scales by default, as in the released runs);
+* ``Anger-1/s03/run001`` ... - the scale after the situation line, ``runs`` times per situation, for
+  ``situations_per_factor`` situations per factor (5 by default, sampled with the run seed);
+* with ``positive`` (RQ2): ``negative/<situation>/runK`` for each original named by the positive file
+  and ``positive/<situation>/runK`` for its rewrite; their baseline is the original's evoked runs.
+
+Items are shuffled per run with the unit's seeded generator (``shuffle=false`` keeps the original order,
+as in the released runs). Temperature is the run config's (0 by default).
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError
+from ..instruments.administration import administer
+from ..instruments.official import load_emotionbench_scales, official_file
+from ..instruments.parsing import DEFAULT_REASK_WORDING
+from ..instruments.scale import Scale
+from ..models.types import GenerationParams
+from ..runs.task import Task, WorkUnit
+from .prompts import PromptSettings, build_prompt
+from .situations import (
+    EMOTIONS,
+    PositivePair,
+    Situation,
+    SituationSet,
+    canonical_emotion,
+    load_positive_file,
+    load_situations,
+    load_situations_file,
+    situations_path,
+)
+
+#: The emotion each emotion-specific scale belongs to (spec §2.2).
+SCALE_EMOTION: dict[str, str] = {
+    "AGQ": "Anger",
+    "DASS-21": "Anxiety",
+    "BDI": "Depression",
+    "FDS": "Frustration",
+    "MJS": "Jealousy",
+    "GASP": "Guilt",
+    "FSS": "Fear",
+    "BFNE": "Embarrassment",
+}
+
+
+class EmotionBenchOptions(BaseModel):
+    """What to administer and how (``docs/emotionbench.md``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scale: str = Field(default="PANAS", description="PANAS or one of the eight emotion-specific scales")
+    emotions: list[str] | None = Field(
+        default=None, description="emotions to test (default: all for PANAS, the scale's own otherwise)"
+    )
+    factors: list[str] | None = Field(default=None, description="only these factor ids, e.g. Anger-1")
+    situations_per_factor: int | None = Field(default=5, ge=1, description="None: every situation")
+    runs: int = Field(default=10, ge=1, le=1000, description="evoked runs per situation")
+    default_runs: int | None = Field(
+        default=None, ge=2, le=10_000, description="default runs (None: 50 for PANAS, else 10)"
+    )
+    shuffle: bool = Field(default=True, description="shuffle items per run (False: original order)")
+    prompt: Literal["official", "v2"] = "official"
+    stable: bool = Field(default=False, description="ask the model to keep its emotions stable")
+    situation_template: str | None = None
+    system_template: str | None = None
+    instructions_template: str | None = None
+    situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
+    positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
+    max_reasks: int = Field(default=2, ge=0, le=10)
+    alpha: float = Field(default=0.01, gt=0, lt=1)
+    scoring: Literal["paper", "corrected"] = "paper"
+    published_test: bool = Field(default=True, description="the original code's F-test details")
+
+
+class EmotionBenchTask(Task):
+    """EmotionBench: default and evoked emotion measures, tests of the change, comparison with humans."""
+
+    name = "emotionbench"
+    Options = EmotionBenchOptions
+
+    # -- data ------------------------------------------------------------------------------------
+    def data_files(self) -> list[Path]:
+        files = [official_file("EmotionBench", self.config.data_dir)]
+        files.append(Path(self.options.situations_file) if self.options.situations_file else self._official())
+        if self.options.positive:
+            files.append(Path(self.options.positive))
+        return files
+
+    def _official(self) -> Path:
+        return situations_path(self.config.data_dir)
+
+    @cached_property
+    def scale(self) -> Scale:
+        """The administered scale, from the EmotionBench data file."""
+        scales = load_emotionbench_scales(self.config.data_dir)
+        for name, scale in scales.items():
+            if name.lower() == self.options.scale.strip().lower():
+                return scale
+        raise ConfigError(
+            f"unknown EmotionBench scale {self.options.scale!r}", f"available: {', '.join(scales)}"
+        )
+
+    @cached_property
+    def situation_set(self) -> SituationSet:
+        """The situations (official, or the user's file); count differences only warn."""
+        with warnings.catch_warnings(record=True):
+            warnings.simplefilter("always")
+            if self.options.situations_file:
+                return load_situations_file(self.options.situations_file)
+            return load_situations(self.config.data_dir)
+
+    @property
+    def emotions(self) -> list[str]:
+        """The emotions tested."""
+        if self.options.emotions:
+            chosen = [canonical_emotion(e) for e in self.options.emotions]
+            unknown = [e for e in chosen if e not in self.situation_set.emotions]
+            if unknown:
+                raise ConfigError(f"unknown emotion {unknown[0]!r}", f"use {', '.join(EMOTIONS)}")
+            return chosen
+        own = SCALE_EMOTION.get(self.scale.name)
+        return [own] if own else list(self.situation_set.emotions)
+
+    @cached_property
+    def selected(self) -> list[Situation]:
+        """The evaluated situations (seeded sample per factor)."""
+        chosen = self.situation_set.select(
+            self.options.situations_per_factor, self.config.seed, self.emotions
+        )
+        if self.options.factors:
+            wanted = set(self.options.factors)
+            known = {f.id for f in self.situation_set.factors}
+            if wanted - known:
+                raise ConfigError(f"unknown factor {sorted(wanted - known)[0]!r}")
+            chosen = [s for s in chosen if s.factor in wanted]
+        return chosen
+
+    @cached_property
+    def positive_pairs(self) -> list[PositivePair]:
+        """Positive rewrites with their originals (empty without ``positive``)."""
+        if not self.options.positive:
+            return []
+        return load_positive_file(self.options.positive, self.situation_set)
+
+    @property
+    def n_default(self) -> int:
+        """Number of default runs."""
+        if self.options.default_runs is not None:
+            return self.options.default_runs
+        return 50 if self.scale.name == "PANAS" else 10
+
+    @property
+    def prompt_settings(self) -> PromptSettings:
+        """The prompt wording of this run."""
+        o = self.options
+        return PromptSettings(
+            o.prompt, o.stable, o.situation_template, o.system_template, o.instructions_template
+        )
+
+    # -- units -----------------------------------------------------------------------------------
+    def units(self) -> list[WorkUnit]:
+        units = [
+            WorkUnit(f"default/run{r:03d}", {"kind": "default", "run": r})
+            for r in range(1, self.n_default + 1)
+        ]
+        if self.positive_pairs:
+            seen: set[str] = set()
+            for i, pair in enumerate(self.positive_pairs, start=1):
+                if pair.original.key not in seen:
+                    seen.add(pair.original.key)
+                    units += self._situation_units(f"negative/{pair.original.key}", "negative", pair.original)
+                units += self._situation_units(
+                    f"positive/{pair.original.key}/p{i:02d}", "positive", pair.original, pair.positive
+                )
+            return units
+        for situation in self.selected:
+            units += self._situation_units(situation.key, "evoked", situation)
+        return units
+
+    def _situation_units(
+        self, prefix: str, kind: str, situation: Situation, text: str | None = None
+    ) -> list[WorkUnit]:
+        payload = {
+            "kind": kind,
+            "factor": situation.factor,
+            "situation": situation.index + 1,
+            "text": text or situation.text,
+        }
+        return [
+            WorkUnit(f"{prefix}/run{r:03d}", {**payload, "run": r}) for r in range(1, self.options.runs + 1)
+        ]
+
+    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        scale = self.scale
+        payload = unit.payload
+        order = list(scale.item_indices)
+        if self.options.shuffle:
+            ctx.rng("item-order").shuffle(order)
+        situation = payload.get("text") if payload["kind"] != "default" else None
+        system, instructions = build_prompt(scale, situation, self.prompt_settings)
+        result = await administer(
+            scale,
+            ctx,
+            order=order,
+            params=self._params(8 * scale.n_items + 128),
+            reask_template=DEFAULT_REASK_WORDING,
+            system_prompt=system,
+            instructions=instructions,
+            max_reasks=self.options.max_reasks,
+            sample=int(payload["run"]),
+        )
+        return {**payload, "scale": scale.name, "order": order, **result.to_json()}
+
+    def _params(self, max_tokens: int) -> GenerationParams:
+        base = self.config.params.model_dump()
+        if base.get("max_tokens") is None:
+            base["max_tokens"] = max_tokens
+        return GenerationParams(**base)
+
+    # -- analysis --------------------------------------------------------------------------------
+    def analyze(self, run_dir: Path) -> list[Path]:
+        from .analysis import analyze_run_dir
+
+        return analyze_run_dir(self, run_dir)
