@@ -110,6 +110,7 @@ def test_scales_times_runs_with_shuffled_orders_scored_and_tested_against_every_
     assert valid["valid_rate"].eq(1.0).all() and len(valid) == 6
     report = (tmp_path / "r" / "report.md").read_text()
     assert "What n is" in report and "number of runs whose subscale could be scored" in report
+    assert "Caution: identical runs" not in report  # positional answers make the runs differ
     assert "Holm's correction over all 8 comparisons" in report and "168 of 168 items answered" in report
     if importlib.util.find_spec("matplotlib"):
         assert "![chart-BFI](chart-BFI.png)" in report and (tmp_path / "r" / "chart-DTDD.png").is_file()
@@ -188,7 +189,9 @@ def test_logprob_mode_falls_back_to_the_written_number_and_says_so(tmp_path: Pat
     assert valid["from_text"].eq(10).all() and valid["from_logprobs"].eq(0).all()
     scores = pd.read_csv(tmp_path / "r" / "scores.csv")
     assert scores["score"].eq(10.0).all()  # every single-statement prompt is answered with the minimum, 1
-    assert "20 item(s) had no usable top_logprobs" in (tmp_path / "r" / "report.md").read_text()
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "20 item(s) had no usable top_logprobs" in report and "item order cannot matter" in report
+    assert "1 comparison(s) have a model SD of 0" in report
 
 
 class LogprobContext:

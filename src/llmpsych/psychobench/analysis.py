@@ -205,6 +205,16 @@ def _report(
     sections.append(("Scores (mean ± sd over runs, ddof = 1)", table(_scores_view(summary))))
     if not comparisons.empty:
         sections.append(("Comparison with human norms", table(_comparison_view(comparisons), floatfmt=".3g")))
+    if not comparisons.empty and (comparisons["model_sd"] == 0).any():
+        constant = int((comparisons["model_sd"] == 0).sum())
+        sections.append(
+            (
+                "Caution: identical runs",
+                f"{constant} comparison(s) have a model SD of 0 (every run gave the same score). The t-test "
+                "then only asks whether the human mean differs from a constant, so with a large norm sample "
+                "its p-value is tiny whatever the difference; read Hedges' g and its CI instead.",
+            )
+        )
     if charts:
         sections.append(("Charts", "\n\n".join(f"![{c.stem}]({c.name})" for c in charts)))
     if skipped:
