@@ -7,7 +7,6 @@ import math
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -16,7 +15,7 @@ from ..errors import LlmpsychError
 from .outliers import EPS, MIN_PTS
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
-from .saves import concat_saves, load_save
+from .results import load_points
 
 app = typer.Typer(
     help="Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics.",
@@ -29,24 +28,6 @@ console = Console(width=120)
 @app.callback()
 def reliability() -> None:
     """Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics."""
-
-
-def load_points(paths: list[Path]) -> pd.DataFrame:
-    """Data points from released save files and/or llmpsych run directories."""
-    saves = []
-    frames = []
-    for path in paths:
-        if path.is_dir():
-            from .results import run_frame
-
-            frames.append(run_frame(path).assign(source=path.name))
-        else:
-            saves.append(load_save(path))
-    if saves:
-        frames.append(concat_saves(saves))
-    if not frames:
-        raise LlmpsychError("nothing to analyse: give a save file or a run directory")
-    return pd.concat(frames, ignore_index=True)
 
 
 @app.command()

@@ -83,7 +83,11 @@ def reanalyse(
     """All statistics of one set of data points (rows with a missing dimension are left out)."""
     frame = frame.dropna(subset=list(DIMENSIONS)).reset_index(drop=True)
     points = frame[list(DIMENSIONS)].to_numpy(dtype=float)
-    projection = fit_projection(points, fit_on)
+    if default is not None and isinstance(fit_on, str) and fit_on == "data":
+        # steering maps share the default cloud's projection, as the thesis kept one matrix fixed
+        projection = fit_projection(default[list(DIMENSIONS)].dropna().to_numpy(dtype=float), "data")
+    else:
+        projection = fit_projection(points, fit_on)
     coords = projection.transform(points)
     mask = outlier_mask(coords, eps, min_pts)
     tested = frame if keep_outliers else frame[~mask]

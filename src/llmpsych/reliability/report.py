@@ -1,0 +1,133 @@
+"""Reports of a re-analysis: tidy CSV tables, maps, and a Markdown report in the thesis's layout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..report.markdown import table, write_report
+from .plots import all_maps
+from .published import DIMENSIONS, LEVEL_NAMES
+from .reanalysis import Reanalysis, reanalyse
+from .results import detail_frame, load_points, run_frame
+
+
+def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
+    """Table 3.3's layout: one row per level, ``difference (p)`` per dimension."""
+    rows = []
+    for (factor, level), part in comparisons.groupby(["factor", "level"], sort=False):
+        cells = part.set_index("dimension")
+        row: dict[str, Any] = {"factor": factor, "level": LEVEL_NAMES.get(str(level), str(level))}
+        for dim in DIMENSIONS:
+            row[dim[0]] = f"{cells.loc[dim, 'difference']:+.2f} ({cells.loc[dim, 'p']:.2f})"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def mean_sd_grid(groups: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Tables 3.13-3.15's layout: ``mean±sd`` per dimension."""
+    rows = []
+    for rec in groups.to_dict("records"):
+        row: dict[str, Any] = {key: rec.get("short") or rec[key], "n": rec["n"]}
+        for dim in DIMENSIONS:
+            row[dim[0]] = f"{rec[f'{dim}_mean']:.2f}±{rec[f'{dim}_sd']:.2f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def write_reanalysis(
+    result: Reanalysis, out: Path, default: pd.DataFrame | None = None, detail: pd.DataFrame | None = None
+) -> list[Path]:
+    """Write the tables (CSV), the maps (PNG) and ``report.md`` into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+
+    def csv(frame: pd.DataFrame | None, name: str) -> None:
+        if frame is not None and not frame.empty:
+            frame.to_csv(out / name, index=False)
+            written.append(out / name)
+
+    points = result.frame.drop(columns=["answers"], errors="ignore").assign(
+        pc1=result.coords[:, 0], pc2=result.coords[:, 1], outlier=result.outliers
+    )
+    csv(points, "data_points.csv")
+    csv(result.summary, "summary.csv")
+    csv(result.comparisons, "factor_comparisons.csv")
+    csv(result.variance, "variance_tests.csv")
+    csv(result.groups, "groups.csv")
+    csv(result.extremes, "extremes.csv")
+    csv(detail, "configurations.csv")
+    maps = all_maps(result, out, default)
+    written += maps
+    n = len(result.frame)
+    count = int(result.outliers.sum())
+    summary = result.summary.copy()
+    explained = ", ".join(f"{v:.2f}" for v in result.projection.explained_variance_ratio)
+    sections = [
+        (
+            "What was measured",
+            f"{n} data points (one per configuration: the five BFI dimension means, reverse keying applied). "
+            "SD is the sample SD (ddof = 1).",
+        ),
+        ("Mean ± SD per dimension (Table 3.6)", table(summary)),
+        (
+            "Outliers",
+            f"{count} of {n} ({count / n:.2%}) are DBSCAN noise (eps {result.settings['eps']}, minPts "
+            f"{result.settings['min_pts']}) on the 2-D PCA map fitted on {result.projection.fitted_on} "
+            f"(explained variance {explained}).",
+        ),
+    ]
+    if "valid_rate" in result.frame:
+        rates = result.frame["valid_rate"].astype(float)
+        sections.append(
+            (
+                "Valid answers",
+                f"mean valid-answer rate {rates.mean():.3f}; {int((rates < 1).sum())} of {n} configurations "
+                "kept at least one item without a valid label after the retries.",
+            )
+        )
+    if not result.comparisons.empty:
+        sections.append(
+            (
+                f"Level minus the rest, difference (p), {result.settings['comparisons_on']} (Table 3.3)",
+                table(comparison_grid(result.comparisons)),
+            )
+        )
+    sections.append(("Variance against human SDs (one-sided F-tests)", table(result.variance, ".3g")))
+    if result.groups is not None:
+        sections.append(
+            ("Per steering target", table(mean_sd_grid(result.groups, result.settings["group_by"])))
+        )
+    if result.extremes is not None:
+        sections.append(
+            ("Minimum and maximum profiles against the default (Table 3.10)", table(result.extremes))
+        )
+    if maps:
+        sections.append(("Maps", "\n".join(f"![{p.stem}]({p.name})" for p in maps)))
+    sections.append(
+        (
+            "Files",
+            "data_points.csv (one row per data point, map coordinates, outlier flag), summary.csv, "
+            "factor_comparisons.csv, variance_tests.csv"
+            + (", groups.csv" if result.groups is not None else "")
+            + (", configurations.csv (prompts, raw replies, parsed vector)" if detail is not None else ""),
+        )
+    )
+    written.append(write_report(out / "report.md", "llmpsych scale reliability report", sections))
+    (out / "summary.json").write_text(json.dumps(result.to_json(), indent=1))
+    written.append(out / "summary.json")
+    return written
+
+
+def analyze_run_dir(run_dir: Path, options: Any) -> list[Path]:
+    """The task's analysis: re-analyse the run's data points and write the report into the run folder."""
+    frame = run_frame(run_dir)
+    if frame.empty or frame[list(DIMENSIONS)].dropna().shape[0] < 3:
+        return []
+    default = load_points([Path(p) for p in options.default_data]) if options.default_data else None
+    min_pts = min(options.min_pts, max(2, len(frame) // 4))
+    result = reanalyse(frame, fit_on=options.fit_on, eps=options.eps, min_pts=min_pts, default=default)
+    return write_reanalysis(result, run_dir, default, detail_frame(run_dir))

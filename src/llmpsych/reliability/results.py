@@ -1,0 +1,79 @@
+"""Data points of an llmpsych reliability run, read from its store (one row per finished unit)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..errors import LlmpsychError
+from ..runs.store import STORE_FILE, RunStore
+from .published import DIMENSIONS
+from .saves import concat_saves, load_save
+
+
+def run_frame(run_dir: Path) -> pd.DataFrame:
+    """Factors, target, scores, valid-answer rate and attempts of every finished unit."""
+    if not (run_dir / STORE_FILE).exists():
+        raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
+    store = RunStore.in_dir(run_dir)
+    try:
+        units = store.units(status="done")
+    finally:
+        store.close()
+    rows = []
+    for unit in units:
+        result = unit.result or {}
+        scores = result.get("scores") or {}
+        row = {
+            "unit_id": unit.unit_id,
+            **result.get("config", {}),
+            "n_valid": result.get("n_valid"),
+            "n_items": result.get("n_items"),
+            "valid_rate": result.get("valid_rate"),
+            "attempts": result.get("attempts"),
+            "refused": result.get("refused"),
+            "answers": {int(k): v for k, v in (result.get("answers") or {}).items()},
+            **{d: (float("nan") if scores.get(d) is None else float(scores[d])) for d in DIMENSIONS},
+        }
+        if result.get("target") is not None:
+            row["append_label"] = result["target"]
+            row["case"] = str(result.get("repeat", 0) + 1)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def detail_frame(run_dir: Path) -> pd.DataFrame:
+    """Per configuration: the prompts, the raw replies and the parsed vector (for the report)."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        units = store.units(status="done")
+    finally:
+        store.close()
+    rows = []
+    for unit in units:
+        result = unit.result or {}
+        transcript = result.get("transcript") or []
+        rows.append(
+            {
+                "unit_id": unit.unit_id,
+                "prompts": "\n\n---\n\n".join(m["content"] for m in transcript if m["role"] == "user"),
+                "replies": "\n\n---\n\n".join(m["content"] for m in transcript if m["role"] == "assistant"),
+                "answers": result.get("answers"),
+                "invalid": result.get("invalid"),
+                "valid_rate": result.get("valid_rate"),
+                **{d: (result.get("scores") or {}).get(d) for d in DIMENSIONS},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def load_points(paths: list[Path]) -> pd.DataFrame:
+    """Data points from released save files and/or llmpsych run directories."""
+    frames = [run_frame(p).assign(source=p.name) for p in paths if p.is_dir()]
+    saves = [load_save(p) for p in paths if not p.is_dir()]
+    if saves:
+        frames.append(concat_saves(saves))
+    if not frames:
+        raise LlmpsychError("nothing to analyse: give a save file or a run directory")
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,261 @@
+"""The reliability task: the BFI perturbation grid (optionally steered) through the run engine.
+
+One work unit is one configuration (× steering target × repeat). A unit shuffles the 44 items with its
+own seeded generator, asks them in chunks of 17-27 as successive turns of one conversation (the system
+prompt and the templates come from the official files), maps every label back to the canonical 1-5
+level and scores the five dimensions. A reply that leaves items without a valid label makes the unit
+try again with a fresh shuffle (at most ``max_attempts`` times; the released code retried without a
+bound); the attempt with the most valid answers is kept and its valid-answer rate recorded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..errors import ConfigError
+from ..models.types import GenerationParams, Message
+from ..runs.task import Task, WorkUnit
+from .answers import chunk_levels, parse_chunk
+from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, shuffled_chunks
+from .official import OfficialBFI, data_files, load_bfi, load_steering, load_template
+from .outliers import EPS, MIN_PTS
+from .prompts import questionnaire_prompt
+from .steering import (
+    KINDS,
+    STYLES,
+    SteeringPlan,
+    character_plan,
+    environment_plan,
+    persona_plan,
+    personality_plan,
+)
+
+
+class ReliabilityOptions(BaseModel):
+    """Which part of the grid, how to steer, how to ask (``docs/reliability.md``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    templates: list[str] | None = Field(default=None, description="t1..t5 (default: all)")
+    versions: list[str] | None = Field(default=None, description="item versions v1..v5 (default: all)")
+    languages: list[str] | None = Field(default=None, description="En, Zh, Ko, Es, Fr, De, It, Ar, Ru, Ja")
+    labels: list[str] | None = Field(default=None, description="n, al, au, rl, ru (default: all)")
+    orders: list[str] | None = Field(default=None, description="f (ascending), r (descending)")
+    steer: Literal["environment", "personality", "character", "persona"] | None = None
+    style: Literal["QA", "BIO", "POR"] = Field(default="POR", description="personality assignment style")
+    cot: bool = Field(default=False, description="a description of the target stays in context")
+    targets: list[str] | None = Field(default=None, description="emotions / profiles / characters / personas")
+    source: Literal["dataset", "generate"] = Field(
+        default="dataset", description="stories, descriptions, biographies: official files or the model"
+    )
+    repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration and target")
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    max_tokens: int = Field(default=512, ge=32)
+    story_tokens: int = Field(default=256, ge=16)
+    chunk_min: int = Field(default=CHUNK_MIN, ge=1)
+    chunk_max: int = Field(default=CHUNK_MAX, ge=1)
+    fit_on: Literal["data", "full-grid"] = "data"
+    eps: float = Field(default=EPS, gt=0)
+    min_pts: int = Field(default=MIN_PTS, ge=1)
+    default_data: list[str] | None = Field(
+        default=None, description="unsteered results (save files or run dirs) to compare steering with"
+    )
+
+    @field_validator("style", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _check(self) -> ReliabilityOptions:
+        if self.chunk_min > self.chunk_max:
+            raise ValueError("chunk_min must not exceed chunk_max")
+        if self.steer == "persona" and not self.targets:
+            raise ValueError("steer=persona needs targets: the persona descriptions")
+        return self
+
+
+def slug(text: str) -> str:
+    """A short id-safe form of a target name."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:40] or "x"
+
+
+class ReliabilityTask(Task):
+    """Scale reliability: the BFI grid, steering, maps and the thesis's statistics."""
+
+    name = "reliability"
+    Options = ReliabilityOptions
+
+    @cached_property
+    def bfi(self) -> OfficialBFI:
+        """The official BFI (all languages and versions)."""
+        return load_bfi(self.config.data_dir)
+
+    @cached_property
+    def grid(self) -> list[Configuration]:
+        """The chosen configurations."""
+        o = self.options
+        try:
+            return build_grid(o.templates, o.versions, o.languages, o.labels, o.orders)
+        except ValueError as exc:
+            raise ConfigError(f"options for task 'reliability': {exc}") from None
+
+    @cached_property
+    def steering_data(self) -> dict[str, dict[str, str]]:
+        """Official texts for the steering kind (empty for personas)."""
+        kind = self.options.steer
+        return (
+            load_steering(kind, self.config.data_dir)
+            if kind in ("environment", "personality", "character")
+            else {}
+        )
+
+    @cached_property
+    def targets(self) -> list[str | None]:
+        """The steering targets (``[None]`` without steering)."""
+        o = self.options
+        if o.steer is None:
+            return [None]
+        if o.targets:
+            if o.steer in ("environment", "personality") and o.source == "dataset":
+                unknown = [t for t in o.targets if t not in self.steering_data]
+                if unknown:
+                    raise ConfigError(
+                        f"unknown {o.steer} target {unknown[0]!r}",
+                        f"available: {', '.join(self.steering_data)}",
+                    )
+            return list(dict.fromkeys(o.targets))
+        if o.steer == "persona":
+            raise ConfigError("steer=persona needs targets")
+        return list(self.steering_data)
+
+    def data_files(self) -> list[Path]:
+        o = self.options
+        return data_files(self.config.data_dir, o.steer, o.languages, o.templates)
+
+    def units(self) -> list[WorkUnit]:
+        units = []
+        for config in self.grid:
+            for target in self.targets:
+                for repeat in range(self.options.repeats):
+                    parts = [config.config_id]
+                    if target is not None:
+                        parts.append(slug(target))
+                    if self.options.repeats > 1:
+                        parts.append(f"r{repeat + 1}")
+                    payload = {**config.as_dict(), "target": target, "repeat": repeat}
+                    units.append(WorkUnit("/".join(parts), payload))
+        return units
+
+    # -- one unit -----------------------------------------------------------------------------------
+    def _official(self, target: str, repeat: int) -> str | None:
+        cases = self.steering_data.get(target)
+        if self.options.source != "dataset" or not cases:
+            return None
+        keys = sorted(cases, key=lambda k: int(k) if k.isdigit() else k)
+        return cases[keys[repeat % len(keys)]]
+
+    def plan(self, target: str | None, repeat: int, ctx: Any) -> SteeringPlan:
+        """The steering turns for a unit (deterministic for its seed)."""
+        o = self.options
+        if o.steer is None or target is None:
+            return SteeringPlan()
+        if o.steer == "environment":
+            return environment_plan(target, self._official(target, repeat))
+        if o.steer == "personality":
+            description = self._official(target, repeat) if o.cot else None
+            others = list(self.steering_data) or list(o.targets or [])
+            return personality_plan(target, o.style, others, ctx.rng("qa-options"), o.cot, description)
+        if o.steer == "character":
+            return character_plan(target, o.cot, self._official(target, repeat) if o.cot else None)
+        return persona_plan(target)
+
+    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        p = unit.payload
+        config = Configuration(p["template"], p["version"], p["language"], p["label"], p["order"])
+        o = self.options
+        scale = self.bfi.scale(config.language, config.version)
+        pack = self.bfi.pack(config.language)
+        body = load_template(config.language, config.template, self.config.data_dir)
+        base = self.config.params.model_dump()
+        params = GenerationParams(**{**base, "max_tokens": o.max_tokens})
+        story_params = GenerationParams(**{**base, "max_tokens": o.story_tokens})
+
+        messages: list[Message] = (
+            [{"role": "system", "content": pack.system_prompt}] if pack.system_prompt else []
+        )
+        plan = self.plan(p.get("target"), p.get("repeat", 0), ctx)
+        for turn in plan.turns:
+            if turn.generate:
+                reply = await ctx.chat(messages, story_params, sample=f"steer:{p.get('repeat', 0)}")
+                messages.append({"role": "assistant", "content": reply.text})
+            else:
+                messages.append({"role": turn.role, "content": turn.content or ""})
+        preamble = list(messages)
+
+        best: dict[str, Any] | None = None
+        n_levels = len(pack.level_texts)
+        for attempt in range(o.max_attempts):
+            chunks = shuffled_chunks(scale.item_indices, ctx.rng("chunks", attempt), o.chunk_min, o.chunk_max)
+            messages = list(preamble)
+            answers: dict[int, int] = {}
+            invalid: dict[str, str] = {}
+            refused = False
+            for number, chunk in enumerate(chunks):
+                prompt = questionnaire_prompt(
+                    body, config.label, config.order, pack, [scale.item(i).text for i in chunk]
+                )
+                if number == 0 and plan.prefix:
+                    prompt = f"{plan.prefix}\n\n{prompt}"
+                messages.append({"role": "user", "content": prompt})
+                reply = await ctx.chat(messages, params, sample=f"{p.get('repeat', 0)}:{attempt}")
+                messages.append({"role": "assistant", "content": reply.text})
+                parsed = parse_chunk(reply.text, len(chunk), config.label, n_levels)
+                answers.update(chunk_levels(parsed, chunk, config.order, n_levels))
+                invalid.update({str(chunk[i - 1]): v for i, v in parsed.invalid.items()})
+                refused = refused or (parsed.refused and not parsed.positions)
+            outcome = {
+                "attempt": attempt + 1,
+                "chunks": chunks,
+                "answers": answers,
+                "invalid": invalid,
+                "refused": refused,
+                "transcript": messages,
+            }
+            if best is None or len(answers) > len(best["answers"]):
+                best = outcome
+            if len(answers) == scale.n_items:
+                break
+        assert best is not None
+        scores = scale.score(best["answers"])
+        return {
+            "config": config.as_dict(),
+            "target": p.get("target"),
+            "repeat": p.get("repeat", 0),
+            "steering": {"kind": o.steer, **plan.details} if o.steer else None,
+            "attempts": attempt + 1,
+            "kept_attempt": best["attempt"],
+            "chunks": best["chunks"],
+            "answers": {str(k): v for k, v in sorted(best["answers"].items())},
+            "invalid": best["invalid"],
+            "refused": best["refused"],
+            "n_items": scale.n_items,
+            "n_valid": len(best["answers"]),
+            "valid_rate": len(best["answers"]) / scale.n_items,
+            "scores": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
+            "transcript": best["transcript"],
+        }
+
+    def analyze(self, run_dir: Path) -> list[Path]:
+        from .report import analyze_run_dir
+
+        return analyze_run_dir(run_dir, self.options)
+
+
+__all__ = ["KINDS", "STYLES", "ReliabilityOptions", "ReliabilityTask"]

@@ -1,0 +1,166 @@
+"""The reliability task through the run engine, against a scripted OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from llmpsych.reliability.official import load_bfi, load_steering
+from llmpsych.reliability.results import run_frame
+from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
+from llmpsych.testing.fault_server import FaultServer
+
+STATEMENT = re.compile(r"^(\d+)\. (.+)$", re.MULTILINE)
+
+
+def truth(item: int) -> int:
+    """The canonical level the scripted respondent gives each BFI item."""
+    return 1 + (item * 7) % 5
+
+
+class Respondent:
+    """Answers every English chunk in JSON, in the label format and order the prompt defines."""
+
+    def __init__(self, seed_data: Path, garble_first: bool = False) -> None:
+        bfi = load_bfi(seed_data)
+        pack = bfi.pack("En")
+        self.level_of_text = {text: level for level, text in pack.level_texts.items()}
+        self.item_of_text = {t: i for v in pack.versions.values() for i, t in v.items()}
+        self.denotes = pack.denotes
+        self.bodies: list[dict[str, Any]] = []
+        self.garble_first = garble_first
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        self.bodies.append(body)
+        prompt = body["messages"][-1]["content"]
+        if "story" in prompt.lower() or "describe in about 100 words" in prompt.lower():
+            return "A short generated text."
+        if self.garble_first and len(self.bodies) == 1:
+            return "I would rather not."
+        label_for = {}
+        texts = sorted(self.level_of_text, key=len, reverse=True)
+        for match in re.finditer(rf"(\S+) {self.denotes} ", prompt):
+            rest = prompt[match.end() :]
+            text = next(t for t in texts if rest.startswith(t))
+            label_for[self.level_of_text[text]] = match.group(1)
+        answers = {
+            number: label_for[truth(self.item_of_text[text.strip()])]
+            for number, text in STATEMENT.findall(prompt)
+        }
+        return "Here are my scores:\n" + json.dumps(answers)
+
+
+def config(server: FaultServer, data_dir: Path, **options: Any):
+    return parse_run_config(
+        {
+            "task": "reliability",
+            "model": "openai-compatible/scripted",
+            "base_url": server.base_url,
+            "cache": False,
+            "data_dir": str(data_dir),
+            "options": options,
+        }
+    )
+
+
+def test_grid_subset_maps_every_label_format_and_order_back(tmp_path: Path, seed_data: Path) -> None:
+    respondent = Respondent(seed_data)
+    options = {"languages": ["En"], "templates": ["t1", "t3"], "versions": ["v1", "v4"]}
+    with FaultServer(responder=respondent) as server:
+        outcome = start_run(config(server, seed_data, **options), tmp_path / "r", False)
+    assert outcome.summary.done == 40 and outcome.summary.failed == 0
+    assert outcome.summary.calls_sent == 80  # two chunks per configuration, no retries
+    frame = run_frame(tmp_path / "r")
+    assert len(frame) == 40 and (frame["valid_rate"] == 1.0).all()
+    scale = load_bfi(seed_data).scale("En", "v1")
+    expected = scale.score({i: truth(i) for i in scale.item_indices})
+    for dim, value in expected.items():
+        assert frame[dim].to_numpy() == pytest.approx([value] * 40)
+    for row in frame.itertuples():
+        assert row.answers == {i: truth(i) for i in range(1, 45)}
+    # chunks of 17-27 as successive turns of one conversation with the official system prompt
+    second_turns = [b for b in respondent.bodies if len(b["messages"]) == 4]
+    assert len(second_turns) == 40
+    for body in second_turns:
+        sizes = [len(STATEMENT.findall(m["content"])) for m in body["messages"] if m["role"] == "user"]
+        assert sum(sizes) == 44 and all(17 <= s <= 27 for s in sizes)
+        assert body["messages"][0]["role"] == "system"
+    orders = {tuple(r["chunks"][0]) for r in _results(tmp_path / "r")}
+    assert len(orders) == 40  # every configuration has its own seeded shuffle
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "Table 3.3" in report and "Outliers" in report
+    detail = pd.read_csv(tmp_path / "r" / "configurations.csv")
+    assert len(detail) == 40 and detail["replies"].str.contains("Here are my scores").all()
+    assert resume_run(tmp_path / "r", False).summary.calls_sent == 0
+
+
+def _results(run_dir: Path) -> list[dict[str, Any]]:
+    store = RunStore.in_dir(run_dir)
+    try:
+        return [u.result for u in store.units()]
+    finally:
+        store.close()
+
+
+def test_invalid_replies_are_retried_with_a_new_shuffle_and_bounded(tmp_path: Path, seed_data: Path) -> None:
+    respondent = Respondent(seed_data, garble_first=True)
+    options = {
+        "languages": ["En"],
+        "templates": ["t1"],
+        "versions": ["v1"],
+        "labels": ["rl"],
+        "orders": ["r"],
+    }
+    with FaultServer(responder=respondent) as server:
+        outcome = start_run(config(server, seed_data, **options), tmp_path / "r", False)
+    assert outcome.summary.done == 1
+    (result,) = _results(tmp_path / "r")
+    assert result["attempts"] == 2 and result["valid_rate"] == 1.0
+    with FaultServer(responder=lambda body: "no idea") as server:
+        start_run(config(server, seed_data, max_attempts=2, **options), tmp_path / "bad", False)
+    (bad,) = _results(tmp_path / "bad")
+    assert bad["attempts"] == 2 and bad["valid_rate"] == 0.0 and bad["scores"]["Openness"] is None
+
+
+def test_steering_turns_come_from_the_official_files_and_our_wording(tmp_path: Path, seed_data: Path) -> None:
+    respondent = Respondent(seed_data)
+    grid = {"languages": ["En"], "templates": ["t1"], "versions": ["v1"], "labels": ["n"], "orders": ["f"]}
+    profiles = list(load_steering("personality", seed_data))
+    with FaultServer(responder=respondent) as server:
+        start_run(
+            config(
+                server, seed_data, steer="personality", style="POR", cot=True, targets=profiles[:2], **grid
+            ),
+            tmp_path / "p",
+            False,
+        )
+        start_run(
+            config(server, seed_data, steer="environment", targets=["anger"], **grid), tmp_path / "e", False
+        )
+        start_run(
+            config(server, seed_data, steer="environment", source="generate", targets=["fun"], **grid),
+            tmp_path / "g",
+            False,
+        )
+        start_run(
+            config(server, seed_data, steer="character", targets=["Sauron"], **grid), tmp_path / "c", False
+        )
+    descriptions = load_steering("personality", seed_data)
+    personality = _results(tmp_path / "p")
+    assert {r["target"] for r in personality} == set(profiles[:2])
+    for result in personality:
+        transcript = result["transcript"]
+        assert transcript[2] == {"role": "assistant", "content": descriptions[result["target"]]["1"]}
+        assert result["target"] in transcript[1]["content"] and result["valid_rate"] == 1.0
+    (environment,) = _results(tmp_path / "e")
+    assert environment["transcript"][2]["content"] == load_steering("environment", seed_data)["anger"]["1"]
+    (generated,) = _results(tmp_path / "g")
+    assert generated["transcript"][2]["content"] == "A short generated text."
+    (character,) = _results(tmp_path / "c")
+    assert character["transcript"][1]["content"].startswith("You are Sauron.")
+    assert run_frame(tmp_path / "c")["append_label"].tolist() == ["Sauron"]
