@@ -164,3 +164,25 @@ def test_steering_turns_come_from_the_official_files_and_our_wording(tmp_path: P
     (character,) = _results(tmp_path / "c")
     assert character["transcript"][1]["content"].startswith("You are Sauron.")
     assert run_frame(tmp_path / "c")["append_label"].tolist() == ["Sauron"]
+
+
+def test_cli_run_then_analyze_the_run_directory(tmp_path: Path, seed_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from llmpsych.reliability.cli import app
+
+    profile = list(load_steering("personality", seed_data))[0]
+    respondent = Respondent(seed_data)
+    with FaultServer(responder=respondent) as server:
+        args = ["run", "-m", "openai-compatible/scripted", "--base-url", server.base_url]
+        args += ["--languages", "En", "--templates", "t1,t2", "--versions", "v1", "--labels", "n,au"]
+        args += ["--steer", "personality:bio", "--target", profile, "--no-cache", "--no-progress"]
+        args += ["--data-dir", str(seed_data), "-o", str(tmp_path / "run")]
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert len(respondent.bodies) == 16  # 2 templates x 2 labels x 2 orders, two chunks each
+    assert all("Description: I see myself as" in b["messages"][1]["content"] for b in respondent.bodies)
+    analysed = CliRunner().invoke(app, ["analyze", str(tmp_path / "run"), "--json"])
+    assert analysed.exit_code == 0, analysed.output
+    payload = json.loads(analysed.output)
+    assert payload["n"] == 8 and payload["groups"][0]["n"] == 8

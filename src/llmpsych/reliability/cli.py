@@ -151,3 +151,119 @@ def _print(result: Reanalysis) -> None:
             f"{rec['p']:.2g}",
         )
     console.print(variance)
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    """``["En,Zh", "Ko"]`` -> ``["En", "Zh", "Ko"]``; ``None`` stays ``None``."""
+    if not values:
+        return None
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def run_options(
+    *,
+    languages: list[str] | None = None,
+    templates: list[str] | None = None,
+    versions: list[str] | None = None,
+    labels: list[str] | None = None,
+    orders: list[str] | None = None,
+    steer: str | None = None,
+    cot: bool = False,
+    targets: list[str] | None = None,
+    source: str = "dataset",
+    repeats: int = 1,
+    default: list[Path] | None = None,
+) -> dict[str, object]:
+    """Task options from command-line values (``--steer personality:POR`` sets kind and style)."""
+    options: dict[str, object] = {
+        "languages": _split(languages),
+        "templates": _split(templates),
+        "versions": _split(versions),
+        "labels": _split(labels),
+        "orders": _split(orders),
+        "cot": cot,
+        "targets": targets or None,
+        "source": source,
+        "repeats": repeats,
+        "default_data": [str(p) for p in default] if default else None,
+    }
+    if steer:
+        kind, _, style = steer.partition(":")
+        options["steer"] = kind.strip().lower()
+        if style:
+            options["style"] = style.strip().upper()
+    return {k: v for k, v in options.items() if v is not None}
+
+
+@app.command()
+def run(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model spec, e.g. local/qwen2.5-0.5b.")] = (
+        "local/qwen2.5-0.5b"
+    ),
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    languages: Annotated[list[str] | None, typer.Option(help="e.g. En,Zh (default: all ten).")] = None,
+    templates: Annotated[list[str] | None, typer.Option(help="e.g. t1,t2 (default: all five).")] = None,
+    versions: Annotated[list[str] | None, typer.Option(help="Item versions v1..v5.")] = None,
+    labels: Annotated[list[str] | None, typer.Option(help="Label formats n, al, au, rl, ru.")] = None,
+    orders: Annotated[list[str] | None, typer.Option(help="f (ascending), r (descending).")] = None,
+    steer: Annotated[
+        str | None,
+        typer.Option(help="environment, personality:QA|BIO|POR, character, or persona (with --target)."),
+    ] = None,
+    cot: Annotated[bool, typer.Option("--cot", help="Keep a description of the target in context.")] = False,
+    target: Annotated[
+        list[str] | None, typer.Option("--target", help="Steering target (repeatable).")
+    ] = None,
+    source: Annotated[str, typer.Option(help="Stories/descriptions: dataset or generate.")] = "dataset",
+    repeats: Annotated[int, typer.Option(min=1, help="Units per configuration and target.")] = 1,
+    default: Annotated[
+        list[Path] | None, typer.Option("--default", help="Unsteered results to draw steering against.")
+    ] = None,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature (thesis: 0).")] = 0.0,
+    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per chunk answer.")] = 512,
+    seed: Annotated[int, typer.Option(help="Run seed (shuffles and chunk sizes).")] = 0,
+    concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
+    n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder holding LLMPersonality/.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run in this directory.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+) -> None:
+    """Run (part of) the 2,500-configuration grid, optionally steered, and write the report."""
+    from .. import cli as main_cli
+    from ..paths import runs_dir
+    from ..runs import parse_run_config, resume_run, start_run
+    from ..runs.runner import new_run_dir
+
+    if resume is not None:
+        main_cli._print_outcome(resume_run(resume, progress))
+        return
+    options = run_options(
+        languages=languages,
+        templates=templates,
+        versions=versions,
+        labels=labels,
+        orders=orders,
+        steer=steer,
+        cot=cot,
+        targets=target,
+        source=source,
+        repeats=repeats,
+        default=default,
+    )
+    options["max_tokens"] = max_tokens
+    raw = {
+        "task": "reliability",
+        "model": model,
+        "base_url": base_url,
+        "seed": seed,
+        "concurrency": concurrency,
+        "n_parallel": n_parallel,
+        "params": {"temperature": temperature},
+        "cache": not no_cache,
+        "data_dir": str(data_dir) if data_dir else None,
+        "options": options,
+    }
+    cfg = parse_run_config({k: v for k, v in raw.items() if v is not None}, "reliability run")
+    main_cli._print_outcome(start_run(cfg, out or new_run_dir(runs_dir(), "reliability"), progress))
