@@ -228,6 +228,9 @@ def test_unknown_or_unscored_scales_are_clear_errors(tmp_path: Path, seed_data: 
         PsychoBenchTask(parse_run_config({**base, "options": {"scales": ["16p"]}})).units()
     with pytest.raises(ConfigError, match="unknown persona"):
         PsychoBenchTask(parse_run_config({**base, "options": {"persona": "villain"}}))
+    with pytest.raises(ConfigError, match="unknown PsychoBench scale"):
+        start_run(parse_run_config({**base, "options": {"scales": ["BF1"]}}), tmp_path / "never", False)
+    assert not (tmp_path / "never").exists()  # checked before a run directory is created
     with pytest.raises(DataError, match="dataset PsychoBench not found"):
         PsychoBenchTask(parse_run_config({**base, "data_dir": str(tmp_path)})).units()
     everything = PsychoBenchTask(parse_run_config({**base, "options": {"runs": 2}})).units()

@@ -21,6 +21,7 @@ from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
 from ..models.types import GenerationParams
+from ..runs.config import RunConfig
 from ..runs.task import Task, WorkUnit
 from .cipher import DEFAULT_SHIFT, CipherContext
 from .logprob import read_item
@@ -58,6 +59,10 @@ class PsychoBenchTask(Task):
 
     name = "psychobench"
     Options = PsychoBenchOptions
+
+    def __init__(self, config: RunConfig) -> None:
+        super().__init__(config)
+        self.scales  # noqa: B018 - read the data and check the scale names before a run directory exists
 
     # -- data ------------------------------------------------------------------------------------
     def data_files(self) -> list[Path]:
