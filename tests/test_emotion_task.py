@@ -174,3 +174,26 @@ def test_challenging_scale_defaults_to_its_own_emotion(tmp_path: Path, seed_data
     units = task.units()
     assert task.emotions == ["Depression"] and task.n_default == 10
     assert len(units) == 10 + 6 * 5 * 10
+
+
+def test_run_and_compare_commands(tmp_path: Path, seed_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from llmpsych.emotion.cli import app
+
+    bodies: list[dict] = []
+    with FaultServer(responder=make_responder(seed_data, bodies)) as server:
+        args = ["run", "--model", "openai-compatible/scripted", "--base-url", server.base_url]
+        args += ["--factors", "Fear-5", "--situations-per-factor", "1", "--runs", "2", "--default-runs", "2"]
+        args += ["--prompt", "v2", "--stable", "--keep-order", "--no-cache", "--no-progress"]
+        args += ["--data-dir", str(seed_data), "--out", str(tmp_path / "r")]
+        result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert len(bodies) == 4 and all("steady" in b["messages"][1]["content"] for b in bodies)
+    released = seed_data / "EmotionBench/results/PANAS_Test/gpt-3.5-turbo-PANAS-testing.csv"
+    out = tmp_path / "compare.md"
+    args = ["compare", str(tmp_path / "r"), str(released), "--data-dir", str(seed_data), "--out", str(out)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "gpt-3.5-turbo P" in text and "Crowd N" in text and "openai-compatible/scripted" in text

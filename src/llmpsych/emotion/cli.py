@@ -104,3 +104,144 @@ def _factor_names(data_dir: Path | None) -> dict[str, str]:
             return load_situations(data_dir).names()
     except LlmpsychError:
         return {}
+
+
+@app.command("run")
+def run(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model spec, e.g. local/qwen2.5-0.5b.")] = (
+        "local/qwen2.5-0.5b"
+    ),
+    scale: Annotated[
+        str, typer.Option("--scale", help="PANAS or AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS, BFNE.")
+    ] = ("PANAS"),
+    situations_per_factor: Annotated[
+        int, typer.Option("--situations-per-factor", min=0, help="Situations per factor (0: all).")
+    ] = 5,
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Runs per situation.")] = 10,
+    default_runs: Annotated[
+        int | None, typer.Option("--default-runs", min=2, help="Default runs (50 for PANAS, else 10).")
+    ] = None,
+    emotions: Annotated[
+        str | None, typer.Option("--emotions", help="Comma-separated emotions (default: all).")
+    ] = None,
+    factors: Annotated[
+        str | None, typer.Option("--factors", help="Comma-separated factor ids, e.g. Anger-1.")
+    ] = None,
+    prompt: Annotated[
+        str, typer.Option("--prompt", help="official (the released code's) or v2.")
+    ] = "official",
+    stable: Annotated[
+        bool, typer.Option("--stable", help="Ask the model to keep its emotions stable.")
+    ] = False,
+    positive: Annotated[Path | None, typer.Option("--positive", help="Positive rewrites file (RQ2).")] = None,
+    situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
+    keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
+    scoring: ScoringOpt = "paper",
+    alpha: AlphaOpt = 0.01,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
+    ] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", help="Default 0.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed (situation sample, item orders).")] = 0,
+    data_dir: DataDirOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+) -> None:
+    """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
+    from ..paths import runs_dir
+    from ..runs import parse_run_config, start_run
+    from ..runs.runner import new_run_dir
+
+    options: dict[str, Any] = {
+        "scale": scale,
+        "situations_per_factor": situations_per_factor or None,
+        "runs": runs,
+        "default_runs": default_runs,
+        "emotions": _split(emotions),
+        "factors": _split(factors),
+        "prompt": prompt,
+        "stable": stable,
+        "positive": str(positive) if positive else None,
+        "situations_file": str(situations) if situations else None,
+        "shuffle": not keep_order,
+        "scoring": scoring,
+        "alpha": alpha,
+    }
+    config: dict[str, Any] = {
+        "task": "emotionbench",
+        "model": model,
+        "base_url": base_url,
+        "seed": seed,
+        "concurrency": concurrency,
+        "cache": not no_cache,
+        "data_dir": str(data_dir) if data_dir else None,
+        "options": {k: v for k, v in options.items() if v is not None},
+    }
+    if temperature is not None:
+        config["params"] = {"temperature": temperature}
+    cfg = parse_run_config({k: v for k, v in config.items() if v is not None}, "emotionbench run")
+    outcome = start_run(cfg, out or new_run_dir(runs_dir(), "emotionbench"), progress)
+    s = outcome.summary
+    console.print(
+        f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} runs done, {s.failed} failed; "
+        f"{s.calls_sent} requests sent; {s.seconds:.1f} s",
+        soft_wrap=True,
+    )
+    for path in outcome.outputs:
+        console.print(f"  wrote {path}")
+
+
+@app.command("compare")
+def compare(
+    sources: Annotated[list[Path], typer.Argument(help="Run directories and/or released testing CSV files.")],
+    scale: Annotated[
+        str | None, typer.Option("--scale", help="Scale of released CSVs (default: file name).")
+    ] = None,
+    humans: Annotated[
+        bool, typer.Option("--humans/--no-humans", help="Add the crowd column (PANAS).")
+    ] = True,
+    data_dir: DataDirOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the Markdown table here.")] = None,
+) -> None:
+    """Several models side by side in the papers' layout (from run directories or released CSVs)."""
+    from ..instruments.official import load_emotionbench_scales
+    from .rescore import scale_for_file, score_released
+    from .tables import markdown, paper_table
+
+    columns: dict[str, dict[str, Any]] = {}
+    scale_names: set[str] = set()
+    for source in sources:
+        if source.is_dir():
+            summary_file = source / "summary.json"
+            if not summary_file.is_file():
+                raise LlmpsychError(f"{source}: no summary.json (run `llmpsych analyze {source}` first)")
+            result = json.loads(summary_file.read_text())
+            label = f"{result.get('model', source.name)} ({source.name})"
+        else:
+            scales = load_emotionbench_scales(data_dir)
+            result = score_released(source, scale_for_file(source, scales, scale))
+            label = result.get("model") or source.stem
+        scale_names.add(result.get("scale", "?"))
+        columns[label] = result
+    if len(scale_names) > 1:
+        raise LlmpsychError(f"the sources use different scales ({', '.join(sorted(scale_names))})")
+    if humans and scale_names == {"PANAS"}:
+        from .crowd import crowd_path, human_table, load_crowd
+        from .report import human_as_result
+
+        panas = load_emotionbench_scales(data_dir)["PANAS"]
+        columns["Crowd"] = human_as_result(human_table(load_crowd(crowd_path(data_dir), panas), panas))
+    text = markdown(paper_table(columns, _factor_names(data_dir), with_n=False))
+    if out is not None:
+        out.write_text(f"# EmotionBench comparison\n\n{text}\n", encoding="utf-8")
+        console.print(f"wrote {out}")
+    else:
+        typer.echo(text)
+
+
+def _split(value: str | None) -> list[str] | None:
+    if not value:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]

@@ -143,3 +143,18 @@ def heatmap(
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def human_as_result(table: Mapping[str, Any]) -> dict[str, Any]:
+    """The human table in the shape of a model result, for a "Crowd" column next to models."""
+
+    def cells(entry: Mapping[str, Any]) -> dict[str, Any]:
+        return {m: {"change": c.change, "mark": c.mark, "n": c.n} for m, c in entry.items()}
+
+    overall = table["overall"]
+    return {
+        "default": {m: {"mean": c.default_mean, "sd": c.default_sd, "n": c.n} for m, c in overall.items()},
+        "factors": {k: cells(v) for k, v in table["factors"].items()},
+        "emotions": {k: cells(v) for k, v in table["emotions"].items()},
+        "overall": cells(overall),
+    }

@@ -1,0 +1,202 @@
+"""The full EmotionBench battery against an OpenAI-compatible server with a fixed 100 ms latency.
+
+    python benchmarks/emotion_battery.py          # 50 default runs + 175 situations x 10 runs (1,800)
+    python benchmarks/emotion_battery.py --quick  # 1 situation per factor (36 x 10 + 50 = 410)
+
+The server (in its own process, asyncio, HTTP/1.1 keep-alive) answers every request after 100 ms with a
+valid PANAS reply (``index: score`` for each listed statement), so every run is one query. The client is
+the full run engine in a fresh Python process per size: task ``emotionbench`` (PANAS, items shuffled,
+official data from ``../shared/seed-data``), model ``openai-compatible/bench``, cache off,
+concurrency = workers = 64. Measured: wall time of the execution (``ideal`` = queries x 0.1 s / 64 and
+``ratio`` = wall / ideal, target <= 1.2), the time of the analysis that follows (tables, human data,
+heatmap), and the client's peak RSS at two battery sizes (memory must not grow with the situations).
+Results go to ``benchmarks/results/emotion_battery.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import busy_cores, free_port, machine, markdown_table, peak_rss_mb, write_results
+
+LATENCY_S = 0.1
+CONCURRENCY = 64
+SEED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
+_ITEM = re.compile(rb"(?:^|\\n)(\d+)\. ")
+
+
+# -- server ---------------------------------------------------------------------------------------------
+def _reply(body: bytes) -> bytes:
+    """A chat completion answering ``index: score`` for every numbered statement in the request."""
+    items = _ITEM.findall(body)
+    content = "\\n".join(f"{int(i)}: {1 + (int(i) * 7 + len(body)) % 5}" for i in items)
+    payload = json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "bench",
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}
+            ],
+            "usage": {"prompt_tokens": 300, "completion_tokens": 60},
+        }
+    ).replace('"content": ""', f'"content": "{content}"')
+    data = payload.encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+    return head.encode() + data
+
+
+class _Responder(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            length = 0
+            for line in self.buffer[:end].split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            total = end + 4 + length
+            if len(self.buffer) < total:
+                return
+            body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
+            response = _reply(body)
+            asyncio.get_running_loop().call_later(LATENCY_S, self._send, response)
+
+    def _send(self, response: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(response)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
+
+async def _serve(port: int) -> None:
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(_Responder, "127.0.0.1", port, backlog=1024, reuse_address=True)
+    async with server:
+        await server.serve_forever()
+
+
+# -- client ---------------------------------------------------------------------------------------------
+def measure(base_url: str, per_factor: int) -> dict[str, Any]:
+    """One battery in this process; returns timings, counts and peak RSS."""
+    from llmpsych.runs import parse_run_config, start_run
+
+    options = {"scale": "PANAS", "situations_per_factor": per_factor, "runs": 10, "default_runs": 50}
+    config = parse_run_config(
+        {
+            "task": "emotionbench",
+            "model": "openai-compatible/bench",
+            "base_url": base_url,
+            "cache": False,
+            "concurrency": CONCURRENCY,
+            "workers": CONCURRENCY,
+            "data_dir": str(SEED_DATA),
+            "options": options,
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="llmpsych-emotion-bench-") as tmp:
+        started = time.perf_counter()
+        outcome = start_run(config, Path(tmp) / "run", show_progress=False)
+        total = time.perf_counter() - started
+        summary = json.loads((Path(tmp) / "run" / "summary.json").read_text())
+    queries = outcome.summary.calls_sent
+    ideal = outcome.summary.total * LATENCY_S / CONCURRENCY
+    return {
+        "situations_per_factor": per_factor,
+        "units": outcome.summary.total,
+        "queries": queries,
+        "failed": outcome.summary.failed,
+        "valid_runs": summary.get("valid_runs"),
+        "execute_s": outcome.summary.seconds,
+        "total_s": total,
+        "analysis_s": total - outcome.summary.seconds,
+        "ideal_s": ideal,
+        "ratio": outcome.summary.seconds / ideal,
+        "ratio_with_analysis": total / ideal,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+def _child(base_url: str, per_factor: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "measure", "--base-url", base_url, "--per-factor", str(per_factor)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "measure"])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--base-url")
+    parser.add_argument("--per-factor", type=int, default=5)
+    args = parser.parse_args()
+    if args.mode == "serve":
+        asyncio.run(_serve(args.port))
+        return
+    if args.mode == "measure":
+        print(json.dumps(measure(args.base_url, args.per_factor)))
+        return
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, __file__, "serve", "--port", str(port)], stdout=subprocess.DEVNULL
+    )
+    try:
+        time.sleep(1.0)
+        base_url = f"http://127.0.0.1:{port}/v1"
+        load = busy_cores()
+        sizes = [1] if args.quick else [1, 5]
+        runs = [_child(base_url, k) for k in sizes]
+    finally:
+        server.terminate()
+        server.wait(5)
+    data = {
+        "benchmark": "emotion_battery",
+        "quick": args.quick,
+        "machine": machine(),
+        "busy_cores_before": load,
+        "latency_s": LATENCY_S,
+        "concurrency": CONCURRENCY,
+        "runs": runs,
+    }
+    path = write_results("emotion_battery", data, args.quick)
+    headers = ["per factor", "queries", "execute s", "ideal s", "ratio", "+analysis s", "peak RSS MB"]
+    rows = [
+        [
+            r["situations_per_factor"],
+            r["queries"],
+            f"{r['execute_s']:.2f}",
+            f"{r['ideal_s']:.2f}",
+            f"{r['ratio']:.3f}",
+            f"{r['analysis_s']:.2f}",
+            f"{r['peak_rss_mb']:.0f}",
+        ]
+        for r in runs
+    ]
+    print(markdown_table(headers, rows))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
