@@ -221,7 +221,19 @@ class EmotionBenchTask(Task):
             max_reasks=self.options.max_reasks,
             sample=int(payload["run"]),
         )
-        return {**payload, "scale": scale.name, "order": order, **result.to_json()}
+        return {
+            **payload,
+            "scale": scale.name,
+            "order": order,
+            # built by hand: AdministrationResult.to_json deep-copies the transcript via dataclasses.asdict
+            "answers": {str(k): v for k, v in result.answers.items()},
+            "unanswered": list(result.unanswered),
+            "duplicates": {str(k): list(v) for k, v in result.duplicates.items()},
+            "out_of_range": {str(k): v for k, v in result.out_of_range.items()},
+            "refused": result.refused,
+            "asks": result.asks,
+            "transcript": result.transcript,
+        }
 
     def _params(self, max_tokens: int) -> GenerationParams:
         base = self.config.params.model_dump()
