@@ -99,3 +99,14 @@ def test_released_files_read_as_runs(seed_data: Path) -> None:
     assert len(runs) == 1800 and sum(r.group == "default" for r in runs) == 50
     assert sum(r.group == "Jealousy-3" for r in runs) == 20 and all(r.valid for r in runs)
     assert {r.order for r in runs} == {0}  # the released runs kept the original item order
+
+
+def test_scales_are_checked_against_the_papers_with_a_warning_only(seed_data: Path) -> None:
+    from llmpsych.emotion.scales import load_scales, scale_problems
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CountWarning)
+        scales = load_scales(seed_data)
+    assert scale_problems(scales) == []
+    fewer = {k: v for k, v in scales.items() if k != "BFNE"}
+    assert scale_problems(fewer) == ["scale BFNE is missing"]

@@ -57,8 +57,8 @@ def score_results(
     as_json: JsonOpt = False,
 ) -> None:
     """Re-score a released run file: default M ± SD, and the change per factor, emotion and overall."""
-    from ..instruments.official import load_emotionbench_scales
     from .rescore import scale_for_file, score_released
+    from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
 
     if scoring not in ("paper", "corrected"):
@@ -83,9 +83,9 @@ def human(
     as_json: JsonOpt = False,
 ) -> None:
     """The human table from crowd.xlsx: paired test per factor, emotion and overall (spec §8.4)."""
-    from ..instruments.official import load_emotionbench_scales
     from .crowd import crowd_path, human_table, human_table_json, load_crowd
     from .report import human_frame
+    from .scales import load_scales as load_emotionbench_scales
 
     panas = load_emotionbench_scales(data_dir)["PANAS"]
     table = human_table(load_crowd(crowd_path(data_dir), panas), panas, alpha)
@@ -206,8 +206,8 @@ def compare(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the Markdown table here.")] = None,
 ) -> None:
     """Several models side by side in the papers' layout (from run directories or released CSVs)."""
-    from ..instruments.official import load_emotionbench_scales
     from .rescore import scale_for_file, score_released
+    from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
 
     columns: dict[str, dict[str, Any]] = {}

@@ -24,12 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
 from ..instruments.administration import administer
-from ..instruments.official import load_emotionbench_scales, official_file
+from ..instruments.official import official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
 from ..models.types import GenerationParams
 from ..runs.task import Task, WorkUnit
 from .prompts import PromptSettings, build_prompt
+from .scales import load_scales
 from .situations import (
     EMOTIONS,
     PositivePair,
@@ -104,7 +105,7 @@ class EmotionBenchTask(Task):
     @cached_property
     def scale(self) -> Scale:
         """The administered scale, from the EmotionBench data file."""
-        scales = load_emotionbench_scales(self.config.data_dir)
+        scales = load_scales(self.config.data_dir)
         for name, scale in scales.items():
             if name.lower() == self.options.scale.strip().lower():
                 return scale
