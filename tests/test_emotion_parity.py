@@ -130,3 +130,14 @@ def test_score_results_command_prints_the_documented_json(seed_data: Path) -> No
     result = CliRunner().invoke(app, ["score-results", str(bdi), "--json", "--data-dir", str(seed_data)])
     assert result.exit_code == 0, result.output
     assert "total" in json.loads(result.output)["default"]
+
+
+def test_paper_layout_table_has_both_affects_and_the_run_counts(seed_data: Path, scales: dict) -> None:
+    from llmpsych.emotion.tables import paper_table
+
+    path = seed_data / "EmotionBench/results/PANAS_Test/gpt-3.5-turbo-PANAS-testing.csv"
+    frame = paper_table({"gpt-3.5": score_released(path, scales["PANAS"])})
+    assert list(frame.columns) == ["ID", "Factor", "P", "N", "n"]
+    first = frame.iloc[1]
+    assert (first["ID"], first["P"], first["N"], first["n"]) == ("Anger-1", "↓ (-11.1)", "↓ (-3.9)", 50)
+    assert frame.iloc[0]["P"] == "39.2 ± 2.3" and frame.iloc[-1]["ID"] == "Overall: Average"

@@ -49,7 +49,7 @@ def paper_table(
         values = [getter(results[label], m) for label in labels for m in measures]
         row.update(dict(zip(columns, values, strict=True)))
         if with_n:
-            row["N"] = n
+            row["n"] = n
         rows.append(row)
 
     names = names or {}
