@@ -1,0 +1,308 @@
+"""Shared helpers for the benchmark scripts: result files, Markdown tables, machine facts, servers.
+
+Servers for ``throughput_http.py`` run in their own process so that the CPU time and RSS measured on
+the llmpsych side are llmpsych's alone:
+
+* ``python benchmarks/_common.py asyncio --port P --latency 0.1`` - a minimal HTTP/1.1 keep-alive
+  server on asyncio (one process, one thread, timers instead of sleeping threads). It answers every
+  POST with a fixed chat completion after ``latency`` seconds and accepts any parallelism.
+* ``python benchmarks/_common.py fault --port P --latency 0.1`` - llmpsych's own
+  :class:`llmpsych.testing.fault_server.FaultServer` (ThreadingHTTPServer, one thread per
+  connection, ``time.sleep`` for the latency), with a listen backlog of 1024 instead of
+  socketserver's default 5.
+* ``python benchmarks/_common.py fault-nodelay ...`` - the same with TCP_NODELAY on accepted sockets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+
+
+# -- reporting ------------------------------------------------------------------------------------------
+def machine() -> dict[str, Any]:
+    """Facts about the machine a result was measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "cpu": cpu,
+        "cores": cores,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+
+
+def busy_cores(seconds: float = 1.0) -> float | None:
+    """How many cores were busy (all processes) over ``seconds``, from /proc/stat (Linux only).
+
+    Called before a benchmark starts, it tells whether other work was competing for the machine.
+    """
+
+    def sample() -> tuple[int, int]:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    try:
+        busy0, total0 = sample()
+        time.sleep(seconds)
+        busy1, total1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores * (busy1 - busy0) / max(1, total1 - total0)
+
+
+def check_quiet() -> float | None:
+    """Measure background load before a benchmark and warn when the machine is not idle."""
+    busy = busy_cores()
+    if busy is not None and busy > 0.25:
+        print(
+            f"warning: {busy:.2f} cores were busy before the benchmark started; figures will be low",
+            file=sys.stderr,
+        )
+    return busy
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds all processes have spent busy since boot (Linux only)."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    """CPU seconds of this process and its reaped children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class LoadMonitor:
+    """How many cores other processes kept busy while a benchmark ran (its own children excluded)."""
+
+    def __enter__(self) -> LoadMonitor:
+        self.other_cores: float | None = None
+        self._busy0, self._own0, self._t0 = _busy_seconds(), _own_seconds(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy1 = _busy_seconds()
+        if self._busy0 is None or busy1 is None:
+            return
+        wall = time.perf_counter() - self._t0
+        self.other_cores = max(0.0, (busy1 - self._busy0 - (_own_seconds() - self._own0)) / wall)
+        if self.other_cores > 0.25:
+            print(
+                f"warning: other processes kept {self.other_cores:.2f} cores busy during the benchmark",
+                file=sys.stderr,
+            )
+
+
+def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
+    """A GitHub Markdown table."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_results(name: str, data: dict[str, Any], quick: bool) -> Path:
+    """Write ``results/<name>.json`` (``<name>.quick.json`` for --quick runs)."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}{'.quick' if quick else ''}.json"
+    path.write_text(json.dumps({"benchmark": name, "quick": quick, "machine": machine(), **data}, indent=2))
+    return path
+
+
+def cpu_seconds() -> float:
+    """User + system CPU time of this process so far (all threads)."""
+    times = os.times()
+    return times.user + times.system
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MiB (Linux reports ru_maxrss in KiB)."""
+    import resource
+
+    kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kib / 1024 if sys.platform != "darwin" else kib / 1024 / 1024
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of another process, from /proc (Linux only)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+# -- server processes -----------------------------------------------------------------------------------
+def free_port() -> int:
+    """A TCP port that is free right now on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """Start one of this module's servers in a child process; context manager."""
+
+    def __init__(self, kind: str, latency: float) -> None:
+        self.kind = kind
+        self.latency = latency
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> ServerProcess:
+        cmd = [sys.executable, __file__, self.kind, "--port", str(self.port), "--latency", str(self.latency)]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} server exited with {self.proc.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                    return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"{self.kind} server did not start")
+
+    def cpu_seconds(self) -> float | None:
+        return proc_cpu_seconds(self.proc.pid) if self.proc else None
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+_RESPONSE_BODY = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "bench",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 1},
+    }
+).encode()
+_RESPONSE = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+    + str(len(_RESPONSE_BODY)).encode()
+    + b"\r\n\r\n"
+    + _RESPONSE_BODY
+)
+
+
+class _DelayedResponder(asyncio.Protocol):
+    """HTTP/1.1 keep-alive: each complete request is answered after ``latency`` seconds."""
+
+    def __init__(self, latency: float) -> None:
+        self.latency = latency
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            end = self.buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            length = 0
+            for line in self.buffer[:end].split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"content-length":
+                    length = int(value)
+            total = end + 4 + length
+            if len(self.buffer) < total:
+                return
+            self.buffer = self.buffer[total:]
+            asyncio.get_running_loop().call_later(self.latency, self._answer)
+
+    def _answer(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(_RESPONSE)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+
+
+async def serve_asyncio(port: int, latency: float) -> None:
+    """Serve forever with :class:`_DelayedResponder`."""
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(
+        lambda: _DelayedResponder(latency), "127.0.0.1", port, backlog=1024, reuse_address=True
+    )
+    async with server:
+        await server.serve_forever()
+
+
+def serve_fault(port: int, latency: float, nodelay: bool = False) -> None:
+    """Serve llmpsych's FaultServer (no faults, fixed latency) with a large listen backlog.
+
+    ``nodelay`` sets TCP_NODELAY on accepted sockets (``StreamRequestHandler.disable_nagle_algorithm``):
+    the handler writes the headers and the body in two ``send`` calls, so without it Nagle's algorithm
+    holds the body back until the client's delayed ACK of the headers (up to 40 ms on Linux).
+    """
+    from http.server import ThreadingHTTPServer
+    from socketserver import StreamRequestHandler
+
+    from llmpsych.testing.fault_server import FaultRates, FaultServer
+
+    ThreadingHTTPServer.request_queue_size = 1024
+    StreamRequestHandler.disable_nagle_algorithm = nodelay
+    server = FaultServer(FaultRates(latency_s=latency), port=port)
+    server._httpd.serve_forever()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="benchmark servers")
+    parser.add_argument("kind", choices=["asyncio", "fault", "fault-nodelay"])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--latency", type=float, default=0.1)
+    args = parser.parse_args()
+    if args.kind == "asyncio":
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve_asyncio(args.port, args.latency))
+    else:
+        serve_fault(args.port, args.latency, nodelay=args.kind == "fault-nodelay")
+
+
+if __name__ == "__main__":
+    main()

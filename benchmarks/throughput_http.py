@@ -1,0 +1,313 @@
+"""Throughput of the full run engine against an OpenAI-compatible server with a fixed 100 ms latency.
+
+    python benchmarks/throughput_http.py            # 5,000 requests at concurrency 64 (about 1 minute)
+    python benchmarks/throughput_http.py --quick    # 1,000 requests
+
+For each server (``asyncio``: a minimal asyncio server, ``fault``: llmpsych's ThreadingHTTPServer-based
+fault server, both in their own process) it measures, each in a fresh Python process:
+
+* ``httpx`` - a bare ``httpx.AsyncClient`` sending the same number of requests with the same
+  parallelism: the baseline that shows what the server and the HTTP stack allow;
+* ``llmpsych`` - the full run engine: task ``echo`` with one request per unit, model
+  ``openai-compatible/bench``, response cache off, ``concurrency`` = ``workers`` = 64, run store in a
+  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis).
+
+Reported: wall time, ideal time (requests x latency / concurrency), ideal/wall, CPU time per request of
+the client process only (the server's CPU time is reported separately), and the client's peak RSS.
+Results go to ``benchmarks/results/throughput_http.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import importlib
+import io
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    LoadMonitor,
+    ServerProcess,
+    check_quiet,
+    cpu_seconds,
+    markdown_table,
+    peak_rss_mb,
+    write_results,
+)
+
+LATENCY_S = 0.1
+
+
+# -- measurements, each run in a child process ----------------------------------------------------------
+def _body(i: int) -> dict[str, Any]:
+    return {
+        "model": "bench",
+        "messages": [{"role": "user", "content": f"unit {i} seat 0: say something"}],
+        "temperature": 0.0,
+        "max_tokens": 8,
+    }
+
+
+def measure_raw(base_url: str, requests: int, concurrency: int) -> dict[str, Any]:
+    """A minimal HTTP/1.1 client on asyncio streams: what the server allows, with almost no client cost."""
+    host, port = base_url.split("//", 1)[1].split("/", 1)[0].split(":")
+    remaining = iter(range(requests))
+    ok = 0
+
+    async def worker() -> None:
+        nonlocal ok
+        reader, writer = await asyncio.open_connection(host, int(port))
+        for i in remaining:
+            payload = json.dumps(_body(i)).encode()
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (host.encode(), len(payload), payload)
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+            data = json.loads(await reader.readexactly(length))
+            ok += head.startswith(b"HTTP/1.1 200") and bool(data["choices"][0]["message"]["content"])
+        writer.close()
+
+    async def run() -> None:
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
+    asyncio.run(run())
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+    return {"wall_s": wall, "cpu_s": cpu, "ok": ok, "peak_rss_mb": peak_rss_mb()}
+
+
+def measure_httpx(base_url: str, requests: int, concurrency: int, module: str = "httpx") -> dict[str, Any]:
+    """A bare ``httpx.AsyncClient`` (or the API-compatible ``httpx2``) sharing ``requests`` POSTs."""
+    httpx = importlib.import_module(module)
+
+    async def run() -> int:
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        remaining = iter(range(requests))
+        ok = 0
+        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
+
+            async def worker() -> None:
+                nonlocal ok
+                for i in remaining:
+                    response = await client.post("/chat/completions", json=_body(i))
+                    response.raise_for_status()
+                    ok += bool(response.json()["choices"][0]["message"]["content"])
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return ok
+
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
+    ok = asyncio.run(run())
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+    return {"wall_s": wall, "cpu_s": cpu, "ok": ok, "peak_rss_mb": peak_rss_mb()}
+
+
+def measure_llmpsych(
+    base_url: str, requests: int, concurrency: int, transport: str = "httpx", profile: str | None = None
+) -> dict[str, Any]:
+    """The full run engine: task echo, one request per unit.
+
+    Diagnostics (llmpsych itself is unchanged and pins httpx): ``transport="httpx2"`` swaps the module
+    ``llmpsych.models.http_backend`` uses for the API-compatible ``httpx2``; ``transport="nohttp"``
+    replaces ``HttpBackend.send`` by ``asyncio.sleep(latency)`` and a canned answer, which leaves the
+    cost of the run engine alone (store, unit context, client, task).
+    """
+    import llmpsych.models.http_backend as http_backend
+    from llmpsych.runs import parse_run_config, start_run
+    from llmpsych.runs.store import RunStore
+
+    if transport == "nohttp":
+
+        async def send(self: Any, body: dict[str, Any]) -> dict[str, Any]:
+            await asyncio.sleep(LATENCY_S)
+            return {
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "ok"}}],
+                "usage": {"prompt_tokens": 12, "completion_tokens": 1},
+            }
+
+        http_backend.HttpBackend.send = send  # type: ignore[method-assign]
+    elif transport != "httpx":
+        http_backend.httpx = importlib.import_module(transport)
+    config = parse_run_config(
+        {
+            "task": "echo",
+            "model": "openai-compatible/bench",
+            "base_url": base_url,
+            "cache": False,
+            "concurrency": concurrency,
+            "workers": concurrency,
+            "options": {"units": requests, "turns": 1, "parallel": 1},
+        }
+    )
+    with tempfile.TemporaryDirectory(prefix="llmpsych-bench-") as tmp:
+        run_dir = Path(tmp) / "run"
+        profiler = cProfile.Profile() if profile else None
+        cpu0, t0 = cpu_seconds(), time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        outcome = start_run(config, run_dir, show_progress=False)
+        if profiler is not None:
+            profiler.disable()
+        wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+        if profiler is not None and profile is not None:
+            text = io.StringIO()
+            stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
+            stats.print_stats(40)
+            stats.sort_stats("tottime").print_stats(20)
+            Path(profile).write_text(text.getvalue().replace(str(Path(sys.prefix)), "<venv>"))
+        store = RunStore.in_dir(run_dir)
+        try:
+            stored_calls = store.call_count()
+        finally:
+            store.close()
+    summary = outcome.summary
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "execute_s": summary.seconds,
+        "ok": summary.done if stored_calls == requests else 0,
+        "failed": summary.failed,
+        "stored_calls": stored_calls,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
+CLIENTS = {
+    "raw": "minimal asyncio-streams HTTP/1.1 client (server capacity check)",
+    "httpx": "bare httpx.AsyncClient (the HTTP library llmpsych uses)",
+    "llmpsych": "full run engine (echo task, cache off, concurrency = workers = 64)",
+    "httpx2": "bare httpx2.AsyncClient (diagnostic: fork with a linear-time connection pool)",
+    "llmpsych+httpx2": "full run engine with http_backend.httpx swapped for httpx2 (diagnostic)",
+    "llmpsych+nohttp": "full run engine, HttpBackend.send replaced by a 100 ms sleep (diagnostic: no HTTP)",
+}
+FULL_PLAN = (
+    "asyncio:raw,asyncio:httpx,asyncio:llmpsych,asyncio:httpx2,asyncio:llmpsych+httpx2,asyncio:llmpsych+nohttp,"
+    "fault:raw,fault-nodelay:raw"
+)
+
+
+def measure(client: str, base_url: str, requests: int, concurrency: int, profile: str | None) -> dict:
+    if client == "raw":
+        return measure_raw(base_url, requests, concurrency)
+    if client in ("httpx", "httpx2"):
+        return measure_httpx(base_url, requests, concurrency, client)
+    transport = client.partition("+")[2] or "httpx"
+    return measure_llmpsych(base_url, requests, concurrency, transport, profile)
+
+
+def run_child(
+    client: str, base_url: str, requests: int, concurrency: int, profile: str | None = None
+) -> dict:
+    """Run one measurement in a fresh interpreter so its CPU time and peak RSS are its own."""
+    cmd = [sys.executable, __file__, "--child", client, "--base-url", base_url]
+    cmd += ["--requests", str(requests), "--concurrency", str(concurrency)]
+    if profile:
+        cmd += ["--profile", profile]
+    env = {**os.environ, "LLMPSYCH_CONFIG": os.devnull}
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# -- orchestration --------------------------------------------------------------------------------------
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="1,000 requests instead of 5,000")
+    parser.add_argument("--requests", type=int, help="requests per measurement (default 5000)")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument(
+        "--plan", default=FULL_PLAN, help=f"comma-separated server:client pairs (default {FULL_PLAN})"
+    )
+    parser.add_argument(
+        "--profile", help="profile each llmpsych run with cProfile (slows it down); write FILE.<client>.txt"
+    )
+    parser.add_argument("--child", choices=list(CLIENTS), help=argparse.SUPPRESS)
+    parser.add_argument("--base-url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    requests = args.requests or (1000 if args.quick else 5000)
+
+    if args.child:
+        print(json.dumps(measure(args.child, args.base_url, requests, args.concurrency, args.profile)))
+        return
+
+    busy_before = check_quiet()
+    ideal = requests * LATENCY_S / args.concurrency
+    runs: list[dict[str, Any]] = []
+    with LoadMonitor() as load:
+        for pair in args.plan.split(","):
+            server_kind, _, client = pair.partition(":")
+            if client not in CLIENTS or server_kind not in ("asyncio", "fault", "fault-nodelay"):
+                raise SystemExit(f"unknown server:client pair {pair!r}")
+            with ServerProcess(server_kind, LATENCY_S) as server:
+                server_cpu0 = server.cpu_seconds() or 0.0
+                profile = (
+                    f"{args.profile}.{client}.txt" if args.profile and client.startswith("llmpsych") else None
+                )
+                result = run_child(client, server.base_url, requests, args.concurrency, profile)
+                server_cpu = (server.cpu_seconds() or 0.0) - server_cpu0
+            if result["ok"] != requests:
+                raise SystemExit(f"{client} vs {server_kind}: only {result['ok']} of {requests} answered")
+            runs.append(
+                {
+                    "server": server_kind,
+                    "client": client,
+                    **result,
+                    "ideal_s": ideal,
+                    "ratio": ideal / result["wall_s"],
+                    "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
+                    "server_cpu_ms_per_request": 1000 * server_cpu / requests,
+                }
+            )
+            print(f"  {server_kind:7} {client:15} {result['wall_s']:6.2f} s", file=sys.stderr, flush=True)
+
+    headers = ["server", "client", "wall s", "ideal s", "ideal/wall", "client CPU ms/req"]
+    headers += ["server CPU ms/req", "client peak RSS MiB"]
+    rows = [
+        [
+            run["server"],
+            run["client"],
+            f"{run['wall_s']:.2f}",
+            f"{run['ideal_s']:.2f}",
+            f"{run['ratio']:.3f}",
+            f"{run['cpu_ms_per_request']:.3f}",
+            f"{run['server_cpu_ms_per_request']:.3f}",
+            f"{run['peak_rss_mb']:.0f}",
+        ]
+        for run in runs
+    ]
+    print(
+        f"\n{requests} requests, concurrency {args.concurrency}, server latency {LATENCY_S * 1000:.0f} ms\n"
+    )
+    print(markdown_table(headers, rows))
+    path = write_results(
+        "throughput_http.profiled" if args.profile else "throughput_http",
+        {
+            "requests": requests,
+            "concurrency": args.concurrency,
+            "latency_s": LATENCY_S,
+            "clients": CLIENTS,
+            "runs": runs,
+            "busy_cores_before": busy_before,
+            "other_cores_busy_during": load.other_cores,
+        },
+        args.quick,
+    )
+    if load.other_cores is not None:
+        print(f"other processes kept {load.other_cores:.2f} cores busy meanwhile")
+    print(f"\nresults: {path}")
+
+
+if __name__ == "__main__":
+    main()
