@@ -1,7 +1,8 @@
 """Reading a chunk's reply: statement number -> label -> choice position -> canonical level.
 
 The templates ask for ``{"<statement index>": "<score>", ...}``. The reply is read as the JSON object it
-contains, else line by line (``3: B``, ``3. B``, ``"3": "B"``). Labels must be of the configuration's
+contains, else line by line (``3: B``, ``3. B``, ``"3": "B"``), else as the complete ``"3": "B"`` pairs
+of a JSON object cut short. Labels must be of the configuration's
 format (see :func:`labels.position_of`); anything else is reported as invalid, never guessed.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from ..instruments.parsing import detect_refusal
 from .labels import level_of, position_of
 
+_PAIR = re.compile(r"\"(?P<index>\d{1,3})\"\s*:\s*\"?(?P<value>[^\",}\s]+)\"?")
 _LINE = re.compile(
     r"^\s*[-*]?\s*\"?(?P<index>\d{1,3})\"?\s*(?:[:.)=]|->|-)\s*\"?(?P<value>[^\",;\s]+)\"?\s*[,;]?\s*$"
 )
@@ -66,6 +68,8 @@ def parse_chunk(text: str, expected: int, fmt: str, n_levels: int = 5) -> ChunkA
             match = _LINE.match(line)
             if match:
                 pairs.append((match["index"], match["value"]))
+        if not pairs:  # a JSON object cut short (e.g. at the token limit): read its complete pairs
+            pairs = [(m["index"], m["value"]) for m in _PAIR.finditer(text or "")]
     seen: dict[int, set[int | None]] = {}
     raw: dict[int, str] = {}
     for key, value in pairs:

@@ -125,7 +125,7 @@ def write_reanalysis(
 def analyze_run_dir(run_dir: Path, options: Any) -> list[Path]:
     """The task's analysis: re-analyse the run's data points and write the report into the run folder."""
     frame = run_frame(run_dir)
-    if frame.empty or frame[list(DIMENSIONS)].dropna().shape[0] < 3:
+    if frame.empty or frame[list(DIMENSIONS)].dropna().shape[0] < 2:
         return []
     default = load_points([Path(p) for p in options.default_data]) if options.default_data else None
     min_pts = min(options.min_pts, max(2, len(frame) // 4))

@@ -57,6 +57,9 @@ class ReliabilityOptions(BaseModel):
     repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration and target")
     max_attempts: int = Field(default=3, ge=1, le=10)
     max_tokens: int = Field(default=512, ge=32)
+    tokens_per_item: int | None = Field(
+        default=None, ge=1, description="cap each answer at 32 + this × statements (small local models)"
+    )
     story_tokens: int = Field(default=256, ge=16)
     chunk_min: int = Field(default=CHUNK_MIN, ge=1)
     chunk_max: int = Field(default=CHUNK_MAX, ge=1)
@@ -214,7 +217,11 @@ class ReliabilityTask(Task):
                 if number == 0 and plan.prefix:
                     prompt = f"{plan.prefix}\n\n{prompt}"
                 messages.append({"role": "user", "content": prompt})
-                reply = await ctx.chat(messages, params, sample=f"{p.get('repeat', 0)}:{attempt}")
+                chunk_params = params
+                if o.tokens_per_item:
+                    cap = min(o.max_tokens, 32 + o.tokens_per_item * len(chunk))
+                    chunk_params = GenerationParams(**{**base, "max_tokens": cap})
+                reply = await ctx.chat(messages, chunk_params, sample=f"{p.get('repeat', 0)}:{attempt}")
                 messages.append({"role": "assistant", "content": reply.text})
                 parsed = parse_chunk(reply.text, len(chunk), config.label, n_levels)
                 answers.update(chunk_levels(parsed, chunk, config.order, n_levels))
