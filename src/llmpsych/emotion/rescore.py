@@ -64,6 +64,8 @@ def score_released(
 
 def scale_for_file(path: str | os.PathLike[str], scales: dict[str, Scale], name: str | None) -> Scale:
     """The scale to score ``path`` with: ``name`` if given, else the one in the file name."""
+    if not Path(path).is_file():
+        raise DataError(f"{path}: file not found")
     wanted = name or infer_scale(path)
     if wanted is None:
         raise DataError(
