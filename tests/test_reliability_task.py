@@ -186,3 +186,41 @@ def test_cli_run_then_analyze_the_run_directory(tmp_path: Path, seed_data: Path)
     assert analysed.exit_code == 0, analysed.output
     payload = json.loads(analysed.output)
     assert payload["n"] == 8 and payload["groups"][0]["n"] == 8
+
+
+def test_item_order_experiment_modes(tmp_path: Path, seed_data: Path) -> None:
+    grid = {
+        "languages": ["En"],
+        "templates": ["t1", "t2"],
+        "versions": ["v1"],
+        "labels": ["n"],
+        "orders": ["f"],
+    }
+    with FaultServer(responder=Respondent(seed_data)) as server:
+        start_run(config(server, seed_data, item_order="original", **grid), tmp_path / "o", False)
+        start_run(config(server, seed_data, item_order="fixed", **grid), tmp_path / "f", False)
+    original = [sum(r["chunks"], []) for r in _results(tmp_path / "o")]
+    assert original == [list(range(1, 45))] * 2
+    fixed = [sum(r["chunks"], []) for r in _results(tmp_path / "f")]
+    assert fixed[0] == fixed[1] and fixed[0] != list(range(1, 45))
+
+
+def test_compare_and_retest_commands(seed_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from llmpsych.reliability.cli import app
+
+    saves = seed_data / "LLMPersonality" / "Analysis" / "save"
+    files = [str(saves / f"personality_{s}.json") for s in ("qa", "qa_cot", "biography")]
+    result = CliRunner().invoke(app, ["compare", *files, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert len(payload["tests"]) == 3 * 5 and set(payload["groups"]) == {
+        "personality_qa",
+        "personality_qa_cot",
+        "personality_biography",
+    }
+    retest = CliRunner().invoke(app, ["retest", *files, "--json"])
+    assert retest.exit_code == 0, retest.output
+    rows = json.loads(retest.output)
+    assert len(rows) == 10 and {r["side"] for r in rows} == {"min", "max"}

@@ -52,6 +52,18 @@ def two_sample(x: Iterable[float], y: Iterable[float], method: Method = "paper")
     a = np.asarray(list(x), dtype=float)
     b = np.asarray(list(y), dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if a.size < 2 or b.size < 2:
+        return {
+            "n_x": int(a.size),
+            "n_y": int(b.size),
+            "mean_x": float(a.mean()) if a.size else math.nan,
+            "mean_y": float(b.mean()) if b.size else math.nan,
+            "difference": float(a.mean() - b.mean()) if a.size and b.size else math.nan,
+            "t": math.nan,
+            "df": math.nan,
+            "p": math.nan,
+            "test": "none (n < 2)",
+        }
     if method == "paper":
         ga = GroupStats(float(a.mean()), float(a.std()), int(a.size))
         gb = GroupStats(float(b.mean()), float(b.std()), int(b.size))
@@ -115,6 +127,8 @@ def variance_tests(
     human_sd = human_sd or HUMAN_SD
     rows = []
     for dim in dims:
+        if frame[dim].notna().sum() < 2:
+            continue
         model = GroupStats.from_values(frame[dim], "model")
         human = GroupStats(0.0, human_sd[dim], human_n, "human")
         test = variance_f_test(human, model, alternative="greater")

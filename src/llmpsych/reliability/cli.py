@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import Annotated
 
+import pandas as pd
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -267,3 +268,84 @@ def run(
     }
     cfg = parse_run_config({k: v for k, v in raw.items() if v is not None}, "reliability run")
     main_cli._print_outcome(start_run(cfg, out or new_run_dir(runs_dir(), "reliability"), progress))
+
+
+def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:
+    groups = {}
+    for path in paths:
+        name = path.stem if path.is_file() else path.name
+        groups[name] = load_points([path])
+    if len(groups) < 2:
+        raise LlmpsychError("give at least two save files or run directories to compare")
+    return groups
+
+
+@app.command()
+def compare(
+    paths: Annotated[list[Path], typer.Argument(help="Two or more save files or run directories.")],
+    method: Annotated[str, typer.Option(help="student (thesis), welch or paper.")] = "student",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Pairwise t-tests between groups of runs, e.g. the item-order experiment (Tables 3.4-3.5)."""
+    from .analysis import describe, paired_group_tests
+
+    groups = _groups(paths)
+    tests = paired_group_tests(groups, method=method)  # type: ignore[arg-type]
+    summaries = {name: describe(frame) for name, frame in groups.items()}
+    if as_json:
+        payload = {
+            "groups": {n: s.to_dict("records") for n, s in summaries.items()},
+            "tests": tests.to_dict("records"),
+        }
+        typer.echo(json.dumps(payload, indent=1, default=str))
+        return
+    table = Table(title="mean ± sd per group")
+    table.add_column("group")
+    table.add_column("n", justify="right")
+    for dim in DIMENSIONS:
+        table.add_column(dim[0], justify="right")
+    for name, summary in summaries.items():
+        rows = summary.set_index("dimension")
+        table.add_row(
+            name, str(rows["n"].min()), *(_fmt(rows.loc[d, "mean"], rows.loc[d, "sd"]) for d in DIMENSIONS)
+        )
+    console.print(table)
+    pairs = Table(title=f"p-values ({method} t-test; equal means rejected at 0.05?)")
+    pairs.add_column("pair")
+    for dim in DIMENSIONS:
+        pairs.add_column(dim[0], justify="right")
+    for (x, y), part in tests.groupby(["x", "y"], sort=False):
+        cells = part.set_index("dimension")
+        pairs.add_row(
+            f"{x} vs {y}",
+            *(f"{cells.loc[d, 'p']:.2f} ({'Yes' if cells.loc[d, 'p'] < 0.05 else 'No'})" for d in DIMENSIONS),
+        )
+    console.print(pairs)
+
+
+@app.command()
+def retest(
+    paths: Annotated[list[Path], typer.Argument(help="Dated runs of one model (save files or run dirs).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Test-retest (Table 3.7): the lowest and highest dated run of each dimension against all runs."""
+    from .analysis import retest_extremes
+
+    result = retest_extremes(_groups(paths))
+    if as_json:
+        typer.echo(json.dumps(result.to_dict("records"), indent=1, default=str))
+        return
+    table = Table(title="test-retest: extreme runs against the average (Student's t-test)")
+    for col in ("dimension", "average", "side", "run", "extreme", "p", "equal mean?"):
+        table.add_column(col)
+    for rec in result.to_dict("records"):
+        table.add_row(
+            rec["dimension"],
+            _fmt(rec["average"], rec["average_sd"]),
+            rec["side"],
+            rec["run"],
+            _fmt(rec["extreme"], rec["extreme_sd"]),
+            f"{rec['p']:.2f}",
+            "Yes" if rec["equal_mean"] else "No",
+        )
+    console.print(table)

@@ -99,11 +99,18 @@ def chunk_sizes(n_items: int, rng: random.Random, low: int = CHUNK_MIN, high: in
 
 
 def shuffled_chunks(
-    items: Sequence[int], rng: random.Random, low: int = CHUNK_MIN, high: int = CHUNK_MAX
+    items: Sequence[int],
+    rng: random.Random,
+    low: int = CHUNK_MIN,
+    high: int = CHUNK_MAX,
+    order: Sequence[int] | None = None,
 ) -> list[list[int]]:
-    """The items in a seeded random order, cut into chunks of ``low``-``high``."""
-    order = list(items)
-    rng.shuffle(order)
+    """The items in a seeded random order (or the given ``order``), cut into chunks of ``low``-``high``."""
+    if order is None:
+        order = list(items)
+        rng.shuffle(order)
+    else:
+        order = list(order)
     chunks, start = [], 0
     for size in chunk_sizes(len(order), rng, low, high):
         chunks.append(order[start : start + size])

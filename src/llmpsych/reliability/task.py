@@ -11,6 +11,7 @@ bound); the attempt with the most valid answers is kept and its valid-answer rat
 from __future__ import annotations
 
 import math
+import random
 import re
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import ConfigError
 from ..models.types import GenerationParams, Message
+from ..runs.context import derived_seed
 from ..runs.task import Task, WorkUnit
 from .answers import chunk_levels, parse_chunk
 from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, shuffled_chunks
@@ -55,6 +57,10 @@ class ReliabilityOptions(BaseModel):
         default="dataset", description="stories, descriptions, biographies: official files or the model"
     )
     repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration and target")
+    item_order: Literal["random", "fixed", "original"] = Field(
+        default="random",
+        description="random: a new shuffle per configuration; fixed: one shuffle for all; original: 1..44",
+    )
     max_attempts: int = Field(default=3, ge=1, le=10)
     max_tokens: int = Field(default=512, ge=32)
     tokens_per_item: int | None = Field(
@@ -156,6 +162,16 @@ class ReliabilityTask(Task):
                     units.append(WorkUnit("/".join(parts), payload))
         return units
 
+    def item_order(self, attempt: int) -> list[int] | None:
+        """The fixed item order of the item-order experiment (``None``: shuffle per unit)."""
+        items = list(self.bfi.scale("En", "v1").item_indices)
+        if self.options.item_order == "original":
+            return items
+        if self.options.item_order == "fixed":
+            random.Random(derived_seed(self.config.seed, "fixed-item-order", attempt)).shuffle(items)
+            return items
+        return None
+
     # -- one unit -----------------------------------------------------------------------------------
     def _official(self, target: str, repeat: int) -> str | None:
         cases = self.steering_data.get(target)
@@ -205,7 +221,13 @@ class ReliabilityTask(Task):
         best: dict[str, Any] | None = None
         n_levels = len(pack.level_texts)
         for attempt in range(o.max_attempts):
-            chunks = shuffled_chunks(scale.item_indices, ctx.rng("chunks", attempt), o.chunk_min, o.chunk_max)
+            chunks = shuffled_chunks(
+                scale.item_indices,
+                ctx.rng("chunks", attempt),
+                o.chunk_min,
+                o.chunk_max,
+                self.item_order(attempt),
+            )
             messages = list(preamble)
             answers: dict[int, int] = {}
             invalid: dict[str, str] = {}
