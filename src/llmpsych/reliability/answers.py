@@ -57,7 +57,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
 
 def parse_chunk(text: str, expected: int, fmt: str, n_levels: int = 5) -> ChunkAnswers:
     """Parse a reply to a chunk of ``expected`` statements asked with label format ``fmt``."""
-    result = ChunkAnswers(expected=expected, refused=detect_refusal(text or ""))
+    result = ChunkAnswers(expected=expected)
     pairs: list[tuple[str, Any]] = []
     obj = _json_object(text or "")
     if obj is not None:
@@ -87,6 +87,7 @@ def parse_chunk(text: str, expected: int, fmt: str, n_levels: int = 5) -> ChunkA
             result.positions[index] = positions.pop()
         else:
             result.invalid[index] = raw[index]
+    result.refused = not result.positions and detect_refusal(text or "")
     return result
 
 

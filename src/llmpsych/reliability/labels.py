@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 LABEL_FORMATS: dict[str, str] = {
     "n": "Arabic numeral",
@@ -61,6 +62,7 @@ def letters(number: int) -> str:
     return out
 
 
+@lru_cache(maxsize=512)
 def label(fmt: str, position: int) -> str:
     """The label shown for choice ``position`` (1-based) in format ``fmt``."""
     check_format(fmt)
@@ -92,10 +94,12 @@ def position_of(fmt: str, text: object, n_levels: int) -> int | None:
     if fmt == "n" and re.fullmatch(r"\d+", value):
         number = int(value)
         return number if 1 <= number <= n_levels else None
-    for position in range(1, n_levels + 1):
-        if value == label(fmt, position):
-            return position
-    return None
+    return _positions(fmt, n_levels).get(value)
+
+
+@lru_cache(maxsize=64)
+def _positions(fmt: str, n_levels: int) -> dict[str, int]:
+    return {label(fmt, p): p for p in range(1, n_levels + 1)}
 
 
 def level_of(position: int, order: str, n_levels: int) -> int:

@@ -65,6 +65,12 @@ class OfficialBFI:
 
     def scale(self, language: str = "En", version: str = "v1") -> Scale:
         """The shared :class:`Scale` for one language and item version (used for scoring)."""
+        return _scale(self, language, version)
+
+    def __hash__(self) -> int:
+        return hash(self.path)
+
+    def _build_scale(self, language: str, version: str) -> Scale:
         pack = self.pack(language)
         if version not in pack.versions:
             raise DataError(f"item version {version!r} is not in {self.path} for {language}")
@@ -82,6 +88,11 @@ class OfficialBFI:
             language=language,
             source=str(self.path),
         )
+
+
+@lru_cache(maxsize=128)
+def _scale(bfi: OfficialBFI, language: str, version: str) -> Scale:
+    return bfi._build_scale(language, version)
 
 
 def data_root(data_dir: Path | None = None) -> Path:

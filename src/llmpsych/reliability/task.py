@@ -162,6 +162,15 @@ class ReliabilityTask(Task):
                     units.append(WorkUnit("/".join(parts), payload))
         return units
 
+    def params(self, max_tokens: int) -> GenerationParams:
+        """The run's sampling parameters with a token limit (cached: one object per limit)."""
+        cache = self.__dict__.setdefault("_params", {})
+        if max_tokens not in cache:
+            cache[max_tokens] = GenerationParams(
+                **{**self.config.params.model_dump(), "max_tokens": max_tokens}
+            )
+        return cache[max_tokens]
+
     def item_order(self, attempt: int) -> list[int] | None:
         """The fixed item order of the item-order experiment (``None``: shuffle per unit)."""
         items = list(self.bfi.scale("En", "v1").item_indices)
@@ -202,9 +211,8 @@ class ReliabilityTask(Task):
         scale = self.bfi.scale(config.language, config.version)
         pack = self.bfi.pack(config.language)
         body = load_template(config.language, config.template, self.config.data_dir)
-        base = self.config.params.model_dump()
-        params = GenerationParams(**{**base, "max_tokens": o.max_tokens})
-        story_params = GenerationParams(**{**base, "max_tokens": o.story_tokens})
+        params = self.params(o.max_tokens)
+        story_params = self.params(o.story_tokens)
 
         messages: list[Message] = (
             [{"role": "system", "content": pack.system_prompt}] if pack.system_prompt else []
@@ -242,7 +250,7 @@ class ReliabilityTask(Task):
                 chunk_params = params
                 if o.tokens_per_item:
                     cap = min(o.max_tokens, 32 + o.tokens_per_item * len(chunk))
-                    chunk_params = GenerationParams(**{**base, "max_tokens": cap})
+                    chunk_params = self.params(cap)
                 reply = await ctx.chat(messages, chunk_params, sample=f"{p.get('repeat', 0)}:{attempt}")
                 messages.append({"role": "assistant", "content": reply.text})
                 parsed = parse_chunk(reply.text, len(chunk), config.label, n_levels)
