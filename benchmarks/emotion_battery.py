@@ -7,9 +7,11 @@ The server (in its own process, asyncio, HTTP/1.1 keep-alive) answers every requ
 valid PANAS reply (``index: score`` for each listed statement), so every run is one query. The client is
 the full run engine in a fresh Python process per size: task ``emotionbench`` (PANAS, items shuffled,
 official data from ``../shared/seed-data``), model ``openai-compatible/bench``, cache off,
-concurrency = workers = 64. Measured: wall time of the execution (``ideal`` = queries x 0.1 s / 64 and
-``ratio`` = wall / ideal, target <= 1.2), the time of the analysis that follows (tables, human data,
-heatmap), and the client's peak RSS at two battery sizes (memory must not grow with the situations).
+concurrency = workers = 64. Each size runs with the stock HTTP module (``httpx``) and with the
+``httpx2`` diagnostic swap the other benchmarks use (``throughput_http.py``). Measured: wall time of the
+execution (``ideal`` = queries x 0.1 s / 64, ``ratio`` = wall / ideal, target <= 1.2), the time of the
+analysis that follows (tables, human data, heatmap), and the client's peak RSS at two battery sizes
+(memory must not grow with the number of situations).
 Results go to ``benchmarks/results/emotion_battery.json``.
 """
 
@@ -98,9 +100,19 @@ async def _serve(port: int) -> None:
 
 
 # -- client ---------------------------------------------------------------------------------------------
-def measure(base_url: str, per_factor: int) -> dict[str, Any]:
-    """One battery in this process; returns timings, counts and peak RSS."""
+def measure(base_url: str, per_factor: int, transport: str = "httpx") -> dict[str, Any]:
+    """One battery in this process; returns timings, counts and peak RSS.
+
+    ``transport="httpx2"`` is the diagnostic the other benchmarks use: it swaps the HTTP module of
+    ``llmpsych.models.http_backend`` for the API-compatible ``httpx2`` (linear-time connection pool).
+    """
+    import importlib
+
+    import llmpsych.models.http_backend as http_backend
     from llmpsych.runs import parse_run_config, start_run
+
+    if transport != "httpx":
+        http_backend.httpx = importlib.import_module(transport)
 
     options = {"scale": "PANAS", "situations_per_factor": per_factor, "runs": 10, "default_runs": 50}
     config = parse_run_config(
@@ -123,6 +135,7 @@ def measure(base_url: str, per_factor: int) -> dict[str, Any]:
     queries = outcome.summary.calls_sent
     ideal = outcome.summary.total * LATENCY_S / CONCURRENCY
     return {
+        "transport": transport,
         "situations_per_factor": per_factor,
         "units": outcome.summary.total,
         "queries": queries,
@@ -138,8 +151,9 @@ def measure(base_url: str, per_factor: int) -> dict[str, Any]:
     }
 
 
-def _child(base_url: str, per_factor: int) -> dict[str, Any]:
+def _child(base_url: str, per_factor: int, transport: str) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "measure", "--base-url", base_url, "--per-factor", str(per_factor)]
+    cmd += ["--transport", transport]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -151,12 +165,13 @@ def main() -> None:
     parser.add_argument("--port", type=int)
     parser.add_argument("--base-url")
     parser.add_argument("--per-factor", type=int, default=5)
+    parser.add_argument("--transport", default="httpx")
     args = parser.parse_args()
     if args.mode == "serve":
         asyncio.run(_serve(args.port))
         return
     if args.mode == "measure":
-        print(json.dumps(measure(args.base_url, args.per_factor)))
+        print(json.dumps(measure(args.base_url, args.per_factor, args.transport)))
         return
     port = free_port()
     server = subprocess.Popen(
@@ -167,7 +182,7 @@ def main() -> None:
         base_url = f"http://127.0.0.1:{port}/v1"
         load = busy_cores()
         sizes = [1] if args.quick else [1, 5]
-        runs = [_child(base_url, k) for k in sizes]
+        runs = [_child(base_url, k, t) for t in ("httpx", "httpx2") for k in sizes]
     finally:
         server.terminate()
         server.wait(5)
@@ -181,9 +196,19 @@ def main() -> None:
         "runs": runs,
     }
     path = write_results("emotion_battery", data, args.quick)
-    headers = ["per factor", "queries", "execute s", "ideal s", "ratio", "+analysis s", "peak RSS MB"]
+    headers = [
+        "HTTP module",
+        "per factor",
+        "queries",
+        "execute s",
+        "ideal s",
+        "ratio",
+        "+analysis s",
+        "peak RSS MB",
+    ]
     rows = [
         [
+            r["transport"],
             r["situations_per_factor"],
             r["queries"],
             f"{r['execute_s']:.2f}",

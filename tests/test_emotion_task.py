@@ -197,3 +197,24 @@ def test_run_and_compare_commands(tmp_path: Path, seed_data: Path) -> None:
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert "gpt-3.5-turbo P" in text and "Crowd N" in text and "openai-compatible/scripted" in text
+
+
+def test_transcripts_hold_the_whole_conversation_with_reasks(tmp_path: Path, seed_data: Path) -> None:
+    def responder(body: dict) -> str:
+        first_ask = len(body["messages"]) == 2
+        return "nonsense" if first_ask else "\n".join(f"{i}: 3" for i in range(1, 21))
+
+    with FaultServer(responder=responder) as server:
+        start_run(
+            config(server, seed_data, factors=["Fear-5"], situations_per_factor=1, runs=1, default_runs=2),
+            tmp_path / "r",
+            False,
+        )
+    lines = [json.loads(line) for line in (tmp_path / "r" / "transcripts.jsonl").read_text().splitlines()]
+    assert len(lines) == 3
+    for line in lines:
+        roles = [m["role"] for m in line["transcript"]]
+        assert roles == ["system", "user", "assistant", "user", "assistant"]
+        assert line["transcript"][2]["content"] == "nonsense" and line["transcript"][-1][
+            "content"
+        ].startswith("1: 3")

@@ -130,6 +130,10 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     store = RunStore.in_dir(run_dir)
     try:
         units = store.units()
+        last_calls: dict[str, dict[str, Any]] = {}
+        for call in store.calls():
+            if call["seq"] >= last_calls.get(call["unit_id"], {}).get("seq", -1):
+                last_calls[call["unit_id"]] = call
     finally:
         store.close()
     done = [u for u in units if u.status == "done" and isinstance(u.result, dict)]
@@ -140,7 +144,10 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     with transcripts.open("w", encoding="utf-8") as handle:
         for unit in done:
             entry = {"unit_id": unit.unit_id, **{k: unit.result.get(k) for k in ("kind", "factor", "text")}}
-            entry["transcript"] = unit.result.get("transcript")
+            call = last_calls.get(unit.unit_id)
+            if call is not None:
+                reply = {"role": "assistant", "content": call["response"].get("text")}
+                entry["transcript"] = [*call["request"].get("messages", []), reply]
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     written.append(transcripts)
     if not results:

@@ -226,15 +226,13 @@ class EmotionBenchTask(Task):
             **payload,
             "scale": scale.name,
             "order": order,
-            # built by hand: AdministrationResult.to_json deep-copies the transcript via dataclasses.asdict
             "answers": {str(k): v for k, v in result.answers.items()},
             "unanswered": list(result.unanswered),
             "duplicates": {str(k): list(v) for k, v in result.duplicates.items()},
             "out_of_range": {str(k): v for k, v in result.out_of_range.items()},
             "refused": result.refused,
             "asks": result.asks,
-            "transcript": result.transcript,
-        }
+        }  # the conversation itself is in the run store's calls (the analysis writes transcripts.jsonl)
 
     def _params(self, max_tokens: int) -> GenerationParams:
         base = self.config.params.model_dump()
