@@ -220,6 +220,11 @@ def run(
     default: Annotated[
         list[Path] | None, typer.Option("--default", help="Unsteered results to draw steering against.")
     ] = None,
+    item_order: Annotated[str, typer.Option(help="random, fixed or original (item-order test).")] = "random",
+    tokens_per_item: Annotated[
+        int | None, typer.Option(help="Cap each answer at 32 + this x statements (small models).")
+    ] = None,
+    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (thesis: 0).")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per chunk answer.")] = 512,
     seed: Annotated[int, typer.Option(help="Run seed (shuffles and chunk sizes).")] = 0,
@@ -253,7 +258,9 @@ def run(
         repeats=repeats,
         default=default,
     )
-    options["max_tokens"] = max_tokens
+    options.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
+    if tokens_per_item:
+        options["tokens_per_item"] = tokens_per_item
     raw = {
         "task": "reliability",
         "model": model,
