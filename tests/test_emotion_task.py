@@ -197,6 +197,7 @@ def test_run_and_compare_commands(tmp_path: Path, seed_data: Path) -> None:
     assert result.exit_code == 0, result.output
     text = out.read_text()
     assert "gpt-3.5-turbo P" in text and "Crowd N" in text and "openai-compatible/scripted" in text
+    assert "![shifts](compare.png)" in text and (tmp_path / "compare.png").is_file()
 
 
 def test_transcripts_hold_the_whole_conversation_with_reasks(tmp_path: Path, seed_data: Path) -> None:

@@ -235,8 +235,21 @@ def compare(
         columns["Crowd"] = human_as_result(human_table(load_crowd(crowd_path(data_dir), panas), panas))
     text = markdown(paper_table(columns, _factor_names(data_dir), with_n=False))
     if out is not None:
-        out.write_text(f"# EmotionBench comparison\n\n{text}\n", encoding="utf-8")
-        console.print(f"wrote {out}")
+        from .report import heatmap
+
+        shifts = {
+            f"{label} {m[0].upper()}": {
+                f: (c.get(m) or {}).get("change") for f, c in result["factors"].items()
+            }
+            for label, result in columns.items()
+            for m in ("positive", "negative", "total")
+            if any(m in c for c in result["factors"].values())
+        }
+        shifts = {k: {f: v for f, v in col.items() if v is not None} for k, col in shifts.items()}
+        png = heatmap(shifts, out.with_suffix(".png"), "Change from default")
+        image = f"\n\n![shifts]({png.name})" if png is not None else ""
+        out.write_text(f"# EmotionBench comparison\n\n{text}{image}\n", encoding="utf-8")
+        console.print(f"wrote {out}" + (f" and {png}" if png is not None else ""))
     else:
         typer.echo(text)
 

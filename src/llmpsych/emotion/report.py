@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..stats import hedges_g
+from .changes import ordered_factors
 
 
 def _fmt(mean: float, sd: float) -> str:
@@ -126,7 +127,7 @@ def heatmap(
     except ImportError:
         return None
     labels = list(columns)
-    factors = list(dict.fromkeys(f for col in columns.values() for f in col))
+    factors = ordered_factors(f for col in columns.values() for f in col)
     data = np.array([[columns[c].get(f, math.nan) for c in labels] for f in factors], dtype=float)
     limit = float(np.nanmax(np.abs(data))) if np.isfinite(data).any() else 1.0
     fig, ax = plt.subplots(figsize=(1.2 * len(labels) + 3, 0.28 * len(factors) + 1.5))
