@@ -158,3 +158,12 @@ def test_dbscan_agrees_with_scikit_learn(grid: pd.DataFrame) -> None:
     coords = fit_projection(points).transform(points)
     theirs = cluster.DBSCAN(eps=0.3, min_samples=20).fit_predict(coords) == -1
     assert (theirs == outlier_mask(coords)).all()
+
+
+def test_cli_fit_with_other_results_changes_only_the_projection(saves: Path) -> None:
+    args = ["analyze", str(saves / "save.json"), "--fit-with", str(saves / "character.json"), "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert payload["n"] == 2500 and payload["outliers"]["projection"] == "3780 given points"
+    assert round(payload["dimensions"]["Neuroticism"]["mean"], 2) == 2.35

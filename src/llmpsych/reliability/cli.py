@@ -42,6 +42,10 @@ def analyze(
     fit_on: Annotated[
         str, typer.Option(help="PCA fit: data (default) or full-grid (all 5^5 vectors, the released code).")
     ] = "data",
+    fit_with: Annotated[
+        list[Path] | None,
+        typer.Option("--fit-with", help="Also fit the PCA on these results (the thesis: all four models)."),
+    ] = None,
     eps: Annotated[float, typer.Option(help="DBSCAN radius on the 2-D map.")] = EPS,
     min_pts: Annotated[int, typer.Option(help="DBSCAN minPts (self included).")] = MIN_PTS,
     method: Annotated[str, typer.Option(help="t-test: paper (F-test chooses), welch or student.")] = "paper",
@@ -59,9 +63,13 @@ def analyze(
         raise LlmpsychError(f"--method must be paper, welch or student, got {method!r}")
     frame = load_points(paths)
     default_frame = load_points(default) if default else None
+    fit: object = fit_on
+    if fit_with:
+        union = pd.concat([frame, load_points(fit_with)], ignore_index=True)
+        fit = union[list(DIMENSIONS)].dropna().to_numpy(dtype=float)
     result = reanalyse(
         frame,
-        fit_on=fit_on,  # type: ignore[arg-type]
+        fit_on=fit,  # type: ignore[arg-type]
         eps=eps,
         min_pts=min_pts,
         method=method,  # type: ignore[arg-type]
