@@ -1,0 +1,249 @@
+"""``llmpsych mas ...``: run a collaboration system on a task, run the paper's experiment presets, compare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..errors import LlmpsychError
+
+app = typer.Typer(
+    help="MAS-Resilience: multi-agent systems with faulty agents, and defences.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console()
+
+
+@app.callback()
+def mas() -> None:
+    """MAS-Resilience: multi-agent systems with faulty agents, and defences."""
+
+
+def _run_config(
+    *,
+    system: str,
+    task: str,
+    model: str,
+    base_url: str | None,
+    fault: str,
+    pm: float,
+    pe: float,
+    error: str,
+    unit_mode: str,
+    defence: str,
+    faulty_agent: str | None,
+    items: int | None,
+    max_tokens: int | None,
+    max_messages: int | None,
+    max_rounds: int | None,
+    data_dir: Path | None,
+    concurrency: int | None,
+    no_cache: bool,
+    seed: int,
+    models: dict[str, str] | None = None,
+) -> Any:
+    from ..runs import parse_run_config
+
+    options: dict[str, Any] = {
+        "system": system,
+        "dataset": task,
+        "fault": fault,
+        "p_m": pm,
+        "p_e": pe,
+        "error_type": error,
+        "unit_mode": unit_mode,
+        "defence": [d.strip() for d in defence.split(",") if d.strip()],
+    }
+    for key, value in {
+        "faulty_agent": faulty_agent,
+        "items": items,
+        "max_tokens": max_tokens,
+        "max_messages": max_messages,
+        "max_rounds": max_rounds,
+    }.items():
+        if value is not None:
+            options[key] = value
+    data = {
+        "task": "mas",
+        "model": model,
+        "models": models or {},
+        "base_url": base_url,
+        "data_dir": str(data_dir) if data_dir else None,
+        "concurrency": concurrency,
+        "cache": not no_cache,
+        "seed": seed,
+        "options": options,
+    }
+    return parse_run_config({k: v for k, v in data.items() if v is not None}, "mas run")
+
+
+def _parse_models(pairs: list[str] | None) -> dict[str, str]:
+    models = {}
+    for pair in pairs or []:
+        role, sep, spec = pair.partition("=")
+        if not sep:
+            raise LlmpsychError(f"--agent-model expects role=spec, got {pair!r}")
+        models[role.strip()] = spec.strip()
+    return models
+
+
+@app.command("run")
+def run(
+    system: Annotated[
+        str, typer.Option(help="metagpt, selfcollab, camel, spp, mad or agentverse.")
+    ] = "camel",
+    task: Annotated[
+        str, typer.Option(help="humaneval, humaneval50, ciar, commonmt or faireval.")
+    ] = "humaneval50",
+    model: Annotated[str, typer.Option("--model", "-m", help="Model spec for every agent.")] = (
+        "local/qwen2.5-0.5b"
+    ),
+    agent_model: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Per-agent or helper model, role=spec (roles: agent names, injector, transformer, "
+            "inspector). Repeatable."
+        ),
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    fault: Annotated[str, typer.Option(help="none, autotransform or autoinject.")] = "none",
+    pm: Annotated[
+        float, typer.Option(help="AutoInject: share of the faulty agent's messages corrupted.")
+    ] = 1.0,
+    pe: Annotated[float, typer.Option(help="AutoInject: share of lines/sentences corrupted.")] = 0.2,
+    error: Annotated[str, typer.Option(help="AutoInject error type: semantic or syntactic.")] = "semantic",
+    unit_mode: Annotated[
+        str, typer.Option(help="exact (round(pe x lines)) or bernoulli (per-line coin flip, reference code).")
+    ] = "exact",
+    defence: Annotated[str, typer.Option(help="Comma-separated: challenger, inspector.")] = "",
+    faulty_agent: Annotated[str | None, typer.Option(help="Override the default faulty agent.")] = None,
+    items: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
+    max_messages: Annotated[int | None, typer.Option(help="Message limit per item.")] = None,
+    max_rounds: Annotated[int | None, typer.Option(help="Round limit per item.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder with MAS-Resilience/ and FairEval/.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
+    seed: Annotated[int, typer.Option(help="Run seed (AutoInject draws).")] = 0,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+) -> None:
+    """Run one system on one task under one condition and write its report."""
+    from ..paths import runs_dir
+    from ..runs import start_run
+    from ..runs.runner import new_run_dir
+
+    cfg = _run_config(
+        system=system,
+        task=task,
+        model=model,
+        base_url=base_url,
+        fault=fault,
+        pm=pm,
+        pe=pe,
+        error=error,
+        unit_mode=unit_mode,
+        defence=defence,
+        faulty_agent=faulty_agent,
+        items=items,
+        max_tokens=max_tokens,
+        max_messages=max_messages,
+        max_rounds=max_rounds,
+        data_dir=data_dir,
+        concurrency=concurrency,
+        no_cache=no_cache,
+        seed=seed,
+        models=_parse_models(agent_model),
+    )
+    outcome = start_run(cfg, out or new_run_dir(runs_dir(), f"mas-{system}-{task}"), progress)
+    s = outcome.summary
+    console.print(
+        f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} items, {s.failed} failed, "
+        f"{s.calls_sent} requests sent, {s.seconds:.1f} s"
+    )
+    for path in outcome.outputs:
+        console.print(f"  wrote {path}")
+
+
+@app.command("systems")
+def systems() -> None:
+    """The six systems: structure, tasks, agents, final and default faulty agent, limits."""
+    from .systems import SYSTEMS, system_class
+
+    table = Table(title="MAS-Resilience systems")
+    for column in ("system", "structure", "tasks", "agents", "final", "faulty", "limits"):
+        table.add_column(column)
+    for name in SYSTEMS:
+        cls = system_class(name)
+        agents = [a.name for a in cls("code" if "code" in cls.kinds else sorted(cls.kinds)[0]).agents("")]
+        table.add_row(
+            name,
+            cls.structure,
+            ", ".join(sorted(cls.kinds)),
+            ", ".join(agents),
+            cls.final_agent,
+            cls.default_faulty,
+            f"{cls.max_rounds} rounds, {cls.max_messages} messages",
+        )
+    console.print(table)
+
+
+@app.command("compare")
+def compare(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Finished mas run directories.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the comparison report.")] = Path(
+        "mas-comparison"
+    ),
+) -> None:
+    """Tables in the thesis's layout (by structure, by task, sweeps, defences) from several runs."""
+    from .experiments import compare_runs
+
+    for path in compare_runs(run_dirs, out):
+        console.print(f"wrote {path}")
+
+
+@app.command("preset")
+def preset(
+    name: Annotated[str, typer.Argument(help="main, error-rates, error-types or defences.")],
+    model: Annotated[str, typer.Option("--model", "-m", help="Model spec.")] = "local/qwen2.5-0.5b",
+    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    systems_: Annotated[
+        str | None, typer.Option("--systems", help="Comma-separated subset of the preset's systems.")
+    ] = None,
+    tasks: Annotated[str | None, typer.Option(help="Comma-separated subset of the preset's tasks.")] = None,
+    items: Annotated[int | None, typer.Option(help="Only the first N items of every task.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
+    data_dir: Annotated[Path | None, typer.Option(help="Folder with MAS-Resilience/ and FairEval/.")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for all runs and the report.")] = Path(
+        "mas-preset"
+    ),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
+) -> None:
+    """Run one of the paper's experiments (every run, then the comparison report)."""
+    from .experiments import PRESETS, expand_preset, run_preset
+
+    if name not in PRESETS:
+        raise LlmpsychError(f"unknown preset {name!r}", f"choose one of {', '.join(PRESETS)}")
+    plan = expand_preset(
+        name,
+        systems=systems_.split(",") if systems_ else None,
+        tasks=tasks.split(",") if tasks else None,
+    )
+    if dry_run:
+        for run_name, options in plan:
+            console.print(f"{run_name}: {options}")
+        return
+    common = {
+        "model": model,
+        "base_url": base_url,
+        "data_dir": data_dir,
+        "items": items,
+        "max_tokens": max_tokens,
+    }
+    for path in run_preset(plan, out, **common):
+        console.print(f"wrote {path}")
