@@ -46,6 +46,12 @@ def analyze(
         list[Path] | None,
         typer.Option("--fit-with", help="Also fit the PCA on these results (the thesis: all four models)."),
     ] = None,
+    group_by: Annotated[
+        str | None,
+        typer.Option(
+            help="Mean ± sd per value of a column: source (one row per file, Table 3.6), language, ..."
+        ),
+    ] = None,
     eps: Annotated[float, typer.Option(help="DBSCAN radius on the 2-D map.")] = EPS,
     min_pts: Annotated[int, typer.Option(help="DBSCAN minPts (self included).")] = MIN_PTS,
     method: Annotated[str, typer.Option(help="t-test: paper (F-test chooses), welch or student.")] = "paper",
@@ -75,6 +81,7 @@ def analyze(
         method=method,  # type: ignore[arg-type]
         keep_outliers=keep_outliers,
         default=default_frame,
+        group_by=group_by,
     )
     written: list[Path] = []
     if out is not None:

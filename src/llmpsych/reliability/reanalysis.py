@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import DataError
 from .analysis import Method, describe, extreme_tests, factor_comparisons, group_table, variance_tests
 from .outliers import EPS, MIN_PTS, outlier_mask
 from .projection import FitOn, Projection, fit_projection, region
@@ -92,6 +93,8 @@ def reanalyse(
     mask = outlier_mask(coords, eps, min_pts)
     tested = frame if keep_outliers else frame[~mask]
     factors = [f for f in FACTORS if f in frame and frame[f].nunique() > 1]
+    if group_by is not None and group_by not in frame:
+        raise DataError(f"cannot group by {group_by!r}", f"columns: {', '.join(map(str, frame.columns))}")
     if group_by is None and "append_label" in frame:
         group_by = "append_label"
     groups = group_table(frame, group_by) if group_by else None
