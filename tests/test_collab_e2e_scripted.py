@@ -98,3 +98,36 @@ def test_resume_answers_finished_calls_from_the_store(
         again = resume_run(first.run_dir, False)
         assert sum(server.hits.values()) == hits
     assert again.summary.calls_replayed > 0 and again.summary.calls_sent == 0
+
+
+@pytest.mark.parametrize("system", ["metagpt", "selfcollab", "spp", "agentverse"])
+def test_other_systems_clean_and_injected(
+    system: str, seed_data: Path, solutions: dict, tmp_path: Path
+) -> None:
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        clean = _run(server, seed_data, tmp_path / "clean", system=system, items=2)
+        faulty = _run(server, seed_data, tmp_path / "ai", system=system, items=2, fault="autoinject", p_e=1.0)
+    assert _summary(clean)["score"] == 100.0
+    assert clean.summary.failed == faulty.summary.failed == 0
+    assert "AutoInject edit" in (faulty.run_dir / "transcripts.md").read_text()
+
+
+def test_text_tasks_run_on_the_scripted_server(seed_data: Path, solutions: dict, tmp_path: Path) -> None:
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        for dataset in ("ciar", "faireval", "commonmt"):
+            config = parse_run_config(
+                {
+                    "task": "mas",
+                    "model": "openai-compatible/scripted",
+                    "base_url": server.base_url,
+                    "cache": False,
+                    "data_dir": str(seed_data),
+                    "options": {"dataset": dataset, "items": 2, "system": "mad", "fault": "autoinject"},
+                }
+            )
+            outcome = start_run(config, tmp_path / dataset, False)
+            assert outcome.summary.failed == 0
+            summary = json.loads((outcome.run_dir / "summary.json").read_text())
+            assert summary["score"] is not None
+            if dataset == "commonmt":
+                assert "NOT comparable" in summary["metric"]
