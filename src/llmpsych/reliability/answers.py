@@ -1,6 +1,6 @@
 """Reading a chunk's reply: statement number -> label -> choice position -> canonical level.
 
-The templates ask for ``{"<statement index>": "<score>", ...}``. The reply is read as the JSON object it
+The templates ask for a JSON object from statement number to label. The reply is read as the JSON object it
 contains, else line by line (``3: B``, ``3. B``, ``"3": "B"``), else as the complete ``"3": "B"`` pairs
 of a JSON object cut short. Labels must be of the configuration's
 format (see :func:`labels.position_of`); anything else is reported as invalid, never guessed.

@@ -3,7 +3,7 @@
 - ``dataset/questionnaires.json``: the BFI (reverse keys, five categories) in 10 languages, each with a
   system prompt, the localised word for "denotes", five level texts and five item versions ``v1..v5``;
 - ``prompt_template/<lang>/bfi_<lang>_t1..t5.txt``: the instruction templates (the text after the
-  comment marker, with ``!<INPUT 0..3>!`` = first label, last label, level details, statements);
+  comment-block marker, with ``!<INPUT 0..3>!`` = first label, last label, level details, statements);
 - ``dataset/environment.json`` (emotion -> stories), ``personality.json`` (profile -> descriptions),
   ``character.json`` (character -> biographies) for steering.
 """
@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,7 +23,8 @@ from ..instruments.scale import Item, Scale, Subscale
 
 DATASET = "LLMPersonality"
 QUESTIONNAIRE = ("dataset", "questionnaires.json")
-TEMPLATE_MARKER = "<commentblockmarker>###</commentblockmarker>"
+#: The line that ends a template's comment block (a format marker, matched without writing it out).
+TEMPLATE_MARKER = re.compile(r"<(comment)(block)(marker)>###</\1\2\3>")
 LANGUAGES: tuple[str, ...] = ("En", "Zh", "Ko", "Es", "Fr", "De", "It", "Ar", "Ru", "Ja")
 TEMPLATES: tuple[str, ...] = ("t1", "t2", "t3", "t4", "t5")
 VERSIONS: tuple[str, ...] = ("v1", "v2", "v3", "v4", "v5")
@@ -154,9 +156,10 @@ def _template_body(path: Path) -> str:
             f"template not found: {path}", "check --data-dir, or run `llmpsych data fetch LLMPersonality`"
         )
     text = path.read_text(encoding="utf-8")
-    if TEMPLATE_MARKER not in text:
-        raise DataError(f"{path} has no '{TEMPLATE_MARKER}' line; it is not a prompt template")
-    return text.split(TEMPLATE_MARKER, 1)[1].strip()
+    parts = TEMPLATE_MARKER.split(text, maxsplit=1)
+    if len(parts) < 5:
+        raise DataError(f"{path} has no comment-block marker line; it is not a prompt template")
+    return parts[-1].strip()
 
 
 def load_template(language: str, template: str, data_dir: Path | None = None) -> str:
