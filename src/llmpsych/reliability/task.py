@@ -10,6 +10,7 @@ bound); the attempt with the most valid answers is kept and its valid-answer rat
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
@@ -91,8 +92,11 @@ class ReliabilityOptions(BaseModel):
 
 
 def slug(text: str) -> str:
-    """A short id-safe form of a target name."""
-    return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")[:40] or "x"
+    """A short id-safe form of a target name (a hash suffix keeps long, similar texts apart)."""
+    short = re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
+    if len(short) <= 32 and short == text:
+        return short
+    return f"{short[:32] or 'x'}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
 class ReliabilityTask(Task):
