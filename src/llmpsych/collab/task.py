@@ -154,6 +154,7 @@ class MasTask(Task):
                     "status": outcome.status,
                     "stderr": outcome.stderr[-1500:],
                     "isolation": outcome.isolation,
+                    "seconds": outcome.seconds,
                 },
             }
         if self.kind == "math":

@@ -1,0 +1,46 @@
+"""Camel and MAD on two HumanEval problems with the embedded model, clean and with AutoInject."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmpsych.collab.experiments import compare_runs
+from llmpsych.runs import parse_run_config, start_run
+
+
+@pytest.mark.model
+def test_camel_and_mad_on_the_embedded_model(seed_data: Path, tmp_path: Path) -> None:
+    limits = {"camel": {"max_messages": 2}, "mad": {"max_rounds": 1}}
+    run_dirs = []
+    for system in ("camel", "mad"):
+        for fault in ("none", "autoinject"):
+            config = parse_run_config(
+                {
+                    "task": "mas",
+                    "model": "local/qwen2.5-0.5b",
+                    "n_parallel": 2,
+                    "data_dir": str(seed_data),
+                    "params": {"temperature": 0, "max_tokens": 160},
+                    "options": {
+                        "system": system,
+                        "dataset": "humaneval50",
+                        "items": 2,
+                        "fault": fault,
+                        **limits[system],
+                    },
+                }
+            )
+            outcome = start_run(config, tmp_path / f"{system}-{fault}", False)
+            assert outcome.summary.failed == 0, outcome.summary.errors
+            summary = json.loads((outcome.run_dir / "summary.json").read_text())
+            assert summary["n_items"] == 2 and 0 <= summary["score"] <= 100
+            run_dirs.append(outcome.run_dir)
+    transcripts = (tmp_path / "camel-autoinject" / "transcripts.md").read_text()
+    assert "AutoInject edit" in transcripts
+    outputs = compare_runs(run_dirs, tmp_path / "comparison")
+    report = (tmp_path / "comparison" / "comparison.md").read_text()
+    assert "Table 7.2 layout" in report and "flat" in report and "hierarchical" in report
+    assert any(p.suffix == ".png" for p in outputs)
