@@ -94,6 +94,9 @@ def test_grid_subset_maps_every_label_format_and_order_back(tmp_path: Path, seed
     assert len(orders) == 40  # every configuration has its own seeded shuffle
     report = (tmp_path / "r" / "report.md").read_text()
     assert "Table 3.3" in report and "Outliers" in report
+    validity = pd.read_csv(tmp_path / "r" / "validity.csv")
+    assert set(validity["factor"]) == {"template", "version", "language", "label", "order"}
+    assert (validity["valid_rate"] == 1.0).all() and (validity["incomplete"] == 0).all()
     detail = pd.read_csv(tmp_path / "r" / "configurations.csv")
     assert len(detail) == 40 and detail["replies"].str.contains("Here are my scores").all()
     assert resume_run(tmp_path / "r", False).summary.calls_sent == 0

@@ -224,3 +224,25 @@ def retest_extremes(runs: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSI
                 }
             )
     return pd.DataFrame(rows)
+
+
+def validity_by_level(frame: pd.DataFrame, factors: Sequence[str] = FACTORS) -> pd.DataFrame:
+    """Mean valid-answer rate and incomplete configurations per factor level (own runs only)."""
+    if "valid_rate" not in frame:
+        return pd.DataFrame()
+    rows = []
+    for factor in factors:
+        if factor not in frame:
+            continue
+        for level, part in frame.groupby(factor, sort=False):
+            rates = part["valid_rate"].astype(float)
+            rows.append(
+                {
+                    "factor": factor,
+                    "level": level,
+                    "configurations": len(part),
+                    "valid_rate": float(rates.mean()),
+                    "incomplete": int((rates < 1).sum()),
+                }
+            )
+    return pd.DataFrame(rows)

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.markdown import table, write_report
+from .analysis import validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
@@ -60,6 +61,8 @@ def write_reanalysis(
     csv(result.groups, "groups.csv")
     csv(result.extremes, "extremes.csv")
     csv(detail, "configurations.csv")
+    validity = validity_by_level(result.frame)
+    csv(validity, "validity.csv")
     maps = all_maps(result, out, default)
     written += maps
     n = len(result.frame)
@@ -86,7 +89,8 @@ def write_reanalysis(
             (
                 "Valid answers",
                 f"mean valid-answer rate {rates.mean():.3f}; {int((rates < 1).sum())} of {n} configurations "
-                "kept at least one item without a valid label after the retries.",
+                "kept at least one item without a valid label after the retries.\n\n"
+                + table(validity, ".3f"),
             )
         )
     if not result.comparisons.empty:
