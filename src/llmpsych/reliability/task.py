@@ -105,6 +105,10 @@ class ReliabilityTask(Task):
     name = "reliability"
     Options = ReliabilityOptions
 
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        _ = self.grid  # a bad factor level is a config error before any file is written
+
     @cached_property
     def bfi(self) -> OfficialBFI:
         """The official BFI (all languages and versions)."""
