@@ -57,6 +57,7 @@ def test_extract_code_prefers_the_last_python_fence() -> None:
     text = "```text\nnope\n```\n```python\nx = 1\n```\nthen\n```python\nx = 2\n```"
     assert extract_code(text) == "x = 2\n"
     assert extract_code("def f():\n    return 1") == "def f():\n    return 1"
+    assert extract_code("Here:\n```python\ndef f():\n    return 1") == "def f():\n    return 1"
 
 
 @pytest.mark.parametrize(

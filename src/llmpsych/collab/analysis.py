@@ -78,7 +78,11 @@ def transcript_markdown(result: dict[str, Any], limit: int = 4000) -> str:
             parts.append("🛡 **Inspector rewrite:**\n\n```diff\n" + inspector.get("diff", "") + "\n```")
         for agent, c in (m["meta"].get("challenges") or {}).items():
             parts.append(f"🛡 Challenger `{agent}`: **{c['verdict']}**")
-    parts.append("**Final result:**\n\n```text\n" + str(result.get("result", ""))[:limit] + "\n```")
+    parts.append(
+        "**Final result:**\n\n```text\n"
+        + str(result.get("result", ""))[:limit].replace("```", "ʼʼʼ")
+        + "\n```"
+    )
     return "\n\n".join(parts)
 
 

@@ -1,6 +1,7 @@
 """Run untrusted generated code in a separate, limited process, never in the framework's own.
 
-Each execution is a fresh ``python -I -S`` child (standard library only, no site-packages) in its own session and a throwaway working directory:
+Each execution is a fresh ``python -I -S`` child (standard library only, no site-packages) in its own
+session and a throwaway working directory:
 
 * resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_FSIZE``, ``RLIMIT_NPROC``, no core files);
 * no network: the child unshares a new network namespace (only a down loopback) when the kernel allows

@@ -27,7 +27,11 @@ _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
 
 
 def extract_code(text: str) -> str:
-    """The last fenced Python block (or any fenced block), else the whole text."""
+    """The last fenced Python block (or any fenced block; an unclosed last fence runs to the end), else
+    the whole text."""
+    opened = text.rfind("```python")
+    if opened >= 0 and "```" not in text[opened + 9 :]:
+        return text[opened + 9 :].lstrip("\n")
     blocks = _FENCE.findall(text)
     python = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
     if python:
