@@ -113,6 +113,16 @@ def measure(base_url: str, per_factor: int, transport: str = "httpx") -> dict[st
 
     if transport != "httpx":
         http_backend.httpx = importlib.import_module(transport)
+    from llmpsych.emotion.task import EmotionBenchTask
+
+    execution_rss: list[float] = []
+    analyze = EmotionBenchTask.analyze
+
+    def analyze_after_noting_rss(self: EmotionBenchTask, run_dir: Path) -> list[Path]:
+        execution_rss.append(peak_rss_mb())  # the peak of the execution phase, before the analysis
+        return analyze(self, run_dir)
+
+    EmotionBenchTask.analyze = analyze_after_noting_rss  # type: ignore[method-assign]
 
     options = {"scale": "PANAS", "situations_per_factor": per_factor, "runs": 10, "default_runs": 50}
     config = parse_run_config(
@@ -147,6 +157,7 @@ def measure(base_url: str, per_factor: int, transport: str = "httpx") -> dict[st
         "ideal_s": ideal,
         "ratio": outcome.summary.seconds / ideal,
         "ratio_with_analysis": total / ideal,
+        "peak_rss_execution_mb": execution_rss[0] if execution_rss else None,
         "peak_rss_mb": peak_rss_mb(),
     }
 
@@ -215,6 +226,7 @@ def main() -> None:
         "ideal s",
         "ratio",
         "+analysis s",
+        "RSS execution MB",
         "peak RSS MB",
     ]
     rows = [
@@ -226,6 +238,7 @@ def main() -> None:
             f"{r['ideal_s']:.2f}",
             f"{r['ratio']:.3f}",
             f"{r['analysis_s']:.2f}",
+            f"{r['peak_rss_execution_mb']:.0f}",
             f"{r['peak_rss_mb']:.0f}",
         ]
         for r in runs
