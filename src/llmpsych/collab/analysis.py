@@ -114,6 +114,12 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
         "score": float(frame["score"].mean()) if len(frame) else None,
         "mean_messages": float(frame["messages"].mean()) if len(frame) else None,
     }
+    if len(frame) and frame["passed"].notna().any():  # the rounds analysis of the thesis (section 8.10)
+        for label, rows in (
+            ("passed", frame[frame["passed"].eq(True)]),
+            ("failed", frame[frame["passed"].eq(False)]),
+        ):
+            summary[f"mean_messages_{label}"] = float(rows["messages"].mean()) if len(rows) else None
     if task.kind == "translation" and results:
         summary["closer_to_correct"] = (
             100 * sum(r.get("closer_to_correct", 0) for r in results) / len(results)
@@ -133,6 +139,8 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
                 "n": summary["n_items"],
                 "score": summary["score"],
                 "mean messages": summary["mean_messages"],
+                "messages if passed": summary.get("mean_messages_passed"),
+                "messages if failed": summary.get("mean_messages_failed"),
             }
         ]
     )
