@@ -141,3 +141,23 @@ def test_paper_layout_table_has_both_affects_and_the_run_counts(seed_data: Path,
     first = frame.iloc[1]
     assert (first["ID"], first["P"], first["N"], first["n"]) == ("Anger-1", "↓ (-11.1)", "↓ (-3.9)", 50)
     assert frame.iloc[0]["P"] == "39.2 ± 2.3" and frame.iloc[-1]["ID"] == "Overall: Average"
+
+
+def test_unparseable_released_runs_are_counted_and_skipped(tmp_path: Path, scales: dict) -> None:
+    import csv
+
+    columns = ["question-0", "order-0"]
+    columns += [f"General_test-{t}_order-0" for t in range(3)]
+    columns += [f"Fear-0_scenario-0_test-{t}_order-0" for t in range(3)]
+    rows = [["Prompt: ours", "ours"] + [" "] * 3 + ["our situation"] * 3]
+    for item in range(1, 21):
+        low, high = ("2", "4") if item % 2 else ("1", "3")
+        answers = [low, high, low, high, high, "x" if item == 7 else low]
+        rows.append([f"{item}. ours", str(item), *answers])
+    path = tmp_path / "mine-PANAS-testing.csv"
+    with path.open("w", newline="") as handle:
+        csv.writer(handle).writerows([columns, *rows])
+    result = score_released(path, scales["PANAS"])
+    assert result["model"] == "mine" and result["runs"] == 6
+    assert result["invalid_runs"] == {"Fear-1": 1}
+    assert result["default"]["positive"]["n"] == 3 and result["factors"]["Fear-1"]["positive"]["n"] == 2

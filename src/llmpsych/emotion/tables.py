@@ -36,7 +36,7 @@ def paper_table(
     """
     labels = list(results)
     first = results[labels[0]]
-    measures = list(first["default"]) or list(next(iter(first["factors"].values())))
+    measures = list(first.get("default") or {}) or list(next(iter(first["factors"].values())))
     columns = [
         f"{label} {MEASURE_LABELS.get(m, m)}" if len(labels) > 1 else MEASURE_LABELS.get(m, m)
         for label in labels
@@ -54,7 +54,8 @@ def paper_table(
 
     names = names or {}
     default_n = first["default"][measures[0]].get("n", "") if first["default"] else ""
-    add("Default", "", lambda r, m: _default(r.get("default", {}).get(m)), default_n)
+    if first.get("default"):
+        add("Default", "", lambda r, m: _default(r.get("default", {}).get(m)), default_n)
     factor_ids = list(dict.fromkeys(f for r in results.values() for f in r["factors"]))
     emotions = list(dict.fromkeys(f.rpartition("-")[0] for f in factor_ids))
     for emotion in emotions:
