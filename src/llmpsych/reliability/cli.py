@@ -52,6 +52,10 @@ def analyze(
             help="Mean ± sd per value of a column: source (one row per file, Table 3.6), language, ..."
         ),
     ] = None,
+    scoring: Annotated[
+        str,
+        typer.Option(help="Own runs: text (written labels) or expected (label probabilities, mode=logprob)."),
+    ] = "text",
     eps: Annotated[float, typer.Option(help="DBSCAN radius on the 2-D map.")] = EPS,
     min_pts: Annotated[int, typer.Option(help="DBSCAN minPts (self included).")] = MIN_PTS,
     method: Annotated[str, typer.Option(help="t-test: paper (F-test chooses), welch or student.")] = "paper",
@@ -67,7 +71,9 @@ def analyze(
         raise LlmpsychError(f"--fit-on must be data or full-grid, got {fit_on!r}")
     if method not in ("paper", "welch", "student"):
         raise LlmpsychError(f"--method must be paper, welch or student, got {method!r}")
-    frame = load_points(paths)
+    if scoring not in ("text", "expected"):
+        raise LlmpsychError(f"--scoring must be text or expected, got {scoring!r}")
+    frame = load_points(paths, scoring)
     default_frame = load_points(default) if default else None
     fit: object = fit_on
     if fit_with:
@@ -240,6 +246,9 @@ def run(
         int | None, typer.Option(help="Cap each answer at 32 + this x statements (small models).")
     ] = None,
     max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
+    logprobs: Annotated[
+        bool, typer.Option("--logprobs", help="Also score by label probabilities (endpoints with logprobs).")
+    ] = False,
     temperature: Annotated[float, typer.Option(help="Sampling temperature (thesis: 0).")] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per chunk answer.")] = 512,
     seed: Annotated[int, typer.Option(help="Run seed (shuffles and chunk sizes).")] = 0,
@@ -274,6 +283,8 @@ def run(
         default=default,
     )
     options.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
+    if logprobs:
+        options["mode"] = "logprob"
     if tokens_per_item:
         options["tokens_per_item"] = tokens_per_item
     raw = {

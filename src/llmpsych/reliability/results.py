@@ -12,8 +12,12 @@ from .published import DIMENSIONS
 from .saves import concat_saves, load_save
 
 
-def run_frame(run_dir: Path) -> pd.DataFrame:
-    """Factors, target, scores, valid-answer rate and attempts of every finished unit."""
+def run_frame(run_dir: Path, scoring: str = "text") -> pd.DataFrame:
+    """Factors, target, scores, valid-answer rate and attempts of every finished unit.
+
+    ``scoring="expected"`` takes the dimension scores from the label probabilities (``mode=logprob``
+    runs; units without them keep the written labels' scores).
+    """
     if not (run_dir / STORE_FILE).exists():
         raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
     store = RunStore.in_dir(run_dir)
@@ -25,6 +29,8 @@ def run_frame(run_dir: Path) -> pd.DataFrame:
     for unit in units:
         result = unit.result or {}
         scores = result.get("scores") or {}
+        if scoring == "expected" and result.get("scores_expected"):
+            scores = result["scores_expected"]
         row = {
             "unit_id": unit.unit_id,
             **result.get("config", {}),
@@ -32,6 +38,7 @@ def run_frame(run_dir: Path) -> pd.DataFrame:
             "n_items": result.get("n_items"),
             "valid_rate": result.get("valid_rate"),
             "attempts": result.get("attempts"),
+            "n_logprob_items": result.get("n_logprob_items"),
             "refused": result.get("refused"),
             "answers": {int(k): v for k, v in (result.get("answers") or {}).items()},
             **{d: (float("nan") if scores.get(d) is None else float(scores[d])) for d in DIMENSIONS},
@@ -68,9 +75,9 @@ def detail_frame(run_dir: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def load_points(paths: list[Path]) -> pd.DataFrame:
+def load_points(paths: list[Path], scoring: str = "text") -> pd.DataFrame:
     """Data points from released save files and/or llmpsych run directories."""
-    frames = [run_frame(p).assign(source=p.name) for p in paths if p.is_dir()]
+    frames = [run_frame(p, scoring).assign(source=p.name) for p in paths if p.is_dir()]
     saves = [load_save(p) for p in paths if not p.is_dir()]
     if saves:
         frames.append(concat_saves(saves))

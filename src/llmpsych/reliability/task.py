@@ -22,10 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import ConfigError
 from ..models.types import GenerationParams, Message
+from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.task import Task, WorkUnit
 from .answers import chunk_levels, parse_chunk
 from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, shuffled_chunks
+from .logprobs import expected_levels, label_distributions
 from .official import OfficialBFI, data_files, load_bfi, load_steering, load_template
 from .outliers import EPS, MIN_PTS
 from .prompts import questionnaire_prompt
@@ -62,6 +64,11 @@ class ReliabilityOptions(BaseModel):
         default="random",
         description="random: a new shuffle per configuration; fixed: one shuffle for all; original: 1..44",
     )
+    mode: Literal["generate", "logprob"] = Field(
+        default="generate",
+        description="logprob: also score by the expected level under the label probabilities",
+    )
+    top_logprobs: int = Field(default=20, ge=1, le=20)
     max_attempts: int = Field(default=3, ge=1, le=10)
     max_tokens: int = Field(default=512, ge=32)
     tokens_per_item: int | None = Field(
@@ -174,9 +181,10 @@ class ReliabilityTask(Task):
         """The run's sampling parameters with a token limit (cached: one object per limit)."""
         cache = self.__dict__.setdefault("_params", {})
         if max_tokens not in cache:
-            cache[max_tokens] = GenerationParams(
-                **{**self.config.params.model_dump(), "max_tokens": max_tokens}
-            )
+            extra: dict[str, Any] = {"max_tokens": max_tokens}
+            if self.options.mode == "logprob":
+                extra.update(logprobs=True, top_logprobs=self.options.top_logprobs)
+            cache[max_tokens] = GenerationParams(**{**self.config.params.model_dump(), **extra})
         return cache[max_tokens]
 
     def item_order(self, attempt: int) -> list[int] | None:
@@ -246,6 +254,7 @@ class ReliabilityTask(Task):
             )
             messages = list(preamble)
             answers: dict[int, int] = {}
+            expected: dict[int, float] = {}
             invalid: dict[str, str] = {}
             refused = False
             for number, chunk in enumerate(chunks):
@@ -263,12 +272,17 @@ class ReliabilityTask(Task):
                 messages.append({"role": "assistant", "content": reply.text})
                 parsed = parse_chunk(reply.text, len(chunk), config.label, n_levels)
                 answers.update(chunk_levels(parsed, chunk, config.order, n_levels))
+                if o.mode == "logprob":
+                    found = label_distributions(reply.logprobs or [], len(chunk), config.label, n_levels)
+                    found = {i: d for i, d in found.items() if i in parsed.positions}
+                    expected.update(expected_levels(found, chunk, config.order, n_levels))
                 invalid.update({str(chunk[i - 1]): v for i, v in parsed.invalid.items()})
                 refused = refused or (parsed.refused and not parsed.positions)
             outcome = {
                 "attempt": attempt + 1,
                 "chunks": chunks,
                 "answers": answers,
+                "expected": expected,
                 "invalid": invalid,
                 "refused": refused,
                 "transcript": messages,
@@ -294,7 +308,19 @@ class ReliabilityTask(Task):
             "n_valid": len(best["answers"]),
             "valid_rate": len(best["answers"]) / scale.n_items,
             "scores": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
+            **(self._expected_fields(scale, best) if o.mode == "logprob" else {}),
             "transcript": best["transcript"],
+        }
+
+    @staticmethod
+    def _expected_fields(scale: Any, best: dict[str, Any]) -> dict[str, Any]:
+        """Expected levels (written label where no distribution was found) and their scores."""
+        values = {i: float(v) for i, v in best["answers"].items()} | best["expected"]
+        scores = weighted_scores(scale, values)
+        return {
+            "expected": {str(k): v for k, v in sorted(best["expected"].items())},
+            "n_logprob_items": len(best["expected"]),
+            "scores_expected": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
         }
 
     def analyze(self, run_dir: Path) -> list[Path]:
