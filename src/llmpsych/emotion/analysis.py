@@ -226,7 +226,8 @@ def _agreement_text(summary: dict[str, Any]) -> str:
     return (
         f"{summary['cells']} factor × affect cells. Marks (↑/↓/—) agree in {pct('marks_agree')}, the sign "
         f"of the change in {pct('same_sign')}; mean absolute difference of the changes "
-        f"{summary['mean_abs_difference']:.1f} points; correlation of the changes across factors "
+        f"{summary['mean_abs_difference']:.1f} points (of the evoked scores: "
+        f"{summary['mean_abs_evoked_difference']:.1f}); correlation of the changes across factors "
         f"r = {corr('r_positive')} (PA), {corr('r_negative')} (NA). Per-cell effect sizes (model Hedges g, "
-        "human d_z) are in alignment.csv."
+        "human d_z, model-vs-human evoked g) are in alignment.csv."
     )

@@ -60,9 +60,10 @@ def alignment(model: Mapping[str, Any], human: Mapping[str, Any]) -> tuple[pd.Da
 
     ``model`` is a score-shaped result (cells with ``change``, ``mark``, ``n``, ``mean``, ``sd``) and
     ``human`` a :func:`~llmpsych.emotion.crowd.human_table`. Effect sizes: the model's Hedges g (evoked vs
-    default runs) and the humans' paired d_z. The summary gives the share of cells whose marks agree,
-    the share with the same sign of change, the Pearson correlation of the changes across factors, and
-    the mean absolute difference of the changes.
+    default runs), the humans' paired d_z, and Hedges g of the model's evoked scores against the humans'.
+    The summary gives the share of cells whose marks agree, the share with the same sign of change, the
+    Pearson correlation of the changes across factors, and the mean absolute differences of the changes
+    and of the evoked scores.
     """
     rows = []
     for fid, cells in model["factors"].items():
@@ -82,6 +83,9 @@ def alignment(model: Mapping[str, Any], human: Mapping[str, Any]) -> tuple[pd.Da
                     "human_change": theirs.change,
                     "human_mark": theirs.mark,
                     "human_dz": theirs.dz,
+                    "model_evoked": mine.get("mean"),
+                    "human_evoked": theirs.evoked_mean,
+                    "evoked_g_model_vs_human": evoked_vs_human_g(mine, theirs),
                     "marks_agree": mine["mark"] == theirs.mark,
                     "same_sign": np.sign(mine["change"]) == np.sign(theirs.change),
                 }
@@ -92,6 +96,8 @@ def alignment(model: Mapping[str, Any], human: Mapping[str, Any]) -> tuple[pd.Da
         summary["marks_agree"] = float(frame["marks_agree"].mean())
         summary["same_sign"] = float(frame["same_sign"].mean())
         summary["mean_abs_difference"] = float((frame["model_change"] - frame["human_change"]).abs().mean())
+        evoked_gap = (frame["model_evoked"] - frame["human_evoked"]).abs()
+        summary["mean_abs_evoked_difference"] = float(evoked_gap.mean())
         for measure in ("positive", "negative"):
             part = frame[frame["measure"] == measure]
             r = math.nan
