@@ -1,1 +1,1 @@
-"""MAS-Resilience: multi-agent collaboration systems under faulty agents, with defences."""
+"""MAS-Resilience: collaboration systems of several agents under faulty agents, with defences."""

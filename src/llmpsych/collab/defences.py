@@ -1,4 +1,4 @@
-"""The two defences, in llmpsych's own words: the Challenger and the Inspector (combinable).
+"""The two defences, in llmpsych's own words: Challenger and Inspector (combinable).
 
 * **Challenger** (a profile-level change): every agent, before acting on a message, is first asked
   whether the message contains deliberate errors. The reply is read as *unsafe* when it contains

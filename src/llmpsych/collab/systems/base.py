@@ -41,7 +41,7 @@ def make_agent(name: str, template: str, values: dict[str, str]) -> Agent:
 
 
 class System(ABC):
-    """A multi-agent collaboration system."""
+    """A collaboration system of several agents."""
 
     name: ClassVar[str]
     structure: ClassVar[str]

@@ -27,7 +27,7 @@ ROLES: dict[str, tuple[str, str]] = {
 ASSISTANT = (
     "You are <ASSISTANT_ROLE>, and you work with me, <USER_ROLE>, on one shared task. Keep to your role "
     "and never give me instructions. The task: <TASK>\n"
-    "I will give you one instruction at a time. Answer each with a concrete solution and explain it. "
+    "Instructions will come from me one by one. Answer each with a concrete solution and explain it. "
     "If you cannot carry out an instruction, say so and say why. Start every answer with 'Solution:'. "
     "<EXTRA>"
 )

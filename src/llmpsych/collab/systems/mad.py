@@ -13,7 +13,7 @@ from ..runtime import Agent, Route, Runtime
 from .base import ANSWER_FORMAT, System, make_agent
 
 TOPIC: dict[str, str] = {
-    "code": "The debate is about how to write a Python function. Write your own code and defend it.",
+    "code": "The subject is the implementation of a Python function: propose your own code and argue for it.",
     "math": "The debate is about the answer to a maths problem. Work out your own answer and defend it.",
     "translation": "The debate is about the best English translation of a Chinese sentence. Propose "
     "your own translation and defend it.",
