@@ -1,0 +1,56 @@
+"""``llmpsych mas ...`` on the scripted server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from llmpsych.collab.cli import app
+from llmpsych.collab.scripted import ScriptedCollaborator
+from llmpsych.testing.fault_server import FaultServer
+
+runner = CliRunner()
+
+
+def test_mas_run_compare_systems_and_preset(seed_data: Path, tmp_path: Path) -> None:
+    with FaultServer(responder=ScriptedCollaborator({}, answers={"Alice": "1.5"})) as server:
+        for fault in ("none", "autoinject"):
+            result = runner.invoke(
+                app,
+                [
+                    "run",
+                    "--system",
+                    "mad",
+                    "--task",
+                    "ciar",
+                    "--items",
+                    "2",
+                    "--fault",
+                    fault,
+                    "--defence",
+                    "challenger",
+                    "--model",
+                    "openai-compatible/scripted",
+                    "--base-url",
+                    server.base_url,
+                    "--data-dir",
+                    str(seed_data),
+                    "--no-cache",
+                    "--no-progress",
+                    "--out",
+                    str(tmp_path / fault),
+                ],
+            )
+            assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "none" / "summary.json").read_text())
+    assert summary["system"] == "mad" and summary["n_items"] == 2 and summary["score"] == 50.0
+    result = runner.invoke(
+        app, ["compare", str(tmp_path / "none"), str(tmp_path / "autoinject"), "--out", str(tmp_path / "cmp")]
+    )
+    assert result.exit_code == 0, result.output
+    assert "Table 7.3 layout" in (tmp_path / "cmp" / "comparison.md").read_text()
+    assert runner.invoke(app, ["systems"]).exit_code == 0
+    dry = runner.invoke(app, ["preset", "defences", "--dry-run"])
+    assert dry.exit_code == 0 and dry.output.count("selfcollab_humaneval") == 12
