@@ -188,6 +188,7 @@ def main() -> None:
     parser.add_argument("--base-url")
     parser.add_argument("--per-factor", type=int, default=5)
     parser.add_argument("--transport", default="httpx")
+    parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for an idle machine")
     args = parser.parse_args()
     if args.mode == "serve":
         asyncio.run(_serve(args.port))
@@ -202,7 +203,7 @@ def main() -> None:
     try:
         time.sleep(1.0)
         base_url = f"http://127.0.0.1:{port}/v1"
-        load = _wait_for_quiet()
+        load = _wait_for_quiet(args.wait)
         sizes = [1] if args.quick else [1, 5]
         runs = [_child(base_url, k, t) for t in ("httpx", "httpx2") for k in sizes]
     finally:
