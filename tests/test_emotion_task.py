@@ -114,7 +114,8 @@ def test_unparseable_runs_are_reasked_counted_and_reported(tmp_path: Path, seed_
     assert sum(1 for b in bodies if MARK in b["messages"][1]["content"]) == 2 * 2  # ask + one re-ask each
     listed = re.findall(r"^(\d+)\. ", bodies[0]["messages"][1]["content"], flags=re.MULTILINE)
     assert listed == [str(i) for i in range(1, 21)]  # shuffle=False keeps the original order
-    assert "invalid runs per group" in (tmp_path / "r" / "report.md").read_text().lower()
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "invalid runs per group" in report.lower() and "Anger-1 has 2 situations, the papers 13" in report
 
 
 def test_positive_situations_are_compared_with_their_negative_originals(

@@ -188,6 +188,12 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
         f"{len(failed)} units failed. Invalid runs per group: {summary.get('invalid_runs') or 'none'}."
     )
     sections.append(("Valid runs", validity))
+    if task.situation_set.warnings:
+        summary["situation_warnings"] = list(task.situation_set.warnings)
+        differences = "; ".join(task.situation_set.warnings)
+        sections.append(
+            ("Situations", f"The situations differ from the papers' 428 in 36 factors: {differences}.")
+        )
     if human is not None:
         cells, agreement = alignment(summary, human)
         cells.to_csv(run_dir / "alignment.csv", index=False)
