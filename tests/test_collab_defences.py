@@ -130,6 +130,7 @@ def test_comparison_tables(tmp_path: Path) -> None:
     scores, rec = defences(frame)["selfcollab"]
     assert round(rec.loc["AutoTransform", "challenger+inspector"], 2) == 96.35
     assert (tmp_path / "cmp" / "comparison.md") in outputs
+    assert any(p.name.startswith("drop-by-structure") and p.suffix == ".png" for p in outputs)
     assert isinstance(scores, pd.DataFrame)
 
 
