@@ -38,10 +38,7 @@ SEED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
 def _responder() -> ScriptedCollaborator:
     problems = load_items("humaneval", SEED_DATA)
     return ScriptedCollaborator(
-        {
-            p.reference["entry_point"]: p.reference["prompt"] + p.reference["canonical_solution"]
-            for p in problems
-        }
+        {p.reference["prompt"]: p.reference["prompt"] + p.reference["canonical_solution"] for p in problems}
     )
 
 

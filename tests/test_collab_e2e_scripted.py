@@ -18,9 +18,7 @@ N = 3
 @pytest.fixture(scope="module")
 def solutions(seed_data: Path) -> dict[str, str]:
     items = load_items("humaneval50", seed_data)[:N]
-    return {
-        i.reference["entry_point"]: i.reference["prompt"] + i.reference["canonical_solution"] for i in items
-    }
+    return {i.reference["prompt"]: i.reference["prompt"] + i.reference["canonical_solution"] for i in items}
 
 
 def _run(server: FaultServer, seed_data: Path, out: Path, **options: object):  # noqa: ANN202
