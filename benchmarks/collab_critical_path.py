@@ -7,7 +7,7 @@ is the longest item: its sequential calls × 100 ms, plus (for HumanEval) its ow
 many items the sandbox pool (one worker per core) can also bound the run: the report gives that bound
 (total execution seconds ÷ pool size) beside the critical path.
 
-    python benchmarks/collab_critical_path.py            # camel, mad × ciar (50); camel × humaneval (164)
+    python benchmarks/collab_critical_path.py            # camel, mad × ciar at 1-50 items; camel × humaneval
     python benchmarks/collab_critical_path.py --quick    # fewer items
 """
 
@@ -43,9 +43,18 @@ def _responder() -> ScriptedCollaborator:
 
 
 def serve(port: int) -> None:
-    """Serve the scripted collaborator with a fixed latency until killed."""
+    """Serve the scripted collaborator with a fixed latency until killed.
+
+    As in ``_common.serve_fault``: a listen backlog of 1024 (a burst of connections must not overflow
+    socketserver's 5) and TCP_NODELAY on accepted sockets (the handler writes headers and body in two
+    sends; without it Nagle's algorithm and the client's delayed ACK add up to 40 ms per answer).
+    """
+    from http.server import ThreadingHTTPServer
+    from socketserver import StreamRequestHandler
+
+    ThreadingHTTPServer.request_queue_size = 1024
+    StreamRequestHandler.disable_nagle_algorithm = True
     server = FaultServer(FaultRates(latency_s=LATENCY), responder=_responder(), port=port)
-    server._httpd.socket.listen(1024)  # a burst of connections must not overflow the backlog of 5
     server._httpd.serve_forever()
 
 
@@ -70,7 +79,7 @@ class Server:
         self.proc.wait(10)
 
 
-def measure(system: str, dataset: str, items: int | None) -> dict:
+def measure(system: str, dataset: str, items: int | None, concurrency: int = 1024) -> dict:
     """One clean run; wall time against the critical path."""
     options: dict = {"system": system, "dataset": dataset}
     if items:
@@ -82,7 +91,7 @@ def measure(system: str, dataset: str, items: int | None) -> dict:
                 "model": "openai-compatible/scripted",
                 "base_url": server.base_url,
                 "cache": False,
-                "concurrency": 1024,
+                "concurrency": concurrency,
                 "workers": 1024,
                 "data_dir": str(SEED_DATA),
                 "options": options,
@@ -102,6 +111,7 @@ def measure(system: str, dataset: str, items: int | None) -> dict:
         "system": system,
         "dataset": dataset,
         "items": len(results),
+        "concurrency": concurrency,
         "failed": outcome.summary.failed,
         "requests": outcome.summary.calls_sent,
         "score": round(sum(r["score"] for r in results) / len(results), 2),
@@ -123,11 +133,12 @@ def main() -> None:
         serve(args.port)
         return
     busy = busy_cores()
-    rows = [
-        measure("camel", "ciar", 10 if args.quick else None),
-        measure("mad", "ciar", 10 if args.quick else None),
-        measure("camel", "humaneval", 20 if args.quick else None),
-    ]
+    widths = (1, 5, 10) if args.quick else (1, 5, 10, 25, 50)
+    rows = [measure("camel", "ciar", n) for n in widths]
+    rows += [measure("mad", "ciar", n) for n in widths[-2:]]
+    rows.append(measure("camel", "humaneval50", 10 if args.quick else None))
+    if not args.quick:
+        rows.append(measure("camel", "humaneval", None))
     headers = list(rows[0])
     print(markdown_table(headers, [[r[h] for h in headers] for r in rows]))
     data = {"latency_s": LATENCY, "busy_cores_before": busy, "runs": rows}
