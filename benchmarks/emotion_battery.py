@@ -8,7 +8,8 @@ valid PANAS reply (``index: score`` for each listed statement), so every run is 
 the full run engine in a fresh Python process per size: task ``emotionbench`` (PANAS, items shuffled,
 official data from ``../shared/seed-data``), model ``openai-compatible/bench``, cache off,
 concurrency = workers = 64. Each size runs with the stock HTTP module (``httpx``) and with the
-``httpx2`` diagnostic swap the other benchmarks use (``throughput_http.py``). Measured: wall time of the
+``httpx2`` diagnostic swap the other benchmarks use (``throughput_http.py``); a bare ``httpx2`` client
+sending 1,800 requests to the same server shows what the HTTP stack alone allows. Measured: wall time of the
 execution (``ideal`` = queries x 0.1 s / 64, ``ratio`` = wall / ideal, target <= 1.2), the time of the
 analysis that follows (tables, human data, heatmap), and the client's peak RSS at two battery sizes
 (memory must not grow with the number of situations).
@@ -162,7 +163,45 @@ def measure(base_url: str, per_factor: int, transport: str = "httpx") -> dict[st
     }
 
 
+def measure_bare(base_url: str, requests: int, module: str = "httpx2") -> dict[str, Any]:
+    """The HTTP stack alone: a bare AsyncClient sending ``requests`` PANAS-sized bodies at concurrency 64."""
+    import importlib
+
+    httpx = importlib.import_module(module)
+    items = "\n".join(f"{i}. statement {i}" for i in range(1, 21))
+    body = {"model": "bench", "messages": [{"role": "user", "content": f"rate these\n\n{items}"}]}
+
+    async def run() -> None:
+        limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+        remaining = iter(range(requests))
+        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
+
+            async def worker() -> None:
+                for _ in remaining:
+                    response = await client.post("/chat/completions", json=body)
+                    response.json()
+
+            await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+
+    started = time.perf_counter()
+    asyncio.run(run())
+    wall = time.perf_counter() - started
+    ideal = requests * LATENCY_S / CONCURRENCY
+    return {
+        "transport": f"bare {module}",
+        "queries": requests,
+        "execute_s": wall,
+        "ideal_s": ideal,
+        "ratio": wall / ideal,
+        "peak_rss_mb": peak_rss_mb(),
+    }
+
+
 def _child(base_url: str, per_factor: int, transport: str) -> dict[str, Any]:
+    if transport.startswith("bare"):
+        cmd = [sys.executable, __file__, "bare", "--base-url", base_url]
+        done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900)
+        return json.loads(done.stdout.strip().splitlines()[-1])
     cmd = [sys.executable, __file__, "measure", "--base-url", base_url, "--per-factor", str(per_factor)]
     cmd += ["--transport", transport]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=900)
@@ -182,7 +221,7 @@ def _wait_for_quiet(limit_s: float = 180.0) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "measure"])
+    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "measure", "bare"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--port", type=int)
     parser.add_argument("--base-url")
@@ -192,6 +231,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.mode == "serve":
         asyncio.run(_serve(args.port))
+        return
+    if args.mode == "bare":
+        print(json.dumps(measure_bare(args.base_url, 1800)))
         return
     if args.mode == "measure":
         print(json.dumps(measure(args.base_url, args.per_factor, args.transport)))
@@ -206,6 +248,7 @@ def main() -> None:
         load = _wait_for_quiet(args.wait)
         sizes = [1] if args.quick else [1, 5]
         runs = [_child(base_url, k, t) for t in ("httpx", "httpx2") for k in sizes]
+        runs.append(_child(base_url, 0, "bare"))
     finally:
         server.terminate()
         server.wait(5)
@@ -233,13 +276,13 @@ def main() -> None:
     rows = [
         [
             r["transport"],
-            r["situations_per_factor"],
+            r.get("situations_per_factor", "-"),
             r["queries"],
             f"{r['execute_s']:.2f}",
             f"{r['ideal_s']:.2f}",
             f"{r['ratio']:.3f}",
-            f"{r['analysis_s']:.2f}",
-            f"{r['peak_rss_execution_mb']:.0f}",
+            f"{r['analysis_s']:.2f}" if "analysis_s" in r else "-",
+            f"{r['peak_rss_execution_mb']:.0f}" if "peak_rss_execution_mb" in r else "-",
             f"{r['peak_rss_mb']:.0f}",
         ]
         for r in runs
