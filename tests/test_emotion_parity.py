@@ -161,3 +161,13 @@ def test_unparseable_released_runs_are_counted_and_skipped(tmp_path: Path, scale
     assert result["model"] == "mine" and result["runs"] == 6
     assert result["invalid_runs"] == {"Fear-1": 1}
     assert result["default"]["positive"]["n"] == 3 and result["factors"]["Fear-1"]["positive"]["n"] == 2
+
+
+def test_human_command_prints_the_table_as_json(seed_data: Path) -> None:
+    from llmpsych.emotion.cli import app
+
+    result = CliRunner().invoke(app, ["human", "--json", "--data-dir", str(seed_data)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["overall"]["negative"]["n"] == 1266 and data["overall"]["negative"]["mark"] == "↑"
+    assert data["factors"]["Jealousy-3"]["positive"]["n"] == 16
