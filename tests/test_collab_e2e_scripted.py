@@ -129,3 +129,26 @@ def test_text_tasks_run_on_the_scripted_server(seed_data: Path, solutions: dict,
             assert summary["score"] is not None
             if dataset == "commonmt":
                 assert "NOT comparable" in summary["metric"]
+
+
+def test_challenger_request_revision(seed_data: Path, solutions: dict, tmp_path: Path) -> None:
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        outcome = _run(
+            server,
+            seed_data,
+            tmp_path / "rr",
+            system="camel",
+            items=1,
+            fault="autoinject",
+            p_e=1.0,
+            defence=["challenger"],
+            challenge_policy="request_revision",
+            max_messages=6,
+        )
+    store = RunStore.in_dir(outcome.run_dir)
+    result = store.units("done")[0].result
+    store.close()
+    challenges = [m for m in result["transcript"] if "challenge_of" in m["meta"]]
+    revisions = [m for m in result["transcript"] if "revision_of" in m["meta"]]
+    assert challenges and revisions and challenges[0]["sender"] == "user"
+    assert revisions[0]["meta"]["injection"]["edits"]  # P_m = 1: the new version is corrupted again

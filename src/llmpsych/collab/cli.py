@@ -36,6 +36,7 @@ def _run_config(
     error: str,
     unit_mode: str,
     defence: str,
+    challenge_policy: str,
     faulty_agent: str | None,
     items: int | None,
     max_tokens: int | None,
@@ -58,6 +59,7 @@ def _run_config(
         "error_type": error,
         "unit_mode": unit_mode,
         "defence": [d.strip() for d in defence.split(",") if d.strip()],
+        "challenge_policy": challenge_policy,
     }
     for key, value in {
         "faulty_agent": faulty_agent,
@@ -121,6 +123,9 @@ def run(
         str, typer.Option(help="exact (round(pe x lines)) or bernoulli (per-line coin flip, reference code).")
     ] = "exact",
     defence: Annotated[str, typer.Option(help="Comma-separated: challenger, inspector.")] = "",
+    challenge_policy: Annotated[
+        str, typer.Option(help="After an 'unsafe' verdict: self_correct or request_revision.")
+    ] = "self_correct",
     faulty_agent: Annotated[str | None, typer.Option(help="Override the default faulty agent.")] = None,
     items: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
@@ -149,6 +154,7 @@ def run(
         error=error,
         unit_mode=unit_mode,
         defence=defence,
+        challenge_policy=challenge_policy,
         faulty_agent=faulty_agent,
         items=items,
         max_tokens=max_tokens,

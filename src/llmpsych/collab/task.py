@@ -42,7 +42,7 @@ class MasOptions(BaseModel):
     error_type: Literal["semantic", "syntactic"] = "semantic"
     unit_mode: Literal["exact", "bernoulli"] = "exact"
     defence: list[Literal["challenger", "inspector"]] = Field(default_factory=list)
-    challenge_policy: Literal["self_correct"] = "self_correct"
+    challenge_policy: Literal["self_correct", "request_revision"] = "self_correct"
     max_rounds: int | None = Field(default=None, ge=1, le=20)
     max_messages: int | None = Field(default=None, ge=2, le=200)
     max_tokens: int | None = Field(default=None, ge=16)
