@@ -48,6 +48,7 @@ def item_rows(results: list[dict[str, Any]]) -> pd.DataFrame:
                 "aux_calls": r.get("aux_calls"),
                 "messages_injected": sum(1 for i in injected if i.get("edits")),
                 "lines_edited": sum(len(i.get("edits", [])) for i in injected),
+                "lines_left_unchanged": sum(i.get("unchanged", 0) for i in injected),
                 "inspector_rewrites": sum(
                     1 for m in transcript if m["meta"].get("inspector", {}).get("decision") == "unsafe"
                 ),

@@ -177,6 +177,7 @@ class AutoInject:
         before = message.content
         message.content = join_units(units, kind)
         record["edits"] = edits
+        record["unchanged"] = len(chosen) - len(edits)  # the injector returned them as they were
         record["diff"] = diff(before, message.content)
         message.meta["injection"] = record
         return message
