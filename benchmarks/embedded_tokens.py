@@ -1,12 +1,13 @@
 """Completion tokens per second of the embedded model through llmpsych versus xllamacpp called directly.
 
-    python benchmarks/embedded_tokens.py            # 8 prompts x 128 tokens per side (about 2 minutes)
+    python benchmarks/embedded_tokens.py            # 8 prompts x 128 tokens per side (about 1.5 minutes)
     python benchmarks/embedded_tokens.py --quick    # 4 prompts x 64 tokens
 
 Both sides load qwen2.5-0.5b (Q4_K_M) with 2 threads and one slot, in the same process:
 
-* ``llmpsych`` - ``open_client("local/qwen2.5-0.5b", cache=None)`` and ``await client.complete(...)``
-  (request body, concurrency limit, retries, ``asyncio.to_thread``, response parsing);
+* ``llmpsych`` - ``open_client("local/qwen2.5-0.5b", cache=None, embedded=EmbeddedSettings(n_threads=2))``
+  and ``await client.complete(...)`` (request body, concurrency limit, retries, ``asyncio.to_thread``,
+  response parsing);
 * ``direct`` - ``xllamacpp.Server(params).handle_chat_completions(body)`` with ``params`` built exactly
   as ``EmbeddedModel.__init__`` builds them and the very body llmpsych sends.
 

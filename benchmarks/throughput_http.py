@@ -1,20 +1,28 @@
 """Throughput of the full run engine against an OpenAI-compatible server with a fixed 100 ms latency.
 
-    python benchmarks/throughput_http.py            # 5,000 requests at concurrency 64 (about 1 minute)
-    python benchmarks/throughput_http.py --quick    # 1,000 requests
+    python benchmarks/throughput_http.py                    # 5,000 requests at concurrency 64 (~3 min)
+    python benchmarks/throughput_http.py --quick            # 1,000 requests
+    python benchmarks/throughput_http.py --sweep 8,16,32,64 # 40 x concurrency requests per setting
+    python benchmarks/throughput_http.py --requests 2000 --plan asyncio:llmpsych --profile out
+                                                            # cProfile of the run engine -> out.llmpsych.txt
 
-For each server (``asyncio``: a minimal asyncio server, ``fault``: llmpsych's ThreadingHTTPServer-based
-fault server, both in their own process) it measures, each in a fresh Python process:
+Every measurement uses a fresh server process and a fresh client process, so the client's CPU time
+and peak RSS are its own. Servers (see ``_common.py``): ``asyncio`` (a minimal asyncio server, timers
+instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer, listen backlog
+1024) and ``fault-nodelay`` (the same with TCP_NODELAY). Clients:
 
-* ``httpx`` - a bare ``httpx.AsyncClient`` sending the same number of requests with the same
-  parallelism: the baseline that shows what the server and the HTTP stack allow;
 * ``llmpsych`` - the full run engine: task ``echo`` with one request per unit, model
   ``openai-compatible/bench``, response cache off, ``concurrency`` = ``workers`` = 64, run store in a
-  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis).
+  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis);
+* ``raw`` - a minimal asyncio-streams HTTP/1.1 client: what the server allows, at almost no client cost;
+* ``httpx`` - a bare ``httpx.AsyncClient`` with llmpsych's connection limits (the library it uses);
+* diagnostics that leave llmpsych unchanged: ``httpx2`` (the API-compatible fork, bare),
+  ``llmpsych+httpx2`` (the run engine with ``http_backend.httpx`` swapped for ``httpx2``) and
+  ``llmpsych+nohttp`` (``HttpBackend.send`` replaced by a 100 ms sleep: the run engine's own cost).
 
 Reported: wall time, ideal time (requests x latency / concurrency), ideal/wall, CPU time per request of
-the client process only (the server's CPU time is reported separately), and the client's peak RSS.
-Results go to ``benchmarks/results/throughput_http.json``.
+the client process and of the server process, and the client's peak RSS (``ru_maxrss``). Results go to
+``benchmarks/results/throughput_http.json`` (``throughput_http.sweep.json`` for ``--sweep``).
 """
 
 from __future__ import annotations
@@ -196,6 +204,8 @@ FULL_PLAN = (
     "fault:raw,fault-nodelay:raw"
 )
 
+SWEEP_PLAN = "asyncio:httpx,asyncio:httpx2,asyncio:llmpsych,asyncio:llmpsych+httpx2"
+
 
 def measure(client: str, base_url: str, requests: int, concurrency: int, profile: str | None) -> dict:
     if client == "raw":
@@ -233,6 +243,11 @@ def main() -> None:
     parser.add_argument(
         "--profile", help="profile each llmpsych run with cProfile (slows it down); write FILE.<client>.txt"
     )
+    parser.add_argument(
+        "--sweep",
+        help="comma-separated concurrencies, e.g. 8,16,32,64: 40 x concurrency requests each (unless "
+        f"--requests), plan {SWEEP_PLAN}; writes throughput_http.sweep.json",
+    )
     parser.add_argument("--child", choices=list(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -242,40 +257,23 @@ def main() -> None:
         print(json.dumps(measure(args.child, args.base_url, requests, args.concurrency, args.profile)))
         return
 
+    sweep = [int(c) for c in args.sweep.split(",")] if args.sweep else []
+    if sweep and args.plan == FULL_PLAN:
+        args.plan = SWEEP_PLAN
     busy_before = check_quiet()
-    ideal = requests * LATENCY_S / args.concurrency
     runs: list[dict[str, Any]] = []
     with LoadMonitor() as load:
-        for pair in args.plan.split(","):
-            server_kind, _, client = pair.partition(":")
-            if client not in CLIENTS or server_kind not in ("asyncio", "fault", "fault-nodelay"):
-                raise SystemExit(f"unknown server:client pair {pair!r}")
-            with ServerProcess(server_kind, LATENCY_S) as server:
-                server_cpu0 = server.cpu_seconds() or 0.0
-                profile = (
-                    f"{args.profile}.{client}.txt" if args.profile and client.startswith("llmpsych") else None
-                )
-                result = run_child(client, server.base_url, requests, args.concurrency, profile)
-                server_cpu = (server.cpu_seconds() or 0.0) - server_cpu0
-            if result["ok"] != requests:
-                raise SystemExit(f"{client} vs {server_kind}: only {result['ok']} of {requests} answered")
-            runs.append(
-                {
-                    "server": server_kind,
-                    "client": client,
-                    **result,
-                    "ideal_s": ideal,
-                    "ratio": ideal / result["wall_s"],
-                    "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
-                    "server_cpu_ms_per_request": 1000 * server_cpu / requests,
-                }
-            )
-            print(f"  {server_kind:7} {client:15} {result['wall_s']:6.2f} s", file=sys.stderr, flush=True)
+        for concurrency in sweep or [args.concurrency]:
+            n = args.requests or 40 * concurrency if sweep else requests
+            runs += run_plan(args.plan, n, concurrency, args.profile)
 
     headers = ["server", "client", "wall s", "ideal s", "ideal/wall", "client CPU ms/req"]
     headers += ["server CPU ms/req", "client peak RSS MiB"]
+    if sweep:
+        headers = ["concurrency", "requests", *headers]
     rows = [
         [
+            *([run["concurrency"], run["requests"]] if sweep else []),
             run["server"],
             run["client"],
             f"{run['wall_s']:.2f}",
@@ -287,15 +285,23 @@ def main() -> None:
         ]
         for run in runs
     ]
-    print(
-        f"\n{requests} requests, concurrency {args.concurrency}, server latency {LATENCY_S * 1000:.0f} ms\n"
-    )
+    if sweep:
+        print(
+            f"\nconcurrency sweep, {args.requests or '40 x concurrency'} requests each, "
+            f"server latency {LATENCY_S * 1000:.0f} ms\n"
+        )
+    else:
+        print(
+            f"\n{requests} requests, concurrency {args.concurrency}, "
+            f"server latency {LATENCY_S * 1000:.0f} ms\n"
+        )
     print(markdown_table(headers, rows))
+    name = "throughput_http.sweep" if sweep else "throughput_http"
     path = write_results(
-        "throughput_http.profiled" if args.profile else "throughput_http",
+        name + (".profiled" if args.profile else ""),
         {
-            "requests": requests,
-            "concurrency": args.concurrency,
+            "requests": None if sweep else requests,
+            "concurrency": sweep or args.concurrency,
             "latency_s": LATENCY_S,
             "clients": CLIENTS,
             "runs": runs,
@@ -307,6 +313,44 @@ def main() -> None:
     if load.other_cores is not None:
         print(f"other processes kept {load.other_cores:.2f} cores busy meanwhile")
     print(f"\nresults: {path}")
+
+
+def run_plan(plan: str, requests: int, concurrency: int, profile_prefix: str | None) -> list[dict[str, Any]]:
+    """Measure each server:client pair of ``plan``, each with a fresh server and client process."""
+    ideal = requests * LATENCY_S / concurrency
+    runs = []
+    for pair in plan.split(","):
+        server_kind, _, client = pair.partition(":")
+        if client not in CLIENTS or server_kind not in ("asyncio", "fault", "fault-nodelay"):
+            raise SystemExit(f"unknown server:client pair {pair!r}")
+        with ServerProcess(server_kind, LATENCY_S) as server:
+            server_cpu0 = server.cpu_seconds() or 0.0
+            profile = (
+                f"{profile_prefix}.{client}.txt" if profile_prefix and client.startswith("llmpsych") else None
+            )
+            result = run_child(client, server.base_url, requests, concurrency, profile)
+            server_cpu = (server.cpu_seconds() or 0.0) - server_cpu0
+        if result["ok"] != requests:
+            raise SystemExit(f"{client} vs {server_kind}: only {result['ok']} of {requests} answered")
+        runs.append(
+            {
+                "server": server_kind,
+                "client": client,
+                "concurrency": concurrency,
+                "requests": requests,
+                **result,
+                "ideal_s": ideal,
+                "ratio": ideal / result["wall_s"],
+                "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
+                "server_cpu_ms_per_request": 1000 * server_cpu / requests,
+            }
+        )
+        print(
+            f"  c={concurrency:<3} {server_kind:13} {client:15} {result['wall_s']:6.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+    return runs
 
 
 if __name__ == "__main__":
