@@ -26,8 +26,8 @@ cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(cache_app, name="cache")
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # long paths stay on one line
+err_console = Console(stderr=True, soft_wrap=True)
 _state = {"debug": False}
 
 ModelOpt = Annotated[

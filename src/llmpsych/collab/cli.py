@@ -16,7 +16,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console()
+console = Console(soft_wrap=True)  # long paths stay on one line
 
 
 @app.callback()
