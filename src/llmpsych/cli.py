@@ -327,7 +327,8 @@ def cache_clear(
 SUBCOMMANDS = (
     ("llmpsych.data.cli", "data", "Official datasets: list and fetch."),
     ("llmpsych.instruments.cli", "scales", "Psychometric scales: list, show, corrections, validate."),
-    ("llmpsych.games.cli", "games", "GAMA-Bench games: scoring of released logs."),
+    ("llmpsych.games.cli", "gamabench", "GAMA-Bench games: score official logs, recompute the leaderboard."),
+    ("llmpsych.games.cli", "games", "Alias of `gamabench` (GAMA-Bench games)."),
     ("llmpsych.collab.cli", "mas", "MAS-Resilience: multi-agent systems with faulty agents, and defences."),
     ("llmpsych.emotion.cli", "emotionbench", "EmotionBench: emotions evoked by situations, against humans."),
     ("llmpsych.reliability.cli", "reliability", "Scale reliability: BFI perturbation grid, steering, maps."),

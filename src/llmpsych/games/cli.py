@@ -1,8 +1,10 @@
-"""``llmpsych games ...``: recompute the GAMA-Bench leaderboard from the authors' released logs."""
+"""``llmpsych gamabench ...`` (alias ``games``): score official GAMA-Bench logs, recompute the leaderboard."""
 
 from __future__ import annotations
 
+import json
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -19,10 +21,11 @@ from .released_logs import (
     released_runs,
     score_released,
 )
+from .score_logs import GAME_KEYS, collect, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, VERSIONS, RunSummary, ScoringVersion, score
 
 app = typer.Typer(
-    help="GAMA-Bench games: scoring of released logs.",
+    help="GAMA-Bench games: scoring of official logs and of the released leaderboard.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -57,7 +60,7 @@ CorrectedOpt = Annotated[
 
 @app.callback()
 def games() -> None:
-    """GAMA-Bench games: scoring of released logs."""
+    """GAMA-Bench games: scoring of official logs and of the released leaderboard."""
 
 
 #: Published values agree when they are within half a unit of the last printed digit.
@@ -146,3 +149,88 @@ def score_released_cmd(
         console.print("green: equals the published value to its printed precision; red: differs.")
     else:
         console.print("corrected scoring: values may differ from the published ones (see docs/games.md).")
+
+
+def _mean_sd(mean: float | None, sd: float | None) -> str:
+    if mean is None:
+        return "[dim]-[/dim]"
+    return f"{mean:.1f}" if sd is None else f"{mean:.1f} ± {sd:.1f}"
+
+
+@app.command("score-logs")
+def score_logs_cmd(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Log files (raw_results format) or folders searched recursively for *.json."),
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON on stdout.")] = False,
+    scoring: ScoringOpt = "thesis",
+    corrected: CorrectedOpt = False,
+    skip_malformed: Annotated[
+        bool,
+        typer.Option(
+            "--skip-malformed", help="Skip unreadable or malformed logs with a warning instead of failing."
+        ),
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="List every skipped file on stderr, not just counts.")
+    ] = False,
+) -> None:
+    """Score official GAMA-Bench log files as finished games: per model, each game's mean ± SD over runs
+    and the overall score.
+
+    Only leaderboard runs count: [<model>_]<game>_v1_<run>.json with the default parameters (the model
+    is the file-name prefix, gpt-3.5-turbo-0125 when there is none). Other logs (prompt versions,
+    temperatures, parameter sweeps, CoT/persona runs, El Farol explicit, second-price auction) are
+    skipped with a note on stderr. A malformed log is an error naming the file (or, with
+    --skip-malformed, a warning).
+    """
+    if scoring not in VERSIONS:
+        raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
+    found = collect(paths, skip_malformed=skip_malformed)
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    for exc in found.malformed:
+        err.print(f"[yellow]warning:[/yellow] skipped: {escape(str(exc))}")
+    if verbose:
+        for path, reason in found.skipped:
+            err.print(f"note: skipped {escape(str(path))}: {escape(reason)}")
+    else:
+        for reason, count in Counter(reason for _, reason in found.skipped).items():
+            example = next(p for p, r in found.skipped if r == reason)
+            err.print(
+                f"note: skipped {count} file(s), {escape(reason)} (e.g. {escape(str(example))}; "
+                "--verbose lists them)"
+            )
+    if not found.runs:
+        raise LlmpsychError(
+            "no GAMA-Bench leaderboard runs found in " + ", ".join(str(p) for p in paths),
+            "expected [<model>_]<game>_v1_<run>.json logs with the default parameters",
+        )
+    scores = score_runs(found.runs, version=scoring, compat=not corrected)  # type: ignore[arg-type]
+    for s in scores.values():
+        if s.note:
+            err.print(f"note: {escape(s.note)}")
+    if as_json:
+        typer.echo(json.dumps(to_json(scores), indent=2))
+        return
+    # games as rows and models as columns, as in the thesis Tables 6.8/6.9
+    table = Table(title=f"GAMA-Bench scores of {len(found.runs)} logs ({scoring} scoring)")
+    table.add_column("game", style="bold")
+    for model, s in scores.items():
+        counts = sorted({v.n for v in s.games.values()})
+        runs = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        table.add_column(f"{escape(model)}\n[dim]{runs} run(s)[/dim]", justify="right")
+    for game in GAMES:
+        cells = []
+        for s in scores.values():
+            summary = s.games.get(game)
+            sd = None if summary is None or math.isnan(summary.sd) else summary.sd
+            cells.append(_mean_sd(None if summary is None else summary.mean, sd))
+        table.add_row(f"{GAME_TITLES[game]} [dim]{GAME_KEYS[game]}[/dim]", *cells)
+    table.add_row("Overall", *(_mean_sd(s.overall_mean, s.overall_sd) for s in scores.values()))
+    Console().print(table)
+    mode = "corrected" if corrected else "published (reference-code)"
+    typer.echo(
+        f"mean ± sample SD over runs; {mode} scoring; "
+        "overall = mean of the 8 games, SD over the per-run overall scores."
+    )
