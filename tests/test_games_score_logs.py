@@ -1,0 +1,171 @@
+"""``llmpsych gamabench score-logs``: official GAMA-Bench logs scored through the real command line.
+
+Expected values: thesis Tables 6.8/6.9, the same ``PUBLISHED`` numbers test_games_scoring.py checks the
+library against (kept once, in ``llmpsych.games.released_logs``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmpsych.games.released_logs import DEFAULT_MODEL, PUBLISHED, PUBLISHED_ARXIV, released_models
+from llmpsych.games.score_logs import GAME_KEYS
+
+#: The brief's acceptance tolerance against the printed (one-decimal) thesis values.
+TOL = 0.1
+KEYS = {
+    "guess_2_3",
+    "el_farol",
+    "divide_dollar",
+    "public_goods",
+    "diners_dilemma",
+    "sealed_bid_auction",
+    "battle_royale",
+    "pirate",
+}
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "250"}
+    return subprocess.run(
+        [sys.executable, "-m", "llmpsych", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def raw_results(seed_data: Path) -> Path:
+    return seed_data / "GAMABench" / "raw_results"
+
+
+@pytest.fixture(scope="module")
+def folder_result(raw_results: Path) -> subprocess.CompletedProcess[str]:
+    return cli("gamabench", "score-logs", raw_results, "--json")
+
+
+def _copy(raw_results: Path, relpath: str, target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(raw_results / relpath, target)
+    return target
+
+
+def test_game_keys_are_the_documented_ones() -> None:
+    assert set(GAME_KEYS.values()) == KEYS
+
+
+def test_folder_reproduces_the_thesis_leaderboard(folder_result, seed_data: Path) -> None:
+    """Every model in raw_results: each game mean and the overall within 0.1 of thesis Tables 6.8/6.9."""
+    assert folder_result.returncode == 0, folder_result.stderr
+    scores = json.loads(folder_result.stdout)
+    assert set(scores) == set(released_models(seed_data))
+    deviations = {}
+    for model, row in scores.items():
+        assert set(row) == KEYS | {"overall"}, model
+        published = PUBLISHED[model]
+        for game, key in GAME_KEYS.items():
+            mean, sd = published[game]
+            assert row[key]["runs"] == 5, (model, key)
+            assert abs(row[key]["mean"] - mean) <= TOL, (model, key, row[key]["mean"], mean)
+            assert abs(row[key]["std"] - sd) <= TOL, (model, key, row[key]["std"], sd)
+            deviations[(model, key)] = abs(row[key]["mean"] - mean)
+        mean, sd = published["overall"]
+        assert set(row["overall"]) == {"mean", "std"}
+        assert abs(row["overall"]["mean"] - mean) <= TOL, (model, row["overall"], mean)
+        assert abs(row["overall"]["std"] - sd) <= TOL, (model, row["overall"], sd)
+        deviations[(model, "overall")] = abs(row["overall"]["mean"] - mean)
+    assert max(deviations.values()) <= 0.05 + 1e-6  # in fact every cell matches to the printed digit
+
+
+def test_folder_skips_the_non_leaderboard_logs_with_notes(folder_result) -> None:
+    err = folder_result.stderr
+    assert "skipped 20 file(s), not a leaderboard run: El Farol explicit mode" in err
+    assert "skipped 20 file(s), not a leaderboard run: second-price auction" in err
+
+
+def test_single_file(raw_results: Path) -> None:
+    path = raw_results / "pirate_game" / "gpt-4o_pirate_game_v1_1.json"
+    result = cli("gamabench", "score-logs", path, "--json")
+    assert result.returncode == 0, result.stderr
+    scores = json.loads(result.stdout)
+    assert list(scores) == ["gpt-4o"]
+    assert scores["gpt-4o"]["pirate"] == {"mean": pytest.approx(77.3, abs=0.05), "std": None, "runs": 1}
+    assert scores["gpt-4o"]["overall"] is None
+    assert "no overall score" in result.stderr
+
+
+def test_default_model_is_the_prefixless_files(raw_results: Path, tmp_path: Path) -> None:
+    _copy(raw_results, "guessing_game/guessing_game_v1_1.json", tmp_path / "a" / "guessing_game_v1_1.json")
+    _copy(raw_results, "guessing_game/gpt-4o_guessing_game_v1_1.json", tmp_path / "b" / "c" / "x.json")
+    (tmp_path / "b" / "c" / "x.json").rename(tmp_path / "b" / "c" / "gpt-4o_guessing_game_v1_1.json")
+    result = cli("gamabench", "score-logs", tmp_path, "--json")
+    assert result.returncode == 0, result.stderr
+    scores = json.loads(result.stdout)
+    assert sorted(scores) == sorted([DEFAULT_MODEL, "gpt-4o"]) and DEFAULT_MODEL == "gpt-3.5-turbo-0125"
+    assert scores[DEFAULT_MODEL]["guess_2_3"]["mean"] == pytest.approx(65.4, abs=0.05)  # thesis T1
+    assert scores["gpt-4o"]["guess_2_3"]["mean"] == pytest.approx(94.9, abs=0.05)
+
+
+def test_malformed_file_is_one_error_line_naming_it(raw_results: Path, tmp_path: Path) -> None:
+    _copy(raw_results, "divide_dollar/divide_dollar_v1_1.json", tmp_path / "divide_dollar_v1_1.json")
+    bad = _copy(raw_results, "divide_dollar/divide_dollar_v1_2.json", tmp_path / "divide_dollar_v1_2.json")
+    data = json.loads(bad.read_text())
+    data["round_records"][3]["responses"][0] = "fifty"
+    bad.write_text(json.dumps(data))
+    result = cli("gamabench", "score-logs", tmp_path, "--json")
+    assert result.returncode != 0
+    assert result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    assert "divide_dollar_v1_2.json" in lines[0] and "round 4 responses is not a number" in lines[0]
+    # --skip-malformed: a warning naming the file, the other log is scored
+    result = cli("gamabench", "score-logs", tmp_path, "--json", "--skip-malformed")
+    assert result.returncode == 0, result.stderr
+    assert "warning:" in result.stderr and "divide_dollar_v1_2.json" in result.stderr
+    assert json.loads(result.stdout)[DEFAULT_MODEL]["divide_dollar"]["runs"] == 1
+
+
+def test_variant_and_unnamed_logs_are_skipped(raw_results: Path, tmp_path: Path) -> None:
+    src = "guessing_game/guessing_game_v1_1.json"
+    _copy(raw_results, src, tmp_path / "guessing_game_v1_1.json")
+    _copy(raw_results, src, tmp_path / "guessing_game_v1_t0.json")
+    _copy(raw_results, src, tmp_path / "guessing_game_v2_1.json")
+    _copy(raw_results, src, tmp_path / "notes.json")
+    sweep = _copy(raw_results, src, tmp_path / "guessing_game_v1_2.json")
+    data = json.loads(sweep.read_text())
+    data["meta"]["ratio"] = 0.5
+    sweep.write_text(json.dumps(data))
+    result = cli("gamabench", "score-logs", tmp_path, "--json", "--verbose")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[DEFAULT_MODEL]["guess_2_3"]["runs"] == 1
+    err = result.stderr
+    assert "guessing_game_v1_t0.json: not a leaderboard run: temperature run" in err
+    assert "guessing_game_v2_1.json: not a leaderboard run: prompt version v2" in err
+    assert "guessing_game_v1_2.json: not a leaderboard run: non-default parameters ratio=0.5" in err
+    assert "notes.json: file name is not" in err
+
+
+def test_table_arxiv_scoring_and_aliases(raw_results: Path, seed_data: Path) -> None:
+    folder = raw_results / "sealed_bid_auction"
+    result = cli("games", "score-logs", folder, "--scoring", "arxiv_v4", "--json")  # old group name
+    assert result.returncode == 0, result.stderr
+    scores = json.loads(result.stdout)
+    mean, _ = PUBLISHED_ARXIV[DEFAULT_MODEL]["sealed_bid_auction"]
+    assert abs(scores[DEFAULT_MODEL]["sealed_bid_auction"]["mean"] - mean) <= TOL
+    result = cli("gamabench", "score-logs", raw_results / "guessing_game")
+    assert result.returncode == 0, result.stderr
+    assert "Guess 2/3 of the Average" in result.stdout and "63.4 ± 3.4" in result.stdout
+    result = cli("gamabench", "score-released", "--data-dir", seed_data, "--model", "gpt-4o")
+    assert result.returncode == 0, result.stderr
+    assert "66.7±4.7" in result.stdout
+    result = cli("gamabench", "score-logs", raw_results / "nope")
+    assert result.returncode != 0 and "nope not found" in result.stderr
