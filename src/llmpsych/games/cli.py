@@ -176,14 +176,15 @@ def score_logs_cmd(
         bool, typer.Option("--verbose", "-v", help="List every skipped file on stderr, not just counts.")
     ] = False,
 ) -> None:
-    """Score official GAMA-Bench log files as finished games: per model, each game's mean ± SD over runs
-    and the overall score.
+    """Score official GAMA-Bench logs as finished games: each model's game scores and overall.
 
-    Only leaderboard runs count: [<model>_]<game>_v1_<run>.json with the default parameters (the model
-    is the file-name prefix, gpt-3.5-turbo-0125 when there is none). Other logs (prompt versions,
-    temperatures, parameter sweeps, CoT/persona runs, El Farol explicit, second-price auction) are
-    skipped with a note on stderr. A malformed log is an error naming the file (or, with
-    --skip-malformed, a warning).
+    Only leaderboard runs count: [<model>_]<game>_v1_<run>.json with the default parameters.
+
+    The model is the file-name prefix (gpt-3.5-turbo-0125 when there is none).
+
+    Other logs (prompt versions, temperatures, sweeps, CoT, El Farol explicit, ...) are skipped with a note.
+
+    A malformed log is an error naming the file; --skip-malformed makes it a warning.
     """
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
