@@ -169,3 +169,15 @@ def test_table_arxiv_scoring_and_aliases(raw_results: Path, seed_data: Path) -> 
     assert "66.7±4.7" in result.stdout
     result = cli("gamabench", "score-logs", raw_results / "nope")
     assert result.returncode != 0 and "nope not found" in result.stderr
+
+
+def test_log_the_scorer_rejects_is_an_error(raw_results: Path, tmp_path: Path) -> None:
+    relpath = "sealed_bid_auction/first_price/sealed_bid_auction_v1_1.json"
+    path = _copy(raw_results, relpath, tmp_path / "sealed_bid_auction_v1_1.json")
+    data = json.loads(path.read_text())
+    for record in data["round_records"]:
+        record["valuations"] = [0] * len(record["valuations"])
+    path.write_text(json.dumps(data))
+    result = cli("gamabench", "score-logs", path, "--scoring", "arxiv_v4", "--json")
+    assert result.returncode != 0
+    assert "sealed_bid_auction_v1_1.json cannot be scored: the arXiv auction score needs" in result.stderr

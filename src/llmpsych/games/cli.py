@@ -188,7 +188,8 @@ def score_logs_cmd(
     """
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
-    found = collect(paths, skip_malformed=skip_malformed)
+    version: ScoringVersion = scoring  # type: ignore[assignment]
+    found = collect(paths, version=version, compat=not corrected, skip_malformed=skip_malformed)
     err = Console(stderr=True, soft_wrap=True, highlight=False)
     for exc in found.malformed:
         err.print(f"[yellow]warning:[/yellow] skipped: {escape(str(exc))}")
@@ -207,7 +208,7 @@ def score_logs_cmd(
             "no GAMA-Bench leaderboard runs found in " + ", ".join(str(p) for p in paths),
             "expected [<model>_]<game>_v1_<run>.json logs with the default parameters",
         )
-    scores = score_runs(found.runs, version=scoring, compat=not corrected)  # type: ignore[arg-type]
+    scores = score_runs(found.runs)
     for s in scores.values():
         if s.note:
             err.print(f"note: {escape(s.note)}")

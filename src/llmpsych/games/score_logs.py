@@ -85,6 +85,7 @@ class LogRun:
     run: int
     path: Path
     log: GameLog
+    score: float
 
 
 @dataclass
@@ -170,13 +171,20 @@ def _tag_kind(tag: str | None) -> str:
     return f"variant run '{tag}'" if tag else "no run number"
 
 
-def collect(paths: Iterable[Path], *, skip_malformed: bool = False) -> Collected:
-    """Read the leaderboard runs among the given files and folders.
+def collect(
+    paths: Iterable[Path],
+    *,
+    version: ScoringVersion = "thesis",
+    compat: bool = True,
+    skip_malformed: bool = False,
+) -> Collected:
+    """Read and score (:func:`scoring.score`) the leaderboard runs among the given files and folders.
 
     Files whose name does not follow ``[<model>_]<game>_v<k>[_<tag>].json`` are skipped unread; the
     others are read (a malformed one raises a one-line DataError naming it, or with ``skip_malformed``
     is recorded and skipped), and kept when they are ``v1_<run>`` files with the default parameters.
-    Two files for the same model, game and run are an error.
+    A leaderboard log the scorer rejects counts as malformed. Two files for the same model, game and run
+    are an error.
     """
     out = Collected()
     owners: dict[tuple[str, str, int], Path] = {}
@@ -215,8 +223,16 @@ def collect(paths: Iterable[Path], *, skip_malformed: bool = False) -> Collected
                 f"two logs for {model} {game} run {int(tag)}: {owners[key]} and {path}",
                 "give each run once",
             )
+        try:
+            value = score(log, version=version, compat=compat)
+        except ValueError as exc:
+            error = DataError(f"GAMA-Bench log {path} cannot be scored: {exc}")
+            if not skip_malformed:
+                raise error from None
+            out.malformed.append(error)
+            continue
         owners[key] = path
-        out.runs.append(LogRun(model=model, game=game, run=int(tag), path=path, log=log))
+        out.runs.append(LogRun(model=model, game=game, run=int(tag), path=path, log=log, score=value))
     return out
 
 
@@ -231,9 +247,7 @@ class ModelScores:
     note: str | None = None
 
 
-def score_runs(
-    runs: Iterable[LogRun], *, version: ScoringVersion = "thesis", compat: bool = True
-) -> dict[str, ModelScores]:
+def score_runs(runs: Iterable[LogRun]) -> dict[str, ModelScores]:
     """Each model's leaderboard row: game mean ± sample SD over runs and the overall score.
 
     The overall is the mean of the eight game scores; its SD is that of the per-run overall scores
@@ -243,9 +257,7 @@ def score_runs(
     """
     by_model: dict[str, dict[str, dict[int, float]]] = {}
     for r in runs:
-        by_model.setdefault(r.model, {}).setdefault(r.game, {})[r.run] = score(
-            r.log, version=version, compat=compat
-        )
+        by_model.setdefault(r.model, {}).setdefault(r.game, {})[r.run] = r.score
     result = {}
     for model in sorted(by_model):
         games = by_model[model]
