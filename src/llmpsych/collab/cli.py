@@ -206,7 +206,7 @@ def compare(
         "mas-comparison"
     ),
 ) -> None:
-    """Tables in the thesis's layout (by structure, by task, sweeps, defences) from several runs."""
+    """Tables in the thesis's layout (structure, task, improvements, sweeps, defences), per model."""
     from .experiments import compare_runs
 
     for path in compare_runs(run_dirs, out):

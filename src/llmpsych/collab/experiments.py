@@ -1,16 +1,22 @@
 """The paper's experiments as presets, and the comparison tables (Tables 7.2-7.7 layout) across runs.
 
-* relative drop (%) = 100 · (clean − faulty) / clean;
+* relative drop (%) = 100 · (clean − faulty) / clean, where clean is the undefended clean run of the same
+  system × task × model (the drop of an average is the drop of the average score against the average
+  clean score);
 * recovery (%) = 100 · (defended − faulty) / (clean − faulty).
 
 By structure (7.2): per structure, the mean over tasks of the mean over that structure's systems. By task
-(7.3): per task, the mean over systems. Both are computed from whatever runs are given.
+(7.3): per task, the mean over systems; each column names the metric read from the run summaries (e.g.
+``commonmt (chrF, substitute for BLEURT-20)``). Both are computed from whatever runs are given. Table 7.4
+lists the settings where a faulty agent raised the score. Runs of different models are never averaged
+together: the comparison has one set of tables per model, and the table builders refuse mixed models.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -107,8 +113,17 @@ def run_preset(
     return compare_runs(dirs, out)
 
 
+def _metric_name(label: str | None, option: str | None) -> str:
+    """A short metric name from a summary's metric label, e.g. ``chrF, substitute for BLEURT-20``."""
+    if not label:
+        return {"chrf": "chrF"}.get(option or "", option or "metric unknown")
+    name = re.split(r"[ (:,]", label.strip(), maxsplit=1)[0]
+    substitute = re.search(r"substitute for ([\w.-]+)", label)
+    return f"{name}, substitute for {substitute.group(1)}" if substitute else name
+
+
 def load_summaries(run_dirs: list[Path]) -> pd.DataFrame:
-    """One row per finished run."""
+    """One row per finished run, with its model and (short) metric name."""
     rows = []
     for run_dir in run_dirs:
         path = Path(run_dir) / "summary.json"
@@ -119,9 +134,12 @@ def load_summaries(run_dirs: list[Path]) -> pd.DataFrame:
         rows.append(
             {
                 "run": Path(run_dir).name,
+                "model": s.get("model") or "unknown",
                 "system": s["system"],
                 "structure": s["structure"],
                 "task": "humaneval" if s["dataset"] == "humaneval50" else s["dataset"],
+                "metric": _metric_name(s.get("metric"), o.get("metric")),
+                "metric_label": s.get("metric") or "",
                 "fault": o["fault"],
                 "p_m": o["p_m"] if o["fault"] == "autoinject" else None,
                 "p_e": o["p_e"] if o["fault"] == "autoinject" else None,
@@ -144,6 +162,34 @@ def recovery(clean: float, faulty: float, defended: float) -> float:
     return 100 * (defended - faulty) / (clean - faulty) if clean != faulty else math.nan
 
 
+def models(frame: pd.DataFrame) -> list[str]:
+    """The models of the runs, in order of first appearance."""
+    return list(dict.fromkeys(frame["model"])) if "model" in frame else []
+
+
+def _one_model(frame: pd.DataFrame) -> None:
+    if len(models(frame)) > 1:
+        raise ValueError(
+            f"runs of several models ({', '.join(models(frame))}): "
+            "select one model's rows (frame[frame.model == m]) before building a table"
+        )
+
+
+def _with_clean(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each row with ``clean``: the mean score of the undefended clean runs of its system × task × model."""
+    keys = [k for k in ("model", "system", "task", "metric") if k in frame]
+    clean = frame[(frame.fault == "none") & (frame.defence == "none")]
+    clean = clean.groupby(keys)["score"].mean().rename("clean").reset_index()
+    return frame.drop(columns="clean", errors="ignore").merge(clean, on=keys, how="left")
+
+
+def _task_label(frame: pd.DataFrame) -> pd.Series:
+    """``task (metric)``, as in the thesis's Table 7.3 header (e.g. ``commonmt (chrF, substitute ...)``)."""
+    if "metric" not in frame:
+        return frame.task
+    return frame.task + " (" + frame.metric + ")"
+
+
 def _conditions(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of the main conditions (clean, AutoTransform, default AutoInject), with any defence."""
     default_ai = (frame.fault == "autoinject") & (frame.p_m == 1.0) & (frame.p_e == 0.2)
@@ -159,22 +205,28 @@ def _main_conditions(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_structure(frame: pd.DataFrame) -> pd.DataFrame:
-    """Table 7.2 layout: condition × structure, mean over tasks of the mean over the structure's systems."""
+    """Table 7.2 layout (one model): condition × structure, mean over tasks of the mean over systems."""
+    _one_model(frame)
     main = _main_conditions(frame)
     if main.empty:
         return pd.DataFrame()
+    main = main.assign(task=_task_label(main))
     per_task = main.groupby(["condition", "structure", "task"])["score"].mean()
     out = per_task.groupby(["condition", "structure"]).mean().unstack("structure")
     return _ordered(out, ["linear", "flat", "hierarchical"])
 
 
 def by_task(frame: pd.DataFrame) -> pd.DataFrame:
-    """Table 7.3 layout: condition × task, mean over systems."""
+    """Table 7.3 layout (one model): condition × task, mean over systems; columns name the metric."""
+    _one_model(frame)
     main = _main_conditions(frame)
     if main.empty:
         return pd.DataFrame()
-    out = main.groupby(["condition", "task"])["score"].mean().unstack("task")
-    return _ordered(out, list(TASKS))
+    main = main.assign(label=_task_label(main))
+    out = main.groupby(["condition", "label"])["score"].mean().unstack("label")
+    labels = main.drop_duplicates("label")
+    ranks = {label: (_task_rank(t), label) for label, t in zip(labels.label, labels.task, strict=True)}
+    return _ordered(out, sorted(ranks, key=ranks.__getitem__))
 
 
 def _ordered(out: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -195,35 +247,135 @@ def drops(levels: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, index=levels.columns).T
 
 
-def error_rates(frame: pd.DataFrame) -> pd.DataFrame:
-    """Table 7.5 layout: (P_e, P_m) settings × systems, code, semantic errors."""
+def improvements(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 7.4 layout: per task and fault method, the systems (and models) a faulty agent improved.
+
+    A setting counts when the undefended AutoTransform or default AutoInject (P_m=1.0, P_e=0.2, semantic)
+    run of a system × task × model scores above the clean run of the same system × task × model. A cell
+    lists ``system (model +gain, ...)``, ``not observed`` when every compared setting dropped or tied, and
+    ``not run`` when there is no faulty run with a clean counterpart. Empty when nothing can be compared.
+    """
+    main = _with_clean(_main_conditions(frame))
+    faulty = main[(main.fault != "none") & main.clean.notna()]
+    if faulty.empty:
+        return pd.DataFrame()
+    per = faulty.groupby(["task", "condition", "system", "model"], sort=False)[["score", "clean"]].mean()
+    per = per.reset_index()
+    rows = {}
+    for task in sorted(per.task.unique(), key=_task_rank):
+        cells = {}
+        for condition in ("AutoTransform", "AutoInject"):
+            rows_ = per[(per.task == task) & (per.condition == condition)]
+            better = rows_[rows_.score > rows_.clean]
+            if rows_.empty:
+                cells[condition] = "not run"
+            elif better.empty:
+                cells[condition] = "not observed"
+            else:
+                cells[condition] = "; ".join(
+                    f"{system} ({_gains(g)})"
+                    for system, g in sorted(better.groupby("system"), key=lambda x: _system_rank(x[0]))
+                )
+        rows[task] = cells
+    out = pd.DataFrame(rows).T
+    out.index.name = "task"
+    return out
+
+
+def _gains(rows: pd.DataFrame) -> str:
+    return ", ".join(f"{m} +{s - c:.2f}" for m, s, c in zip(rows.model, rows.score, rows.clean, strict=True))
+
+
+def _task_rank(task: str) -> tuple[int, str]:
+    return (TASKS.index(task) if task in TASKS else len(TASKS), task)
+
+
+def _system_rank(system: str) -> tuple[int, str]:
+    return (ALL_SYSTEMS.index(system) if system in ALL_SYSTEMS else len(ALL_SYSTEMS), system)
+
+
+def improved_any(table: pd.DataFrame) -> bool:
+    """Whether an :func:`improvements` table lists at least one setting."""
+    return bool((~table.isin(["not run", "not observed"])).to_numpy().any()) if not table.empty else False
+
+
+def _sweep(rows: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores and relative drops (setting × system, plus average) of rows that carry a ``setting``.
+
+    The drop of a faulty cell is against the clean run of the same system × task × model. The average
+    drop is the drop of the average score against the average clean score of the same systems (as the
+    thesis's averages: 100·(64.73 − 39.15)/64.73 = 39.5%).
+    """
+    if rows.empty:
+        return pd.DataFrame(), pd.DataFrame()
+    scores = rows.pivot_table(index="setting", columns="system", values="score")
+    scores = scores[sorted(scores.columns, key=_system_rank)]
+    scores["average"] = scores.mean(axis=1)
+    settings = [s for s in order if s in scores.index] + sorted(set(scores.index) - set(order))
+    scores = scores.loc[settings]
+    faulty = _with_clean(rows)
+    faulty = faulty[(faulty.setting != "vanilla") & faulty.clean.notna()]
+    if faulty.empty:
+        return scores, pd.DataFrame()
+    per = faulty.groupby(["setting", "system"])[["score", "clean"]].mean().reset_index()
+    per = per.assign(drop=[relative_drop(c, s) for c, s in zip(per.clean, per.score, strict=True)])
+    drop = per.pivot_table(index="setting", columns="system", values="drop")
+    drop = drop[sorted(drop.columns, key=_system_rank)]
+    means = per.groupby("setting")[["clean", "score"]].mean()
+    drop["average"] = [relative_drop(means.loc[s, "clean"], means.loc[s, "score"]) for s in drop.index]
+    return scores, drop.loc[[s for s in settings if s in drop.index]]
+
+
+def _rate_setting(p_e: float, p_m: float) -> str:
+    return f"P_e={p_e}, P_m={p_m}"
+
+
+def _rate_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    _one_model(frame)
     code = frame[(frame.task == "humaneval") & (frame.defence == "none")]
     clean = code[code.fault == "none"].assign(setting="vanilla")
     ai = code[(code.fault == "autoinject") & (code.error_type == "semantic")]
-    ai = ai.assign(setting=[f"P_e={e}, P_m={m}" for e, m in zip(ai.p_e, ai.p_m, strict=True)])
-    both = pd.concat([clean, ai])
-    if both.empty:
-        return pd.DataFrame()
-    out = both.pivot_table(index="setting", columns="system", values="score")
-    out["average"] = out.mean(axis=1)
-    return out
+    ai = ai.assign(setting=[_rate_setting(e, m) for e, m in zip(ai.p_e, ai.p_m, strict=True)])
+    return pd.concat([clean, ai])
 
 
-def error_types(frame: pd.DataFrame) -> pd.DataFrame:
-    """Table 7.6 layout: vanilla / semantic / syntactic × systems (P_e=0.2, P_m=1.0)."""
+RATE_ORDER = ["vanilla"] + [_rate_setting(e, m) for e, m in RATES]
+
+
+def error_rates(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 7.5 layout (one model): (P_e, P_m) settings × systems, code, semantic errors."""
+    return _sweep(_rate_rows(frame), RATE_ORDER)[0]
+
+
+def error_rate_drops(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 7.5's relative drops (%): each cell against the clean run of its system × task × model."""
+    return _sweep(_rate_rows(frame), RATE_ORDER)[1]
+
+
+def _type_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    _one_model(frame)
     code = frame[(frame.task == "humaneval") & (frame.defence == "none")]
     default = (code.p_e == 0.2) & (code.p_m == 1.0)
     picked = code[(code.fault == "none") | ((code.fault == "autoinject") & default)]
-    if picked.empty:
-        return pd.DataFrame()
-    picked = picked.assign(setting=picked.error_type.fillna("vanilla"))
-    out = picked.pivot_table(index="setting", columns="system", values="score")
-    out["average"] = out.mean(axis=1)
-    return out
+    return picked.assign(setting=picked.error_type.fillna("vanilla"))
+
+
+TYPE_ORDER = ["vanilla", "semantic", "syntactic"]
+
+
+def error_types(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 7.6 layout (one model): vanilla / semantic / syntactic × systems (code, P_e=0.2, P_m=1.0)."""
+    return _sweep(_type_rows(frame), TYPE_ORDER)[0]
+
+
+def error_type_drops(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 7.6's relative drops (%): each cell against the clean run of its system × task × model."""
+    return _sweep(_type_rows(frame), TYPE_ORDER)[1]
 
 
 def defences(frame: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
-    """Table 7.7 layout per system: condition × defence scores, and the recovery (%) of lost performance."""
+    """Table 7.7 layout per system (one model): condition × defence scores, and the recovery (%)."""
+    _one_model(frame)
     out = {}
     main = _conditions(frame)
     for system, rows in main[main.task == "humaneval"].groupby("system"):
@@ -255,11 +407,12 @@ def _chart(values: pd.Series, path: Path, title: str) -> Path | None:
     values = values.dropna()
     if values.empty:
         return None
-    fig, ax = plt.subplots(figsize=(1.2 * len(values) + 2.5, 3.2))
-    ax.bar([str(i) for i in values.index], values.values, color="#c44e52")
+    fig, ax = plt.subplots(figsize=(1.4 * len(values) + 2.5, 3.4))
+    ax.bar([str(i).replace(" (", "\n(") for i in values.index], values.values, color="#c44e52")
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel("relative drop (%)")
     ax.set_title(title)
+    ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -270,8 +423,64 @@ def _fmt(frame: pd.DataFrame) -> str:
     return table(frame.reset_index()) if not frame.empty else "_(no runs for this table)_"
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-") or "model"
+
+
+#: Table 7.4 of the thesis (specs/mas-resilience.md §8.5, reconstructed): settings where a faulty agent
+#: improved the score (main conditions), per task and fault method.
+PAPER_IMPROVED = pd.DataFrame(
+    {
+        "AutoTransform": ["not observed", "not observed", "not observed", "MAD (4o)"],
+        "AutoInject": [
+            "MAD (4o)",
+            "MAD (3.5)",
+            "Camel (4o), MAD (4o), AgentVerse (3.5, 4o)",
+            "Camel (3.5, 4o), MAD (3.5, 4o)",
+        ],
+    },
+    index=pd.Index(list(TASKS), name="task"),
+)
+
+
+def _metrics_section(frame: pd.DataFrame) -> str:
+    rows = frame.drop_duplicates(["task", "metric", "metric_label"])[["task", "metric", "metric_label"]]
+    return table(rows.rename(columns={"metric_label": "metric (run summary)"}))
+
+
+def _model_sections(frame: pd.DataFrame, model: str, out: Path) -> tuple[list[tuple[str, str]], list[Path]]:
+    """The Table 7.2, 7.3, 7.5, 7.6 and 7.7 layouts and the drop charts of one model's runs."""
+    structure, task = by_structure(frame), by_task(frame)
+    s_drop, t_drop = drops(structure), drops(task)
+    sections = [
+        (f"{model}: performance by structure (Table 7.2 layout)", _fmt(structure)),
+        (f"{model}: relative drop by structure (%)", _fmt(s_drop)),
+        (f"{model}: performance by task (Table 7.3 layout)", _fmt(task)),
+        (f"{model}: relative drop by task (%)", _fmt(t_drop)),
+        (f"{model}: error rates, code (Table 7.5 layout)", _fmt(error_rates(frame))),
+        (f"{model}: error rates, relative drop vs the clean run (%)", _fmt(error_rate_drops(frame))),
+        (f"{model}: error types, code (Table 7.6 layout)", _fmt(error_types(frame))),
+        (f"{model}: error types, relative drop vs the clean run (%)", _fmt(error_type_drops(frame))),
+    ]
+    for system, (scores, rec) in defences(frame).items():
+        sections.append((f"{model}: defences, {system} (Table 7.7 layout)", _fmt(scores)))
+        sections.append((f"{model}: recovery of lost performance, {system} (%)", _fmt(rec)))
+    charts = []
+    for name, drop in (("structure", s_drop), ("task", t_drop)):
+        for condition in drop.index:
+            chart = _chart(
+                drop.loc[condition],
+                out / f"drop-by-{name}-{condition}-{_slug(model)}.png",
+                f"{model}, {condition}: relative drop by {name}",
+            )
+            if chart:
+                charts.append(chart)
+                sections.append((f"{model}: chart, {condition} drop by {name}", f"![drop]({chart.name})"))
+    return sections, charts
+
+
 def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
-    """Write comparison.md (+ runs.csv and charts) from finished runs."""
+    """Write comparison.md (+ runs.csv and charts) from finished runs, one set of tables per model."""
     out.mkdir(parents=True, exist_ok=True)
     frame = load_summaries(run_dirs)
     outputs = [out / "runs.csv"]
@@ -279,32 +488,29 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
     if frame.empty:
         outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", [("Runs", "none")]))
         return outputs
-    structure, task = by_structure(frame), by_task(frame)
-    s_drop, t_drop = drops(structure), drops(task)
+    improved = improvements(frame)
+    if improved.empty:
+        improved_body = "_(no faulty run with a clean run of the same system, task and model)_"
+    elif improved_any(improved):
+        improved_body = _fmt(improved)
+    else:
+        improved_body = (
+            "None: no faulty setting scored above the clean run of the same system, task and model.\n\n"
+            + _fmt(improved)
+        )
     sections = [
-        ("Runs", _fmt(frame.set_index("run"))),
-        ("Performance by structure (Table 7.2 layout)", _fmt(structure)),
-        ("Relative drop by structure (%)", _fmt(s_drop)),
-        ("Paper, GPT-3.5 (Table 7.2, thesis)", _fmt(PAPER_BY_STRUCTURE)),
-        ("Performance by task (Table 7.3 layout)", _fmt(task)),
-        ("Relative drop by task (%)", _fmt(t_drop)),
-        ("Paper, GPT-3.5 (Table 7.3, thesis)", _fmt(PAPER_BY_TASK)),
-        ("Error rates, code (Table 7.5 layout)", _fmt(error_rates(frame))),
-        ("Error types, code (Table 7.6 layout)", _fmt(error_types(frame))),
+        ("Runs", _fmt(frame.drop(columns="metric_label").set_index("run"))),
+        ("Metrics", _metrics_section(frame)),
+        ("Settings where the faulty agent improved the score (Table 7.4 layout)", improved_body),
+        ("Paper (Table 7.4, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_IMPROVED)),
     ]
-    for system, (scores, rec) in defences(frame).items():
-        sections.append((f"Defences, {system} (Table 7.7 layout)", _fmt(scores)))
-        sections.append((f"Recovery of lost performance, {system} (%)", _fmt(rec)))
-    for name, drop in (("structure", s_drop), ("task", t_drop)):
-        if not drop.empty:
-            for condition in drop.index:
-                chart = _chart(
-                    drop.loc[condition],
-                    out / f"drop-by-{name}-{condition}.png",
-                    f"{condition}: relative drop by {name}",
-                )
-                if chart:
-                    outputs.append(chart)
-                    sections.append((f"Chart: {condition} drop by {name}", f"![drop]({chart.name})"))
+    for model in models(frame):
+        model_sections, charts = _model_sections(frame[frame.model == model], model, out)
+        sections += model_sections
+        outputs += charts
+    sections += [
+        ("Paper (Table 7.2, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_BY_STRUCTURE)),
+        ("Paper (Table 7.3, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_BY_TASK)),
+    ]
     outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", sections))
     return outputs
