@@ -331,6 +331,7 @@ SUBCOMMANDS = (
     ("llmpsych.games.cli", "games", "Alias of `gamabench` (GAMA-Bench games)."),
     ("llmpsych.collab.cli", "mas", "MAS-Resilience: multi-agent systems with faulty agents, and defences."),
     ("llmpsych.emotion.cli", "emotionbench", "EmotionBench: emotions evoked by situations, against humans."),
+    ("llmpsych.psychobench.cli", "psychobench", "PsychoBench: run several models, compare runs with norms."),
     ("llmpsych.reliability.cli", "reliability", "Scale reliability: BFI perturbation grid, steering, maps."),
 )
 

@@ -140,8 +140,10 @@ def analyze_run_dir(task: PsychoBenchTask, run_dir: Path) -> list[Path]:
     comparisons, skipped = norm_comparisons(
         scales, summary, model_label=model, alpha=task.options.alpha, method=task.options.method
     )
+    norms = norms_table(scales)
     outputs = []
-    for name, frame in (*tables.items(), ("summary", summary), ("comparisons", comparisons)):
+    frames = (*tables.items(), ("summary", summary), ("comparisons", comparisons), ("norms", norms))
+    for name, frame in frames:
         path = run_dir / f"{name}.csv"
         frame.to_csv(path, index=False)
         outputs.append(path)
@@ -152,6 +154,17 @@ def analyze_run_dir(task: PsychoBenchTask, run_dir: Path) -> list[Path]:
     )
     outputs.extend(charts)
     return outputs
+
+
+def norms_table(scales: dict[str, Scale]) -> pd.DataFrame:
+    """The data file's human norms of the administered scales: one row per (scale, subscale, group)."""
+    rows = [
+        {"scale": name, "subscale": sub, "group": g.label, "mean": g.mean, "sd": g.sd, "n": g.n}
+        for name, scale in scales.items()
+        for sub in scale.subscale_names
+        for g in scale.subscale(sub).norms
+    ]
+    return pd.DataFrame(rows, columns=["scale", "subscale", "group", "mean", "sd", "n"])
 
 
 # -- report ------------------------------------------------------------------------------------------

@@ -1,0 +1,155 @@
+"""``llmpsych psychobench ...``: run the benchmark on one or more models, and compare runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ..errors import LlmpsychError
+
+app = typer.Typer(
+    help="PsychoBench: thirteen psychometric scales, compared with human norms.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(soft_wrap=True)
+
+
+@app.callback()
+def psychobench() -> None:
+    """PsychoBench: thirteen psychometric scales, compared with human norms."""
+
+
+def parse_scales(value: str | None) -> list[str] | None:
+    """``BFI,EPQ-R`` -> names; ``all`` or empty -> None (every scored scale)."""
+    if value is None or value.strip().lower() in ("", "all"):
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def parse_cipher(value: str | None) -> dict[str, Any]:
+    """``caesar`` or ``caesar:N`` -> task options; ``none``/absent -> no cipher."""
+    if value is None or value.strip().lower() in ("", "none", "off"):
+        return {}
+    match = re.fullmatch(r"caesar(?::(\d+))?", value.strip().lower())
+    if not match:
+        raise LlmpsychError(f"unknown --cipher {value!r}", "use caesar or caesar:SHIFT")
+    return {"cipher": True, **({"cipher_shift": int(match.group(1))} if match.group(1) else {})}
+
+
+def model_dir_name(model: str) -> str:
+    """A folder name for a model spec (``openai/gpt-4o`` -> ``openai_gpt-4o``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+
+
+@app.command("run")
+def run(
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model", "-m", help="Model spec; repeat for several models (default local/qwen2.5-0.5b)."
+        ),
+    ] = None,
+    scales: Annotated[str, typer.Option("--scales", help="Comma-separated scales, or all.")] = "all",
+    runs: Annotated[int, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale.")] = 10,
+    persona: Annotated[
+        str, typer.Option("--persona", help="default, psychopath, liar, ordinary, hero, or role text.")
+    ] = "default",
+    cipher: Annotated[
+        str | None, typer.Option("--cipher", help="caesar (shift 3) or caesar:SHIFT; the GPT-4-JB setting.")
+    ] = None,
+    mode: Annotated[str, typer.Option("--mode", help="generate (the paper) or logprob.")] = "generate",
+    chunk_size: Annotated[
+        int | None, typer.Option("--chunk-size", min=1, help="Statements per turn (default whole scale).")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-O", help="Any other task option key=value.")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Folder holding PsychoBench/ (default: the cache).")
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Folder: one run directory per model, plus comparison.md."),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
+    ] = None,
+    temperature: Annotated[float | None, typer.Option("--temperature", help="Default 0.")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed (item orders).")] = 0,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+) -> None:
+    """Run PsychoBench on each model (one run directory per model), then compare them in one table."""
+    from ..cli import _parse_options
+    from ..paths import runs_dir
+    from ..runs import parse_run_config, start_run
+    from ..runs.runner import new_run_dir
+    from .compare import write_comparison
+
+    models = model or ["local/qwen2.5-0.5b"]
+    options: dict[str, Any] = {
+        "scales": parse_scales(scales),
+        "runs": runs,
+        "persona": persona,
+        "mode": mode,
+        "chunk_size": chunk_size,
+        **parse_cipher(cipher),
+        **_parse_options(option or []),
+    }
+    configs = []
+    for spec in models:
+        config: dict[str, Any] = {
+            "task": "psychobench",
+            "model": spec,
+            "base_url": base_url,
+            "seed": seed,
+            "concurrency": concurrency,
+            "cache": not no_cache,
+            "data_dir": str(data_dir) if data_dir else None,
+            "options": {k: v for k, v in options.items() if v is not None},
+        }
+        if temperature is not None:
+            config["params"] = {"temperature": temperature}
+        configs.append(
+            parse_run_config({k: v for k, v in config.items() if v is not None}, "psychobench run")
+        )
+    parent = out or new_run_dir(runs_dir(), "psychobench")
+    names = [model_dir_name(spec) for spec in models]
+    run_dirs = [parent / (n if names.count(n) == 1 else f"{n}-{i + 1}") for i, n in enumerate(names)]
+    for cfg, run_dir in zip(configs, run_dirs, strict=True):
+        outcome = start_run(cfg, run_dir, progress)
+        s = outcome.summary
+        console.print(
+            f"[bold]{cfg.model}[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} runs done, "
+            f"{s.failed} failed; {s.calls_sent} requests sent; {s.seconds:.1f} s"
+        )
+    analysed = [d for d in run_dirs if (d / "summary.csv").is_file()]
+    if analysed:
+        for path in write_comparison(analysed, parent):
+            console.print(f"  wrote {path}")
+
+
+@app.command("compare")
+def compare(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Analysed PsychoBench run directories.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Write comparison.md and comparison.csv into this folder."),
+    ] = None,
+) -> None:
+    """Several runs side by side (rows: scale/subscale; columns: each model's mean ± sd, and the crowd)."""
+    from ..report.markdown import table
+    from .compare import comparison_frames, write_comparison
+
+    if out is not None:
+        for path in write_comparison(run_dirs, out):
+            console.print(f"wrote {path}")
+        return
+    display, _ = comparison_frames(run_dirs)
+    typer.echo(table(display))

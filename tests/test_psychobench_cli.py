@@ -1,0 +1,96 @@
+"""``llmpsych psychobench run/compare`` through the real CLI against a scripted server."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from llmpsych import cli
+from llmpsych.errors import LlmpsychError
+from llmpsych.psychobench.cipher import decipher
+from llmpsych.psychobench.cli import model_dir_name, parse_cipher, parse_scales
+from llmpsych.runs import RunStore
+from llmpsych.testing.fault_server import FaultServer
+
+
+def constant_responder(body: dict) -> str:
+    """Answers every listed statement with the top of the range, or the bottom for the 'low' model.
+
+    The prompts arrive Caesar-enciphered (after the plain preamble); digits are not shifted.
+    """
+    system = decipher(body["messages"][0]["content"])
+    low, high = (int(x) for x in re.findall(r"from (\d+) to (\d+)", system)[-1])
+    listed = re.findall(r"^(\d+)\. ", body["messages"][-1]["content"], flags=re.MULTILINE)
+    value = low if body["model"] == "low" else high
+    return "\n".join(f"{item}: {value}" for item in listed)
+
+
+@pytest.fixture(scope="module")
+def app():
+    cli._mount_subcommands()
+    return cli.app
+
+
+def test_option_parsing() -> None:
+    assert parse_scales("all") is None and parse_scales("BFI, EPQ-R") == ["BFI", "EPQ-R"]
+    assert parse_cipher(None) == {} and parse_cipher("caesar") == {"cipher": True}
+    assert parse_cipher("caesar:5") == {"cipher": True, "cipher_shift": 5}
+    with pytest.raises(LlmpsychError):
+        parse_cipher("rot13")
+    assert model_dir_name("openai-compatible/low") == "openai-compatible_low"
+
+
+def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> None:
+    out = tmp_path / "pb"
+    with FaultServer(responder=constant_responder) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "psychobench", "run",
+                "--model", "openai-compatible/low", "--model", "openai-compatible/high",
+                "--scales", "BFI,DTDD", "--runs", "2", "--persona", "hero", "--cipher", "caesar",
+                "--data-dir", str(seed_data), "--out", str(out), "--base-url", server.base_url,
+                "--no-cache", "--no-progress",
+            ],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    low, high = out / "openai-compatible_low", out / "openai-compatible_high"
+    for run_dir in (low, high):
+        store = RunStore.in_dir(run_dir)
+        try:
+            config = store.get_meta("config")
+        finally:
+            store.close()
+        assert config["options"] == {
+            "scales": ["BFI", "DTDD"], "runs": 2, "persona": "hero", "mode": "generate", "cipher": True,
+        }  # fmt: skip
+        assert config["cache"] is False and config["data_dir"] == str(seed_data)
+        assert (run_dir / "report.md").is_file() and (run_dir / "norms.csv").is_file()
+
+    tidy = pd.read_csv(out / "comparison.csv")
+    assert set(tidy["model"]) == {"openai-compatible/low [hero]-JB", "openai-compatible/high [hero]-JB"}
+    dtdd = tidy[tidy["scale"] == "DTDD"].set_index(["model", "subscale"])
+    assert dtdd.loc[("openai-compatible/low [hero]-JB", "Narcissism"), "mean"] == 1
+    assert dtdd.loc[("openai-compatible/high [hero]-JB", "Narcissism"), "mean"] == 9
+    text = (out / "comparison.md").read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| Scale"))
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "Scale", "Subscale", "openai-compatible/low [hero]-JB", "openai-compatible/high [hero]-JB", "Crowd",
+    ]  # fmt: skip
+    narcissism = next(line for line in text.splitlines() if "| Narcissism" in line)
+    assert "1.0 ± 0.0" in narcissism and "9.0 ± 0.0" in narcissism
+    norms = pd.read_csv(low / "norms.csv")
+    crowd = norms[(norms["scale"] == "DTDD") & (norms["subscale"] == "Narcissism")].iloc[0]
+    assert f"{crowd['mean']:.1f} ± {crowd['sd']:.1f}" in narcissism
+
+    # compare: stdout, and files; the same table from the run directories alone
+    shown = CliRunner().invoke(app, ["psychobench", "compare", str(low), str(high)])
+    assert shown.exit_code == 0 and narcissism in shown.output
+    again = CliRunner().invoke(app, ["psychobench", "compare", str(high), "--out", str(tmp_path / "c")])
+    assert again.exit_code == 0 and (tmp_path / "c" / "comparison.md").is_file()
+    missing = CliRunner().invoke(app, ["psychobench", "compare", str(tmp_path)])
+    assert missing.exit_code != 0 and "no summary.csv" in str(missing.exception)
