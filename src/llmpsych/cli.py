@@ -333,6 +333,7 @@ SUBCOMMANDS = (
     ("llmpsych.emotion.cli", "emotionbench", "EmotionBench: emotions evoked by situations, against humans."),
     ("llmpsych.psychobench.cli", "psychobench", "PsychoBench: run several models, compare runs with norms."),
     ("llmpsych.reliability.cli", "reliability", "Scale reliability: BFI perturbation grid, steering, maps."),
+    ("llmpsych.report.cli", "report", "Rebuild a run's report from its store, no model called (= analyze)."),
 )
 
 
