@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import pytest
 
+from llmpsych.collab import sandbox
 from llmpsych.collab.sandbox import Limits, SandboxPool, run_code
 
 LIMITS = Limits(timeout_s=3.0, cpu_s=3, memory_bytes=256 << 20)
@@ -78,3 +80,78 @@ def test_pool_runs_many_side_by_side_and_survives() -> None:
 
     assert asyncio.run(many()) == [False, True, False, True]
     assert os.getpid() > 0
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (read from /proc, so no signal is needed)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _pid(stdout: str) -> int:
+    # The host's PID: /proc is the host's, so /proc/self resolves there even inside a PID namespace.
+    return int(stdout.split("PID ", 1)[1].split()[0])
+
+
+ESCAPE = """import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        os.setsid()
+        print('PID', os.readlink('/proc/self'), flush=True)
+        time.sleep(3600)
+    os._exit(0)
+time.sleep(0.3)
+"""
+
+DAEMON = """import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        print('PID', os.readlink('/proc/self'), flush=True)
+        for fd in (0, 1, 2):
+            os.close(fd)
+        time.sleep(3600)
+    os._exit(0)
+time.sleep(0.3)
+"""
+
+
+@pytest.fixture(params=[True, False], ids=["pidns", "subreaper"])
+def containment(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of keeping descendants: a PID namespace, and the subreaper fallback without it."""
+    monkeypatch.setattr(sandbox, "USE_PID_NAMESPACE", request.param)
+    return "pidns" if request.param else "subreaper"
+
+
+def test_setsid_grandchild_holding_the_pipes_cannot_outlive_the_timeout(containment: str) -> None:
+    # The grandchild leaves the process group and keeps stdout/stderr open; the program then blocks.
+    limits = Limits(timeout_s=2.0, cpu_s=5)
+    started = time.monotonic()
+    result = run(ESCAPE + "time.sleep(3600)\n", limits)
+    wall = time.monotonic() - started
+    assert result.status == "timeout"
+    assert wall < limits.timeout_s + 5  # containment bound, not a performance figure
+    assert containment in result.isolation
+    assert not _alive(_pid(result.stdout))
+
+
+def test_setsid_grandchild_does_not_keep_a_finished_program_waiting(containment: str) -> None:
+    # The program ends (and passes); what it left behind is killed and its pipes are not waited for.
+    limits = Limits(timeout_s=2.0, cpu_s=5)
+    started = time.monotonic()
+    result = run(ESCAPE, limits)
+    assert time.monotonic() - started < limits.timeout_s
+    assert result.status == "passed" and result.seconds < limits.timeout_s
+    assert not _alive(_pid(result.stdout))
+
+
+def test_double_fork_daemon_with_closed_stdio_is_killed(containment: str) -> None:
+    limits = Limits(timeout_s=2.0, cpu_s=5)
+    started = time.monotonic()
+    result = run(DAEMON, limits)
+    assert time.monotonic() - started < limits.timeout_s
+    assert result.status == "passed"
+    assert not _alive(_pid(result.stdout))

@@ -7,13 +7,33 @@ session and a throwaway working directory:
 * no network: the child unshares a new network namespace (only a down loopback) when the kernel allows
   it (as root, or through an unprivileged user namespace); in every case an audit hook inside the child
   refuses socket creation and connection;
-* as root, the child drops to ``nobody`` so that file permissions, and ``RLIMIT_NPROC``, apply;
+* as root, the program drops to ``nobody`` so that file permissions, and ``RLIMIT_NPROC``, apply;
 * the audit hook also refuses writes, deletions and renames outside the working directory, starting
   programs, signalling processes and loading native code through ``ctypes``;
-* the parent kills the whole process group on timeout and removes the working directory.
+* no process outlives its execution (see below), and the working directory is removed.
+
+Containment of descendants. ``os.fork`` stays allowed, so a program can leave its process group with
+``os.setsid()`` or daemonize with a double fork, keeping (or closing) the output pipes. The direct
+child is therefore only a *keeper*: it unshares a new PID namespace (as root, or inside the user
+namespace) and forks a trusted init (PID 1 there), which forks the program and reaps everything until
+the program's main process ends. When that init exits, or is killed, the kernel kills every process
+left in the namespace: ``setsid`` and double forks cannot leave it. The init also has a parent-death
+signal, so killing the keeper kills it. Where no PID namespace can be created (non-root without user
+namespaces, or a seccomp policy that forbids ``unshare``), the keeper makes itself a child subreaper
+(``PR_SET_CHILD_SUBREAPER``, unprivileged), so orphans are re-parented to it instead of to PID 1, and it
+kills its remaining children when the program ends. On timeout (or cancellation) the parent, in both
+cases, SIGKILLs every descendant of the keeper (parent links read from ``/proc``) until none is left,
+lets the keeper reap them and exit, and SIGKILLs the keeper and its group if it has not. The parent
+never waits for the output pipes to close: it reads them as data comes (bounded), and once the keeper
+has exited it gives them a short grace period (``DRAIN_GRACE_S``) for the last bytes, then closes them.
+A dedicated uid with "kill every process of that uid" was not chosen: ``nobody`` is shared with other
+services and with concurrent executions, and without root there is no uid to switch to.
 
 Limitation: without root or user namespaces, network isolation rests on the audit hook alone, which
-native extension code could bypass; ``SandboxResult.isolation`` says which layers were active.
+native extension code could bypass, and so does the keeper's protection against being signalled by
+the program (they then run as the same user); ``SandboxResult.isolation`` says which layers were
+active (``netns`` or ``userns+netns``, ``pidns`` or ``subreaper``, ``uid-nobody``, ``rlimits``,
+``audit``).
 """
 
 from __future__ import annotations
@@ -27,10 +47,18 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 NOBODY = 65534
+
+#: Put each execution in its own PID namespace when the kernel allows it (tests turn it off to exercise
+#: the subreaper fallback).
+USE_PID_NAMESPACE = True
+
+#: After the keeper has exited (or been killed), how long to wait for the output pipes' last bytes.
+DRAIN_GRACE_S = 0.5
 
 #: Standard modules imported before privileges are dropped (as root, the child runs as ``nobody``, who
 #: may not be able to read the interpreter's library folder).
@@ -85,7 +113,7 @@ class SandboxResult:
     """What happened to one execution."""
 
     status: str  # "passed", "failed", "timeout"
-    returncode: int | None
+    returncode: int | None  # the program's exit status, 128 + N if signal N ended it (137 on timeout)
     stdout: str
     stderr: str
     seconds: float
@@ -102,16 +130,77 @@ class SandboxResult:
 
 
 _BOOTSTRAP = r"""
-import ctypes, json, os, resource, sys
+import ctypes, json, os, resource, select, signal, sys, time
 cfg = json.loads(sys.stdin.readline())
 code = sys.stdin.read()
+null = os.open(os.devnull, os.O_RDWR)
+os.dup2(null, 0)
 isolation = []
 libc = ctypes.CDLL(None, use_errno=True)
-CLONE_NEWNET, CLONE_NEWUSER = 0x40000000, 0x10000000
+CLONE_NEWNET, CLONE_NEWUSER, CLONE_NEWPID = 0x40000000, 0x10000000, 0x20000000
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 if os.geteuid() == 0 and libc.unshare(CLONE_NEWNET) == 0:
     isolation.append("netns")
 elif os.geteuid() != 0 and libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
     isolation.append("userns+netns")
+pidns = cfg["pidns"] and libc.unshare(CLONE_NEWPID) == 0
+if pidns:
+    isolation.append("pidns")
+elif libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
+    isolation.append("subreaper")
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def _reap(main):
+    # reap every child (orphans are re-parented here) until the main one ends; its wait status
+    while True:
+        pid, status = os.waitpid(-1, 0)
+        if pid == main:
+            return status
+def _end_orphans():
+    # subreaper: SIGKILL the children left behind until none is left
+    me = str(os.getpid())
+    while True:
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/" + name + "/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if fields[1] == me and fields[0] != "Z":
+                    os.kill(int(name), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        except ChildProcessError:
+            return
+        time.sleep(0.002)
+def _leave(status):
+    # the keeper or init exits like the program (128 + N for signal N); never holds the output pipes
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+def _quiet():
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+if pidns:
+    alive_r, alive_w = os.pipe()
+    init = os.fork()
+    if init:
+        os.close(alive_r)
+        _quiet()
+        _leave(os.waitpid(init, 0)[1])
+    os.close(alive_w)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if select.select([alive_r], [], [], 0)[0]:
+        os._exit(137)  # the keeper died before the parent-death signal was set
+    os.close(alive_r)
+main = os.fork()
+if main:
+    _quiet()
+    status = _reap(main)
+    if not pidns:
+        _end_orphans()
+    _leave(status)  # as PID 1, its exit makes the kernel kill whatever is left in the namespace
+os.close(null)
+del _reap, _end_orphans, _leave, _quiet, main, pidns
 for name in cfg["preload"]:
     try:
         __import__(name)
@@ -127,7 +216,6 @@ if os.geteuid() == 0:
 os.environ.clear()
 os.environ.update({"HOME": work, "TMPDIR": work, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
 R = resource
-R.setrlimit(R.RLIMIT_CORE, (0, 0))
 R.setrlimit(R.RLIMIT_CPU, (cfg["cpu"], cfg["cpu"] + 1))
 R.setrlimit(R.RLIMIT_AS, (cfg["mem"], cfg["mem"]))
 R.setrlimit(R.RLIMIT_FSIZE, (cfg["fsize"], cfg["fsize"]))
@@ -183,8 +271,92 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _descendants(root: int) -> list[int]:
+    """Live processes below ``root``, following the parent links in ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(name))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def _kill_descendants(pid: int, budget_s: float = 2.0) -> None:
+    """SIGKILL every descendant of the keeper ``pid`` until none is left.
+
+    The keeper is spared: while it lives, orphans are re-parented to it (or to the init of its PID
+    namespace) rather than to PID 1, where they could no longer be found; it then reaps them and exits.
+    """
+    deadline = time.monotonic() + budget_s
+    while True:
+        rest = _descendants(pid)
+        for child in rest:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(child, signal.SIGKILL)
+        if not rest or time.monotonic() > deadline:
+            return
+        time.sleep(0.001)
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the keeper ``pid`` after all its descendants, then its whole group."""
+    _kill_descendants(pid)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    _kill_group(pid)
+
+
+class _Output:
+    """One output pipe, read as data comes (bounded), never awaited to its end: closed on demand."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, cap: int) -> None:
+        self._loop, self._fd, self._cap = loop, fd, cap
+        self.data = bytearray()
+        self.closed: asyncio.Future[None] = loop.create_future()
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._read)
+
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self._fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.close()
+            return
+        room = self._cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
 async def run_code(code: str, limits: Limits | None = None) -> SandboxResult:
-    """Execute ``code`` in a sandboxed child; passed means it ran to its end within the limits."""
+    """Execute ``code`` in a sandboxed child; passed means it ran to its end within the limits.
+
+    Returns within about ``limits.timeout_s`` plus a fraction of a second, whatever the program does
+    with its descendants and its output pipes.
+    """
     limits = limits or Limits()
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -201,33 +373,71 @@ async def run_code(code: str, limits: Limits | None = None) -> SandboxResult:
         "nproc": limits.nproc,
         "marker": marker,
         "preload": PRELOAD,
+        "pidns": USE_PID_NAMESPACE,
     }
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-I",
-        "-S",
-        "-c",
-        _BOOTSTRAP,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(workdir),
-        start_new_session=True,
-        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
-    )
-    payload = (json.dumps(header) + "\n" + code).encode()
-    talk = asyncio.ensure_future(proc.communicate(payload))
+    # Bytes kept per stream: enough for max_output characters of any UTF-8 text.
+    cap = 4 * limits.max_output + 4096
+    proc: asyncio.subprocess.Process | None = None
+    outputs: list[_Output] = []
+    read_ends: list[int] = []
+    timed_out = False
     try:
-        done, _ = await asyncio.wait({talk}, timeout=limits.timeout_s)
-        timed_out = not done
-        if timed_out:
-            _kill_group(proc.pid)
-        out, err = await talk
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write((json.dumps(header) + "\n" + code).encode())
+            stdin.seek(0)
+            out_r, out_w = os.pipe()
+            read_ends.append(out_r)
+            try:
+                err_r, err_w = os.pipe()
+            except OSError:
+                os.close(out_w)
+                raise
+            read_ends.append(err_r)
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    _BOOTSTRAP,
+                    stdin=stdin,
+                    stdout=out_w,
+                    stderr=err_w,
+                    cwd=str(workdir),
+                    start_new_session=True,
+                    env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                )
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+        while read_ends:
+            outputs.append(_Output(loop, read_ends.pop(0), cap))
+        try:
+            await asyncio.wait_for(proc.wait(), limits.timeout_s)
+        except TimeoutError:
+            timed_out = True
+            _kill_descendants(proc.pid)
+            try:  # the keeper reaps them and exits by itself
+                await asyncio.wait_for(proc.wait(), DRAIN_GRACE_S)
+            except TimeoutError:
+                _kill_tree(proc.pid)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 5.0)
+        # Everything the program started is gone by now (PID namespace, subreaper or _kill_tree); give
+        # the pipes a moment for their last bytes, but never wait for their end.
+        await asyncio.wait([o.closed for o in outputs], timeout=DRAIN_GRACE_S)
     finally:
-        _kill_group(proc.pid)  # whatever the program left behind in its group
+        for output in outputs:
+            output.close()
+        for fd in read_ends:
+            os.close(fd)
+        if proc is not None:
+            if proc.returncode is None:
+                _kill_tree(proc.pid)
+            _kill_group(proc.pid)  # whatever the program left behind in its group
         shutil.rmtree(workdir, ignore_errors=True)
-    stdout = _limit(out, limits.max_output)
-    stderr = _limit(err, limits.max_output)
+    stdout = _limit(bytes(outputs[0].data), limits.max_output)
+    stderr = _limit(bytes(outputs[1].data), limits.max_output)
     isolation: list[str] = []
     for line in stderr.splitlines():
         if line.startswith("#isolation "):
