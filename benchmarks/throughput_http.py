@@ -1,6 +1,6 @@
 """Throughput of the full run engine against an OpenAI-compatible server with a fixed 100 ms latency.
 
-    python benchmarks/throughput_http.py                    # 5,000 requests at concurrency 64 (~3 min)
+    python benchmarks/throughput_http.py                    # 5,000 requests at concurrency 64 (~4 min)
     python benchmarks/throughput_http.py --quick            # 1,000 requests
     python benchmarks/throughput_http.py --sweep 8,16,32,64 # 40 x concurrency requests per setting
     python benchmarks/throughput_http.py --requests 2000 --plan asyncio:llmpsych --profile out
@@ -13,12 +13,17 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 
 * ``llmpsych`` - the full run engine: task ``echo`` with one request per unit, model
   ``openai-compatible/bench``, response cache off, ``concurrency`` = ``workers`` = 64, run store in a
-  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis);
+  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis). For this
+  ``http://`` server without a proxy, ``llmpsych.models.http_backend`` uses its built-in HTTP/1.1
+  client (HTTPS and proxies go through aiohttp);
 * ``raw`` - a minimal asyncio-streams HTTP/1.1 client: what the server allows, at almost no client cost;
-* ``httpx`` - a bare ``httpx.AsyncClient`` with llmpsych's connection limits (the library it uses);
-* diagnostics that leave llmpsych unchanged: ``httpx2`` (the API-compatible fork, bare),
-  ``llmpsych+httpx2`` (the run engine with ``http_backend.httpx`` swapped for ``httpx2``) and
-  ``llmpsych+nohttp`` (``HttpBackend.send`` replaced by a 100 ms sleep: the run engine's own cost).
+* ``aiohttp`` - a bare ``aiohttp.ClientSession`` with llmpsych's connection limit;
+* ``httpx`` - a bare ``httpx.AsyncClient`` with the same limits (the library llmpsych used before);
+* diagnostics: ``llmpsych+aiohttp`` (the run engine with ``HttpBackend.direct_http = False``: every
+  request through aiohttp, as for HTTPS endpoints), ``httpx2`` (httpx's API-compatible fork, bare),
+  ``llmpsych+httpx`` and ``llmpsych+httpx2`` (the run engine with ``HttpBackend.send`` replaced by the
+  previous httpx-based implementation, on ``httpx`` or ``httpx2``) and ``llmpsych+nohttp``
+  (``HttpBackend.send`` replaced by a 100 ms sleep: the run engine's own cost).
 
 Reported: wall time, ideal time (requests x latency / concurrency), ideal/wall, CPU time per request of
 the client process and of the server process, and the client's peak RSS (``ru_maxrss``). Results go to
@@ -121,15 +126,100 @@ def measure_httpx(base_url: str, requests: int, concurrency: int, module: str = 
     return {"wall_s": wall, "cpu_s": cpu, "ok": ok, "peak_rss_mb": peak_rss_mb()}
 
 
+def measure_aiohttp(base_url: str, requests: int, concurrency: int) -> dict[str, Any]:
+    """A bare ``aiohttp.ClientSession`` (connector limit = concurrency) sharing ``requests`` POSTs."""
+    import aiohttp
+
+    url = base_url.rstrip("/") + "/chat/completions"
+
+    async def run() -> int:
+        remaining = iter(range(requests))
+        ok = 0
+        connector = aiohttp.TCPConnector(limit=concurrency)
+        timeout = aiohttp.ClientTimeout(total=120)
+        async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+
+            async def worker() -> None:
+                nonlocal ok
+                for i in remaining:
+                    async with session.post(url, json=_body(i)) as response:
+                        response.raise_for_status()
+                        data = json.loads(await response.read())
+                    ok += bool(data["choices"][0]["message"]["content"])
+
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return ok
+
+    cpu0, t0 = cpu_seconds(), time.perf_counter()
+    ok = asyncio.run(run())
+    wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+    return {"wall_s": wall, "cpu_s": cpu, "ok": ok, "peak_rss_mb": peak_rss_mb()}
+
+
+def use_httpx_backend(backend_class: Any, module: str) -> None:
+    """Diagnostic: give ``HttpBackend`` the send/aclose of llmpsych's previous httpx-based backend.
+
+    The same requests, limits, timeout and error mapping as before the move to aiohttp, on ``httpx``
+    (0.28, httpcore's pool) or its API-compatible fork ``httpx2``.
+    """
+    httpx = importlib.import_module(module)
+    from llmpsych.models.http_backend import RETRYABLE_STATUS, _error_message, parse_retry_after
+    from llmpsych.models.retry import FatalRequestError, RetryableError
+
+    def client(self: Any) -> Any:
+        if "_httpx" not in self.__dict__:
+            endpoint = self.endpoint
+            limits = httpx.Limits(
+                max_connections=endpoint.concurrency, max_keepalive_connections=endpoint.concurrency
+            )
+            self._httpx = httpx.AsyncClient(
+                base_url=endpoint.base_url,
+                headers=self._headers,
+                limits=limits,
+                timeout=httpx.Timeout(endpoint.timeout),
+            )
+        return self._httpx
+
+    async def send(self: Any, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await client(self).post("/chat/completions", json=body)
+        except httpx.TimeoutException:
+            raise RetryableError(f"timeout after {self.endpoint.timeout:g} s") from None
+        except httpx.TransportError as exc:
+            raise RetryableError(f"connection error: {type(exc).__name__}") from None
+        if response.status_code in RETRYABLE_STATUS:
+            raise RetryableError(
+                f"HTTP {response.status_code}", parse_retry_after(response.headers.get("retry-after"))
+            )
+        if response.status_code >= 400:
+            raise FatalRequestError(f"HTTP {response.status_code}: {_error_message(response.content)}")
+        try:
+            data = response.json()
+            if not isinstance(data, dict) or not data.get("choices"):
+                raise ValueError("no choices")
+            data["choices"][0]["message"]  # noqa: B018 - shape check
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise RetryableError("malformed response body") from None
+        return data
+
+    async def aclose(self: Any) -> None:
+        if "_httpx" in self.__dict__:
+            await self.__dict__.pop("_httpx").aclose()
+
+    backend_class.send = send
+    backend_class.aclose = aclose
+
+
 def measure_llmpsych(
-    base_url: str, requests: int, concurrency: int, transport: str = "httpx", profile: str | None = None
+    base_url: str, requests: int, concurrency: int, transport: str = "", profile: str | None = None
 ) -> dict[str, Any]:
     """The full run engine: task echo, one request per unit.
 
-    Diagnostics (llmpsych itself is unchanged and pins httpx): ``transport="httpx2"`` swaps the module
-    ``llmpsych.models.http_backend`` uses for the API-compatible ``httpx2``; ``transport="nohttp"``
-    replaces ``HttpBackend.send`` by ``asyncio.sleep(latency)`` and a canned answer, which leaves the
-    cost of the run engine alone (store, unit context, client, task).
+    ``transport=""`` is llmpsych as it is. Diagnostics: ``transport="aiohttp"`` sends every request
+    through aiohttp (``HttpBackend.direct_http = False``); ``"httpx"`` / ``"httpx2"`` put the previous
+    httpx-based ``HttpBackend.send`` back (see :func:`use_httpx_backend`);
+    ``transport="nohttp"`` replaces ``HttpBackend.send`` by ``asyncio.sleep(latency)`` and a canned
+    answer, which leaves the cost of the run engine alone (store, unit context, client, task).
     """
     import llmpsych.models.http_backend as http_backend
     from llmpsych.runs import parse_run_config, start_run
@@ -145,8 +235,10 @@ def measure_llmpsych(
             }
 
         http_backend.HttpBackend.send = send  # type: ignore[method-assign]
-    elif transport != "httpx":
-        http_backend.httpx = importlib.import_module(transport)
+    elif transport == "aiohttp":
+        http_backend.HttpBackend.direct_http = False
+    elif transport:
+        use_httpx_backend(http_backend.HttpBackend, transport)
     config = parse_run_config(
         {
             "task": "echo",
@@ -193,18 +285,21 @@ def measure_llmpsych(
 
 CLIENTS = {
     "raw": "minimal asyncio-streams HTTP/1.1 client (server capacity check)",
-    "httpx": "bare httpx.AsyncClient (the HTTP library llmpsych uses)",
-    "llmpsych": "full run engine (echo task, cache off, concurrency = workers = 64)",
+    "aiohttp": "bare aiohttp.ClientSession (llmpsych's HTTP library for HTTPS and proxies)",
+    "llmpsych": "full run engine, built-in HTTP/1.1 client (echo task, cache off, concurrency = workers)",
+    "llmpsych+aiohttp": "full run engine, every request through aiohttp (direct_http = False; diagnostic)",
+    "httpx": "bare httpx.AsyncClient (the HTTP library llmpsych used before aiohttp)",
+    "llmpsych+httpx": "full run engine with the previous httpx-based HttpBackend.send (diagnostic)",
     "httpx2": "bare httpx2.AsyncClient (diagnostic: fork with a linear-time connection pool)",
-    "llmpsych+httpx2": "full run engine with http_backend.httpx swapped for httpx2 (diagnostic)",
+    "llmpsych+httpx2": "full run engine with the previous HttpBackend.send on httpx2 (diagnostic)",
     "llmpsych+nohttp": "full run engine, HttpBackend.send replaced by a 100 ms sleep (diagnostic: no HTTP)",
 }
 FULL_PLAN = (
-    "asyncio:raw,asyncio:httpx,asyncio:llmpsych,asyncio:httpx2,asyncio:llmpsych+httpx2,asyncio:llmpsych+nohttp,"
-    "fault:raw,fault-nodelay:raw"
+    "asyncio:raw,asyncio:llmpsych,asyncio:aiohttp,asyncio:llmpsych+aiohttp,asyncio:httpx,asyncio:llmpsych+httpx,"
+    "asyncio:httpx2,asyncio:llmpsych+httpx2,asyncio:llmpsych+nohttp,fault:raw,fault-nodelay:raw"
 )
 
-SWEEP_PLAN = "asyncio:httpx,asyncio:httpx2,asyncio:llmpsych,asyncio:llmpsych+httpx2"
+SWEEP_PLAN = "asyncio:llmpsych,asyncio:llmpsych+aiohttp,asyncio:httpx,asyncio:llmpsych+httpx"
 
 
 def measure(client: str, base_url: str, requests: int, concurrency: int, profile: str | None) -> dict:
@@ -212,7 +307,9 @@ def measure(client: str, base_url: str, requests: int, concurrency: int, profile
         return measure_raw(base_url, requests, concurrency)
     if client in ("httpx", "httpx2"):
         return measure_httpx(base_url, requests, concurrency, client)
-    transport = client.partition("+")[2] or "httpx"
+    if client == "aiohttp":
+        return measure_aiohttp(base_url, requests, concurrency)
+    transport = client.partition("+")[2]
     return measure_llmpsych(base_url, requests, concurrency, transport, profile)
 
 
