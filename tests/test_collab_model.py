@@ -39,7 +39,10 @@ def test_camel_and_mad_on_the_embedded_model(seed_data: Path, tmp_path: Path) ->
             assert summary["n_items"] == 2 and 0 <= summary["score"] <= 100
             run_dirs.append(outcome.run_dir)
     transcripts = (tmp_path / "camel-autoinject" / "transcripts.md").read_text()
-    assert "AutoInject edit" in transcripts
+    # Whether the 0.5B injector actually changes a line depends on its output; that the faulty agent's
+    # messages went through AutoInject (and the transcript says what happened) does not.
+    assert "**AutoInject" in transcripts
+    assert "AutoInject" not in (tmp_path / "camel-none" / "transcripts.md").read_text()
     outputs = compare_runs(run_dirs, tmp_path / "comparison")
     report = (tmp_path / "comparison" / "comparison.md").read_text()
     assert "Table 7.2 layout" in report and "flat" in report and "hierarchical" in report

@@ -74,6 +74,12 @@ def transcript_markdown(result: dict[str, Any], limit: int = 4000) -> str:
         injection = m["meta"].get("injection")
         if injection and injection.get("diff"):
             parts.append("⚠ **AutoInject edit:**\n\n```diff\n" + injection["diff"] + "\n```")
+        elif injection and injection.get("selected"):
+            chosen = len(injection.get("chosen", []))
+            parts.append(
+                f"⚠ **AutoInject:** {chosen} of {injection.get('n_units', 0)} units chosen; "
+                "the injector returned them unchanged (message delivered as sent)."
+            )
         inspector = m["meta"].get("inspector")
         if inspector and inspector.get("decision") == "unsafe":
             parts.append("🛡 **Inspector rewrite:**\n\n```diff\n" + inspector.get("diff", "") + "\n```")
