@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import random
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
@@ -90,6 +91,29 @@ class Table:
         self.truncate_after = truncate_after
         self.histories: list[list[Message]] = [[] for _ in seats]
         self.fallbacks = 0
+        self._answer_keys: Counter[str] = Counter()
+
+    def answer_key(self, kind: str, decision: Decision) -> str:
+        """A key for one non-model answer, distinct per ask (a re-asked decision gets the next key)."""
+        base = f"{kind}:{self.label}:p{decision.player}:r{decision.round}:{decision.kind}"
+        occurrence = self._answer_keys[base]
+        self._answer_keys[base] += 1
+        return f"{base}#{occurrence}"
+
+    def stored_answer(self, key: str) -> str | None:
+        """A non-model answer recorded by an earlier, interrupted execution of this game (None if none)."""
+        store = getattr(self.ctx, "store", None)
+        if store is None:
+            return None
+        stored = store.get_call(self.ctx.unit_id, key)
+        return None if stored is None else str(stored.get("text", ""))
+
+    def store_answer(self, key: str, seat: Seat, messages: list[Message], text: str) -> None:
+        """Record a non-model answer (e.g. a human's) in the run store; a resumed game replays it."""
+        store = getattr(self.ctx, "store", None)
+        if store is not None:
+            role = key.partition(":")[0]
+            store.put_call(self.ctx.unit_id, key, 0, role, seat.spec, {"messages": messages}, {"text": text})
 
     def start(self, descriptions: list[str]) -> None:
         """Open every conversation with its system message."""

@@ -12,7 +12,8 @@ Seat specs are short strings (``-O seats='[llm, fixed:91, human]'``):
 ``python:<module>:<function>``
     ``function(decision)`` returns the value (or a dict of JSON fields); it may be async.
 ``human``
-    shows the conversation on stderr and reads the answer value from stdin.
+    shows the conversation on stderr and reads the answer value from stdin. Each typed answer is stored in
+    the run store (role ``human``), so a resumed game replays it instead of asking again.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LlmpsychError
 from ..models.types import Message
 
 if TYPE_CHECKING:
@@ -126,6 +127,10 @@ class CallableSeat(Seat):
         return _wrap(value, decision)
 
 
+class HumanInputClosed(LlmpsychError):
+    """The terminal input of a human seat ended (EOF)."""
+
+
 _TERMINAL: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
@@ -138,7 +143,11 @@ def _terminal_lock() -> asyncio.Lock:
 
 
 class HumanSeat(Seat):
-    """A person at the terminal: sees the conversation, types the value (e.g. ``42`` or ``go``)."""
+    """A person at the terminal: sees the conversation, types the value (e.g. ``42`` or ``go``).
+
+    Answers are recorded in the run store as they are typed; on resume they are replayed, not asked again.
+    The end of the input (stdin closed) is an error: the game stops there and can be resumed.
+    """
 
     kind = "human"
 
@@ -148,8 +157,12 @@ class HumanSeat(Seat):
         self.stdout = stdout
 
     async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        async with _terminal_lock():
-            line = await asyncio.to_thread(self._ask, decision, messages)
+        key = table.answer_key("human", decision)
+        line = table.stored_answer(key)
+        if line is None:
+            async with _terminal_lock():
+                line = await asyncio.to_thread(self._ask, decision, messages)
+            table.store_answer(key, self, messages, line)
         return _wrap(line, decision)
 
     def _ask(self, decision: Decision, messages: list[Message]) -> str:
@@ -159,7 +172,14 @@ class HumanSeat(Seat):
         for message in messages:
             print(f"[{message['role']}]\n{message['content']}\n", file=out)
         print(f"Please type your answer for {decision.primary}: ", end="", file=out, flush=True)
-        return inp.readline().strip()
+        line = inp.readline()
+        if not line:
+            raise HumanInputClosed(
+                f"the input of seat {self.spec!r} ended before player {decision.player} answered "
+                f"round {decision.round}",
+                "answers given so far are saved; continue with `llmpsych run --resume <run dir>`",
+            )
+        return line.strip()
 
 
 def parse_seat(spec: str) -> Seat:
