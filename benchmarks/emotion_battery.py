@@ -7,9 +7,10 @@ The server (in its own process, asyncio, HTTP/1.1 keep-alive) answers every requ
 valid PANAS reply (``index: score`` for each listed statement), so every run is one query. The client is
 the full run engine in a fresh Python process per size: task ``emotionbench`` (PANAS, items shuffled,
 official data from ``../shared/seed-data``), model ``openai-compatible/bench``, cache off,
-concurrency = workers = 64. Each size runs with the stock HTTP module (``httpx``) and with the
-``httpx2`` diagnostic swap the other benchmarks use (``throughput_http.py``); a bare ``httpx2`` client
-sending 1,800 requests to the same server shows what the HTTP stack alone allows. Measured: wall time of the
+concurrency = workers = 64. Each size runs with llmpsych as it is (``stock``: its built-in HTTP/1.1
+client for plain-HTTP endpoints) and with the ``aiohttp`` diagnostic (``HttpBackend.direct_http = False``,
+the path HTTPS endpoints and proxies take); a bare ``aiohttp`` client sending 1,800 requests to the same
+server shows what that HTTP stack alone allows. Measured: wall time of the
 execution (``ideal`` = queries x 0.1 s / 64, ``ratio`` = wall / ideal, target <= 1.2), the time of the
 analysis that follows (tables, human data, heatmap), and the client's peak RSS at two battery sizes
 (memory must not grow with the number of situations).
@@ -101,19 +102,17 @@ async def _serve(port: int) -> None:
 
 
 # -- client ---------------------------------------------------------------------------------------------
-def measure(base_url: str, per_factor: int, transport: str = "httpx") -> dict[str, Any]:
+def measure(base_url: str, per_factor: int, transport: str = "stock") -> dict[str, Any]:
     """One battery in this process; returns timings, counts and peak RSS.
 
-    ``transport="httpx2"`` is the diagnostic the other benchmarks use: it swaps the HTTP module of
-    ``llmpsych.models.http_backend`` for the API-compatible ``httpx2`` (linear-time connection pool).
+    ``transport="aiohttp"`` is a diagnostic: every request goes through aiohttp
+    (``HttpBackend.direct_http = False``), as it does for HTTPS endpoints and proxies.
     """
-    import importlib
-
     import llmpsych.models.http_backend as http_backend
     from llmpsych.runs import parse_run_config, start_run
 
-    if transport != "httpx":
-        http_backend.httpx = importlib.import_module(transport)
+    if transport == "aiohttp":
+        http_backend.HttpBackend.direct_http = False
     from llmpsych.emotion.task import EmotionBenchTask
 
     execution_rss: list[float] = []
@@ -163,23 +162,23 @@ def measure(base_url: str, per_factor: int, transport: str = "httpx") -> dict[st
     }
 
 
-def measure_bare(base_url: str, requests: int, module: str = "httpx2") -> dict[str, Any]:
-    """The HTTP stack alone: a bare AsyncClient sending ``requests`` PANAS-sized bodies at concurrency 64."""
-    import importlib
+def measure_bare(base_url: str, requests: int) -> dict[str, Any]:
+    """The HTTP stack alone: a bare aiohttp session sending ``requests`` PANAS-sized bodies at c = 64."""
+    import aiohttp
 
-    httpx = importlib.import_module(module)
     items = "\n".join(f"{i}. statement {i}" for i in range(1, 21))
     body = {"model": "bench", "messages": [{"role": "user", "content": f"rate these\n\n{items}"}]}
+    url = base_url.rstrip("/") + "/chat/completions"
 
     async def run() -> None:
-        limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
         remaining = iter(range(requests))
-        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
+        connector = aiohttp.TCPConnector(limit=CONCURRENCY)
+        async with aiohttp.ClientSession(connector=connector) as client:
 
             async def worker() -> None:
                 for _ in remaining:
-                    response = await client.post("/chat/completions", json=body)
-                    response.json()
+                    async with client.post(url, json=body) as response:
+                        json.loads(await response.read())
 
             await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
 
@@ -188,7 +187,7 @@ def measure_bare(base_url: str, requests: int, module: str = "httpx2") -> dict[s
     wall = time.perf_counter() - started
     ideal = requests * LATENCY_S / CONCURRENCY
     return {
-        "transport": f"bare {module}",
+        "transport": "bare aiohttp",
         "queries": requests,
         "execute_s": wall,
         "ideal_s": ideal,
@@ -226,7 +225,7 @@ def main() -> None:
     parser.add_argument("--port", type=int)
     parser.add_argument("--base-url")
     parser.add_argument("--per-factor", type=int, default=5)
-    parser.add_argument("--transport", default="httpx")
+    parser.add_argument("--transport", default="stock", choices=["stock", "aiohttp"])
     parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for an idle machine")
     args = parser.parse_args()
     if args.mode == "serve":
@@ -247,7 +246,7 @@ def main() -> None:
         base_url = f"http://127.0.0.1:{port}/v1"
         load = _wait_for_quiet(args.wait)
         sizes = [1] if args.quick else [1, 5]
-        runs = [_child(base_url, k, t) for t in ("httpx", "httpx2") for k in sizes]
+        runs = [_child(base_url, k, t) for t in ("stock", "aiohttp") for k in sizes]
         runs.append(_child(base_url, 0, "bare"))
     finally:
         server.terminate()
