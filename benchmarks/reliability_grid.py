@@ -9,8 +9,14 @@ is scored. The client is the real task through ``start_run`` (run store, manifes
 analysis with its map and report), response cache off, ``concurrency`` = ``workers`` = 64. Each unit
 asks its two chunks one after the other, as one conversation.
 
-Reported: wall time of ``start_run``, its execution part, the ideal time (requests x latency /
-concurrency), ideal/wall, client CPU per request, peak RSS. Results: ``results/reliability_grid.json``.
+Transports: ``llmpsych`` (the HTTP backend as it is: its built-in HTTP/1.1 client for plain-HTTP
+endpoints) and, as a diagnostic, ``aiohttp`` (``HttpBackend.direct_http = False``: every request through
+aiohttp, as for HTTPS endpoints and proxies).
+
+Reported: wall time of ``start_run``, its execution part, its analysis part (statistics, maps, CSV
+tables and report), the rest (setup: grid, store, manifest), the ideal time (requests x latency /
+concurrency), wall/ideal and execution/ideal, client CPU per request, peak RSS.
+Results: ``results/reliability_grid.json``.
 The official data is read from ``$LLMPSYCH_DATA_DIR`` or ``../shared/seed-data`` beside the repository.
 """
 
@@ -85,19 +91,19 @@ def serve(port: int, latency: float) -> None:
     server._httpd.serve_forever()
 
 
-def measure(quick: bool, transport: str = "httpx") -> dict:
+def measure(quick: bool, transport: str = "llmpsych") -> dict:
     """Run the grid once through the run engine and time it (in a fresh process).
 
-    ``transport="httpx2"`` is a diagnostic: it swaps the HTTP module ``llmpsych.models.http_backend``
-    uses for the API-compatible ``httpx2`` (linear-time connection pool), as ``throughput_http.py`` does.
+    ``transport="aiohttp"`` is a diagnostic: every request goes through aiohttp
+    (``HttpBackend.direct_http = False``), as ``throughput_http.py``'s ``llmpsych+aiohttp`` row does.
     """
-    import importlib
-
     import llmpsych.models.http_backend as http_backend
     from llmpsych.runs import parse_run_config, start_run
 
-    if transport != "httpx":
-        http_backend.httpx = importlib.import_module(transport)
+    if transport == "aiohttp":
+        http_backend.HttpBackend.direct_http = False
+    elif transport != "llmpsych":
+        raise ValueError(f"unknown transport {transport!r}")
 
     port = free_port()
     server = subprocess.Popen(
@@ -129,6 +135,18 @@ def measure(quick: bool, transport: str = "httpx") -> dict:
                 "options": options,
             }
         )
+        from llmpsych.reliability.task import ReliabilityTask
+
+        analyze, timed = ReliabilityTask.analyze, {}
+
+        def timed_analyze(self: ReliabilityTask, run_dir: Path) -> list[Path]:
+            t = time.perf_counter()
+            try:
+                return analyze(self, run_dir)
+            finally:
+                timed["analysis_s"] = time.perf_counter() - t
+
+        ReliabilityTask.analyze = timed_analyze
         with tempfile.TemporaryDirectory() as tmp, LoadMonitor() as load:
             cpu0, t0 = cpu_seconds(), time.perf_counter()
             outcome = start_run(config, Path(tmp) / "run", show_progress=False)
@@ -152,7 +170,8 @@ def measure(quick: bool, transport: str = "httpx") -> dict:
         "valid_rate_mean": float(frame["valid_rate"].mean()),
         "wall_s": round(wall, 3),
         "execution_s": round(s.seconds, 3),
-        "analysis_s": round(wall - s.seconds, 3),
+        "analysis_s": round(timed["analysis_s"], 3),
+        "setup_s": round(wall - s.seconds - timed["analysis_s"], 3),
         "ideal_s": round(ideal, 3),
         "ideal_over_wall": round(ideal / wall, 3),
         "wall_over_ideal": round(wall / ideal, 3),
@@ -166,7 +185,7 @@ def measure(quick: bool, transport: str = "httpx") -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "child"])
-    parser.add_argument("--transport", default="httpx")
+    parser.add_argument("--transport", default="llmpsych", choices=["llmpsych", "aiohttp"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=LATENCY_S)
@@ -178,7 +197,7 @@ def main() -> None:
         print(json.dumps(measure(args.quick, args.transport)))
         return
     runs = []
-    for transport in ("httpx", "httpx2"):
+    for transport in ("llmpsych", "aiohttp"):
         idle = check_quiet()
         cmd = [sys.executable, __file__, "child", "--transport", transport] + (
             ["--quick"] if args.quick else []

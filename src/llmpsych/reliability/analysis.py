@@ -49,8 +49,8 @@ def describe(frame: pd.DataFrame, dims: Sequence[str] = DIMENSIONS) -> pd.DataFr
 
 def two_sample(x: Iterable[float], y: Iterable[float], method: Method = "paper") -> dict[str, float | str]:
     """``mean(x) − mean(y)`` with its t-test (the released procedure or a fixed test)."""
-    a = np.asarray(list(x), dtype=float)
-    b = np.asarray(list(y), dtype=float)
+    a = np.asarray(x if isinstance(x, np.ndarray) else list(x), dtype=float)
+    b = np.asarray(y if isinstance(y, np.ndarray) else list(y), dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if a.size < 2 or b.size < 2:
         return {
@@ -97,18 +97,19 @@ def factor_comparisons(
 ) -> pd.DataFrame:
     """One row per (factor level, dimension): level minus the rest, t-test, Holm over the family."""
     rows = []
+    values = frame[list(dims)].to_numpy(dtype=float)
     for factor in factors:
         if factor not in frame or frame[factor].nunique() < 2:
             continue
         for level in frame[factor].unique():
-            inside = frame[factor] == level
-            for dim in dims:
+            inside = (frame[factor] == level).to_numpy()
+            for k, dim in enumerate(dims):
                 rows.append(
                     {
                         "factor": factor,
                         "level": level,
                         "dimension": dim,
-                        **two_sample(frame.loc[inside, dim], frame.loc[~inside, dim], method),
+                        **two_sample(values[inside, k], values[~inside, k], method),
                     }
                 )
     table = pd.DataFrame(rows)

@@ -13,7 +13,7 @@ from .analysis import validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
-from .results import detail_frame, load_points, run_frame
+from .results import detail_frame, done_units, load_points, run_frame
 
 
 def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -128,10 +128,11 @@ def write_reanalysis(
 
 def analyze_run_dir(run_dir: Path, options: Any) -> list[Path]:
     """The task's analysis: re-analyse the run's data points and write the report into the run folder."""
-    frame = run_frame(run_dir)
+    units = done_units(run_dir)
+    frame = run_frame(run_dir, units=units)
     if frame.empty or frame[list(DIMENSIONS)].dropna().shape[0] < 2:
         return []
     default = load_points([Path(p) for p in options.default_data]) if options.default_data else None
     min_pts = min(options.min_pts, max(2, len(frame) // 4))
     result = reanalyse(frame, fit_on=options.fit_on, eps=options.eps, min_pts=min_pts, default=default)
-    return write_reanalysis(result, run_dir, default, detail_frame(run_dir))
+    return write_reanalysis(result, run_dir, default, detail_frame(run_dir, units))

@@ -7,24 +7,31 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import LlmpsychError
-from ..runs.store import STORE_FILE, RunStore
+from ..runs.store import STORE_FILE, RunStore, UnitRow
 from .published import DIMENSIONS
 from .saves import concat_saves, load_save
 
 
-def run_frame(run_dir: Path, scoring: str = "text") -> pd.DataFrame:
-    """Factors, target, scores, valid-answer rate and attempts of every finished unit.
-
-    ``scoring="expected"`` takes the dimension scores from the label probabilities (``mode=logprob``
-    runs; units without them keep the written labels' scores).
-    """
+def done_units(run_dir: Path) -> list[UnitRow]:
+    """The finished units of a run, read once from its store."""
     if not (run_dir / STORE_FILE).exists():
         raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
     store = RunStore.in_dir(run_dir)
     try:
-        units = store.units(status="done")
+        return store.units(status="done")
     finally:
         store.close()
+
+
+def run_frame(run_dir: Path, scoring: str = "text", units: list[UnitRow] | None = None) -> pd.DataFrame:
+    """Factors, target, scores, valid-answer rate and attempts of every finished unit.
+
+    ``scoring="expected"`` takes the dimension scores from the label probabilities (``mode=logprob``
+    runs; units without them keep the written labels' scores). ``units``: already read with
+    :func:`done_units`.
+    """
+    if units is None:
+        units = done_units(run_dir)
     rows = []
     for unit in units:
         result = unit.result or {}
@@ -50,13 +57,10 @@ def run_frame(run_dir: Path, scoring: str = "text") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def detail_frame(run_dir: Path) -> pd.DataFrame:
+def detail_frame(run_dir: Path, units: list[UnitRow] | None = None) -> pd.DataFrame:
     """Per configuration: the prompts, the raw replies and the parsed vector (for the report)."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        units = store.units(status="done")
-    finally:
-        store.close()
+    if units is None:
+        units = done_units(run_dir)
     rows = []
     for unit in units:
         result = unit.result or {}
