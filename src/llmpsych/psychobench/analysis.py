@@ -1,9 +1,12 @@
-"""PsychoBench analysis: per-run scores, valid-answer rates, mean ± sd over runs, and tests against norms.
+"""PsychoBench analysis: per-run scores, valid-answer rates, mean ± sd over runs, tests against norms,
+BSRI classification, CABIN groupings (only from a given mapping), tidy tables and Markdown/HTML reports.
 
 Reads only the run store and the data file (for keys and norms). Every subscale with at least two scored
 runs is compared with every human norm group of the data file by the paper's procedure (F-test, then
 Student's or Welch's t-test, alpha 0.01 by default) through :mod:`llmpsych.stats`, with Hedges' g and its
-95 % CI, and Holm's correction across the whole family of comparisons in the run.
+95 % CI, and Holm's correction across the whole family of comparisons in the run. Report settings (BSRI
+thresholds and label order, a CABIN mapping) are stored in the run, so ``llmpsych report RUN_DIR``
+rebuilds the same report without calling a model.
 """
 
 from __future__ import annotations
@@ -14,15 +17,62 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..instruments.scale import Scale
-from ..report.markdown import bar_chart, table, write_report
+from ..report.charts import Bar, grouped_bar_chart
+from ..report.html import write_html
+from ..report.markdown import table, write_report
+from ..report.tables import write_tables
 from ..runs.store import RunStore
 from ..stats import GroupStats, apply_holm, compare_with_norm, comparisons_frame, summarize, valid_rate
+from . import bsri as bsri_mod
+from . import cabin as cabin_mod
 from .logprob import ItemDistribution, weighted_scores
+from .transcripts import TRANSCRIPTS, run_link, write_transcripts
 
 if TYPE_CHECKING:
     from .task import PsychoBenchTask
+
+SETTINGS_KEY = "psychobench_report"
+
+
+class ReportSettings(BaseModel):
+    """How a run's report is built; stored in the run (meta ``psychobench_report``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bsri: bsri_mod.BsriSettings = Field(default_factory=bsri_mod.BsriSettings)
+    cabin_groupings: dict[str, Any] | None = Field(
+        default=None, description="a checked mapping {source, groupings}; None: groupings are not reported"
+    )
+    parquet: bool = True
+    html: bool = True
+    embed_images: bool = True
+
+    @field_validator("cabin_groupings")
+    @classmethod
+    def _mapping(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else cabin_mod.check_groupings(value)
+
+
+def load_settings(run_dir: Path) -> ReportSettings:
+    """The report settings stored in a run (defaults if none)."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        raw = store.get_meta(SETTINGS_KEY)
+    finally:
+        store.close()
+    return ReportSettings.model_validate(raw or {})
+
+
+def save_settings(run_dir: Path, settings: ReportSettings) -> None:
+    """Store report settings in a run, for every later ``llmpsych report``."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        store.set_meta(SETTINGS_KEY, settings.model_dump(mode="json"))
+    finally:
+        store.close()
 
 
 def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
@@ -121,11 +171,12 @@ def norm_comparisons(
 
 
 def analyze_run_dir(task: PsychoBenchTask, run_dir: Path) -> list[Path]:
-    """Write answers/scores/valid/summary/comparisons CSVs and ``report.md``; return the paths."""
+    """Write tidy tables (CSV, Parquet), charts, report and transcripts (Markdown and HTML)."""
     store = RunStore.in_dir(run_dir)
     try:
         units = store.units()
         n_calls = store.call_count()
+        settings = ReportSettings.model_validate(store.get_meta(SETTINGS_KEY) or {})
     finally:
         store.close()
     done = [u.result for u in units if u.status == "done" and u.result]
@@ -140,20 +191,138 @@ def analyze_run_dir(task: PsychoBenchTask, run_dir: Path) -> list[Path]:
     comparisons, skipped = norm_comparisons(
         scales, summary, model_label=model, alpha=task.options.alpha, method=task.options.method
     )
-    norms = norms_table(scales)
-    outputs = []
-    frames = (*tables.items(), ("summary", summary), ("comparisons", comparisons), ("norms", norms))
-    for name, frame in frames:
-        path = run_dir / f"{name}.csv"
-        frame.to_csv(path, index=False)
-        outputs.append(path)
+    extra = Extras()
+    for scale in scales.values():
+        if bsri_mod.is_bsri(scale):
+            extra.add_bsri(scale, scores, summary, settings.bsri)
+        if cabin_mod.is_cabin(scale):
+            extra.add_cabin(scale, scores, settings.cabin_groupings)
+    frames: list[tuple[str, pd.DataFrame]] = [
+        *tables.items(),
+        ("summary", summary),
+        ("comparisons", comparisons),
+        ("norms", norms_table(scales)),
+        *extra.frames(),
+    ]
+    outputs, parquet_note = write_tables(frames, run_dir, parquet=settings.parquet)
     failed = [u.unit_id for u in units if u.status == "failed"]
-    charts = [c for c in (_chart(scale, summary, run_dir) for scale in scales.values()) if c is not None]
-    outputs.append(
-        _report(task, run_dir, tables["valid"], summary, comparisons, skipped, failed, n_calls, charts)
+    charts = [
+        c for c in (_chart(scale, summary, run_dir, model) for scale in scales.values()) if c is not None
+    ]
+    note = (
+        "Messages as the scoring read them (cipher runs: deciphered); the requests exactly as sent are in "
+        "run.sqlite (`llmpsych export RUN_DIR`)."
     )
+    transcripts = write_transcripts(run_dir / TRANSCRIPTS, model, done, note)
+    report = _report(
+        task,
+        run_dir,
+        tables["valid"],
+        summary,
+        comparisons,
+        skipped,
+        failed,
+        n_calls,
+        charts,
+        extra,
+        parquet_note,
+    )
+    outputs += [report, transcripts]
+    if settings.html:
+        outputs.append(write_html(report, embed_images=settings.embed_images, md_links=[TRANSCRIPTS]))
+        outputs.append(write_html(transcripts, embed_images=False))
     outputs.extend(charts)
     return outputs
+
+
+class Extras:
+    """The BSRI and CABIN additions of one run: tidy frames and report sections."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, pd.DataFrame] = {}
+        self.sections: list[tuple[str, str]] = []
+
+    def frames(self) -> list[tuple[str, pd.DataFrame]]:
+        return list(self.tables.items())
+
+    def add_bsri(
+        self, scale: Scale, scores: pd.DataFrame, summary: pd.DataFrame, settings: bsri_mod.BsriSettings
+    ) -> None:
+        cut = bsri_mod.thresholds(scale, settings)
+        runs = bsri_mod.classify_runs(scores, scale.name, cut)
+        self.tables["bsri"] = runs
+        order = settings.label_order
+        means = summary[summary["scale"] == scale.name].set_index("subscale")["mean"]
+        overall = bsri_mod.classify(
+            float(means.get(bsri_mod.MASCULINE, math.nan)), float(means.get(bsri_mod.FEMININE, math.nan)), cut
+        )
+        counted = bsri_mod.counts(runs["label"], order)
+        unclassified = int(runs["label"].isna().sum())
+        view = pd.DataFrame(
+            [
+                {
+                    "run": run_link(scale.name, int(r["run"])),
+                    "masculine": r["masculine"],
+                    "feminine": r["feminine"],
+                    "classification": r["label"] or "unclassified (a subscale has no score)",
+                }
+                for _, r in runs.iterrows()
+            ]
+        )
+        text = [
+            "Each run is classified by Bem's split: high on a subscale when its mean is **above** the "
+            "threshold; Masculine = high masculine only, Feminine = high feminine only, Androgynous = both, "
+            "Undifferentiated = neither.",
+            f"Thresholds: {cut.source}.",
+            f"Counts over {len(runs)} run(s) in the order **{' : '.join(order)}**: "
+            f"**{bsri_mod.count_string(runs['label'], order)}**"
+            + (f" ({unclassified} run(s) unclassified)." if unclassified else "."),
+            "Classification of the mean over runs: "
+            + (f"**{overall}**." if overall else "none (a subscale has no scored run)."),
+            "PsychoBench prints such counts as 'Undifferentiated : Masculinity : Femininity : "
+            "Androgynous' but never gives its medians, and several of its published count strings "
+            "contradict its own means under that order; published counts are therefore not comparable "
+            "with these. Change the thresholds or the order with `llmpsych psychobench report RUN_DIR "
+            "--bsri-thresholds M,F --bsri-order U,M,F,A`.",
+            table(pd.DataFrame([counted])),
+            table(view),
+        ]
+        self.sections.append(("BSRI sex-role classification", "\n\n".join(text)))
+
+    def add_cabin(self, scale: Scale, scores: pd.DataFrame, mapping: dict[str, Any] | None) -> None:
+        if mapping is None:
+            self.sections.append(("CABIN higher-order groupings", cabin_mod.ABSENT))
+            return
+        groups = cabin_mod.resolve(scale, mapping)
+        per_run = cabin_mod.group_scores(scores, scale.name, groups)
+        rows = []
+        for (grouping, dim), part in per_run.groupby(["grouping", "dimension"], sort=False):
+            s = summarize(part["score"].tolist())
+            rows.append(
+                {
+                    "scale": scale.name,
+                    "grouping": grouping,
+                    "dimension": dim,
+                    "interests": ", ".join(groups[str(grouping)][str(dim)]),
+                    "n": s.n,
+                    "mean": s.mean,
+                    "sd": s.sd,
+                }
+            )
+        summary = pd.DataFrame(
+            rows, columns=["scale", "grouping", "dimension", "interests", "n", "mean", "sd"]
+        )
+        self.tables["cabin_groups"] = per_run
+        self.tables["cabin_groups_summary"] = summary
+        view = summary[["grouping", "dimension", "n"]].copy()
+        view["mean ± sd"] = [_mean_sd(m, s) for m, s in zip(summary["mean"], summary["sd"], strict=True)]
+        view["interests"] = summary["interests"]
+        text = (
+            f"From the mapping you supplied (source: {mapping['source']}). A dimension's run score is the "
+            "unweighted mean of its interests' scores in that run; mean ± sd over runs. There are no human "
+            "norms for these dimensions, so they are not tested.\n\n" + table(view)
+        )
+        self.sections.append(("CABIN higher-order groupings", text))
 
 
 def norms_table(scales: dict[str, Scale]) -> pd.DataFrame:
@@ -178,6 +347,8 @@ def _report(
     failed: list[str],
     n_calls: int,
     charts: list[Path],
+    extra: Extras,
+    parquet_note: str | None,
 ) -> Path:
     options, config = task.options, task.config
     if options.mode == "logprob":
@@ -196,7 +367,7 @@ def _report(
         f"{config.params.temperature:g}). Persona: {task.persona.name}; Caesar cipher: "
         f"{'on (shift ' + str(options.cipher_shift) + ')' if options.cipher else 'off'}; {mode}. "
         "Prompts and norms are read from the official questionnaires.json (with llmpsych's documented "
-        "corrections)."
+        f"corrections). Every conversation: [{TRANSCRIPTS}]({TRANSCRIPTS})."
     )
     what_n = (
         "**n** for the model is the number of runs whose subscale could be scored (every item validly "
@@ -217,7 +388,17 @@ def _report(
     sections = [("What was measured", measured), ("What n is", what_n)]
     sections.append(("Scores (mean ± sd over runs, ddof = 1)", table(_scores_view(summary))))
     if not comparisons.empty:
-        sections.append(("Comparison with human norms", table(_comparison_view(comparisons), floatfmt=".3g")))
+        legend = (
+            f"sig.: `**` significant at alpha = {options.alpha:g} after Holm's correction, `*` significant "
+            "before the correction only, blank: not significant; ↑/↓ model higher/lower than the group. "
+            "Each cell is mean ± sd (n)."
+        )
+        sections.append(
+            (
+                "Comparison with human norms",
+                legend + "\n\n" + table(_comparison_view(comparisons), floatfmt=".3g"),
+            )
+        )
     if not comparisons.empty and (comparisons["model_sd"] == 0).any():
         constant = int((comparisons["model_sd"] == 0).sum())
         sections.append(
@@ -228,35 +409,57 @@ def _report(
                 "its p-value is tiny whatever the difference; read Hedges' g and its CI instead.",
             )
         )
+    sections.extend(extra.sections)
     if charts:
-        sections.append(("Charts", "\n\n".join(f"![{c.stem}]({c.name})" for c in charts)))
+        intro = "Model and every human norm group, mean ± sd (error bars) per subscale.\n\n"
+        sections.append(("Charts", intro + "\n\n".join(f"![{c.stem}]({c.name})" for c in charts)))
     if skipped:
         sections.append(("Not tested", "\n".join(f"- {line}" for line in skipped)))
     sections.append(("Valid answers", _valid_text(valid, n_calls, failed)))
-    sections.append(
-        (
-            "Files",
-            "answers.csv (scale, run, item), scores.csv (scale, run, subscale), valid.csv (scale, run), "
-            "summary.csv (scale, subscale), comparisons.csv (one row per test), run.sqlite (every request "
-            "and answer; `llmpsych export` writes the transcripts).",
+    files = (
+        "Tidy tables, as CSV and Parquet: answers (scale, run, item), scores (scale, run, subscale), valid "
+        "(scale, run), summary (scale, subscale), comparisons (one row per test), norms (scale, subscale, "
+        "group)"
+        + (", bsri (scale, run)" if "bsri" in extra.tables else "")
+        + (
+            ", cabin_groups (run, dimension) and cabin_groups_summary"
+            if "cabin_groups" in extra.tables
+            else ""
         )
+        + f". {TRANSCRIPTS} (and .html): every run's conversation. run.sqlite: every request and answer "
+        "exactly as sent; `llmpsych report RUN_DIR` rebuilds all of this without calling a model."
     )
+    if parquet_note:
+        files += f"\n\n{parquet_note}"
+    sections.append(("Files", files))
     return write_report(run_dir / "report.md", "PsychoBench report", sections)
 
 
-def _chart(scale: Scale, summary: pd.DataFrame, run_dir: Path) -> Path | None:
-    """Mean ± sd bars of one scale's scored subscales (PNG; None without matplotlib, scores, or for CABIN)."""
+def _chart(scale: Scale, summary: pd.DataFrame, run_dir: Path, model: str) -> Path | None:
+    """Grouped bars per scored subscale: model and every norm group, mean ± sd (None: no matplotlib)."""
     rows = summary[(summary["scale"] == scale.name) & (summary["n"] > 0)]
-    if rows.empty or len(rows) > 12:  # 41 CABIN bars do not make a readable chart; see summary.csv
+    if rows.empty:
         return None
-    values = {
-        str(r["subscale"]): (float(r["mean"]), 0.0 if math.isnan(r["sd"]) else float(r["sd"]))
-        for _, r in rows.iterrows()
+    subscales = [str(s) for s in rows["subscale"]]
+    series: dict[str, list[Bar]] = {
+        f"{model} (runs)": [
+            (float(r["mean"]), 0.0 if math.isnan(r["sd"]) else float(r["sd"])) for _, r in rows.iterrows()
+        ]
     }
-    ranges = [scale.subscale_range(name) for name in values]
+    for label in scale.norm_labels:
+        bars: list[Bar] = []
+        for name in subscales:
+            try:
+                group = scale.subscale(name).norm(label)
+            except KeyError:
+                bars.append(None)
+                continue
+            bars.append((group.mean, group.sd))
+        series[label] = bars
+    ranges = [scale.subscale_range(name) for name in subscales]
     limits = (min(low for low, _ in ranges), max(high for _, high in ranges))
     path = run_dir / f"chart-{re.sub(r'[^A-Za-z0-9]+', '-', scale.name)}.png"
-    return bar_chart(values, path, f"{scale.name}: mean ± sd over runs", limits)
+    return grouped_bar_chart(subscales, series, path, f"{scale.name}: mean ± sd", limits)
 
 
 def _scores_view(summary: pd.DataFrame) -> pd.DataFrame:
@@ -269,6 +472,18 @@ def _scores_view(summary: pd.DataFrame) -> pd.DataFrame:
     return view
 
 
+def significance_mark(row: Any) -> str:
+    """``**`` significant after Holm, ``*`` before Holm only, ``""`` otherwise; with ↑/↓ direction
+    (asterisks escaped for Markdown)."""
+    if row["significant_holm"] is True or row["significant_holm"] == 1:
+        mark = "\\*\\*"
+    elif bool(row["significant"]):
+        mark = "\\*"
+    else:
+        return ""
+    return mark + ("↑" if row["difference"] > 0 else "↓")
+
+
 def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, c in frame.iterrows():
@@ -279,6 +494,7 @@ def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
                 "human group": c["human_label"],
                 "model (n)": f"{_mean_sd(c['model_mean'], c['model_sd'])} ({c['model_n']})",
                 "human (n)": f"{_mean_sd(c['human_mean'], c['human_sd'])} ({c['human_n']})",
+                "sig.": significance_mark(c),
                 "test": c["test"],
                 "t": c["t_statistic"],
                 "p": c["t_p_value"],
@@ -310,9 +526,14 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str]) -> str:
     if "from_logprobs" in valid:
         extra = valid.groupby("scale", sort=False)[["from_logprobs", "from_text"]].sum().reset_index()
         per_scale = per_scale.merge(extra, on="scale")
+    per_scale["transcripts"] = [
+        " ".join(run_link(scale, int(run)) for run in sorted(valid[valid["scale"] == scale]["run"]))
+        for scale in per_scale["scale"]
+    ]
     lines = [
         f"{int(valid['valid'].sum())} of {int(valid['items'].sum())} items answered validly (parsed, in "
-        f"range, not contradicted) after re-asking; {n_calls} model calls. Per run: valid.csv.",
+        f"range, not contradicted) after re-asking; {n_calls} model calls. Per run: valid.csv; each run's "
+        f"conversation is one click away in the transcripts column.",
     ]
     if "from_logprobs" in valid and int(valid["from_text"].sum()):
         lines.append(
@@ -325,6 +546,6 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str]) -> str:
 
 
 def _mean_sd(mean: float, sd: float) -> str:
-    if math.isnan(mean):
+    if mean is None or math.isnan(mean):
         return "n/a"
-    return f"{mean:.2f}" if math.isnan(sd) else f"{mean:.2f} ± {sd:.2f}"
+    return f"{mean:.2f}" if sd is None or math.isnan(sd) else f"{mean:.2f} ± {sd:.2f}"

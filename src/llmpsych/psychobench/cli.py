@@ -41,9 +41,79 @@ def parse_cipher(value: str | None) -> dict[str, Any]:
     return {"cipher": True, **({"cipher_shift": int(match.group(1))} if match.group(1) else {})}
 
 
+def parse_thresholds(value: str | None) -> dict[str, float]:
+    """``4.9,4.76`` -> masculine and feminine thresholds; absent -> {}."""
+    if value is None:
+        return {}
+    parts = [p.strip() for p in value.split(",")]
+    try:
+        masculine, feminine = (float(p) for p in parts)
+    except ValueError:
+        raise LlmpsychError(
+            f"--bsri-thresholds {value!r}: expected two numbers MASCULINE,FEMININE", "e.g. 4.9,4.8"
+        ) from None
+    return {"masculine_threshold": masculine, "feminine_threshold": feminine}
+
+
+def report_settings(
+    run_dir: Path | None,
+    *,
+    bsri_thresholds: str | None = None,
+    bsri_rule: str | None = None,
+    bsri_order: str | None = None,
+    cabin_groupings: Path | None = None,
+    no_cabin_groupings: bool = False,
+    parquet: bool | None = None,
+    html: bool | None = None,
+) -> Any:
+    """The run's stored report settings (defaults for a new run) with the given changes applied."""
+    from pydantic import ValidationError
+
+    from .analysis import ReportSettings, load_settings
+    from .cabin import load_groupings
+
+    settings = load_settings(run_dir) if run_dir is not None else ReportSettings()
+    data = settings.model_dump(mode="json")
+    bsri = data["bsri"]
+    bsri.update(parse_thresholds(bsri_thresholds))
+    if bsri_rule is not None:
+        bsri.update(rule=bsri_rule, masculine_threshold=None, feminine_threshold=None)
+        bsri.update(parse_thresholds(bsri_thresholds))
+    if bsri_order is not None:
+        bsri["label_order"] = [p.strip() for p in bsri_order.split(",") if p.strip()]
+    if cabin_groupings is not None:
+        data["cabin_groupings"] = load_groupings(cabin_groupings)
+    if no_cabin_groupings:
+        data["cabin_groupings"] = None
+    if parquet is not None:
+        data["parquet"] = parquet
+    if html is not None:
+        data["html"] = html
+    try:
+        return ReportSettings.model_validate(data)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise LlmpsychError(f"report setting {where}: {problem['msg']}") from None
+
+
 def model_dir_name(model: str) -> str:
     """A folder name for a model spec (``openai/gpt-4o`` -> ``openai_gpt-4o``)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", model).strip("_") or "model"
+
+
+BSRI_THRESHOLDS = typer.Option(
+    "--bsri-thresholds",
+    help="BSRI split points MASCULINE,FEMININE (default: n-weighted mean of the data file's norm groups).",
+)
+BSRI_RULE = typer.Option("--bsri-rule", help="Default split when no thresholds are given: norms or midpoint.")
+BSRI_ORDER = typer.Option(
+    "--bsri-order", help="Order of the BSRI count string, e.g. U,M,F,A (the paper's printed order)."
+)
+CABIN_GROUPINGS = typer.Option(
+    "--cabin-groupings",
+    help="JSON/YAML mapping of CABIN's 41 interests to higher-order dimensions (docs/psychobench.md).",
+)
 
 
 @app.command("run")
@@ -84,13 +154,22 @@ def run(
     concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+    bsri_thresholds: Annotated[str | None, BSRI_THRESHOLDS] = None,
+    bsri_rule: Annotated[str | None, BSRI_RULE] = None,
+    bsri_order: Annotated[str | None, BSRI_ORDER] = None,
+    cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
 ) -> None:
     """Run PsychoBench on each model (one run directory per model), then compare them in one table."""
     from ..cli import _parse_options
     from ..paths import runs_dir
-    from ..runs import parse_run_config, start_run
+    from ..runs import analyze_run, parse_run_config, start_run
     from ..runs.runner import new_run_dir
+    from .analysis import save_settings
     from .compare import write_comparison
+
+    changes = {"bsri_thresholds": bsri_thresholds, "bsri_rule": bsri_rule, "bsri_order": bsri_order}
+    changes |= {"cabin_groupings": cabin_groupings}
+    custom = report_settings(None, **changes) if any(v is not None for v in changes.values()) else None
 
     models = model or ["local/qwen2.5-0.5b"]
     options: dict[str, Any] = {
@@ -124,6 +203,9 @@ def run(
     run_dirs = [parent / (n if names.count(n) == 1 else f"{n}-{i + 1}") for i, n in enumerate(names)]
     for cfg, run_dir in zip(configs, run_dirs, strict=True):
         outcome = start_run(cfg, run_dir, progress)
+        if custom is not None and (run_dir / "summary.csv").is_file():
+            save_settings(run_dir, custom)  # then rebuild the report with them (no model call)
+            analyze_run(run_dir)
         s = outcome.summary
         console.print(
             f"[bold]{cfg.model}[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} runs done, "
@@ -153,3 +235,53 @@ def compare(
         return
     display, _ = comparison_frames(run_dirs)
     typer.echo(table(display))
+
+
+@app.command("report")
+def report(
+    run_dirs: Annotated[list[Path], typer.Argument(help="PsychoBench run directories.")],
+    bsri_thresholds: Annotated[str | None, BSRI_THRESHOLDS] = None,
+    bsri_rule: Annotated[str | None, BSRI_RULE] = None,
+    bsri_order: Annotated[str | None, BSRI_ORDER] = None,
+    cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
+    no_cabin_groupings: Annotated[
+        bool, typer.Option("--no-cabin-groupings", help="Forget a stored CABIN mapping.")
+    ] = False,
+    parquet: Annotated[
+        bool | None, typer.Option("--parquet/--no-parquet", help="Also write Parquet tables (pyarrow).")
+    ] = None,
+    html: Annotated[bool | None, typer.Option("--html/--no-html", help="Also write HTML pages.")] = None,
+) -> None:
+    """Rebuild each run's tables and reports from its store (no model call), changing report settings.
+
+    The settings are stored in the run, so a later `llmpsych report RUN_DIR` gives the same report.
+    """
+    from ..runs import RunStore, analyze_run
+    from ..runs.store import STORE_FILE
+    from .analysis import save_settings
+
+    for run_dir in run_dirs:
+        if not (run_dir / STORE_FILE).is_file():
+            raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
+        store = RunStore.in_dir(run_dir)
+        try:
+            task = (store.get_meta("config") or {}).get("task")
+        finally:
+            store.close()
+        if task != "psychobench":
+            raise LlmpsychError(
+                f"{run_dir} is a {task!r} run, not PsychoBench", "use `llmpsych report RUN_DIR`"
+            )
+        settings = report_settings(
+            run_dir,
+            bsri_thresholds=bsri_thresholds,
+            bsri_rule=bsri_rule,
+            bsri_order=bsri_order,
+            cabin_groupings=cabin_groupings,
+            no_cabin_groupings=no_cabin_groupings,
+            parquet=parquet,
+            html=html,
+        )
+        save_settings(run_dir, settings)
+        for path in analyze_run(run_dir):
+            console.print(f"wrote {path}")

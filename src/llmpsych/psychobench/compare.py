@@ -1,21 +1,30 @@
 """Several PsychoBench runs side by side, in the layout of the thesis's Table 4.3 (report Table 11).
 
 Rows are (scale, subscale); there is one ``mean ± sd`` column per run and one ``Crowd`` column with every
-human norm group of the data file. Only the files a run's analysis wrote are read (``summary.csv`` and
-``norms.csv``) plus the run's stored config for the column label, so no model and no data file is needed.
+human norm group of the data file. BSRI adds a "Conclusion" row (each run's classification counts) and
+CABIN its higher-order dimensions when the runs were reported with a mapping (as in Table 4.4). Only the
+files a run's analysis wrote are read (``summary.csv``, ``norms.csv``, ``bsri.csv``,
+``cabin_groups_summary.csv``) plus the run's stored config and report settings, so no model and no data
+file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped bar chart per scale.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..errors import LlmpsychError
+from ..report.charts import Bar, grouped_bar_chart
+from ..report.html import write_html
 from ..report.markdown import table, write_report
+from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
+from . import bsri as bsri_mod
 
 
 def run_label(run_dir: Path) -> str:
@@ -55,6 +64,19 @@ def crowd_text(norms: pd.DataFrame, scale: str, subscale: str) -> str:
     return "; ".join(f"{r['group']} {_mean_sd(float(r['mean']), float(r['sd']))}" for _, r in rows.iterrows())
 
 
+def _bsri_cell(run_dir: Path) -> tuple[str, str] | None:
+    """(count string, order key) of a run's BSRI classification, if it has one."""
+    path = run_dir / "bsri.csv"
+    if not path.is_file():
+        return None
+    from .analysis import load_settings
+
+    order = load_settings(run_dir).bsri.label_order if (run_dir / STORE_FILE).is_file() else None
+    order = order or list(bsri_mod.PAPER_ORDER)
+    labels = pd.read_csv(path)["label"]
+    return bsri_mod.count_string(labels, order), bsri_mod.order_key(order)
+
+
 def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(display table, tidy long table) of several analysed run directories."""
     if not run_dirs:
@@ -62,6 +84,7 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
     labels: list[str] = []
     summaries: list[pd.DataFrame] = []
     norms_parts: list[pd.DataFrame] = []
+    bsri: dict[str, tuple[str, str]] = {}
     for run_dir in run_dirs:
         summary_file = run_dir / "summary.csv"
         if not summary_file.is_file():
@@ -73,13 +96,27 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
             label = f"{label} ({run_dir.name})"
         labels.append(label)
         summary = pd.read_csv(summary_file)
+        summary["kind"] = "subscale"
+        groups_file = run_dir / "cabin_groups_summary.csv"
+        if groups_file.is_file():
+            groups = pd.read_csv(groups_file)
+            groups = groups.assign(
+                scale=[f"{s} {g}" for s, g in zip(groups["scale"], groups["grouping"], strict=True)],
+                subscale=groups["dimension"],
+                runs=groups["n"],
+                kind="grouping",
+            )
+            summary = pd.concat([summary, groups[["scale", "subscale", "runs", "n", "mean", "sd", "kind"]]])
         summary["model"] = label
         summary["run_dir"] = str(run_dir)
         summaries.append(summary)
         if (run_dir / "norms.csv").is_file():
             norms_parts.append(pd.read_csv(run_dir / "norms.csv"))
+        cell = _bsri_cell(run_dir)
+        if cell is not None:
+            bsri[label] = cell
     tidy = pd.concat(summaries, ignore_index=True)[
-        ["model", "run_dir", "scale", "subscale", "runs", "n", "mean", "sd"]
+        ["model", "run_dir", "scale", "subscale", "kind", "runs", "n", "mean", "sd"]
     ]
     norms = (
         pd.concat(norms_parts, ignore_index=True).drop_duplicates(["scale", "subscale", "group"])
@@ -95,27 +132,92 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
             row[label] = "–" if hit.empty else _mean_sd(float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"]))
         row["Crowd"] = crowd_text(norms, scale, subscale)
         rows.append(row)
+        is_last_bsri = scale.upper() == "BSRI" and not any(
+            k[0] == scale for k in keys[keys.index((scale, subscale)) + 1 :]
+        )
+        if bsri and is_last_bsri:
+            orders = {order for _, order in bsri.values()}
+            shared = orders.pop() if len(orders) == 1 else None
+            conclusion: dict[str, Any] = {
+                "Scale": scale,
+                "Subscale": f"Conclusion (runs, {shared})" if shared else "Conclusion (runs)",
+            }
+            for label in labels:
+                cell = bsri.get(label)
+                conclusion[label] = "–" if cell is None else (cell[0] if shared else f"{cell[0]} ({cell[1]})")
+            conclusion["Crowd"] = "–"
+            rows.append(conclusion)
     return pd.DataFrame(rows), tidy
 
 
+def comparison_charts(tidy: pd.DataFrame, norms: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """One grouped bar chart per scale: every model and every human norm group, mean ± sd."""
+    paths = []
+    models = list(dict.fromkeys(tidy["model"]))
+    for scale in dict.fromkeys(tidy[tidy["kind"] == "subscale"]["scale"]):
+        part = tidy[(tidy["scale"] == scale) & tidy["mean"].notna()]
+        subscales = list(dict.fromkeys(part["subscale"]))
+        if not subscales:
+            continue
+        series: dict[str, list[Bar]] = {}
+        for model in models:
+            bars: list[Bar] = []
+            for sub in subscales:
+                hit = part[(part["model"] == model) & (part["subscale"] == sub)]
+                bars.append(None if hit.empty else (float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"])))
+            series[model] = bars
+        scale_norms = norms[norms["scale"] == scale]
+        for group in dict.fromkeys(scale_norms["group"]):
+            bars = []
+            for sub in subscales:
+                hit = scale_norms[(scale_norms["group"] == group) & (scale_norms["subscale"] == sub)]
+                bars.append(None if hit.empty else (float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"])))
+            series[f"human: {group}"] = bars
+        path = out_dir / f"comparison-{re.sub(r'[^A-Za-z0-9]+', '-', str(scale))}.png"
+        chart = grouped_bar_chart(subscales, series, path, f"{scale}: mean ± sd")
+        if chart is not None:
+            paths.append(chart)
+    return paths
+
+
 def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
-    """Write ``comparison.md`` and ``comparison.csv`` (tidy: one row per model, scale, subscale)."""
+    """Write ``comparison.md``/``.html``, tidy ``comparison.csv`` (``.parquet``) and a chart per scale."""
     display, tidy = comparison_frames(run_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
-    csv_path = out_dir / "comparison.csv"
-    tidy.to_csv(csv_path, index=False)
-    sources = "\n".join(f"- {run_label(d)}: `{d}`" for d in run_dirs)
-    report = write_report(
-        out_dir / "comparison.md",
-        "PsychoBench comparison",
-        [
-            (
-                "Scores",
-                "Mean ± sd over each model's runs (ddof 1), layout of the thesis's Table 4.3. Crowd: every "
-                'human norm group of the data file ("–": none). Tests against the norms are in each run\'s '
-                "report.\n\n" + table(display),
-            ),
-            ("Runs", sources),
-        ],
+    outputs, parquet_note = write_tables([("comparison", tidy)], out_dir)
+    norms_parts = [pd.read_csv(d / "norms.csv") for d in run_dirs if (d / "norms.csv").is_file()]
+    norms = (
+        pd.concat(norms_parts, ignore_index=True).drop_duplicates(["scale", "subscale", "group"])
+        if norms_parts
+        else pd.DataFrame(columns=["scale", "subscale", "group", "mean", "sd", "n"])
     )
-    return [report, csv_path]
+    charts = comparison_charts(tidy, norms, out_dir)
+    reports = []
+    for d in run_dirs:
+        rel = Path(os.path.relpath(d / "report.md", out_dir)).as_posix()
+        reports.append(rel)
+    sources = "\n".join(
+        f"- {run_label(d)}: `{d}` ([report]({rel}))" for d, rel in zip(run_dirs, reports, strict=True)
+    )
+    sections = [
+        (
+            "Scores",
+            "Mean ± sd over each model's runs (ddof 1), layout of the thesis's Table 4.3. Crowd: every "
+            'human norm group of the data file ("–": none). Tests against the norms (significance, '
+            "Hedges' g, Holm) and the transcripts are in each run's report. BSRI conclusion: how many runs "
+            "fell in each class, in the order given (U = Undifferentiated, M = Masculine, F = Feminine, "
+            "A = Androgynous).\n\n" + table(display),
+        ),
+    ]
+    if charts:
+        sections.append(
+            (
+                "Charts",
+                "Every model and every human norm group, mean ± sd (error bars).\n\n"
+                + "\n\n".join(f"![{c.stem}]({c.name})" for c in charts),
+            )
+        )
+    sections.append(("Runs", sources + (f"\n\n{parquet_note}" if parquet_note else "")))
+    report = write_report(out_dir / "comparison.md", "PsychoBench comparison", sections)
+    html = write_html(report, md_links=reports)
+    return [report, html, *outputs, *charts]

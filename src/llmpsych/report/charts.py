@@ -1,0 +1,85 @@
+"""Grouped bar charts (mean ± sd) shared by the reports; PNG via matplotlib (the ``plots`` extra)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+Bar = tuple[float, float] | None  # (mean, sd); None: no value for this category
+
+_COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+
+
+def matplotlib_available() -> bool:
+    """Whether charts can be drawn (``pip install 'llmpsych[plots]'``)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def grouped_bar_chart(
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[Bar]],
+    path: Path,
+    title: str,
+    ylim: tuple[float, float] | None = None,
+    *,
+    horizontal: bool | None = None,
+) -> Path | None:
+    """One group of bars per category, one bar per series (e.g. the model and each human group).
+
+    Error bars are ± sd (a missing or ``NaN`` sd draws no bar end). Many categories (> 12) are drawn
+    horizontally. Returns ``None`` without matplotlib.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    names = list(series)
+    n_cat, n_ser = len(categories), max(1, len(names))
+    horizontal = n_cat > 12 if horizontal is None else horizontal
+    width = 0.8 / n_ser
+    if horizontal:
+        fig, ax = plt.subplots(figsize=(8, 0.28 * n_cat * max(1, n_ser / 2) + 1.5))
+    else:
+        fig, ax = plt.subplots(
+            figsize=(max(4.0, 0.45 * n_cat * n_ser + 2.5) + (2.5 if n_ser > 1 else 0), 3.6)
+        )
+    for k, name in enumerate(names):
+        values = list(series[name])
+        positions = [i - 0.4 + width * (k + 0.5) for i in range(n_cat)]
+        means = [math.nan if v is None else v[0] for v in values]
+        errors = [0.0 if v is None or v[1] is None or math.isnan(v[1]) else v[1] for v in values]
+        colour = _COLOURS[k % len(_COLOURS)]
+        if horizontal:
+            ax.barh(positions, means, height=width, xerr=errors, capsize=2, label=name, color=colour)
+        else:
+            ax.bar(positions, means, width=width, yerr=errors, capsize=3, label=name, color=colour)
+    ticks = list(range(n_cat))
+    if horizontal:
+        ax.set_yticks(ticks, list(categories), fontsize=8)
+        ax.invert_yaxis()
+        if ylim:
+            ax.set_xlim(*ylim)
+    else:
+        rotate = n_cat > 4 or any(len(c) > 14 for c in categories)
+        ax.set_xticks(
+            ticks, list(categories), rotation=30 if rotate else 0, ha="right" if rotate else "center"
+        )
+        if ylim:
+            ax.set_ylim(*ylim)
+    ax.set_title(title)
+    if len(names) > 1 and horizontal:
+        ax.legend(fontsize=8, loc="best")
+    elif len(names) > 1:  # beside the axes, so it never hides a bar
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
