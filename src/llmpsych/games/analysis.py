@@ -2,7 +2,9 @@
 
 Writes ``rounds.csv`` (one row per game round), ``decisions.csv`` (one row per asked decision),
 ``games.csv`` (one row per game run with its raw summary and, when :mod:`llmpsych.games.scoring` is
-installed, its 0-100 score) and ``report.md``.
+installed, its 0-100 score), ``plots/<game>.png`` with the plotted data in ``plots/<game>.csv``
+(:mod:`llmpsych.games.plots`), ``transcripts/<game>-run<k>.md`` (every seat's conversation) and
+``report.md``, which links the plots and transcripts.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import pandas as pd
 
 from ..report.markdown import table, write_report
 from ..runs.store import RunStore
+from .plots import write_plots
+from .scoring import GAME_TITLES
+from .task import game_class
 
 
 def decision_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -151,8 +156,63 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
     decisions.to_csv(outputs[0], index=False)
     rounds.to_csv(outputs[1], index=False)
     games.to_csv(outputs[2], index=False)
-    outputs.append(_report(run_dir, task, games, results, failed, n_calls, manifest))
+    titles = {game: GAME_TITLES.get(game_class(game).folder, game) for game in task.params}
+    plots = write_plots(results, run_dir / "plots", titles)
+    outputs += [path for files in plots.values() for path in files.values()]
+    transcripts = write_transcripts(results, run_dir / "transcripts", titles)
+    outputs += [path for paths in transcripts.values() for path in paths]
+    human = sum(d["asks"] for r in results for d in decision_rows(r) if str(d["seat"]).startswith("human"))
+    outputs.append(
+        _report(run_dir, task, games, results, failed, n_calls - human, manifest, plots, transcripts)
+    )
     return outputs
+
+
+def transcript_markdown(result: dict[str, Any], title: str) -> str:
+    """Every seat's conversation in one game, as readable Markdown (one section per seat)."""
+    seats = result.get("seats") or []
+    lines = [f"# {title}, run {result['run']}", ""]
+    lines.append(
+        f"{result['players']} players; prompts {result.get('prompts', '?')}. Each seat's full conversation: "
+        "the rules (system), each request, every answer given (re-asks included) and the round reports. "
+        "The request is shown to the seat only while it decides; from round 21 on (11 in the Public Goods "
+        "Game) the oldest turns drop out of what the seat is sent, but not out of this transcript."
+    )
+    lines.append("")
+    lines += [f"- [player {i} ({seat})](#player-{i})" for i, seat in enumerate(seats)]
+    for player, turns in enumerate(result.get("transcripts") or []):
+        seat = seats[player] if player < len(seats) else "?"
+        lines += ["", f'<a id="player-{player}"></a>', "", f"## Player {player} ({seat})", ""]
+        current = None
+        for turn in turns:
+            if turn["round"] != current and turn["round"]:
+                current = turn["round"]
+                lines += [f"### Round {current}", ""]
+            label = f"**{turn['role']}** · {turn['kind']}"
+            if "error" in turn:
+                label += f" · rejected: {turn['error']}"
+            elif "action" in turn:
+                label += f" · read as `{json.dumps(turn['action'])}`"
+            lines += [label, ""]
+            body = str(turn["content"]) or "(empty)"
+            lines += [f"> {line}" if line else ">" for line in body.splitlines()] + [""]
+    return "\n".join(lines)
+
+
+def write_transcripts(
+    results: list[dict[str, Any]], out_dir: Path, titles: dict[str, str]
+) -> dict[str, list[Path]]:
+    """``<game>-run<k>.md`` per finished game that recorded its transcripts; {game: [paths]}."""
+    written: dict[str, list[Path]] = {}
+    for result in results:
+        if not result.get("transcripts"):
+            continue
+        out_dir.mkdir(parents=True, exist_ok=True)
+        path = out_dir / f"{result['game']}-run{result['run']:02d}.md"
+        title = titles.get(result["game"], result["game"])
+        path.write_text(transcript_markdown(result, title), encoding="utf-8")
+        written.setdefault(result["game"], []).append(path)
+    return written
 
 
 def _summary(games: pd.DataFrame) -> pd.DataFrame:
@@ -198,6 +258,8 @@ def _report(
     failed: list[Any],
     n_calls: int,
     manifest: dict[str, Any],
+    plots: dict[str, dict[str, Path]] | None = None,
+    transcripts: dict[str, list[Path]] | None = None,
 ) -> Path:
     o = task.options
     config = manifest.get("config", {})
@@ -211,7 +273,8 @@ def _report(
         "`llmpsych.games.scoring` is available; n = number of runs."
     )
     valid = (
-        f"{len(results)} game(s) finished, {len(failed)} not finished; {n_calls} model calls. "
+        f"{len(results)} game(s) finished, {len(failed)} not finished; {n_calls} model calls (stored "
+        "answers of human seats not counted). "
         "A decision that stayed unreadable after the re-asks got the game's fallback action (counted "
         "under fallbacks)."
     )
@@ -219,11 +282,27 @@ def _report(
     if not games.empty:
         sections.append(("Per game (mean ± sd over runs, ddof = 1)", table(_summary(games))))
         sections.append(("Per run", table(games)))
+    for game, files in (plots or {}).items():
+        title = files.get("png", files["csv"]).stem
+        body = [
+            f"![{title}](plots/{files['png'].name})"
+            if "png" in files
+            else "_(no PNG: pip install 'llmpsych[plots]')_"
+        ]
+        body.append(f"Plotted data: [plots/{files['csv'].name}](plots/{files['csv'].name}).")
+        links = [
+            f"[run {int(p.stem.rsplit('run', 1)[1])}](transcripts/{p.name})"
+            for p in (transcripts or {}).get(game, [])
+        ]
+        if links:
+            body.append("Transcripts (every seat's conversation): " + ", ".join(links) + ".")
+        sections.append((f"Game: {game}", "\n\n".join(body)))
     sections.append(
         (
             "Files",
             "rounds.csv (one row per round), decisions.csv (one row per decision), games.csv (one row per "
-            "game run), run.sqlite (every request and answer); `llmpsych export` writes the transcripts.",
+            "game run), plots/ (one PNG per game with its data as CSV), transcripts/ (one Markdown file per "
+            "game run), run.sqlite (every request and answer, and every answer typed by a human seat).",
         )
     )
     return write_report(run_dir / "report.md", "llmpsych GAMA-Bench report", sections)

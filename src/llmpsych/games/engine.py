@@ -90,6 +90,9 @@ class Table:
         self.reask = reask
         self.truncate_after = truncate_after
         self.histories: list[list[Message]] = [[] for _ in seats]
+        #: every turn each seat saw or gave, never truncated: requests, every answer (re-asks too), reports
+        self.transcripts: list[list[dict[str, Any]]] = [[] for _ in seats]
+        self.round = 0
         self.fallbacks = 0
         self._answer_keys: Counter[str] = Counter()
 
@@ -118,12 +121,17 @@ class Table:
     def start(self, descriptions: list[str]) -> None:
         """Open every conversation with its system message."""
         self.histories = [[{"role": "system", "content": text}] for text in descriptions]
+        self.transcripts = [[self._turn("system", text, "rules")] for text in descriptions]
+
+    def _turn(self, role: str, content: str, kind: str, **extra: Any) -> dict[str, Any]:
+        return {"round": self.round, "role": role, "kind": kind, "content": content, **extra}
 
     def report(self, player: int, parts: list[str]) -> None:
         """Append a round report: one user turn, or user / assistant / user turns."""
         roles = ["user", "assistant", "user"] if len(parts) == 3 else ["user"] * len(parts)
         for role, text in zip(roles, parts, strict=True):
             self.histories[player].append({"role": role, "content": text})
+            self.transcripts[player].append(self._turn(role, text, "report"))
 
     def end_round(self, round_no: int) -> None:
         """After ``truncate_after`` rounds, drop the oldest non-system message per round (reference code)."""
@@ -134,31 +142,43 @@ class Table:
 
     async def ask(self, decisions: list[Decision]) -> list[Answer]:
         """Ask all decisions concurrently; each is re-asked on its own until valid or out of tries."""
+        if decisions:
+            self.round = decisions[0].round
         return list(await asyncio.gather(*(self._ask_one(d) for d in decisions)))
 
     async def _ask_one(self, decision: Decision) -> Answer:
         seat = self.seats[decision.player]
+        log = self.transcripts[decision.player]
         messages = [*self.histories[decision.player], {"role": "user", "content": decision.request}]
+        log.append(self._turn("user", decision.request, "request"))
         errors: list[str] = []
         raw = ""
         for attempt in range(self.max_reasks + 1):
+            if attempt and (self.reask == "repeat" or log[-1]["kind"] != "feedback"):
+                log.append(self._turn("user", decision.request, "re-ask"))
             reply = await seat.reply(decision, messages, self)
             raw = reply.text
             try:
                 data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
-                return Answer(decision.validate(data), attempt + 1, raw=raw, errors=errors)
+                action = decision.validate(data)
             except InvalidAnswer as exc:
                 errors.append(str(exc))
+                log.append(self._turn("assistant", raw, "answer", seat=seat.spec, error=errors[-1]))
+            else:
+                log.append(self._turn("assistant", raw, "answer", seat=seat.spec, action=action))
+                return Answer(action, attempt + 1, raw=raw, errors=errors)
             if self.reask == "feedback" and reply.data is None:
+                feedback = f"That answer could not be used ({errors[-1]}). Please try again."
                 messages = [
                     *messages,
                     {"role": "assistant", "content": reply.text},
-                    {
-                        "role": "user",
-                        "content": f"That answer could not be used ({errors[-1]}). Please try again.",
-                    },
+                    {"role": "user", "content": feedback},
                 ]
+                log.append(self._turn("user", feedback, "feedback"))
         self.fallbacks += 1
+        log.append(
+            self._turn("note", f"no usable answer; the fallback {decision.fallback!r} was used", "fallback")
+        )
         return Answer(decision.fallback, self.max_reasks + 1, fallback=True, raw=raw, errors=errors)
 
 

@@ -171,6 +171,7 @@ class GamaBenchTask(Task):
             "deviations": DEVIATIONS,
             "summary": game.summary(),
             "rounds": game.records,
+            "transcripts": table.transcripts,
         }
 
     def analyze(self, run_dir: Path) -> list[Path]:
