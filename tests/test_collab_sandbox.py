@@ -15,8 +15,25 @@ from llmpsych.collab.sandbox import Limits, SandboxPool, run_code
 LIMITS = Limits(timeout_s=3.0, cpu_s=3, memory_bytes=256 << 20)
 
 
+WARM = {"warm": True}
+
+
+@pytest.fixture(autouse=True, params=["warm", "cold"])
+def start(request: pytest.FixtureRequest) -> str:
+    """Every containment test runs on a fork of the warm worker and on a fresh interpreter."""
+    WARM["warm"] = request.param == "warm"
+    return request.param
+
+
 def run(code: str, limits: Limits = LIMITS):  # noqa: ANN201 - test helper
-    return asyncio.run(run_code(code, limits))
+    async def once():  # noqa: ANN202
+        pool = SandboxPool(1, limits, warm=WARM["warm"])
+        try:
+            return await pool.run(code)
+        finally:
+            pool.close()
+
+    return asyncio.run(once()) if WARM["warm"] else asyncio.run(run_code(code, limits))
 
 
 def test_plain_code_passes_and_failures_fail() -> None:
@@ -155,3 +172,64 @@ def test_double_fork_daemon_with_closed_stdio_is_killed(containment: str) -> Non
     assert time.monotonic() - started < limits.timeout_s
     assert result.status == "passed"
     assert not _alive(_pid(result.stdout))
+
+
+def test_programs_do_not_share_random_state() -> None:
+    # A warm worker's forks would repeat its generator's sequence unless each program reseeds.
+    outputs = {run("import random\nprint(random.random())").stdout for _ in range(3)}
+    assert len(outputs) == 3
+
+
+def test_cancelled_execution_leaves_nothing_behind(start: str) -> None:
+    async def cancel() -> int:
+        pool = SandboxPool(1, LIMITS, warm=start == "warm")
+        task = asyncio.ensure_future(pool.run(ESCAPE + "time.sleep(3600)\n"))
+        pids: list[int] = []
+        for _ in range(200):  # until the grandchild shows up in /proc
+            await asyncio.sleep(0.05)
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _sleeper(int(p))]
+            if pids:
+                break
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        pool.close()
+        return pids[0]
+
+    pid = asyncio.run(cancel())
+    assert not _alive(pid)
+
+
+def _sleeper(pid: int) -> bool:
+    """A process of the ESCAPE program's grandchild kind (``nobody``, in a session of its own, sleeping)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except (OSError, IndexError):
+        return False
+    return (
+        int(fields[3]) == pid
+        and b"-I" in cmdline
+        and fields[0] == b"S"
+        and os.stat(f"/proc/{pid}").st_uid == 65534
+    )
+
+
+def test_a_dead_warm_worker_is_replaced_and_the_execution_retried() -> None:
+    async def scenario() -> tuple[bool, int, int, bool]:
+        pool = SandboxPool(1, LIMITS)
+        assert (await pool.run("x = 1")).passed
+        first = next(iter(pool._workers.values()))
+        running = asyncio.ensure_future(pool.run("import time\ntime.sleep(0.5)\nprint('done')"))
+        await asyncio.sleep(0.2)
+        first.proc.kill()  # the worker this test started
+        result = await running
+        again = await pool.run("x = 2")
+        second = next(iter(pool._workers.values()))
+        pool.close()
+        return result.passed and again.passed, first.proc.pid, second.proc.pid, second.proc.poll() is not None
+
+    passed, first, second, stopped = asyncio.run(scenario())
+    assert passed and first != second and stopped
