@@ -7,7 +7,7 @@ the order given (shuffled by the caller with a seeded generator).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..models.types import GenerationParams, Message
@@ -33,11 +33,16 @@ class AdministrationResult:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready (integer keys become strings)."""
-        data = asdict(self)
-        data["answers"] = {str(k): v for k, v in self.answers.items()}
-        data["duplicates"] = {str(k): v for k, v in self.duplicates.items()}
-        data["out_of_range"] = {str(k): v for k, v in self.out_of_range.items()}
-        return data
+        # Built by hand: dataclasses.asdict deep-copies the transcript, which dominated this call.
+        return {
+            "answers": {str(k): v for k, v in self.answers.items()},
+            "unanswered": list(self.unanswered),
+            "duplicates": {str(k): list(v) for k, v in self.duplicates.items()},
+            "out_of_range": {str(k): v for k, v in self.out_of_range.items()},
+            "refused": self.refused,
+            "asks": self.asks,
+            "transcript": [dict(m) for m in self.transcript],
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> AdministrationResult:
@@ -51,7 +56,11 @@ class AdministrationResult:
 
 def item_block(scale: Scale, order: list[int]) -> str:
     """The numbered statements, one per line, in the given order."""
-    return "\n".join(f"{i}. {scale.item(i).text}" for i in order)
+    texts = {item.index: item.text for item in scale.items}
+    missing = [i for i in order if i not in texts]
+    if missing:
+        raise KeyError(f"scale {scale.name!r} has no item {missing[0]}")
+    return "\n".join(f"{i}. {texts[i]}" for i in order)
 
 
 async def administer(

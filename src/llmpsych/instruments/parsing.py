@@ -37,6 +37,9 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     )
 )
 
+# All of them in one pass (one search instead of one per pattern).
+_ANY_REFUSAL = re.compile("|".join(f"(?:{p.pattern})" for p in REFUSAL_PATTERNS), re.IGNORECASE)
+
 DEFAULT_REASK_WORDING = (
     "These statements still need a valid score: {indices}. Reply with one line per statement in the "
     'form "index: score", using a whole number from {min} to {max}, and nothing else.'
@@ -58,6 +61,11 @@ _ECHOED = re.compile(
 )
 _AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-]|or\b|to\b|and\b)?\s*\d", re.IGNORECASE)
 _DENOMINATOR = re.compile(r"^\s*/\s*\d+")
+_PLAIN = re.compile(r"[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$")
+
+
+_TO_ASCII = {ord(c): "-" for c in _DASHES} | {0x2019: "'"}
+_EMPHASIS = re.compile(r"\*\*|__|`")
 
 
 class ParseError(LlmpsychError, ValueError):
@@ -114,9 +122,9 @@ class ParsedAnswers:
 def detect_refusal(text: str, extra_patterns: Iterable[str | re.Pattern[str]] = ()) -> bool:
     """True when ``text`` contains typical refusal language (our own patterns plus ``extra_patterns``)."""
     normalised = _normalise(text)
-    patterns = list(REFUSAL_PATTERNS) + [
-        p if isinstance(p, re.Pattern) else re.compile(p, re.IGNORECASE) for p in extra_patterns
-    ]
+    if _ANY_REFUSAL.search(normalised):
+        return True
+    patterns = [p if isinstance(p, re.Pattern) else re.compile(p, re.IGNORECASE) for p in extra_patterns]
     return any(p.search(normalised) for p in patterns)
 
 
@@ -141,6 +149,10 @@ def parse_item_answers(
     seen: dict[int, list[int | None]] = {}
     unparsed: list[str] = []
     for line in _normalise(text or "").splitlines():
+        plain = _PLAIN.match(line)  # the requested form; same reading as _parse_line, faster
+        if plain:
+            seen.setdefault(int(plain[1]), []).append(int(plain[2]))
+            continue
         if not line.strip():
             continue
         pairs = _parse_line(line, allow_echoed_text)
@@ -168,11 +180,12 @@ def parse_item_answers(
             out_of_range[index] = readable[0]
         else:
             answers[index] = readable[0]
+    ambiguous_set = set(ambiguous)
     return ParsedAnswers(
         expected=expected_order,
         answers=answers,
         missing=tuple(i for i in expected_order if i not in seen),
-        ambiguous=tuple(i for i in expected_order if i in set(ambiguous)),
+        ambiguous=tuple(i for i in expected_order if i in ambiguous_set),
         duplicates=duplicates,
         out_of_range=out_of_range,
         unexpected=unexpected,
@@ -261,9 +274,10 @@ def parse_likert_number(text: str, response_min: int, response_max: int) -> Like
 # -- internals ----------------------------------------------------------------------------------
 def _normalise(text: str) -> str:
     """NFKC (full-width digits and colons), plain hyphens, no markdown emphasis or code marks."""
-    text = unicodedata.normalize("NFKC", text)
-    text = text.translate({ord(c): "-" for c in _DASHES} | {0x2019: "'"}).replace("→", "->")
-    return re.sub(r"\*\*|__|`", "", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+        text = text.translate(_TO_ASCII).replace("→", "->")
+    return _EMPHASIS.sub("", text) if ("*" in text or "_" in text or "`" in text) else text
 
 
 def _parse_line(line: str, allow_echoed_text: bool) -> list[tuple[int, int | None]] | None:
