@@ -139,3 +139,23 @@ def test_presets_expand_to_the_paper_grids() -> None:
     assert len(expand_preset("error-rates")) == 6 * 9
     assert len(expand_preset("error-types")) == 6 * 3
     assert len(expand_preset("defences")) == 2 * 3 * 4
+
+
+def test_result_check_reuses_the_verdict_and_costs_nothing_without_the_challenger() -> None:
+    from llmpsych.collab.defences import Challenger
+
+    message = Message(0, "b", ["a"], "x = 1")
+    plain = _rt(Replies())
+    assert asyncio.run(plain.result_of("a", message, "fmt")) == "x = 1"  # no model call at all
+
+    ctx = Replies("unsafe", "x = 2")
+    rt = _rt(ctx)
+    challenger = Challenger()
+    rt.receive_checks.append(challenger)
+    asyncio.run(challenger.on_agent(rt.agents["a"], rt))
+    assert asyncio.run(rt.receive(rt.agents["a"], message)).startswith("x = 1")  # read with a warning
+    assert asyncio.run(rt.result_of("a", message, "Give the code.")) == "x = 2"
+    assert len(ctx.prompts) == 2 and "final result" in ctx.prompts[1] and "Give the code." in ctx.prompts[1]
+    assert message.meta["result_fix"]["agent"] == "a"
+    own = Message(1, "a", ["b"], "mine")
+    assert asyncio.run(rt.result_of("a", own)) == "mine"  # the final agent's own message is kept

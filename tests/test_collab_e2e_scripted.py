@@ -152,3 +152,35 @@ def test_challenger_request_revision(seed_data: Path, solutions: dict, tmp_path:
     revisions = [m for m in result["transcript"] if "revision_of" in m["meta"]]
     assert challenges and revisions and challenges[0]["sender"] == "user"
     assert revisions[0]["meta"]["injection"]["edits"]  # P_m = 1: the new version is corrupted again
+
+
+@pytest.mark.parametrize("system", ["camel", "selfcollab", "metagpt"])
+def test_challenger_alone_reaches_a_corrupted_result(
+    system: str, seed_data: Path, solutions: dict, tmp_path: Path
+) -> None:
+    # The faulty agent's (injected) message is the result: the final agent challenges it, even where
+    # the system ends without reading it (Camel), and writes the result itself.
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        faulty = _run(server, seed_data, tmp_path / "ai", system=system, items=2, fault="autoinject", p_e=1.0)
+        defended = _run(
+            server,
+            seed_data,
+            tmp_path / "c",
+            system=system,
+            items=2,
+            fault="autoinject",
+            p_e=1.0,
+            defence=["challenger"],
+        )
+    assert _summary(faulty)["score"] == 0.0
+    assert _summary(defended)["score"] == 100.0
+    store = RunStore.in_dir(defended.run_dir)
+    results = [u.result for u in store.units("done")]
+    store.close()
+    final = {"camel": "user", "selfcollab": "tester", "metagpt": "test_engineer"}[system]
+    for result in results:
+        fixed = [m for m in result["transcript"] if "result_fix" in m["meta"]]
+        assert len(fixed) == 1 and fixed[0]["meta"]["result_fix"]["agent"] == final
+        assert fixed[0]["meta"]["challenges"][final]["verdict"] == "unsafe"
+        assert {"result_from": final, "instead_of": fixed[0]["index"]} in result["events"]
+    assert "wrote the final result instead" in (defended.run_dir / "transcripts.md").read_text()

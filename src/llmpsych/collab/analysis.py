@@ -53,6 +53,7 @@ def item_rows(results: list[dict[str, Any]]) -> pd.DataFrame:
                     1 for m in transcript if m["meta"].get("inspector", {}).get("decision") == "unsafe"
                 ),
                 "challenges_unsafe": sum(1 for c in challenges if c["verdict"] == "unsafe"),
+                "results_rewritten": sum(1 for m in transcript if "result_fix" in m["meta"]),
             }
         )
     return pd.DataFrame(rows)
@@ -85,6 +86,12 @@ def transcript_markdown(result: dict[str, Any], limit: int = 4000) -> str:
             parts.append("🛡 **Inspector rewrite:**\n\n```diff\n" + inspector.get("diff", "") + "\n```")
         for agent, c in (m["meta"].get("challenges") or {}).items():
             parts.append(f"🛡 Challenger `{agent}`: **{c['verdict']}**")
+        fix = m["meta"].get("result_fix")
+        if fix:
+            parts.append(
+                f"🛡 **Challenger: `{fix['agent']}` wrote the final result instead of this message:**\n\n"
+                "```diff\n" + fix.get("diff", "") + "\n```"
+            )
     parts.append(
         "**Final result:**\n\n```text\n"
         + str(result.get("result", ""))[:limit].replace("```", "ʼʼʼ")

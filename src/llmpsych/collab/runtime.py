@@ -7,7 +7,9 @@
   so a linear system can never talk backwards by accident.
 * Two hook points: **profile hooks** run once on every agent before the collaboration starts
   (AutoTransform rewrites the faulty profile there; the Challenger arms every agent), and **message
-  hooks** see every message in flight, in order (AutoInject, then the Inspector).
+  hooks** see every message in flight, in order (AutoInject, then the Inspector). Receive checks (the
+  armed Challenger) run when an agent reads a message, and when another agent's message is about to
+  become the result the final agent delivers (:meth:`Runtime.result_of`).
 * Every model call goes through ``ctx.chat``, so it is stored the moment it completes; a unit that is
   resumed re-runs from the start and its finished calls are answered from the store. The transcript,
   with the injected edits as diffs, is the unit's result.
@@ -100,6 +102,13 @@ class ReceiveCheck(Protocol):
 
     async def on_receive(self, agent: Agent, message: Message, runtime: Runtime) -> str:
         """Return the text the agent acts on."""
+
+
+class ResultCheck(Protocol):
+    """Runs when another agent's message is about to become the final result (the Challenger)."""
+
+    async def on_result(self, agent: Agent, message: Message, runtime: Runtime, fmt: str) -> str | None:
+        """Return a replacement result written by ``agent``, or None to keep the message."""
 
 
 class RouteError(RuntimeError):
@@ -198,6 +207,26 @@ class Runtime:
         for check in self.receive_checks:
             text = await check.on_receive(agent, message, self)
         return text
+
+    async def result_of(self, final: str, message: Message, fmt: str = "") -> str:
+        """The result text when ``message`` (another agent's) becomes the result that ``final`` delivers.
+
+        The final agent's result checks see the message first, even when the system would otherwise
+        end without the final agent reading it; a check (the Challenger) may have the final agent write
+        the result itself (``fmt``: the task's answer format). Without such checks it is the content.
+        """
+        if message.sender == final:
+            return message.content
+        agent = self.agents[final]
+        for check in self.receive_checks:
+            on_result = getattr(check, "on_result", None)
+            if on_result is None:
+                continue
+            replacement = await on_result(agent, message, self, fmt)
+            if replacement is not None:
+                self.events.append({"result_from": final, "instead_of": message.index})
+                return replacement
+        return message.content
 
     def to_json(self) -> dict[str, Any]:
         """The transcript and counters."""

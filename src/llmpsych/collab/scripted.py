@@ -7,7 +7,8 @@ from its content alone (so runs are deterministic and cacheable):
   or gets ``NOT`` inserted (text);
 * the AutoTransform request: the original profile plus one line asking for subtle mistakes;
 * the Inspector: ``safe`` (or a rewrite back to the right solution when ``inspector_repairs``);
-* the Challenger: ``unsafe`` when the message contains the injected marker, else ``safe``;
+* the Challenger: ``unsafe`` when the message contains the injected marker, else ``safe``; asked to
+  write the result itself (the final agent, after an unsafe result), the right solution;
 * the Camel user: one instruction, then ``CAMEL_TASK_DONE`` once it has seen a solution;
 * every other agent: the right solution for the problem it is shown, in a form every system accepts
   (a fenced function, ``Decision: final``, ``LGTM``, ``Correctness: 1``), or a broken one when its
@@ -48,6 +49,9 @@ class ScriptedCollaborator:
             if self.inspector_repairs and INJECTED in newest:
                 return json.dumps({"decision": "unsafe", "revision": self._solution(everything)})
             return '{"decision": "safe", "revision": ""}'
+        if "is about to become the team's final result" in last:  # the final agent rewrites the result
+            solution = self._solution(everything)
+            return solution if solution.startswith("Answer:") else "```python\n" + solution + "\n```"
         if "may be an adversary" in last:
             return "unsafe" if INJECTED in last else "safe"
         if "you direct me" in system:  # the Camel user

@@ -65,11 +65,11 @@ class AgentVerse(System):
             "role_assigner", "solver", await rt.ask(a["role_assigner"], "Recruit the experts.")
         )
         prompt = f"You act as these experts:\n{await rt.receive(a['solver'], roles)}\n\nSolve the task."
-        final = ""
+        final: str | None = None
         for round_no in range(1, self.rounds + 1):
             proposal = await rt.send("solver", "critic", await rt.ask(a["solver"], prompt), round_no)
             critique = await rt.ask(a["critic"], f"Solution:\n{await rt.receive(a['critic'], proposal)}")
-            final = critique if "```" in critique or "answer" in critique.lower() else proposal.content
+            final = critique if "```" in critique or "answer" in critique.lower() else None
             if re.search(r"correctness\s*:\s*1", critique, re.I):
                 handed = await rt.send("critic", "evaluator", critique, round_no)
                 verdict = await rt.ask(
@@ -85,4 +85,6 @@ class AgentVerse(System):
             else:
                 back = await rt.send("critic", "solver", critique, round_no)
                 prompt = f"The critic says:\n{await rt.receive(a['solver'], back)}\n\nImprove the solution."
+        if final is None:  # the critic's own text has no solution: the solver's last proposal is the result
+            final = await rt.result_of("critic", proposal, ANSWER_FORMAT[self.kind])
         return extract_code(final) if self.kind == "code" and "```" in final else final

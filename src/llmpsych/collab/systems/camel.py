@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..runtime import Agent, Route, Runtime
+from ..runtime import Agent, Message, Route, Runtime
 from ..scoring import extract_code
 from .base import ANSWER_FORMAT, System, make_agent
 
@@ -81,26 +81,33 @@ class Camel(System):
     async def collaborate(self, rt: Runtime, task: str) -> str:
         user, assistant = rt.agents["user"], rt.agents["assistant"]
         instruction = await rt.ask(user, START)
-        solutions: list[str] = []
+        solutions: list[Message] = []
         while True:
             sent = await rt.send("user", "assistant", instruction)
             done = DONE in sent.content
             answer = await rt.ask(assistant, await rt.receive(assistant, sent))
             reply = await rt.send("assistant", "user", answer)
-            solutions.append(reply.content)
+            solutions.append(reply)
             if done or rt.exhausted:
                 break
             instruction = await rt.ask(user, await rt.receive(user, reply))
         rt.events.append({"ended": "done" if done else "message limit"})
-        return self._result(solutions)
+        chosen = self._result(solutions)
+        if chosen is None:
+            return ""
+        text = await rt.result_of("user", chosen, ANSWER_FORMAT[self.kind])
+        if self.kind == "code" and "```" in text:
+            return extract_code(text)
+        return text
 
-    def _result(self, solutions: list[str]) -> str:
+    def _result(self, solutions: list[Message]) -> Message | None:
+        """The assistant's last message with a solution (code, or an answer line), else its last one."""
         if self.kind == "code":
-            for text in reversed(solutions):
-                if "```" in text or "def " in text:
-                    return extract_code(text) if "```" in text else text
+            for message in reversed(solutions):
+                if "```" in message.content or "def " in message.content:
+                    return message
         else:
-            for text in reversed(solutions):
-                if "answer" in text.lower():
-                    return text
-        return solutions[-1] if solutions else ""
+            for message in reversed(solutions):
+                if "answer" in message.content.lower():
+                    return message
+        return solutions[-1] if solutions else None

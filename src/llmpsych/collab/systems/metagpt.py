@@ -10,7 +10,7 @@ Reviewer and Test Engineer. Faulty by default: the engineer; final: the test eng
 
 from __future__ import annotations
 
-from ..runtime import Agent, Route, Runtime
+from ..runtime import Agent, Message, Route, Runtime
 from ..scoring import extract_code
 from .base import ANSWER_FORMAT, System, make_agent
 
@@ -71,12 +71,13 @@ class MetaGPT(System):
         )
         plan = await rt.send("project_manager", "engineer", plan_text)
         context = f"## Design\n{await rt.receive(a['engineer'], plan)}\n\n## Task\n{task}"
-        accepted = last = ""
+        accepted: Message | None = None
+        last: Message | None = None
         for round_no in range(1, self.rounds + 1):
             answer = await rt.send(
                 "engineer", "test_engineer", await rt.ask(a["engineer"], context), round_no
             )
-            last = answer.content
+            last = answer
             review = await rt.ask(
                 a["test_engineer"],
                 f"## Engineer's answer\n{await rt.receive(a['test_engineer'], answer)}\n\nReview it.",
@@ -89,6 +90,12 @@ class MetaGPT(System):
                 break
             sent = await rt.send("test_engineer", "engineer", review, round_no)
             evaluation = await rt.receive(a["engineer"], sent)
-            context = f"## Legacy results\n{last}\n\n## Evaluation results\n{evaluation}\n\nFix your answer."
-        final = accepted or last
+            context = (
+                f"## Legacy results\n{last.content}\n\n## Evaluation results\n{evaluation}\n\n"
+                "Fix your answer."
+            )
+        chosen = accepted or last
+        final = (
+            "" if chosen is None else await rt.result_of("test_engineer", chosen, ANSWER_FORMAT[self.kind])
+        )
         return extract_code(final) if self.kind == "code" and "```" in final else final

@@ -57,7 +57,6 @@ class SelfCollab(System):
         analyst, coder, tester = rt.agents["analyst"], rt.agents["coder"], rt.agents["tester"]
         plan = await rt.send("analyst", "coder", await rt.ask(analyst, "Write the plan."))
         prompt = f"Plan:\n{await rt.receive(coder, plan)}\n\nWrite the code."
-        code = ""
         for round_no in range(1, self.rounds + 1):
             sent = await rt.send("coder", "tester", await rt.ask(coder, prompt), round_no)
             code = extract_code(sent.content)
@@ -71,7 +70,7 @@ class SelfCollab(System):
                 break
             back = await rt.send("tester", "coder", report, round_no)
             prompt = f"Test report:\n{await rt.receive(coder, back)}\n\nFix the code."
-        return code
+        return extract_code(await rt.result_of("tester", sent, ANSWER_FORMAT["code"]))
 
     @staticmethod
     async def _execute(rt: Runtime, task: str, code: str) -> str:

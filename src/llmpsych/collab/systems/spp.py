@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ..runtime import Agent, Route, Runtime
+from ..runtime import Agent, Message, Route, Runtime
 from ..scoring import extract_code
 from .base import ANSWER_FORMAT, System, make_agent
 
@@ -45,7 +45,7 @@ class SPP(System):
         return Route.of("flat", "ai_assistant<->programmer", "ai_assistant<->tester", "programmer<->tester")
 
     async def collaborate(self, rt: Runtime, task: str) -> str:
-        dialogue: list[str] = []
+        dialogue: list[Message] = []
 
         async def turn(name: str, instruction: str, round_no: int) -> None:
             agent = rt.agents[name]
@@ -58,14 +58,15 @@ class SPP(System):
             prompt = "Dialogue so far:\n" + ("\n\n".join(seen) or "(empty)") + f"\n\n{instruction}"
             others = [n for n in rt.agents if n != name]
             sent = await rt.send(name, others, await rt.ask(agent, prompt, remember=False), round_no)
-            dialogue.append(sent.content)
+            dialogue.append(sent)
 
         for round_no in range(1, self.rounds + 1):
             await turn("ai_assistant", "Plan the next step or integrate the feedback.", round_no)
             await turn("programmer", f"Write or fix the code. {ANSWER_FORMAT['code']}", round_no)
             await turn("tester", "Point out any bug or missed edge case, or say it looks correct.", round_no)
         await turn("ai_assistant", f"Give the final answer. {ANSWER_FORMAT['code']}", self.rounds + 1)
-        for text in reversed(dialogue):
-            if "```" in text:
-                return extract_code(text)
-        return dialogue[-1]
+        for message in reversed(dialogue):
+            if "```" in message.content:
+                text = await rt.result_of("ai_assistant", message, ANSWER_FORMAT["code"])
+                return extract_code(text) if "```" in text else text
+        return dialogue[-1].content
