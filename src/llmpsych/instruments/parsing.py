@@ -59,7 +59,8 @@ _ECHOED = re.compile(
     rf"^{_LABEL}(?P<index>\d{{1,4}})\s*[:.)]\s+\D.*?[:=\-]\s*(?P<value>-?\d{{1,4}})\s*(?:\([^()]*\))?\s*\.?$",
     re.IGNORECASE,
 )
-_AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-]|or\b|to\b|and\b)?\s*\d", re.IGNORECASE)
+# After "index: score", another number (a range "3-4", "3 or 4", "4.5", or "1-3: 4", items 1 to 3).
+_AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-:=]|or\b|to\b|and\b)?\s*\d", re.IGNORECASE)
 _DENOMINATOR = re.compile(r"^\s*/\s*\d+")
 _PLAIN = re.compile(r"[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$")
 
