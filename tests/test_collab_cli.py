@@ -54,3 +54,16 @@ def test_mas_run_compare_systems_and_preset(seed_data: Path, tmp_path: Path) -> 
     assert runner.invoke(app, ["systems"]).exit_code == 0
     dry = runner.invoke(app, ["preset", "defences", "--dry-run"])
     assert dry.exit_code == 0 and dry.output.count("selfcollab_humaneval") == 12
+
+
+def test_mas_run_bleurt_checkpoint_flag(seed_data: Path, tmp_path: Path) -> None:
+    base = ["run", "--system", "mad", "--task", "commonmt", "--items", "1", "--no-progress"]
+    base += ["--model", "openai-compatible/scripted", "--base-url", "http://127.0.0.1:9/v1"]
+    base += ["--data-dir", str(seed_data)]
+    out = ["--out", str(tmp_path / "run")]
+    result = runner.invoke(app, [*base, *out, "--bleurt-checkpoint", str(tmp_path / "nowhere")])
+    assert result.exit_code != 0
+    assert "BLEURT checkpoint not found" in str(result.exception) + result.output
+    result = runner.invoke(app, [*base, "--out", str(tmp_path / "run2"), "--metric", "bleurt"])
+    assert result.exit_code != 0
+    assert "needs a local BLEURT checkpoint" in str(result.exception) + result.output

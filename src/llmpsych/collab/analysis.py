@@ -117,7 +117,7 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
         "structure": task.system_cls.structure,
         "dataset": task.options.dataset,
         "kind": task.kind,
-        "metric": METRIC_LABEL[task.kind],
+        "metric": task.metric_label,
         "condition": condition_label(options),
         "options": options,
         "faulty_agent": task.faulty,
@@ -178,7 +178,8 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
             2,
             (
                 "CommonMT contrast",
-                f"{summary['closer_to_correct']:.1f}% of translations are closer (chrF) to the correct "
+                f"{summary['closer_to_correct']:.1f}% of translations are closer "
+                f"({'BLEURT' if task.metric == 'bleurt' else 'chrF'}) to the correct "
                 "reference than to the wrong one.",
             ),
         )

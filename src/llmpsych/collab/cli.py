@@ -47,6 +47,8 @@ def _run_config(
     no_cache: bool,
     seed: int,
     models: dict[str, str] | None = None,
+    metric: str = "auto",
+    bleurt_checkpoint: Path | None = None,
 ) -> Any:
     from ..runs import parse_run_config
 
@@ -60,8 +62,10 @@ def _run_config(
         "unit_mode": unit_mode,
         "defence": [d.strip() for d in defence.split(",") if d.strip()],
         "challenge_policy": challenge_policy,
+        "metric": metric,
     }
     for key, value in {
+        "bleurt_checkpoint": str(bleurt_checkpoint) if bleurt_checkpoint else None,
         "faulty_agent": faulty_agent,
         "items": items,
         "max_tokens": max_tokens,
@@ -134,6 +138,15 @@ def run(
     data_dir: Annotated[Path | None, typer.Option(help="Folder with MAS-Resilience/ and FairEval/.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
     seed: Annotated[int, typer.Option(help="Run seed (AutoInject draws).")] = 0,
+    metric: Annotated[
+        str, typer.Option(help="CommonMT: auto (BLEURT if --bleurt-checkpoint, else chrF), chrf or bleurt.")
+    ] = "auto",
+    bleurt_checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            help="CommonMT: a local bleurt-pytorch checkpoint folder (pip install 'llmpsych[bleurt]')."
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
@@ -165,6 +178,8 @@ def run(
         no_cache=no_cache,
         seed=seed,
         models=_parse_models(agent_model),
+        metric=metric,
+        bleurt_checkpoint=bleurt_checkpoint,
     )
     outcome = start_run(cfg, out or new_run_dir(runs_dir(), f"mas-{system}-{task}"), progress)
     s = outcome.summary

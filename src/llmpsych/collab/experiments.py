@@ -116,7 +116,7 @@ def run_preset(
 def _metric_name(label: str | None, option: str | None) -> str:
     """A short metric name from a summary's metric label, e.g. ``chrF, substitute for BLEURT-20``."""
     if not label:
-        return {"chrf": "chrF"}.get(option or "", option or "metric unknown")
+        return {"chrf": "chrF", "bleurt": "BLEURT"}.get(option or "", option or "metric unknown")
     name = re.split(r"[ (:,]", label.strip(), maxsplit=1)[0]
     substitute = re.search(r"substitute for ([\w.-]+)", label)
     return f"{name}, substitute for {substitute.group(1)}" if substitute else name

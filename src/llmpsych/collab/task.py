@@ -16,12 +16,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import ConfigError
 from ..models.types import GenerationParams
 from ..runs.task import Task, WorkUnit
+from .bleurt import BleurtScorer, check_checkpoint, choose_metric
 from .datasets import KIND, Item, load_items, task_files
 from .defences import Challenger, Inspector
 from .inject import AutoInject
 from .runtime import MessageHook, ProfileHook, ReceiveCheck, Runtime
 from .sandbox import Limits, SandboxPool
-from .scoring import check_humaneval, ciar_correct, commonmt_score, faireval_correct, faireval_label
+from .scoring import (
+    check_humaneval,
+    ciar_correct,
+    commonmt_score,
+    faireval_correct,
+    faireval_label,
+    translation_of,
+)
 from .systems import SYSTEMS, system_class
 from .systems.base import task_text
 
@@ -48,7 +56,12 @@ class MasOptions(BaseModel):
     max_tokens: int | None = Field(default=None, ge=16)
     sandbox_timeout: float = Field(default=3.0, gt=0, le=60)
     sandbox_workers: int | None = Field(default=None, ge=1, le=64)
-    metric: Literal["chrf"] = "chrf"
+    metric: Literal["auto", "chrf", "bleurt"] = Field(
+        default="auto", description="CommonMT: BLEURT when bleurt_checkpoint is set, else the chrF substitute"
+    )
+    bleurt_checkpoint: str | None = Field(
+        default=None, description="a local bleurt-pytorch checkpoint folder"
+    )
 
     @model_validator(mode="after")
     def _known_system(self) -> MasOptions:
@@ -77,6 +90,8 @@ class MasTask(Task):
         names = [a.name for a in self.system_cls(self.kind).agents("")]
         if self.faulty not in names:
             raise ConfigError(f"{o.system} has no agent {self.faulty!r}", f"agents: {', '.join(names)}")
+        self.metric = choose_metric(self.kind, o.metric, o.bleurt_checkpoint)
+        self.bleurt: BleurtScorer | None = None
         workers = o.sandbox_workers
         self.pool = SandboxPool(
             workers, Limits(timeout_s=o.sandbox_timeout, cpu_s=int(o.sandbox_timeout) + 1)
@@ -97,6 +112,8 @@ class MasTask(Task):
         return task_files(self.options.dataset, self.config.data_dir)
 
     def units(self) -> list[WorkUnit]:
+        if self.metric == "bleurt" and self.bleurt is None:  # checked when a run starts, not on analysis
+            self.bleurt = BleurtScorer(check_checkpoint(self.options.bleurt_checkpoint or ""))
         return [WorkUnit(item.item_id, {"item_id": item.item_id}) for item in self.items]
 
     def _hooks(self) -> tuple[list[ProfileHook], list[MessageHook], list[ReceiveCheck]]:
@@ -163,8 +180,28 @@ class MasTask(Task):
         if self.kind == "texteval":
             ok = faireval_correct(result, item.reference["label"])
             return {"score": 100.0 * ok, "passed": ok, "verdict": faireval_label(result)}
-        scores = commonmt_score(result, item.reference)
-        return {"score": scores["chrf"], "passed": None, **scores}
+        scores: dict[str, Any] = {"metric": self.metric, **commonmt_score(result, item.reference)}
+        if self.bleurt is not None:
+            hypothesis = translation_of(result)
+            good, bad = await self.bleurt.ascore(
+                [hypothesis, hypothesis], [item.reference["correct"], item.reference["wrong"]]
+            )
+            scores |= {
+                "bleurt": 100 * good,
+                "bleurt_wrong": 100 * bad,
+                "closer_to_correct": float(good > bad),
+            }
+        return {"score": scores[self.metric], "passed": None, **scores}
+
+    @property
+    def metric_label(self) -> str:
+        """How reports name the metric of this run."""
+        from .analysis import METRIC_LABEL
+
+        if self.metric == "bleurt":
+            name = Path(self.options.bleurt_checkpoint or "").name
+            return f"BLEURT (×100, local checkpoint `{name}`; the paper used BLEURT-20)"
+        return METRIC_LABEL[self.kind]
 
     def analyze(self, run_dir: Path) -> list[Path]:
         from .analysis import analyze_run
