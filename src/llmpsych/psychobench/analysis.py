@@ -264,7 +264,9 @@ class Extras:
                     "run": run_link(scale.name, int(r["run"])),
                     "masculine": r["masculine"],
                     "feminine": r["feminine"],
-                    "classification": r["label"] or "unclassified (a subscale has no score)",
+                    "classification": "unclassified (a subscale has no score)"
+                    if pd.isna(r["label"])
+                    else r["label"],
                 }
                 for _, r in runs.iterrows()
             ]

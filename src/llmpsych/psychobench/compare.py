@@ -106,7 +106,10 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
                 runs=groups["n"],
                 kind="grouping",
             )
-            summary = pd.concat([summary, groups[["scale", "subscale", "runs", "n", "mean", "sd", "kind"]]])
+            groups = groups[["scale", "subscale", "runs", "n", "mean", "sd", "kind"]]
+            base = [i for i, name in enumerate(summary["scale"]) if str(name).upper() == "CABIN"]
+            cut = base[-1] + 1 if base else len(summary)  # right after the 41 interests
+            summary = pd.concat([summary.iloc[:cut], groups, summary.iloc[cut:]], ignore_index=True)
         summary["model"] = label
         summary["run_dir"] = str(run_dir)
         summaries.append(summary)
