@@ -60,6 +60,15 @@ def test_exact_mode_corrupts_round_pe_times_lines(p_e: float) -> None:
     assert message.meta["injection"]["diff"].startswith("--- sent")
 
 
+def test_exact_count_rounds_halves_up_and_may_choose_nothing() -> None:
+    assert [exact_count(0.5, n) for n in (1, 3, 5)] == [1, 2, 3]
+    assert exact_count(0.02, 16) == 0 and exact_count(1.0, 7) == 7
+    rt = _runtime()
+    m = asyncio.run(AutoInject("a", p_e=0.02).on_message(Message(0, "a", ["b"], CODE), rt))
+    assert m.content == CODE and not m.meta["injection"].get("edits")
+    assert rt.ctx.requests == []  # nothing chosen: the injector is not even asked
+
+
 def test_pm_holds_over_many_messages() -> None:
     rt = _runtime()
     hook = AutoInject("a", p_m=0.3, p_e=0.2)

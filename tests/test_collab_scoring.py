@@ -53,6 +53,33 @@ def test_humaneval_broken_solutions_score_0(seed_data: Path) -> None:
     assert _pass_rate(items, broken) == 0.0
 
 
+HOSTILE = {
+    "socket": "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\n",
+    "write outside": "open('/tmp/llmpsych-escaped-by-scoring-test', 'w').write('x')\n",
+    "fork bomb": "import os\nwhile True:\n    os.fork()\n",
+    "endless loop": "while True:\n    pass\n",
+    "unbounded allocation": "chunks = []\nwhile True:\n    chunks.append(bytearray(10**7))\n",
+}
+
+
+def test_hostile_completions_score_as_failed_and_scoring_goes_on(seed_data: Path) -> None:
+    # A right solution that first does something hostile: the hostile part is contained, the item fails
+    # (even though its function is correct), and the next item is scored as usual.
+    item = load_items("humaneval50", seed_data)[0]
+    right = item.reference["prompt"] + item.reference["canonical_solution"]
+    replies = ["```python\n" + prologue + right + "```" for prologue in HOSTILE.values()]
+
+    async def score() -> list[bool]:
+        pool = SandboxPool(2, Limits(timeout_s=2.0, cpu_s=3, memory_bytes=256 << 20))
+        results = await asyncio.gather(*(check_humaneval(item.reference, r, pool) for r in replies))
+        after = await check_humaneval(item.reference, "```python\n" + right + "```", pool)
+        pool.close()
+        return [r.passed for r in results] + [after.passed]
+
+    assert asyncio.run(score()) == [False] * len(HOSTILE) + [True]
+    assert not Path("/tmp/llmpsych-escaped-by-scoring-test").exists()
+
+
 def test_extract_code_prefers_the_last_python_fence() -> None:
     text = "```text\nnope\n```\n```python\nx = 1\n```\nthen\n```python\nx = 2\n```"
     assert extract_code(text) == "x = 2\n"
