@@ -236,3 +236,180 @@ def score_logs_cmd(
         f"mean ± sample SD over runs; {mode} scoring; "
         "overall = mean of the 8 games, SD over the per-run overall scores."
     )
+
+
+# -- presets and the leaderboard of live runs --------------------------------------------------------------
+@app.command("presets")
+def presets_cmd() -> None:
+    """List the presets: the paper's experiments, one command each."""
+    import pandas as pd
+
+    from ..report.markdown import table as md_table
+    from .presets import ALIASES, PRESETS
+
+    rows = [
+        {
+            "preset": p.name,
+            "aliases": ", ".join(a for a, n in ALIASES.items() if n == p.name),
+            "what it runs": p.title,
+            "runs per setting": p.runs,
+            "settings": len(p.variants()),
+            "paper": p.paper,
+        }
+        for p in PRESETS.values()
+    ]
+    typer.echo(md_table(pd.DataFrame(rows)))
+    typer.echo(
+        "Run one with: llmpsych gamabench preset NAME --model SPEC [--model SPEC2] [--out DIR] [--dry-run]"
+    )
+
+
+def _games_list(value: str | None) -> list[str] | None:
+    if value is None or value.strip().lower() in ("", "all"):
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+@app.command("preset")
+def preset_cmd(
+    name: Annotated[str, typer.Argument(help="Preset name (`llmpsych gamabench presets` lists them).")],
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model spec; repeat for several models (default local/qwen2.5-0.5b; for the leaderboard "
+            "preset the paper's 13 models, which need endpoints).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Folder for the run directories and the summary; re-use it to resume."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")
+    ] = False,
+    games: Annotated[
+        str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", min=1, help="Runs per setting (default: the paper's).")
+    ] = None,
+    players: Annotated[int | None, typer.Option("--players", min=2, help="Players (default 10).")] = None,
+    rounds: Annotated[int | None, typer.Option("--rounds", min=1, help="Rounds (default 20).")] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="Default 1.0, the paper's (not for 'temperatures').")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default 1024).")
+    ] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-O", help="Any other gamabench option key=value.")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
+    ] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
+    data_dir: DataDirOpt = None,
+    seed: Annotated[int, typer.Option("--seed", help="Run seed.")] = 0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+) -> None:
+    """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
+    from ..cli import _parse_options
+    from ..paths import runs_dir
+    from ..report.markdown import table as md_table
+    from ..runs.runner import new_run_dir
+    from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
+
+    preset = get_preset(name)
+    if temperature is not None and preset.name == "temperatures":
+        raise LlmpsychError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
+    settings = PresetSettings(
+        models=list(model or []),
+        games=_games_list(games),
+        runs=runs,
+        players=players,
+        rounds=rounds,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        base_url=base_url,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        seed=seed,
+        cache=not no_cache,
+        options=_parse_options(option or []),
+    )
+    planned = expand(preset, settings)
+    console = Console(soft_wrap=True, highlight=False)
+    if dry_run:
+        typer.echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
+        typer.echo(md_table(describe(planned)))
+        plays = sum(r.n_games for r in planned)
+        typer.echo(f"{len(planned)} run directories, {plays} games; nothing was run (--dry-run).")
+        return
+    parent = out or new_run_dir(runs_dir(), f"gamabench-{preset.name}")
+
+    def report(run: object, outcome: object) -> None:
+        s = outcome.summary  # type: ignore[attr-defined]
+        console.print(
+            f"[bold]{escape(run.setting)}[/bold] {escape(str(outcome.run_dir))}: "  # type: ignore[attr-defined]
+            f"{s.done + s.skipped}/{s.total} games done"
+            + (f", [red]{s.failed} failed[/red]" if s.failed else "")
+            + f"; {s.calls_sent} requests sent; {s.seconds:.1f} s"
+        )
+
+    execute(planned, parent, progress=progress, on_outcome=report)
+    for path in summarize(preset, planned, parent):
+        console.print(f"  wrote {escape(str(path))}")
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="gamabench run directories (several per model pool runs).")
+    ],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON on stdout.")] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Folder for leaderboard.md/.csv/.json/.png (default ./gamabench-leaderboard)."
+        ),
+    ] = None,
+    scoring: ScoringOpt = "thesis",
+    published: Annotated[
+        bool,
+        typer.Option(
+            "--published-rules",
+            help="Score Pirate votes and Diner answers as the published code did (default: llmpsych's "
+            "corrected rules, as the live report).",
+        ),
+    ] = False,
+) -> None:
+    """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
+    from ..report.markdown import table as md_table
+    from .leaderboard import leaderboard, leaderboard_frame, write_leaderboard
+
+    if scoring not in VERSIONS:
+        raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
+    scores, infos = leaderboard(run_dirs, version=scoring, compat=published)  # type: ignore[arg-type]
+    if not any(s.games for s in scores.values()):
+        raise LlmpsychError("no finished, scorable game in " + ", ".join(str(d) for d in run_dirs))
+    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    for s in scores.values():
+        if s.note:
+            err.print(f"note: {escape(s.note)}")
+    for info in infos:
+        if info.unfinished:
+            err.print(f"note: {escape(str(info.run_dir))}: {info.unfinished} unfinished game(s) left out")
+    if as_json:
+        typer.echo(json.dumps(to_json(scores), indent=2))
+    else:
+        typer.echo(md_table(leaderboard_frame(scores)))
+    rules = "published Pirate/Diner rules" if published else "llmpsych's corrected Pirate/Diner rules"
+    for path in write_leaderboard(
+        scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"
+    ):
+        err.print(f"wrote {escape(str(path))}")

@@ -1,0 +1,570 @@
+"""The paper's GAMA-Bench experiments as presets (``llmpsych gamabench preset <name>``), spec §5.
+
+A preset expands into ordinary ``gamabench`` run configs, one run directory each
+(``<out>/<model>/<setting>``), executed one after the other through the shared run engine: a second
+invocation with the same ``--out`` resumes unfinished runs without re-sending answered requests and
+re-analyses finished ones. Then it writes a summary (``summary.md``/``.csv``, and for the leaderboard presets
+``leaderboard.md``/``.png``) into ``<out>``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from ..errors import ConfigError, LlmpsychError
+from ..report.markdown import table, write_report
+from ..runs.store import STORE_FILE, RunStore
+from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
+from .score_logs import score_runs
+from .scoring import GAME_TITLES, GAMES
+from .task import GAMES as ENGINE_GAMES
+
+#: The 13 models of the thesis leaderboard (spec §5.4). OpenAI models use the built-in ``openai``
+#: endpoint; ``gemini/`` and ``deepinfra/`` are named endpoints you define in the config file
+#: (docs/games.md#presets), as the paper served Gemini through Google and the open models via DeepInfra.
+PAPER_MODELS: tuple[str, ...] = (
+    "openai/gpt-3.5-turbo-0613",
+    "openai/gpt-3.5-turbo-1106",
+    "openai/gpt-3.5-turbo-0125",
+    "openai/gpt-4-0125-preview",
+    "openai/gpt-4o-2024-08-06",
+    "gemini/gemini-1.0-pro",
+    "gemini/gemini-1.5-pro",
+    "deepinfra/meta-llama/Meta-Llama-3.1-8B-Instruct",
+    "deepinfra/meta-llama/Meta-Llama-3.1-70B-Instruct",
+    "deepinfra/meta-llama/Meta-Llama-3.1-405B-Instruct",
+    "deepinfra/mistralai/Mixtral-8x7B-Instruct-v0.1",
+    "deepinfra/mistralai/Mixtral-8x22B-Instruct-v0.1",
+    "deepinfra/Qwen/Qwen2-72B-Instruct",
+)
+DEFAULT_MODEL = "local/qwen2.5-0.5b"
+
+#: Generalisability sweeps (spec §5.3): game -> [(setting label, that game's parameters)].
+SWEEPS: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "guessing": [
+        (f"ratio={r}", {"ratio": r})
+        for r in ("0", "1/6", "1/3", "1/2", "2/3", "5/6", "1", "7/6", "4/3", "3/2", "5/3", "11/6", "2")
+    ],
+    "bar": [(f"ratio={p}%", {"ratio": p / 100}) for p in (0, 20, 40, 60, 80, 100)],
+    "divide_dollar": [(f"golds={g}", {"golds": g}) for g in (50, 100, 200, 400, 800)],
+    "public_goods": [(f"ratio={r}", {"ratio": r}) for r in (0.0, 0.5, 1.0, 2.0, 4.0)],
+    "diner": [
+        (
+            f"cheap={pl}/{ul},costly={ph}/{uh}",
+            {"cheap_cost": pl, "cheap_utility": ul, "exp_cost": ph, "exp_utility": uh},
+        )
+        for pl, ul, ph, uh in (
+            (10, 15, 20, 20),
+            (11, 5, 20, 7),
+            (4, 19, 9, 20),
+            (1, 8, 19, 12),
+            (4, 5, 17, 7),
+            (2, 11, 8, 13),
+        )
+    ],
+    "auction": [(f"valuations=(0,{v}]", {"valuation_max": v}) for v in (100, 200, 400, 800)],
+    "battle_royale": [
+        ("hit_rates=[51,60]", {"base_hit_rate": 51, "interval": 1}),
+        ("hit_rates=[35,80]", {"base_hit_rate": 35, "interval": 5}),
+        ("hit_rates=[10,100]", {"base_hit_rate": 10, "interval": 10}),
+    ],
+    "pirate": [(f"gold={g}", {"gold": g}) for g in (4, 5, 100, 400)],
+}
+
+#: LLM against fixed strategies (spec §5.5): game -> the fixed seat (player 0, as the reference did).
+FIXED: dict[str, str] = {"divide_dollar": "fixed:91", "public_goods": "fixed:0"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One setting of a preset: a label, task options and sampling parameters layered on the base."""
+
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    game: str | None = None  # a single-game variant (sweeps, fixed strategies)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A paper experiment: its variants, default runs per setting and how it is summarised."""
+
+    name: str
+    title: str
+    paper: str
+    runs: int
+    variants: Callable[[], list[Variant]]
+    summary: Literal["leaderboard", "settings", "sweep", "fixed"]
+    spread: bool = False  # add each model's mean ± SD across settings (robustness, spec §5.1)
+
+
+def _sweep_variants() -> list[Variant]:
+    return [
+        Variant(f"{game} {label}", {"game": game, game: params}, game=game)
+        for game, settings in SWEEPS.items()
+        for label, params in settings
+    ]
+
+
+def _fixed_variants() -> list[Variant]:
+    out = []
+    for game, seat in FIXED.items():
+        out.append(Variant(f"{game} w/ {seat}", {"game": game, "seats": {0: seat}}, game=game))
+        out.append(Variant(f"{game} w/o fixed", {"game": game}, game=game))
+    return out
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "multiple-runs",
+            "Multiple runs: the default protocol, all eight games 5 times",
+            "RQ1 robustness, spec §5.1 (thesis Table 6.3 T1-T5)",
+            5,
+            lambda: [Variant("default")],
+            "leaderboard",
+        ),
+        Preset(
+            "temperatures",
+            "Temperatures 0.0-1.0, one run each",
+            "RQ1 robustness, spec §5.1",
+            1,
+            lambda: [
+                Variant(f"temperature={t}", params={"temperature": t}) for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+            ],
+            "settings",
+            spread=True,
+        ),
+        Preset(
+            "prompt-versions",
+            "The official prompt templates v1-v5 (GPT-4 rephrasings), one run each",
+            "RQ1 robustness, spec §5.1 and §4.5; needs the GAMABench data folder",
+            1,
+            lambda: [Variant(f"v{k}", {"prompts": "official", "prompt_version": k}) for k in range(1, 6)],
+            "settings",
+            spread=True,
+        ),
+        Preset(
+            "reasoning",
+            "Reasoning strategies: default, chain-of-thought and three personas, one run each",
+            "RQ2, spec §5.2 and §4.4",
+            1,
+            lambda: [
+                Variant("default"),
+                Variant("cot", {"cot": 1}),
+                Variant("cooperative", {"persona": 1}),
+                Variant("selfish", {"persona": 2}),
+                Variant("mathematician", {"persona": 3}),
+            ],
+            "settings",
+        ),
+        Preset(
+            "generalisability",
+            "Generalisability: every game's parameter sweep, one run per value",
+            "RQ3, spec §5.3",
+            1,
+            _sweep_variants,
+            "sweep",
+        ),
+        Preset(
+            "leaderboard",
+            "The 13-model leaderboard: the default protocol (5 runs of all eight games) per model",
+            "RQ4, spec §5.4 (thesis Tables 6.8/6.9)",
+            5,
+            lambda: [Variant("default")],
+            "leaderboard",
+        ),
+        Preset(
+            "fixed-strategies",
+            "LLM against fixed strategies: a player always bidding 91 / contributing 0, and without it",
+            "spec §5.5 (thesis Fig. 6.4)",
+            1,
+            _fixed_variants,
+            "fixed",
+        ),
+    )
+}
+#: Other names accepted for presets.
+ALIASES = {
+    "runs": "multiple-runs",
+    "temperature": "temperatures",
+    "prompts": "prompt-versions",
+    "strategies": "reasoning",
+    "sweeps": "generalisability",
+    "generalizability": "generalisability",
+    "models": "leaderboard",
+    "vs-fixed": "fixed-strategies",
+    "fixed": "fixed-strategies",
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name`` (or an alias)."""
+    preset = PRESETS.get(ALIASES.get(name, name))
+    if preset is None:
+        raise ConfigError(
+            f"unknown preset {name!r}", f"presets: {', '.join(PRESETS)} (`llmpsych gamabench presets`)"
+        )
+    return preset
+
+
+@dataclass
+class PresetSettings:
+    """What the user sets on top of a preset (None keeps the paper's value)."""
+
+    models: list[str] = field(default_factory=list)
+    games: list[str] | None = None
+    runs: int | None = None
+    players: int | None = None
+    rounds: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    base_url: str | None = None
+    concurrency: int | None = None
+    data_dir: Path | None = None
+    seed: int = 0
+    cache: bool = True
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PresetRun:
+    """One run directory of a preset: where, which model and setting, and its run config mapping."""
+
+    directory: str
+    model: str
+    setting: str
+    config: dict[str, Any]
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The run's task options."""
+        return self.config["options"]
+
+    @property
+    def n_games(self) -> int:
+        """Games this run plays: runs × games."""
+        game = self.options["game"]
+        count = len(ENGINE_GAMES) if game == "all" else 1 if isinstance(game, str) else len(game)
+        return self.options["runs"] * count
+
+
+def dir_name(text: str) -> str:
+    """A folder name for a model spec or setting (``openai/gpt-4o`` -> ``openai_gpt-4o``)."""
+    return re.sub(r"[^A-Za-z0-9.=_-]+", "_", text).strip("_") or "x"
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
+    """The run configs of ``preset`` for the given models and settings (nothing is run)."""
+    models = settings.models or (list(PAPER_MODELS) if preset.name == "leaderboard" else [DEFAULT_MODEL])
+    games = settings.games
+    for game in games or []:
+        if game not in ENGINE_GAMES:
+            raise ConfigError(f"unknown game {game!r}", f"games: {', '.join(ENGINE_GAMES)}")
+    variants = [v for v in preset.variants() if v.game is None or games is None or v.game in games]
+    if not variants:
+        raise ConfigError(f"preset {preset.name!r} has no setting for the games {', '.join(games or [])}")
+    names = [dir_name(m) for m in models]
+    model_dirs = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
+    base_options: dict[str, Any] = {"game": games if games else "all", "runs": settings.runs or preset.runs}
+    for key in ("players", "rounds"):
+        if getattr(settings, key) is not None:
+            base_options[key] = getattr(settings, key)
+    base_params: dict[str, Any] = {
+        "temperature": 1.0 if settings.temperature is None else settings.temperature
+    }
+    if settings.max_tokens is not None:
+        base_params["max_tokens"] = settings.max_tokens
+    runs = []
+    for model, model_dir in zip(models, model_dirs, strict=True):
+        for variant in variants:
+            options = _merge(_merge(base_options, settings.options), variant.options)
+            config: dict[str, Any] = {
+                "task": "gamabench",
+                "model": model,
+                "seed": settings.seed,
+                "cache": settings.cache,
+                "params": {**base_params, **variant.params},
+                "options": options,
+            }
+            for key in ("base_url", "concurrency"):
+                if getattr(settings, key) is not None:
+                    config[key] = getattr(settings, key)
+            if settings.data_dir is not None:
+                config["data_dir"] = str(settings.data_dir)
+            runs.append(PresetRun(f"{model_dir}/{dir_name(variant.label)}", model, variant.label, config))
+    return runs
+
+
+def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
+    """The runs of a preset as a table (for ``--dry-run``)."""
+    rows = []
+    for r in runs:
+        o = r.options
+        games = o["game"] if isinstance(o["game"], str) else ",".join(o["game"])
+        extra = {k: v for k, v in o.items() if k not in ("game", "runs", "players", "rounds")}
+        rows.append(
+            {
+                "directory": r.directory,
+                "model": r.model,
+                "setting": r.setting,
+                "games": games,
+                "runs": o["runs"],
+                "players": o.get("players", 10),
+                "rounds": o.get("rounds", 20),
+                "temperature": r.config["params"]["temperature"],
+                "options": json.dumps(extra, sort_keys=True) if extra else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
+    keys = ("task", "model", "seed", "options")
+    if any(stored.get(k) != planned.get(k) for k in keys):
+        return False
+    return (stored.get("params") or {}).get("temperature") == planned["params"].get("temperature")
+
+
+def execute(
+    runs: Sequence[PresetRun],
+    out: Path,
+    *,
+    progress: bool = True,
+    debug: bool = False,
+    on_outcome: Callable[[PresetRun, Any], None] | None = None,
+) -> list[Any]:
+    """Start each run, or resume it when its directory already holds the same run; returns the outcomes."""
+    from ..runs import parse_run_config, resume_run, start_run
+
+    configs = [parse_run_config(r.config, f"preset run {r.directory}") for r in runs]
+    outcomes = []
+    for run, config in zip(runs, configs, strict=True):
+        run_dir = out / run.directory
+        if (run_dir / STORE_FILE).is_file():
+            store = RunStore.in_dir(run_dir)
+            try:
+                stored = store.get_meta("config") or {}
+            finally:
+                store.close()
+            if not _same_run(stored, config.model_dump(mode="json")):
+                raise LlmpsychError(
+                    f"{run_dir} holds a different run than this preset would make",
+                    "choose another --out, or delete that directory",
+                )
+            outcome = resume_run(run_dir, progress, debug)
+        else:
+            outcome = start_run(config, run_dir, progress, debug)
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(run, outcome)
+    (out / "preset.json").write_text(
+        json.dumps(
+            [{"directory": r.directory, "model": r.model, "setting": r.setting} for r in runs], indent=1
+        ),
+        encoding="utf-8",
+    )
+    return outcomes
+
+
+# -- summaries -------------------------------------------------------------------------------------------
+def summarize(preset: Preset, runs: Sequence[PresetRun], out: Path) -> list[Path]:
+    """Write the preset's summary into ``out`` from the run directories (never calls a model)."""
+    present = [r for r in runs if (out / r.directory / STORE_FILE).is_file()]
+    if not present:
+        raise LlmpsychError(f"no run of preset {preset.name!r} found under {out}")
+    infos = [read_run_dir(out / r.directory) for r in present]
+    intro = f"Preset `{preset.name}`: {preset.title} ({preset.paper})."
+    if preset.summary == "leaderboard":
+        scores = score_runs(log_runs(infos))
+        return write_leaderboard(
+            scores, infos, out, title=f"GAMA-Bench {preset.name}", extra=[("Preset", intro)]
+        )
+    if preset.summary == "fixed":
+        return _fixed_summary(preset, present, infos, out, intro)
+    labels = {r.directory: f"{r.model} | {r.setting}" for r in present}
+    scores = score_runs(log_runs(infos, {out / d: label for d, label in labels.items()}))
+    frame = _settings_frame(present, scores, labels, preset)
+    paths = [out / "summary.csv"]
+    frame.to_csv(paths[0], index=False)
+    sections = [("Preset", intro), ("Scores (mean ± SD over runs)", table(frame))]
+    if preset.summary == "settings":
+        chart = leaderboard_chart(scores, out / "summary.png", f"GAMA-Bench {preset.name}")
+        if chart:
+            sections.append(("Chart", f"![{preset.name}]({chart.name})"))
+            paths.append(chart)
+    sections.append(("Run directories", table(_dirs_frame(infos))))
+    paths.append(write_report(out / "summary.md", f"GAMA-Bench preset {preset.name}", sections))
+    return paths
+
+
+def _dirs_frame(infos: Sequence[RunDirInfo]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "run directory": str(i.run_dir),
+                "games scored": sum(g.score is not None for g in i.games),
+                "not scored": sum(g.score is None for g in i.games),
+                "unfinished": i.unfinished,
+            }
+            for i in infos
+        ]
+    )
+
+
+def _cell(values: Sequence[float]) -> str:
+    if not values:
+        return "-"
+    mean = sum(values) / len(values)
+    if len(values) == 1:
+        return f"{mean:.1f}"
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return f"{mean:.1f} ± {sd:.1f}"
+
+
+def _settings_frame(
+    present: Sequence[PresetRun], scores: dict[str, Any], labels: dict[str, str], preset: Preset
+) -> pd.DataFrame:
+    """Settings presets: one row per model and setting, games as columns; sweeps: one row per setting."""
+    rows = []
+    by_model: dict[str, dict[str, list[float]]] = {}
+    for run in present:
+        s = scores.get(labels[run.directory])
+        if s is None:
+            continue
+        if preset.summary == "sweep":
+            game = next(iter(s.games), None)
+            summary = None if game is None else s.games[game]
+            rows.append(
+                {
+                    "model": run.model,
+                    "game": GAME_TITLES.get(game, "-") if game else "-",
+                    "setting": run.setting.split(" ", 1)[1] if " " in run.setting else run.setting,
+                    "runs": 0 if summary is None else summary.n,
+                    "score": "-" if summary is None else _cell(summary.values),
+                }
+            )
+            continue
+        row: dict[str, Any] = {"model": run.model, "setting": run.setting}
+        for g in GAMES:
+            summary = s.games.get(g)
+            row[GAME_TITLES[g]] = "-" if summary is None else _cell(summary.values)
+            if summary is not None:
+                by_model.setdefault(run.model, {}).setdefault(g, []).append(summary.mean)
+        if s.overall_mean is not None:
+            sd = "" if s.overall_sd is None else f" ± {s.overall_sd:.1f}"
+            row["Overall"] = f"{s.overall_mean:.1f}{sd}"
+            by_model.setdefault(run.model, {}).setdefault("overall", []).append(s.overall_mean)
+        else:
+            row["Overall"] = "-"
+        rows.append(row)
+    if preset.spread:
+        for model, values in by_model.items():
+            row = {"model": model, "setting": "across settings (mean ± SD)"}
+            for g in GAMES:
+                row[GAME_TITLES[g]] = _cell(values.get(g, []))
+            row["Overall"] = _cell(values.get("overall", []))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def llm_actions_per_round(result: dict[str, Any]) -> list[float]:
+    """Mean action of the model seats in each round of one game (bids, contributions, ...)."""
+    means = []
+    for record in result["rounds"]:
+        values = [
+            float(d["action"])
+            for d in record.get("decisions", [])
+            if str(d.get("seat", "llm")).startswith("llm") and isinstance(d.get("action"), int | float)
+        ]
+        means.append(sum(values) / len(values) if values else math.nan)
+    return means
+
+
+def _fixed_summary(
+    preset: Preset, present: Sequence[PresetRun], infos: Sequence[RunDirInfo], out: Path, intro: str
+) -> list[Path]:
+    rows, curves = [], {}
+    for run, info in zip(present, infos, strict=True):
+        per_round: list[list[float]] = []
+        for g in info.games:
+            for i, value in enumerate(llm_actions_per_round(g.result)):
+                if i >= len(per_round):
+                    per_round.append([])
+                if not math.isnan(value):
+                    per_round[i].append(value)
+        curve = [sum(v) / len(v) if v else math.nan for v in per_round]
+        curves[(run.model, run.setting)] = curve
+        flat = [v for vs in per_round for v in vs]
+        game_scores = [g.score for g in info.games if g.score is not None]
+        rows.append(
+            {
+                "model": run.model,
+                "setting": run.setting,
+                "runs": len(info.games),
+                "mean action of the model seats": sum(flat) / len(flat) if flat else math.nan,
+                "score": _cell(game_scores),
+            }
+        )
+    frame = pd.DataFrame(rows)
+    paths = [out / "summary.csv"]
+    frame.to_csv(paths[0], index=False)
+    sections = [
+        ("Preset", intro),
+        (
+            "Model seats' mean action (bid or contribution) with and without the fixed player",
+            table(frame, floatfmt=".2f"),
+        ),
+    ]
+    chart = _fixed_chart(curves, out / "summary.png")
+    if chart:
+        sections.append(("Per round (thesis Fig. 6.4)", f"![per round]({chart.name})"))
+        paths.append(chart)
+    sections.append(("Run directories", table(_dirs_frame(infos))))
+    paths.append(write_report(out / "summary.md", f"GAMA-Bench preset {preset.name}", sections))
+    return paths
+
+
+def _fixed_chart(curves: dict[tuple[str, str], list[float]], path: Path) -> Path | None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    games = sorted({setting.split(" ", 1)[0] for _, setting in curves})
+    fig, axes = plt.subplots(1, len(games), figsize=(5 * len(games), 3.4), squeeze=False)
+    for ax, game in zip(axes[0], games, strict=True):
+        for (model, setting), curve in curves.items():
+            if setting.split(" ", 1)[0] == game:
+                ax.plot(
+                    range(1, len(curve) + 1), curve, marker="o", label=f"{model} {setting.split(' ', 1)[1]}"
+                )
+        ax.set_title(game)
+        ax.set_xlabel("round")
+        ax.set_ylabel("model seats' mean action")
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
