@@ -65,6 +65,7 @@ def test_bar_attendance_against_capacity_and_divide_dollar_bids_against_the_pot(
     assert points(dollar, "total", "sum of bids") == [(1, 80), (2, 120), (3, 80)]
     assert points(dollar, "total", "pot") == [(1, 100), (2, 100), (3, 100)]
     assert set(points(dollar, "bids", "equal split")) == {(1, 50), (2, 50), (3, 50)}
+    assert points(dollar, "bids", "mean") == [(1, 40), (2, 60), (3, 40)]
     assert sorted(points(dollar, "bids", "bid"))[:2] == [(1, 30), (1, 50)]
 
 

@@ -9,7 +9,7 @@ Series per game (x is the round unless said otherwise):
 
 - guessing — every player's choice, the group mean, the target (ratio × mean) and the winning number(s);
 - bar — how many went, against the capacity (ratio × N);
-- divide_dollar — every bid with the equal split G/N; the sum of the bids against G;
+- divide_dollar — every bid, the mean bid and the equal split G/N; the sum of the bids against G;
 - public_goods — every contribution and the mean; the mean net gain from the pot and mean tokens after;
 - diner — the share of cheap and of costly orders;
 - auction — bids against valuations (x = valuation, with bid = valuation); mean bid / valuation per round;
@@ -105,6 +105,7 @@ def plot_data(game: str, results: list[dict[str, Any]]) -> pd.DataFrame:
             elif game == "divide_dollar":
                 for i, b in enumerate(r["bids"]):
                     add(_rows("bids", "bid", run, j, b, i))
+                add(_rows("bids", "mean", run, j, r["total"] / n))
                 add(_rows("bids", "equal split", run, j, p["golds"] / n))
                 add(_rows("total", "sum of bids", run, j, r["total"]))
                 add(_rows("total", "pot", run, j, p["golds"]))
