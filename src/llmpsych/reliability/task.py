@@ -26,7 +26,7 @@ from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.task import Task, WorkUnit
 from .answers import chunk_levels, parse_chunk
-from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, shuffled_chunks
+from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, chunk_sizes, shuffled_chunks
 from .logprobs import expected_levels, label_distributions
 from .official import OfficialBFI, data_files, load_bfi, load_steering, load_template
 from .outliers import EPS, MIN_PTS
@@ -176,6 +176,12 @@ class ReliabilityTask(Task):
                     payload = {**config.as_dict(), "target": target, "repeat": repeat}
                     units.append(WorkUnit("/".join(parts), payload))
         return units
+
+    def calls_per_unit(self) -> float:
+        """For the ETA: one call per chunk of the 44 BFI items, one more for a generated steering turn."""
+        o = self.options
+        chunks = len(chunk_sizes(44, random.Random(0), o.chunk_min, o.chunk_max))
+        return chunks + int(o.source == "generate" and (o.steer == "environment" or o.cot))
 
     def params(self, max_tokens: int) -> GenerationParams:
         """The run's sampling parameters with a token limit (cached: one object per limit)."""

@@ -7,14 +7,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import LlmpsychError
 from ..models.client import ModelClient
@@ -37,6 +30,72 @@ class RunSummary:
     calls_replayed: int = 0
     seconds: float = 0.0
     errors: list[str] = field(default_factory=list)
+
+
+def remaining_seconds(
+    elapsed: float, sent: int, units_left: int, calls_per_unit: float | None, calls_in_flight: float
+) -> float | None:
+    """Seconds left: the model calls still to make, at the rate calls were sent so far in this execution.
+
+    Counting calls rather than units keeps the estimate right from the first answer: with many units in
+    flight (concurrency) no unit finishes until most of their calls are done, so a rate of finished
+    units says nothing early and then too much. ``sent`` counts calls sent to a model only (answers from
+    the response cache or replayed from the store cost no time); ``calls_in_flight`` is what unfinished
+    units have already asked (each counted up to ``calls_per_unit``).
+    """
+    if sent <= 0 or elapsed <= 0 or calls_per_unit is None:
+        return None
+    return max(0.0, units_left * calls_per_unit - calls_in_flight) * elapsed / sent
+
+
+class _Eta:
+    """The ETA shown in the progress bar (see :func:`remaining_seconds`).
+
+    It is re-estimated whenever another call has been sent and counts down in between, but never below
+    what the current silence implies (the next answer cannot come before now).
+    """
+
+    def __init__(self, units: int, calls_hint: float | None, started: float) -> None:
+        self.units_left = units
+        self.calls_hint = calls_hint
+        self.started = started
+        self.finished_units = 0
+        self.finished_calls = 0  # calls of any kind made by finished units
+        self.finished_sent = 0
+        self.live: dict[str, UnitContext] = {}
+        self._anchor: tuple[tuple[int, int, int], float, float, float] | None = None
+
+    def unit_done(self, ctx: UnitContext) -> None:
+        self.live.pop(ctx.unit_id, None)
+        self.units_left -= 1
+        self.finished_units += 1
+        self.finished_calls += ctx.sent + ctx.cached + ctx.replayed
+        self.finished_sent += ctx.sent
+
+    def calls_per_unit(self) -> float | None:
+        if self.finished_units:
+            return self.finished_calls / self.finished_units
+        return self.calls_hint
+
+    def text(self, now: float) -> str:
+        if self.units_left <= 0:
+            return "0:00:00"
+        per_unit = self.calls_per_unit()
+        live = list(self.live.values())
+        sent = self.finished_sent + sum(c.sent for c in live)
+        elapsed = now - self.started
+        state = (sent, self.units_left, self.finished_calls)
+        if self._anchor is None or self._anchor[0] != state:
+            in_flight = sum(min(c.sent + c.cached + c.replayed, per_unit or 0) for c in live)
+            estimate = remaining_seconds(elapsed, sent, self.units_left, per_unit, in_flight)
+            left = 0.0 if per_unit is None else max(0.0, self.units_left * per_unit - in_flight)
+            self._anchor = None if estimate is None else (state, now, estimate, left)
+        if self._anchor is None:
+            return "-:--:--"
+        _, when, estimate, left = self._anchor
+        floor = max(0.0, left - 1) * elapsed / (sent + 1)  # even if the next answer came right now
+        seconds = int(max(estimate - (now - when), floor))
+        return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 async def execute(
@@ -65,13 +124,20 @@ async def execute(
         MofNCompleteColumn(),
         TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
+        TextColumn("ETA {task.fields[eta]}"),
         TextColumn("[red]{task.fields[failures]}"),
         disable=not show_progress,
         transient=False,
     )
-    bar = progress.add_task(task.name, total=len(units), completed=summary.skipped, rate="", failures="")
+    bar = progress.add_task(
+        task.name, total=len(units), completed=summary.skipped, rate="", failures="", eta="-:--:--"
+    )
+    eta = _Eta(len(pending), task.calls_per_unit(), started)
+
+    async def show_eta() -> None:
+        while True:
+            progress.update(bar, eta=eta.text(time.perf_counter()))
+            await asyncio.sleep(0.5)
 
     def tick() -> None:
         elapsed = max(time.perf_counter() - started, 1e-9)
@@ -90,6 +156,7 @@ async def execute(
             except asyncio.QueueEmpty:
                 return
             ctx = UnitContext(unit.unit_id, store, clients, seed, params)
+            eta.live[unit.unit_id] = ctx
             store.start_unit(unit.unit_id)
             try:
                 result = await task.run_unit(unit, ctx)
@@ -107,9 +174,16 @@ async def execute(
                 summary.calls_sent += ctx.sent
                 summary.calls_cached += ctx.cached
                 summary.calls_replayed += ctx.replayed
+                eta.unit_done(ctx)
             tick()
 
     with progress:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(pending) or 1)))))
+        ticker = asyncio.create_task(show_eta()) if show_progress else None
+        try:
+            await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(pending) or 1)))))
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+        progress.update(bar, eta="0:00:00")
     summary.seconds = time.perf_counter() - started
     return summary

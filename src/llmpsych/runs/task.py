@@ -55,6 +55,10 @@ class Task(ABC):
     async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
         """Do one unit's work through ``ctx.chat`` and return a JSON-ready result."""
 
+    def calls_per_unit(self) -> float | None:
+        """Model calls a unit usually makes, for the progress bar's ETA before the first unit finishes."""
+        return None
+
     def analyze(self, run_dir: Path) -> list[Path]:
         """Read the run store and write tables and reports; return the files written."""
         return []

@@ -1,0 +1,89 @@
+"""The progress bar's ETA: counted in model calls, from calls actually sent (logic tests on hand-made
+counts; the figures measured on the embedded model are in docs/reliability.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from llmpsych.runs.engine import _Eta, remaining_seconds
+
+
+@dataclass
+class Unit:
+    """What the ETA reads of a unit's context."""
+
+    unit_id: str
+    sent: int = 0
+    cached: int = 0
+    replayed: int = 0
+
+
+def _seconds(text: str) -> int:
+    h, m, s = (int(p) for p in text.split(":"))
+    return 3600 * h + 60 * m + s
+
+
+def test_remaining_seconds_closed_form() -> None:
+    # 10 units of 2 calls, 3 calls answered in 30 s, in-flight units already asked 3: 17 calls x 10 s
+    assert remaining_seconds(30.0, 3, 10, 2.0, 3.0) == pytest.approx(170.0)
+    assert remaining_seconds(30.0, 0, 10, 2.0, 0.0) is None  # nothing sent yet: no rate
+    assert remaining_seconds(30.0, 3, 10, None, 3.0) is None  # calls per unit unknown
+    assert remaining_seconds(30.0, 3, 1, 2.0, 5.0) == 0.0  # never negative
+
+
+def test_serial_model_with_every_unit_in_flight_is_exact_from_the_first_answer() -> None:
+    """10 units of 2 calls start together; one model answers one call every 10 s, first-come first-served
+    (all first chunks, then all second chunks), so no unit finishes before 110 s. The ETA is exact after
+    every answer; a rate of finished units would have shown nothing for 110 s."""
+    units = [Unit(f"u{i}") for i in range(10)]
+    eta = _Eta(10, 2.0, started=0.0)
+    for u in units:
+        eta.live[u.unit_id] = u  # type: ignore[assignment]
+    assert eta.text(5.0) == "-:--:--"
+    for k in range(20):  # call k+1 answered at 10 (k+1) s
+        unit = units[k % 10]
+        unit.sent += 1
+        if k >= 10:
+            eta.unit_done(unit)  # type: ignore[arg-type]
+        now = 10.0 * (k + 1)
+        assert _seconds(eta.text(now)) == pytest.approx(200 - now, abs=1), k
+
+
+def test_counts_down_between_answers_but_not_below_what_the_silence_implies() -> None:
+    units = [Unit(f"u{i}") for i in range(10)]
+    eta = _Eta(10, 2.0, started=0.0)
+    for u in units:
+        eta.live[u.unit_id] = u  # type: ignore[assignment]
+    units[0].sent = 1
+    assert eta.text(10.0) == "0:03:10"  # 19 calls x 10 s
+    assert eta.text(15.0) == "0:03:05"  # counts down
+    # no answer for a long time: at 100 s the rate is at most 2 calls / 100 s, 18 calls left at best
+    assert _seconds(eta.text(100.0)) == 18 * 50
+
+
+def test_units_answered_from_the_cache_do_not_speed_the_estimate_up() -> None:
+    """Five units come back from the response cache at once; the other five each need 2 sent calls of
+    10 s. The rate comes from sent calls only, so the first sent answer already gives the true 90 s."""
+    eta = _Eta(10, 2.0, started=0.0)
+    for i in range(5):
+        cached = Unit(f"c{i}", cached=2)
+        eta.live[cached.unit_id] = cached  # type: ignore[assignment]
+        eta.unit_done(cached)  # type: ignore[arg-type]
+    assert eta.text(0.1) == "-:--:--"  # nothing sent yet, however many units are done
+    live = [Unit(f"u{i}") for i in range(5)]
+    for u in live:
+        eta.live[u.unit_id] = u  # type: ignore[assignment]
+    live[0].sent = 1
+    assert _seconds(eta.text(10.0)) == 90
+
+
+def test_calls_per_unit_comes_from_finished_units_once_there_are_some() -> None:
+    eta = _Eta(4, 2.0, started=0.0)
+    assert eta.calls_per_unit() == 2.0  # the task's hint
+    retried = Unit("a", sent=6)  # a unit that needed two more attempts of 2 calls
+    eta.live["a"] = retried  # type: ignore[assignment]
+    eta.unit_done(retried)  # type: ignore[arg-type]
+    assert eta.calls_per_unit() == 6.0
+    assert _Eta(4, None, started=0.0).text(10.0) == "-:--:--"  # no hint, nothing finished
