@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from llmpsych.games.analysis import transcript_markdown
+from llmpsych.games.analysis import transcript_markdown, write_transcripts
 from llmpsych.games.engine import OfflineContext, play_offline
 from llmpsych.games.plots import PANELS, plot_data
 from llmpsych.games.prompts import PromptSet
@@ -157,6 +157,9 @@ def test_transcript_shows_rules_requests_every_answer_and_reports() -> None:
     assert "## Player 0 (human)" in text and "## Player 1 (fixed:50)" in text and "### Round 2" in text
     assert "> fifty" in text and "rejected:" in text and "read as `40`" in text
     assert "> Round 1 begins." in text  # the request
+    # results stored before transcripts were recorded get none (and no error)
+    older = {k: v for k, v in result.items() if k != "transcripts"}
+    assert write_transcripts([older], Path("unused"), {}) == {}
 
 
 def test_run_report_links_one_plot_and_the_transcripts_per_game(tmp_path: Path) -> None:
