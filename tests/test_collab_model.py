@@ -37,6 +37,7 @@ def test_camel_and_mad_on_the_embedded_model(seed_data: Path, tmp_path: Path) ->
             assert outcome.summary.failed == 0, outcome.summary.errors
             summary = json.loads((outcome.run_dir / "summary.json").read_text())
             assert summary["n_items"] == 2 and 0 <= summary["score"] <= 100
+            assert "Per item" in (outcome.run_dir / "report.md").read_text()
             run_dirs.append(outcome.run_dir)
     transcripts = (tmp_path / "camel-autoinject" / "transcripts.md").read_text()
     # Whether the 0.5B injector actually changes a line depends on its output; that the faulty agent's
