@@ -11,13 +11,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from llmpsych.quickstart.task import console_lines
 from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultServer
 
 
 def scripted_responder(body: dict) -> str:
-    """First answer rates only odd items (one out of range); re-asks are answered fully."""
+    """First answer rates only odd items (one out of range); re-asks are answered fully. In the game, a
+    player picks 40 in round 1, then 10 less each round (the number of turns tells the round)."""
     last = body["messages"][-1]["content"]
+    if '"chosen_number"' in last:
+        turns = len(body["messages"])  # system + request, then three more per finished round
+        return json.dumps({"chosen_number": str(max(0, 40 - 10 * ((turns - 2) // 3)))})
     numbers = [int(n) for n in re.findall(r"^(\d+)\. ", last, flags=re.MULTILINE)]
     if numbers:  # the first prompt lists the statements
         return "\n".join(f"{i}: {9 if i == 1 else 4}" for i in numbers if i % 2)
@@ -33,7 +38,7 @@ def test_reasks_missing_and_out_of_range_items_then_scores(tmp_path: Path) -> No
                 "model": "openai-compatible/scripted",
                 "base_url": server.base_url,
                 "cache": False,
-                "options": {"runs": 2},
+                "options": {"runs": 2, "game_players": 0},
             }
         )
         outcome = start_run(config, tmp_path / "r", False)
@@ -58,7 +63,7 @@ def test_unanswerable_model_is_bounded_and_reported(tmp_path: Path) -> None:
                 "model": "openai-compatible/refuser",
                 "base_url": server.base_url,
                 "cache": False,
-                "options": {"runs": 1, "max_reasks": 2},
+                "options": {"runs": 1, "max_reasks": 2, "game_players": 0},
             }
         )
         outcome = start_run(config, tmp_path / "r", False)
@@ -70,6 +75,35 @@ def test_unanswerable_model_is_bounded_and_reported(tmp_path: Path) -> None:
     assert result["refused"] is True and result["answers"] == {} and len(result["unanswered"]) == 8
     assert "0 of 8 items answered" in (tmp_path / "r" / "report.md").read_text()
     assert resume_run(tmp_path / "r", False).summary.calls_sent == 0  # nothing left to do
+
+
+def test_short_game_is_played_scored_and_plotted(tmp_path: Path) -> None:
+    with FaultServer(responder=scripted_responder) as server:
+        config = parse_run_config(
+            {
+                "task": "quickstart",
+                "model": "openai-compatible/scripted",
+                "base_url": server.base_url,
+                "cache": False,
+                "options": {"runs": 1, "game_players": 3, "game_rounds": 4},
+            }
+        )
+        outcome = start_run(config, tmp_path / "r", False)
+    assert outcome.summary.done == 2 and outcome.summary.calls_sent == 2 + 3 * 4  # scale, then 12 picks
+    game = json.loads((tmp_path / "r" / "game.json").read_text())
+    # picks 40, 30, 20, 10: mean choice 25 -> score 100 - 25 (thesis Eq. 6.1, R < 1, range 0-100)
+    assert game["players"] == 3 and game["rounds"] == 4 and game["mean_choice"] == pytest.approx(25)
+    assert game["score"] == pytest.approx(75) and game["fallbacks"] == 0
+    rounds = pd.read_csv(tmp_path / "r" / "game.csv")
+    assert rounds["mean"].tolist() == [40, 30, 20, 10] and rounds["target"].iloc[0] == pytest.approx(80 / 3)
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "Guess 2/3 of the Average (short game)" in report and "**Score 75.0**" in report
+    if game["plot"] is not None:  # matplotlib installed
+        assert Path(game["plot"]).read_bytes()[:4] == b"\x89PNG"
+        assert "![choices per round](game.png)" in report
+    lines = console_lines(tmp_path / "r")
+    assert lines[0].startswith("Guess 2/3 of the Average, 3 seats x 4 rounds: score 75.0 / 100")
+    assert resume_run(tmp_path / "r", False).summary.calls_sent == 0
 
 
 @pytest.mark.model
@@ -99,6 +133,10 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
     assert scores[["Curiosity", "Caution"]].stack().between(1, 5).all()
     report = (run_dir / "report.md").read_text()
     assert "Scores (mean ± sd over runs" in report and "local/qwen2.5-0.5b" in report
+    game = json.loads((run_dir / "game.json").read_text())  # the short game: 5 seats x 5 rounds
+    assert game["players"] == 5 and game["rounds"] == 5 and 0 <= game["score"] <= 100
+    assert f"score {game['score']:.1f} / 100" in result.stdout and "Plot: " in result.stdout
+    assert (run_dir / "game.png").is_file()
     exported = subprocess.run(
         [sys.executable, "-m", "llmpsych", "export", str(run_dir)],
         capture_output=True,

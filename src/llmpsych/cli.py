@@ -181,11 +181,15 @@ def quickstart(
     model: ModelOpt = "local/qwen2.5-0.5b",
     base_url: BaseUrlOpt = None,
     runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 5,
+    game: Annotated[
+        bool, typer.Option("--game/--no-game", help="Also play Guess 2/3 (5 seats x 5 rounds).")
+    ] = True,
     out: OutOpt = None,
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
 ) -> None:
-    """Run a short, complete evaluation on the embedded model and write a report (no network, no data)."""
+    """Run a short, complete evaluation on the embedded model and write a report (no network, no data):
+    a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot."""
     from .paths import runs_dir
     from .runs import parse_run_config, start_run
     from .runs.runner import new_run_dir
@@ -195,13 +199,17 @@ def quickstart(
             "task": "quickstart",
             "model": model,
             "base_url": base_url,
-            "options": {"runs": runs},
+            "options": {"runs": runs, **({} if game else {"game_players": 0})},
             "cache": not no_cache,
         },
         "quickstart",
     )
     outcome = start_run(cfg, out or new_run_dir(runs_dir(), "quickstart"), progress, _state["debug"])
     _print_outcome(outcome)
+    from .quickstart.task import console_lines
+
+    for line in console_lines(outcome.run_dir):
+        console.print(line, highlight=False)
     report = outcome.run_dir / "report.md"
     if report.exists():
         console.print(f"\n[bold]Report:[/bold] {report}")

@@ -1,4 +1,5 @@
-"""The quickstart task: administer the demonstration scale several times and report the scores."""
+"""The quickstart task: administer the demonstration scale several times and report the scores, then play a
+short Guess 2/3 of the Average game (GAMA-Bench) and report its score with a plot of the choices."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from ..runs.store import RunStore
 from ..runs.task import Task, WorkUnit
 from .demo_scale import REASK, demo_scale
 
+#: The work unit of the short game.
+GAME_UNIT = "game-guessing"
+
 
 class QuickstartOptions(BaseModel):
     """How many independent administrations (each with its own item order)."""
@@ -26,6 +30,11 @@ class QuickstartOptions(BaseModel):
     runs: int = Field(default=5, ge=1, le=100)
     max_reasks: int = Field(default=2, ge=0, le=5)
     max_tokens: int = Field(default=96, ge=16)
+    game_players: int = Field(default=5, ge=0, le=20, description="seats of the Guess 2/3 game; 0: no game")
+    game_rounds: int = Field(default=5, ge=1, le=20)
+    game_temperature: float = Field(default=1.0, ge=0, le=2, description="the paper's temperature")
+    game_max_tokens: int = Field(default=48, ge=16)
+    game_max_reasks: int = Field(default=2, ge=0, le=10)
 
 
 class QuickstartTask(Task):
@@ -35,9 +44,14 @@ class QuickstartTask(Task):
     Options = QuickstartOptions
 
     def units(self) -> list[WorkUnit]:
-        return [WorkUnit(f"run-{r:03d}", {"run": r}) for r in range(1, self.options.runs + 1)]
+        units = [WorkUnit(f"run-{r:03d}", {"run": r}) for r in range(1, self.options.runs + 1)]
+        if self.options.game_players:
+            units.append(WorkUnit(GAME_UNIT, {"game": "guessing"}))
+        return units
 
     async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+        if "game" in unit.payload:
+            return await self._play_game(unit, ctx)
         scale = demo_scale()
         order = list(scale.item_indices)
         ctx.rng("item-order").shuffle(order)
@@ -55,6 +69,40 @@ class QuickstartTask(Task):
         )
         return {"order": order, **result.to_json()}
 
+    async def _play_game(self, unit: WorkUnit, ctx: Any) -> dict[str, Any]:
+        """Guess 2/3 of the Average with the paper's rules, ``game_players`` model seats, ``game_rounds``."""
+        from ..games.engine import Table
+        from ..games.prompts import PromptSet
+        from ..games.seats import build_seats
+        from ..games.task import game_class
+
+        o = self.options
+        cls = game_class(unit.payload["game"])
+        game = cls(cls.Params(), o.game_players, o.game_rounds, PromptSet(cls.folder, cls.builtin), ctx.rng)
+        params = GenerationParams(
+            **{
+                **self.config.params.model_dump(),
+                "temperature": o.game_temperature,
+                "max_tokens": o.game_max_tokens,
+            }
+        )
+        seats = build_seats(None, o.game_players)
+        table = Table(
+            game, seats, ctx, params, unit.unit_id, o.game_max_reasks, "repeat", game.truncate_after
+        )
+        await game.play(table)
+        return {
+            "game": unit.payload["game"],
+            "run": 1,
+            "players": o.game_players,
+            "rounds_planned": o.game_rounds,
+            "params": game.info(),
+            "seats": [seat.spec for seat in seats],
+            "fallbacks": table.fallbacks,
+            "summary": game.summary(),
+            "rounds": game.records,
+        }
+
     def analyze(self, run_dir: Path) -> list[Path]:
         scale = demo_scale()
         store = RunStore.in_dir(run_dir)
@@ -65,8 +113,9 @@ class QuickstartTask(Task):
         finally:
             store.close()
         answer_rows, score_rows = [], []
+        game_result = next((u.result for u in units if u.unit_id == GAME_UNIT and u.status == "done"), None)
         for unit in units:
-            if unit.status != "done":
+            if unit.status != "done" or unit.unit_id == GAME_UNIT:
                 continue
             result = AdministrationResult.from_json(unit.result)
             for index in scale.item_indices:
@@ -130,6 +179,10 @@ class QuickstartTask(Task):
         if chart:
             sections.insert(2, ("Chart", f"![scores]({chart.name})"))
             outputs.append(chart)
+        if game_result is not None:
+            game_section, game_files = game_report(game_result, run_dir)
+            sections.insert(-1, game_section)
+            outputs.extend(game_files)
         outputs.append(write_report(run_dir / "report.md", "llmpsych quickstart report", sections))
         (run_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=1))
         outputs.append(run_dir / "summary.json")
@@ -149,3 +202,75 @@ def _summary(scores: pd.DataFrame, subscales: tuple[str, ...]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def game_report(result: dict[str, Any], run_dir: Path) -> tuple[tuple[str, str], list[Path]]:
+    """The report section of the short game, and the files it wrote (``game.csv``, ``game.json``,
+    ``game.png``)."""
+    from ..games.leaderboard import game_score
+
+    score = game_score(result)
+    rows = [
+        {
+            "round": r["round"],
+            "choices": " ".join(str(c) for c in r["choices"]),
+            "mean": r["mean"],
+            "target": r["target"],
+            "winning number": " ".join(str(w) for w in r["winning"]),
+        }
+        for r in result["rounds"]
+    ]
+    frame = pd.DataFrame(rows)
+    files = [run_dir / "game.csv", run_dir / "game.json"]
+    frame.to_csv(files[0], index=False)
+    plot = choices_plot(result, run_dir / "game.png")
+    summary = {
+        "game": "Guess 2/3 of the Average",
+        "players": result["players"],
+        "rounds": len(result["rounds"]),
+        "score": score,
+        "mean_choice": result["summary"].get("mean_choice"),
+        "fallbacks": result["fallbacks"],
+        "plot": None if plot is None else str(plot),
+    }
+    files[1].write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    score_text = "not computable" if score is None else f"{score:.1f}"
+    body = (
+        f"{result['players']} seats of the same model played {len(result['rounds'])} rounds of Guess 2/3 of "
+        "the Average (GAMA-Bench, spec §2.1): each picks an integer in 0-100 and whoever is closest to "
+        "2/3 of the mean wins; the equilibrium is everyone picking 0. Each seat keeps its own conversation, "
+        "at temperature 1.0 as in the paper. "
+        f"**Score {score_text}** on the paper's 0-100 scale (100 - mean choice; higher is closer to the "
+        f"equilibrium); mean choice {summary['mean_choice']:.1f}; {result['fallbacks']} unreadable answer(s) "
+        "replaced by the fallback (50).\n\n" + table(frame)
+    )
+    if plot is not None:
+        body += f"\n\n![choices per round]({plot.name})"
+        files.append(plot)
+    return ("Guess 2/3 of the Average (short game)", body), files
+
+
+def choices_plot(result: dict[str, Any], path: Path) -> Path | None:
+    """The games report's Guess 2/3 plot (:mod:`llmpsych.games.plots`): every choice per round with the mean,
+    the target and the winning number; None without matplotlib."""
+    from ..games.plots import draw, plot_data
+
+    return draw(
+        "guessing", plot_data("guessing", [result]), path, "Guess 2/3 of the Average: choices per round"
+    )
+
+
+def console_lines(run_dir: Path) -> list[str]:
+    """What ``llmpsych quickstart`` prints about the short game (nothing when it was not played)."""
+    path = run_dir / "game.json"
+    if not path.is_file():
+        return []
+    game = json.loads(path.read_text(encoding="utf-8"))
+    score = "not computable" if game["score"] is None else f"{game['score']:.1f} / 100"
+    lines = [
+        f"Guess 2/3 of the Average, {game['players']} seats x {game['rounds']} rounds: score {score} "
+        f"(mean choice {game['mean_choice']:.1f}; the equilibrium is 0)"
+    ]
+    if game.get("plot"):
+        lines.append(f"Plot: {game['plot']}")
+    return lines
