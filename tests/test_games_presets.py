@@ -234,6 +234,21 @@ def test_temperatures_preset_runs_resumes_and_summarises(tmp_path: Path) -> None
     assert [m["setting"] for m in manifest][:2] == ["temperature=0.0", "temperature=0.2"]
 
 
+def test_prompt_versions_preset_reads_the_official_templates(tmp_path: Path, seed_data: Path) -> None:
+    with FaultServer(responder=scripted) as server:
+        settings = _server_settings(
+            server, models=["openai-compatible/scripted"], games=["guessing"], data_dir=seed_data
+        )
+        planned = expand(get_preset("prompt-versions"), settings)
+        execute(planned, tmp_path, progress=False)
+    summarize(get_preset("prompt-versions"), planned, tmp_path)
+    frame = pd.read_csv(tmp_path / "summary.csv")
+    assert frame["setting"].tolist() == ["v1", "v2", "v3", "v4", "v5", "across settings (mean ± SD)"]
+    for run in planned:
+        manifest = json.loads((tmp_path / run.directory / "manifest.json").read_text())
+        assert "prompt_template/guessing_game" in json.dumps(manifest)  # the official files, with checksums
+
+
 def test_a_different_run_in_the_directory_is_not_resumed(tmp_path: Path) -> None:
     with FaultServer(responder=scripted) as server:
         settings = _server_settings(server, models=["openai-compatible/scripted"], games=["guessing"])
