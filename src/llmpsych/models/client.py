@@ -91,7 +91,10 @@ class ModelClient:
         """Answer one chat request (from the cache when possible)."""
         params = params or GenerationParams()
         body = self.body(messages, params)
-        key = cache_key(self.identity, self.request_model, body, str(sample))
+        # The key (a sorted JSON dump of the body, hashed) is only needed with a cache.
+        key = (
+            cache_key(self.identity, self.request_model, body, str(sample)) if self.cache is not None else ""
+        )
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             self.stats.cache_hits += 1
             return hit

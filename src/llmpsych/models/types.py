@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,8 +55,22 @@ class ChatResult:
     errors: list[str] = field(default_factory=list)  # why earlier attempts of this request failed
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (used by the cache and the run store)."""
-        return asdict(self)
+        """A JSON-ready dict (used by the cache and the run store).
+
+        Built by hand: ``dataclasses.asdict`` deep-copies recursively, a measurable cost per request."""
+        return {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+            },
+            "latency_s": self.latency_s,
+            "attempts": self.attempts,
+            "cached": self.cached,
+            "logprobs": copy.deepcopy(self.logprobs) if self.logprobs is not None else None,
+            "errors": list(self.errors),
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ChatResult:
