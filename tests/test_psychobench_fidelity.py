@@ -31,7 +31,8 @@ from llmpsych.stats import compare_with_norm
 
 MODELS = ("LLaMA-2-7B", "LLaMA-2-13B", "Text-Davinci-003", "GPT-3.5-Turbo", "GPT-4", "GPT-4-JB")
 
-# Thesis Tables 4.3, 4.4, 4.7, 4.8 (spec §3.9): six "mean±sd" cells per row, in the order of MODELS.
+# Thesis Tables 4.3, 4.4, 4.7, 4.8 (spec §3.9): six "mean±sd" cells per row, in the order of MODELS
+# (CABIN's tables are left out: the text makes no significance statement about them).
 TABLE = {
     ("BFI", "Openness"): "4.2±0.3 4.1±0.4 4.8±0.2 4.2±0.3 4.2±0.6 3.8±0.6",
     ("BFI", "Conscientiousness"): "3.9±0.3 4.4±0.3 4.6±0.1 4.3±0.3 4.7±0.4 3.9±0.6",
@@ -45,11 +46,16 @@ TABLE = {
     ("DTDD", "Narcissism"): "6.5±1.3 5.0±1.4 3.0±1.3 6.6±0.6 2.0±1.6 4.5±0.9",
     ("DTDD", "Machiavellianism"): "4.3±1.3 4.4±1.7 1.5±1.0 5.4±0.9 1.1±0.4 3.2±0.7",
     ("DTDD", "Psychopathy"): "4.1±1.4 3.8±1.6 1.5±1.2 4.0±1.0 1.2±0.4 4.7±0.8",
+    ("BSRI", "Masculine"): "5.6±0.3 5.3±0.2 5.6±0.4 5.8±0.4 4.1±1.1 4.5±0.5",
+    ("BSRI", "Feminine"): "5.5±0.2 5.4±0.3 5.6±0.4 5.6±0.2 4.7±0.6 4.8±0.3",
     ("ICB", "Overall"): "3.6±0.3 3.0±0.2 2.1±0.7 2.6±0.5 1.9±0.4 2.6±0.2",
     ("ECR-R", "Anxiety"): "4.8±1.1 3.3±1.2 3.4±0.8 4.0±0.9 2.8±0.8 3.4±0.4",
     ("ECR-R", "Avoidance"): "2.9±0.4 1.8±0.4 2.3±0.3 1.9±0.4 2.0±0.8 2.5±0.5",
     ("GSE", "Overall"): "39.1±1.2 30.4±3.6 37.5±2.1 38.5±1.7 39.9±0.3 36.9±3.2",
     ("LOT-R", "Overall"): "12.7±3.7 19.9±2.9 24.0±0.0 18.0±0.9 16.2±2.2 19.7±1.7",
+    ("LMS", "Rich"): "3.1±0.8 3.3±0.9 4.5±0.3 3.8±0.4 4.0±0.4 4.5±0.4",
+    ("LMS", "Motivator"): "3.7±0.6 3.3±0.9 4.5±0.4 3.7±0.3 3.8±0.6 4.0±0.6",
+    ("LMS", "Important"): "3.5±0.9 4.2±0.8 4.8±0.2 4.1±0.1 4.5±0.3 4.6±0.4",
     ("EIS", "Overall"): "131.6±6.0 128.6±12.3 148.4±9.4 132.9±2.2 151.4±18.7 121.8±12.0",
     ("WLEIS", "SEA"): "4.7±1.3 5.5±1.3 5.9±0.6 6.0±0.1 6.2±0.7 6.4±0.4",
     ("WLEIS", "OEA"): "4.9±0.8 5.3±1.1 5.2±0.2 5.8±0.3 5.2±0.6 5.9±0.4",
@@ -72,11 +78,16 @@ CROWD = {
     ("DTDD", "Narcissism"): [("Crowd", 4.9, 1.8, 470)],
     ("DTDD", "Machiavellianism"): [("Crowd", 3.8, 1.6, 470)],
     ("DTDD", "Psychopathy"): [("Crowd", 2.5, 1.4, 470)],
+    ("BSRI", "Masculine"): [("Male", 4.8, 0.9, 75), ("Female", 4.6, 0.7, 76)],
+    ("BSRI", "Feminine"): [("Male", 5.3, 0.9, 75), ("Female", 5.7, 0.9, 76)],
     ("ICB", "Overall"): [("Crowd", 3.7, 0.8, 254)],
     ("ECR-R", "Anxiety"): [("Crowd", 2.9, 1.1, 388)],
     ("ECR-R", "Avoidance"): [("Crowd", 2.3, 1.0, 388)],
     ("GSE", "Overall"): [("Crowd", 29.6, 5.3, 19120)],
     ("LOT-R", "Overall"): [("Crowd", 14.7, 4.0, 1288)],
+    ("LMS", "Rich"): [("Crowd", 3.8, 0.8, 5973)],
+    ("LMS", "Motivator"): [("Crowd", 3.3, 0.9, 5973)],
+    ("LMS", "Important"): [("Crowd", 4.0, 0.7, 5973)],
     ("EIS", "Overall"): [("Male", 124.8, 16.5, 111), ("Female", 130.9, 15.1, 218)],
     ("WLEIS", "SEA"): [("Crowd", 4.0, 1.1, 418)],
     ("WLEIS", "OEA"): [("Crowd", 3.8, 1.1, 418)],
@@ -162,6 +173,16 @@ def test_lying_subscale_high() -> None:
     assert max(MODELS, key=lambda m: cell(("EPQ-R", "Lying"), m)[0]) == "GPT-4"
 
 
+def test_sex_roles_more_masculine_than_men_as_feminine_as_women() -> None:
+    # "in comparison to the average Masculine score among males and the average Feminine score among
+    # females ... except for GPT-4 and GPT-4-JB, exhibit a higher degree of Masculinity than humans,
+    # coupled with a similar level of Femininity" (000:1282). Reproduced exactly.
+    masculine = {m for m in MODELS if decide((*cell(("BSRI", "Masculine"), m), 10), (4.8, 0.9, 75)) == "+"}
+    assert masculine == set(MODELS) - {"GPT-4", "GPT-4-JB"}
+    feminine = {m: decide((*cell(("BSRI", "Feminine"), m), 10), (5.7, 0.9, 76)) for m in masculine}
+    assert set(feminine.values()) == {"="}
+
+
 def test_implicit_culture_belief_below_humans() -> None:
     # "LLMs demonstrate reduced ICB scores compared to the general human population" (000:1296): five of
     # six significantly; LLaMA-2-7B (3.6±0.3 vs 3.7±0.8, n 254) is not: Welch t = -0.93, p = 0.37.
@@ -198,6 +219,17 @@ def test_self_efficacy_and_optimism() -> None:
     assert davinci.t_statistic == pytest.approx(9.3 / (4.0 / math.sqrt(1288)))
 
 
+def test_openai_models_value_money_more() -> None:
+    # "the OpenAI GPT family exhibits more importance attributed to and desire for monetary possessions
+    # than both LLaMA-2 models and the average human population" (000:1311). Each OpenAI model is
+    # significantly above the norm on at least one LMS subscale and below it on none; neither LLaMA-2
+    # model is above it on any (LLaMA-2-7B is below on Rich: 3.1±0.8 vs 3.8±0.8).
+    rows = [("LMS", s) for s in ("Rich", "Motivator", "Important")]
+    openai = set(MODELS) - {"LLaMA-2-7B", "LLaMA-2-13B"}
+    assert {m for m in MODELS if any(marks(r, m) == "+" for r in rows)} == openai
+    assert {m for m in MODELS if any(marks(r, m) == "-" for r in rows)} == {"LLaMA-2-7B"}
+
+
 def test_emotional_intelligence_above_humans() -> None:
     # "LLMs exhibit a notably higher EI than the average human" (000:1313). WLEIS: every model is
     # significantly above the norm on every subscale, except LLaMA-2-7B on SEA and ROE.
@@ -229,6 +261,37 @@ def test_jailbreak_lowers_eis_and_empathy_but_not_wleis() -> None:
     assert oea.t_p_value == pytest.approx(0.0066, abs=0.0002) and oea.significant
     assert decide((5.85, 0.45, 10), (5.25, 0.65, 10)) == "="
     assert decide((5.95, 0.35, 10), (5.15, 0.55, 10)) == "+"
+
+
+def test_the_data_files_norms_change_two_decisions(seed_data: Path) -> None:
+    """The analysis reads the norms of the official data file, which differ from the thesis's printed
+    ones in n and the second decimal (BFI n = 6,076 vs 1,221, EPQ-R 693/878 vs 408/494, DTDD 577 vs 470;
+    BSRI has four groups, of which the thesis prints the workers; LMS adds a USA group to the whole
+    sample the thesis prints). The decisions are the same for every row and model but two, both
+    GPT-3.5-Turbo with a small SD, where the file's second decimal moves p across 0.01: ECR-R avoidance,
+    1.9±0.4, is not significantly below the printed 2.3±1.0 (Welch t = -2.94, p = 0.012) but is below
+    the file's 2.34±0.98 (t = -3.24, p = 0.007); LMS Important, 4.1±0.1, is not significantly above the
+    printed 4.0±0.7 (t = 3.04, p = 0.012) but is above the file's 3.95±0.72 (t = 4.55, p = 0.0009).
+    """
+    scales = load_psychobench_scales(seed_data)
+    names = {"Anxiety": "Attachment-related Anxiety", "Avoidance": "Attachment-related Avoidance"}
+    names |= {"Rich": "Factor rich", "Motivator": "Factor motivator", "Important": "Factor important"}
+    changed = set()
+    for (scale, sub), printed in CROWD.items():
+        norms = scales[scale].subscale(names.get(sub, sub)).norms
+        if scale == "BSRI":
+            norms = tuple(n for n in norms if n.label.startswith("Workers"))[::-1]  # men, then women
+        if scale == "LMS":
+            norms = tuple(n for n in norms if n.label == "Whole Sample")
+        assert len(norms) == len(printed)
+        for model in MODELS:
+            from_file = "".join(decide((*cell((scale, sub), model), 10), (n.mean, n.sd, n.n)) for n in norms)
+            if from_file != marks((scale, sub), model):
+                changed.add((scale, sub, model, marks((scale, sub), model), from_file))
+    assert changed == {
+        ("ECR-R", "Avoidance", "GPT-3.5-Turbo", "=", "-"),
+        ("LMS", "Important", "GPT-3.5-Turbo", "=", "+"),
+    }
 
 
 # Thesis Table 3.10 (spec §1.2.5): steered vs default GPT-3.5-Turbo BFI, n about 250 vs 2,500, all "***".
