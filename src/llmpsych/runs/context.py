@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from ..errors import ConfigError
+from ..models.cache import cache_key
 from ..models.client import ModelClient
 from ..models.types import ChatResult, GenerationParams, Message
 from .store import RunStore
@@ -35,8 +36,11 @@ class UnitContext:
         clients: dict[str, ModelClient],
         seed: int,
         default_params: GenerationParams,
+        may_replay: bool = True,
     ) -> None:
         self.unit_id = unit_id
+        #: False when the store holds no call of this unit (a fresh unit): no lookup per call then.
+        self.may_replay = may_replay
         self.store = store
         self.clients = clients
         self.seed = seed
@@ -64,11 +68,12 @@ class UnitContext:
         except KeyError:
             raise ConfigError(f"no model configured for role {role!r}") from None
         params = params or self.default_params
-        base_key = client.key(messages, params, f"{role}:{sample}")
+        body = client.body(messages, params)
+        base_key = cache_key(client.identity, client.request_model, body, f"{role}:{sample}")
         occurrence = self._occurrences[base_key]
         self._occurrences[base_key] += 1
         call_key = f"{base_key}#{occurrence}"
-        stored = self.store.get_call(self.unit_id, call_key)
+        stored = self.store.get_call(self.unit_id, call_key) if self.may_replay else None
         if stored is not None:
             self.replayed += 1
             return ChatResult.from_json(stored)
@@ -83,7 +88,7 @@ class UnitContext:
             seq,
             role,
             client.spec.text,
-            client.body(messages, params),
+            body,
             result.to_json(),
         )
         return result

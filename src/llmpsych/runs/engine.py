@@ -111,6 +111,7 @@ async def execute(
 ) -> RunSummary:
     """Run every unit not yet done; failures are recorded and reported, never lost."""
     done_ids = {row.unit_id for row in store.units("done")}
+    recorded = store.units_with_calls()  # units interrupted mid-way: their calls replay
     pending = [unit for unit in units if unit.unit_id not in done_ids]
     summary = RunSummary(total=len(units), skipped=len(units) - len(pending))
     started = time.perf_counter()
@@ -155,7 +156,7 @@ async def execute(
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            ctx = UnitContext(unit.unit_id, store, clients, seed, params)
+            ctx = UnitContext(unit.unit_id, store, clients, seed, params, unit.unit_id in recorded)
             eta.live[unit.unit_id] = ctx
             store.start_unit(unit.unit_id)
             try:

@@ -158,6 +158,11 @@ class RunStore:
             )
 
     # -- calls -------------------------------------------------------------------------------------
+    def units_with_calls(self) -> set[str]:
+        """Ids of the units that have at least one stored call (only these can replay on resume)."""
+        with self._lock:
+            return {row[0] for row in self._db.execute("SELECT DISTINCT unit_id FROM calls")}
+
     def get_call(self, unit_id: str, call_key: str) -> dict[str, Any] | None:
         """A completed call's stored response, if any."""
         with self._lock:
