@@ -249,6 +249,22 @@ def test_prompt_versions_preset_reads_the_official_templates(tmp_path: Path, see
         assert "prompt_template/guessing_game" in json.dumps(manifest)  # the official files, with checksums
 
 
+def test_a_resumed_run_takes_the_new_data_folder(tmp_path: Path, seed_data: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with FaultServer(responder=scripted) as server:
+        settings = _server_settings(
+            server, models=["openai-compatible/scripted"], games=["guessing"], data_dir=tmp_path / "empty"
+        )
+        planned = expand(get_preset("prompt-versions"), settings)[:1]
+        with pytest.raises(Exception, match="GAMABench not found"):
+            execute(planned, tmp_path / "o", progress=False)
+        settings.data_dir = seed_data  # fixed: the same run, resumed with the right folder
+        [outcome] = execute(
+            expand(get_preset("prompt-versions"), settings)[:1], tmp_path / "o", progress=False
+        )
+    assert outcome.summary.done == 1 and outcome.summary.failed == 0
+
+
 def test_a_different_run_in_the_directory_is_not_resumed(tmp_path: Path) -> None:
     with FaultServer(responder=scripted) as server:
         settings = _server_settings(server, models=["openai-compatible/scripted"], games=["guessing"])

@@ -338,11 +338,13 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: Config fields that define what a run measures; the others (endpoint, data folder, concurrency, cache)
+#: may change between invocations, and a resumed run takes the new values.
+IDENTITY = ("task", "model", "models", "seed", "options", "params")
+
+
 def _same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
-    keys = ("task", "model", "seed", "options")
-    if any(stored.get(k) != planned.get(k) for k in keys):
-        return False
-    return (stored.get("params") or {}).get("temperature") == planned["params"].get("temperature")
+    return all(stored.get(k) == planned.get(k) for k in IDENTITY)
 
 
 def execute(
@@ -353,7 +355,9 @@ def execute(
     debug: bool = False,
     on_outcome: Callable[[PresetRun, Any], None] | None = None,
 ) -> list[Any]:
-    """Start each run, or resume it when its directory already holds the same run; returns the outcomes."""
+    """Start each run, or resume it when its directory already holds the same run (same :data:`IDENTITY`
+    fields; the stored config then takes this invocation's endpoint, data folder, ...); returns the
+    outcomes."""
     from ..runs import parse_run_config, resume_run, start_run
 
     configs = [parse_run_config(r.config, f"preset run {r.directory}") for r in runs]
@@ -361,16 +365,17 @@ def execute(
     for run, config in zip(runs, configs, strict=True):
         run_dir = out / run.directory
         if (run_dir / STORE_FILE).is_file():
+            planned = config.model_dump(mode="json")
             store = RunStore.in_dir(run_dir)
             try:
-                stored = store.get_meta("config") or {}
+                if not _same_run(store.get_meta("config") or {}, planned):
+                    raise LlmpsychError(
+                        f"{run_dir} holds a different run than this preset would make",
+                        "choose another --out, or delete that directory",
+                    )
+                store.set_meta("config", planned)  # this invocation's endpoint, data folder, concurrency
             finally:
                 store.close()
-            if not _same_run(stored, config.model_dump(mode="json")):
-                raise LlmpsychError(
-                    f"{run_dir} holds a different run than this preset would make",
-                    "choose another --out, or delete that directory",
-                )
             outcome = resume_run(run_dir, progress, debug)
         else:
             outcome = start_run(config, run_dir, progress, debug)
