@@ -117,6 +117,10 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
             "quickstart",
             "--runs",
             "2",
+            "--game-seats",
+            "3",
+            "--game-rounds",
+            "2",
             "--out",
             str(run_dir),
             "--no-progress",
@@ -133,8 +137,8 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
     assert scores[["Curiosity", "Caution"]].stack().between(1, 5).all()
     report = (run_dir / "report.md").read_text()
     assert "Scores (mean ± sd over runs" in report and "local/qwen2.5-0.5b" in report
-    game = json.loads((run_dir / "game.json").read_text())  # the short game: 5 seats x 5 rounds
-    assert game["players"] == 5 and game["rounds"] == 5 and 0 <= game["score"] <= 100
+    game = json.loads((run_dir / "game.json").read_text())  # the short game (5 x 5 by default)
+    assert game["players"] == 3 and game["rounds"] == 2 and 0 <= game["score"] <= 100
     assert f"score {game['score']:.1f} / 100" in result.stdout and "Plot: " in result.stdout
     assert (run_dir / "game.png").is_file()
     exported = subprocess.run(

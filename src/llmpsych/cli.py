@@ -182,8 +182,10 @@ def quickstart(
     base_url: BaseUrlOpt = None,
     runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 5,
     game: Annotated[
-        bool, typer.Option("--game/--no-game", help="Also play Guess 2/3 (5 seats x 5 rounds).")
+        bool, typer.Option("--game/--no-game", help="Also play Guess 2/3 of the Average.")
     ] = True,
+    game_seats: Annotated[int, typer.Option(min=2, max=20, help="Seats at the game table.")] = 5,
+    game_rounds: Annotated[int, typer.Option(min=1, max=20, help="Rounds of the game.")] = 5,
     out: OutOpt = None,
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
@@ -199,7 +201,11 @@ def quickstart(
             "task": "quickstart",
             "model": model,
             "base_url": base_url,
-            "options": {"runs": runs, **({} if game else {"game_players": 0})},
+            "options": {
+                "runs": runs,
+                "game_players": game_seats if game else 0,
+                "game_rounds": game_rounds,
+            },
             "cache": not no_cache,
         },
         "quickstart",
