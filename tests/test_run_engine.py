@@ -166,3 +166,16 @@ def test_roles_on_one_endpoint_share_its_concurrency_limit(fault_server: FaultSe
     assert clients["subject"] is clients["twin"]  # same spec, one client
     assert clients["judge"] is not clients["subject"]
     assert clients["judge"]._limit is clients["subject"]._limit  # same server, one limit
+
+
+def test_stored_request_is_the_body_sent_once_encoded(tmp_path: Path) -> None:
+    """The run store keeps each request as the canonical JSON the HTTP backend sent (encoded once)."""
+    with FaultServer() as server:
+        start_run(_config(server, units=3, turns=2), tmp_path / "run", False)
+    with sqlite3.connect(tmp_path / "run" / "run.sqlite") as db:
+        stored = [row[0] for row in db.execute("SELECT request FROM calls ORDER BY unit_id, seq")]
+    assert len(stored) == 6
+    for text in stored:
+        body = json.loads(text)
+        assert body["model"] == "m" and body["messages"][-1]["role"] == "user"
+        assert text == json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))

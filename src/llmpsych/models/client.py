@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import random
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from ..errors import EndpointError
@@ -81,14 +84,32 @@ class ModelClient:
         """The chat-completions request body."""
         return {"model": self.request_model, "messages": messages, **params.request_fields()}
 
+    @staticmethod
+    def encode(body: dict[str, Any]) -> str:
+        """The canonical JSON of a request body (sorted keys), as stored, hashed and sent by the runs."""
+        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+    def call_key(self, encoded_body: str, sample: str) -> str:
+        """A run store's key for a request: this model, the canonical body and the sample label."""
+        text = "\x00".join((self.identity, self.request_model, sample, encoded_body))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
     def key(self, messages: list[Message], params: GenerationParams, sample: str = "0") -> str:
         """The cache key of a request."""
         return cache_key(self.identity, self.request_model, self.body(messages, params), sample)
 
     async def complete(
-        self, messages: list[Message], params: GenerationParams | None = None, sample: str | int = 0
+        self,
+        messages: list[Message],
+        params: GenerationParams | None = None,
+        sample: str | int = 0,
+        encoded: str | None = None,
     ) -> ChatResult:
-        """Answer one chat request (from the cache when possible)."""
+        """Answer one chat request (from the cache when possible).
+
+        ``encoded`` is the body as :meth:`encode` gives it, when the caller has it already: a backend
+        with ``send_encoded`` (HTTP) then sends it as it is instead of encoding the body again.
+        """
         params = params or GenerationParams()
         body = self.body(messages, params)
         # The key (a sorted JSON dump of the body, hashed) is only needed with a cache.
@@ -107,9 +128,12 @@ class ModelClient:
         async with self._limit:
             started = time.perf_counter()
             try:
-                response, attempts = await call_with_retries(
-                    lambda: self.backend.send(body), self.policy, self._rng, note_retry
-                )
+                send_encoded = getattr(self.backend, "send_encoded", None)
+                if encoded is not None and send_encoded is not None:
+                    attempt = partial(send_encoded, encoded.encode("utf-8"))
+                else:
+                    attempt = partial(self.backend.send, body)
+                response, attempts = await call_with_retries(attempt, self.policy, self._rng, note_retry)
             except RetriesExhausted as exc:
                 self.stats.failures += 1
                 raise RequestFailed(f"{self.spec}: {exc}") from None

@@ -130,9 +130,13 @@ class HttpBackend:
 
     async def send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One attempt; raises RetryableError or FatalRequestError on failure."""
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return await self.send_encoded(payload.encode())
+
+    async def send_encoded(self, payload: bytes) -> dict[str, Any]:
+        """:meth:`send` for a body already encoded as JSON (the run engine encodes each request once)."""
         if self._bad_key:
             raise FatalRequestError("the API key holds characters an HTTP header cannot carry")
-        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
         transport = self._open()
         try:
             status, retry_after, raw = await transport.post(payload)

@@ -14,7 +14,6 @@ from collections import Counter
 from typing import Any
 
 from ..errors import ConfigError
-from ..models.cache import cache_key
 from ..models.client import ModelClient
 from ..models.types import ChatResult, GenerationParams, Message
 from .store import RunStore
@@ -68,8 +67,8 @@ class UnitContext:
         except KeyError:
             raise ConfigError(f"no model configured for role {role!r}") from None
         params = params or self.default_params
-        body = client.body(messages, params)
-        base_key = cache_key(client.identity, client.request_model, body, f"{role}:{sample}")
+        encoded = client.encode(client.body(messages, params))  # once: key, HTTP payload, store
+        base_key = client.call_key(encoded, f"{role}:{sample}")
         occurrence = self._occurrences[base_key]
         self._occurrences[base_key] += 1
         call_key = f"{base_key}#{occurrence}"
@@ -79,7 +78,7 @@ class UnitContext:
             return ChatResult.from_json(stored)
         self._seq += 1
         seq = self._seq
-        result = await client.complete(messages, params, sample=f"{sample}:{occurrence}")
+        result = await client.complete(messages, params, sample=f"{sample}:{occurrence}", encoded=encoded)
         self.cached += int(result.cached)
         self.sent += int(not result.cached)
         self.store.put_call(
@@ -88,7 +87,7 @@ class UnitContext:
             seq,
             role,
             client.spec.text,
-            body,
+            encoded,
             result.to_json(),
         )
         return result

@@ -178,10 +178,10 @@ class RunStore:
         seq: int,
         role: str,
         model: str,
-        request: dict[str, Any],
+        request: dict[str, Any] | str,
         response: dict[str, Any],
     ) -> None:
-        """Persist one completed call immediately."""
+        """Persist one completed call immediately (``request`` as a dict or already JSON-encoded)."""
         usage = response.get("usage") or {}
         with self._lock:
             self._db.execute(
@@ -192,7 +192,7 @@ class RunStore:
                     seq,
                     role,
                     model,
-                    json.dumps(request, ensure_ascii=False),
+                    request if isinstance(request, str) else json.dumps(request, ensure_ascii=False),
                     json.dumps(response, ensure_ascii=False),
                     response.get("latency_s"),
                     usage.get("prompt_tokens"),
