@@ -185,3 +185,19 @@ def test_cache_commands(tmp_path: Path) -> None:
     cleared = llmpsych("cache", "clear", env=env)
     assert "removed 3 cached responses" in cleared.stdout
     assert "0 responses" in llmpsych("cache", "stats", env=env).stdout
+
+
+def test_a_run_with_failed_units_exits_1_and_resume_finishes_it(tmp_path: Path) -> None:
+    secret = "sk-llmpsych-test-exit-code"
+    with FaultServer(api_key=secret) as server:
+        args = ["--model", "openai-compatible/m", "--base-url", server.base_url, "-O", "units=2"]
+        run_dir = tmp_path / "run"
+        env = {"LLMPSYCH_CACHE_DIR": str(tmp_path / "cache")}
+        failed = llmpsych(
+            "run", "--task", "echo", *args, "--out", str(run_dir), env={**env, "LLMPSYCH_API_KEY": "wrong"}
+        )
+        assert failed.returncode == 1, failed.stderr
+        assert "2 units failed" in failed.stderr and "--resume" in failed.stderr
+        resumed = llmpsych("run", "--resume", str(run_dir), env={**env, "LLMPSYCH_API_KEY": secret})
+        assert resumed.returncode == 0, resumed.stderr
+        assert "2/2 units done" in resumed.stdout

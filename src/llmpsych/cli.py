@@ -90,6 +90,12 @@ def _print_outcome(outcome: Any) -> None:
         console.print(f"  wrote {path}")
 
 
+def _exit_if_failed(outcome: Any) -> None:
+    """Exit with status 1 when units failed (scripts and CI see it; the run stays resumable)."""
+    if outcome.summary.failed:
+        raise typer.Exit(1)
+
+
 def _parse_options(pairs: list[str]) -> dict[str, Any]:
     import yaml
 
@@ -127,7 +133,9 @@ def run(
     from .runs.runner import new_run_dir
 
     if resume is not None:
-        _print_outcome(resume_run(resume, progress, _state["debug"]))
+        outcome = resume_run(resume, progress, _state["debug"])
+        _print_outcome(outcome)
+        _exit_if_failed(outcome)
         return
     params = {
         k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None
@@ -150,7 +158,9 @@ def run(
             raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
         cfg = parse_run_config({k: v for k, v in overrides.items() if v not in (None, {}, [])}, "flags")
     run_dir = out or new_run_dir(runs_dir(), cfg.task)
-    _print_outcome(start_run(cfg, run_dir, progress, _state["debug"]))
+    outcome = start_run(cfg, run_dir, progress, _state["debug"])
+    _print_outcome(outcome)
+    _exit_if_failed(outcome)
 
 
 @app.command()
@@ -219,6 +229,7 @@ def quickstart(
     report = outcome.run_dir / "report.md"
     if report.exists():
         console.print(f"\n[bold]Report:[/bold] {report}")
+    _exit_if_failed(outcome)
 
 
 # -- models --------------------------------------------------------------------------------------
