@@ -26,6 +26,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -209,29 +210,40 @@ class ServerProcess:
                 self.proc.wait()
 
 
-_RESPONSE_BODY = json.dumps(
-    {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "bench",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 1},
-    }
-).encode()
-_RESPONSE = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-    + str(len(_RESPONSE_BODY)).encode()
-    + b"\r\n\r\n"
-    + _RESPONSE_BODY
-)
+def completion_response(content: str, usage: tuple[int, int] = (12, 1)) -> bytes:
+    """A complete HTTP/1.1 response carrying one chat completion whose answer is ``content``."""
+    payload = json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "bench",
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
+            ],
+            "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
+        }
+    ).encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+    return head.encode() + payload
 
 
-class _DelayedResponder(asyncio.Protocol):
-    """HTTP/1.1 keep-alive: each complete request is answered after ``latency`` seconds."""
+_RESPONSE = completion_response("ok")
 
-    def __init__(self, latency: float) -> None:
+
+def _fixed_response(body: bytes) -> bytes:
+    return _RESPONSE
+
+
+class DelayedResponder(asyncio.Protocol):
+    """HTTP/1.1 keep-alive: each complete request is answered ``latency`` s after it arrived.
+
+    ``respond`` turns the request body into the full HTTP response (by default a fixed ``ok`` answer).
+    """
+
+    def __init__(self, latency: float, respond: Callable[[bytes], bytes] = _fixed_response) -> None:
         self.latency = latency
+        self.respond = respond
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
 
@@ -252,22 +264,26 @@ class _DelayedResponder(asyncio.Protocol):
             total = end + 4 + length
             if len(self.buffer) < total:
                 return
-            self.buffer = self.buffer[total:]
-            asyncio.get_running_loop().call_later(self.latency, self._answer)
+            body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
+            loop = asyncio.get_running_loop()
+            due = loop.time() + self.latency
+            loop.call_at(due, self._answer, self.respond(body))
 
-    def _answer(self) -> None:
+    def _answer(self, response: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(_RESPONSE)
+            self.transport.write(response)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.transport = None
 
 
-async def serve_asyncio(port: int, latency: float) -> None:
-    """Serve forever with :class:`_DelayedResponder`."""
+async def serve_asyncio(
+    port: int, latency: float, respond: Callable[[bytes], bytes] = _fixed_response
+) -> None:
+    """Serve forever with :class:`DelayedResponder` on 127.0.0.1:``port``."""
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
-        lambda: _DelayedResponder(latency), "127.0.0.1", port, backlog=1024, reuse_address=True
+        lambda: DelayedResponder(latency, respond), "127.0.0.1", port, backlog=1024, reuse_address=True
     )
     async with server:
         await server.serve_forever()

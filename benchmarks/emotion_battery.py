@@ -30,7 +30,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import busy_cores, free_port, machine, markdown_table, peak_rss_mb, write_results
+from _common import (
+    busy_cores,
+    completion_response,
+    free_port,
+    machine,
+    markdown_table,
+    peak_rss_mb,
+    serve_asyncio,
+    write_results,
+)
 
 LATENCY_S = 0.1
 CONCURRENCY = 64
@@ -42,63 +51,12 @@ _ITEM = re.compile(rb"(?:^|\\n)(\d+)\. ")
 def _reply(body: bytes) -> bytes:
     """A chat completion answering ``index: score`` for every numbered statement in the request."""
     items = _ITEM.findall(body)
-    content = "\\n".join(f"{int(i)}: {1 + (int(i) * 7 + len(body)) % 5}" for i in items)
-    payload = json.dumps(
-        {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "bench",
-            "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": ""}}
-            ],
-            "usage": {"prompt_tokens": 300, "completion_tokens": 60},
-        }
-    ).replace('"content": ""', f'"content": "{content}"')
-    data = payload.encode()
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
-    return head.encode() + data
-
-
-class _Responder(asyncio.Protocol):
-    def __init__(self) -> None:
-        self.buffer = b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            length = 0
-            for line in self.buffer[:end].split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
-            response = _reply(body)
-            asyncio.get_running_loop().call_later(LATENCY_S, self._send, response)
-
-    def _send(self, response: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(response)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
+    content = "\n".join(f"{int(i)}: {1 + (int(i) * 7 + len(body)) % 5}" for i in items)
+    return completion_response(content, usage=(300, 60))
 
 
 async def _serve(port: int) -> None:
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(_Responder, "127.0.0.1", port, backlog=1024, reuse_address=True)
-    async with server:
-        await server.serve_forever()
+    await serve_asyncio(port, LATENCY_S, _reply)
 
 
 # -- client ---------------------------------------------------------------------------------------------

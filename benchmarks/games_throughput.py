@@ -43,10 +43,12 @@ from typing import Any
 from _common import (
     LoadMonitor,
     check_quiet,
+    completion_response,
     cpu_seconds,
     free_port,
     markdown_table,
     proc_cpu_seconds,
+    serve_asyncio,
     write_results,
 )
 
@@ -87,67 +89,14 @@ def game_answer(body: dict[str, Any]) -> str:
     return "I am not sure what to do."
 
 
-class _GameResponder(asyncio.Protocol):
-    """HTTP/1.1 keep-alive: each complete request is answered after ``latency`` seconds."""
-
-    def __init__(self, latency: float) -> None:
-        self.latency = latency
-        self.buffer = b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            length = 0
-            for line in self.buffer[:end].split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            body = json.loads(self.buffer[end + 4 : total])
-            self.buffer = self.buffer[total:]
-            text = game_answer(body)
-            completion = {
-                "id": "chatcmpl-games",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model", "bench"),
-                "choices": [
-                    {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-                ],
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10},
-            }
-            payload = json.dumps(completion).encode()
-            response = (
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                % (len(payload), payload)
-            )
-            asyncio.get_running_loop().call_later(self.latency, self._answer, response)
-
-    def _answer(self, response: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(response)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
+def game_response(body: bytes) -> bytes:
+    """The HTTP response to one game request: a valid answer for the game it comes from."""
+    return completion_response(game_answer(json.loads(body)), usage=(100, 10))
 
 
 async def serve(port: int, latency: float) -> None:
     """Serve forever."""
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(
-        lambda: _GameResponder(latency), "127.0.0.1", port, backlog=1024, reuse_address=True
-    )
-    async with server:
-        await server.serve_forever()
+    await serve_asyncio(port, latency, game_response)
 
 
 class GameServer:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import re
 import statistics
@@ -40,7 +41,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import LoadMonitor, busy_cores, cpu_seconds, free_port, markdown_table, write_results
+from _common import (
+    LoadMonitor,
+    busy_cores,
+    completion_response,
+    cpu_seconds,
+    free_port,
+    markdown_table,
+    serve_asyncio,
+    write_results,
+)
 
 LATENCY_S = 0.1
 CONCURRENCY = 256
@@ -64,68 +74,11 @@ def _reply(body: bytes, omit_first: bool) -> bytes:
         items = items[:-1]
     width = high - low + 1
     content = "\n".join(f"{i}: {low + (i * 7 + len(messages)) % width}" for i in items)
-    data = json.dumps(
-        {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "bench",
-            "choices": [
-                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}
-            ],
-            "usage": {"prompt_tokens": 300, "completion_tokens": 60},
-        }
-    ).encode()
-    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
-    return head.encode() + data
-
-
-class _Responder(asyncio.Protocol):
-    """HTTP/1.1 keep-alive; each request is answered ``LATENCY_S`` after it arrived."""
-
-    def __init__(self, omit_first: bool) -> None:
-        self.omit_first = omit_first
-        self.buffer = b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            end = self.buffer.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            length = 0
-            for line in self.buffer[:end].split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            total = end + 4 + length
-            if len(self.buffer) < total:
-                return
-            body, self.buffer = self.buffer[end + 4 : total], self.buffer[total:]
-            loop = asyncio.get_running_loop()
-            due = loop.time() + LATENCY_S
-            response = _reply(body, self.omit_first)
-            loop.call_at(due, self._send, response)
-
-    def _send(self, response: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(response)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.transport = None
+    return completion_response(content, usage=(300, 60))
 
 
 async def _serve(port: int, omit_first: bool) -> None:
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(
-        lambda: _Responder(omit_first), "127.0.0.1", port, backlog=1024, reuse_address=True
-    )
-    async with server:
-        await server.serve_forever()
+    await serve_asyncio(port, LATENCY_S, functools.partial(_reply, omit_first=omit_first))
 
 
 # -- client ---------------------------------------------------------------------------------------------
