@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..report.charts import pyplot
 from ..report.markdown import table, write_report
 from .reference import PAPER_BY_STRUCTURE, PAPER_BY_TASK
 
@@ -397,12 +398,8 @@ def defences(frame: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]
 
 
 def _chart(values: pd.Series, path: Path, title: str) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     values = values.dropna()
     if values.empty:

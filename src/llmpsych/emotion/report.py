@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..report.charts import pyplot
 from ..stats import hedges_g
 from .changes import ordered_factors
 
@@ -125,12 +126,8 @@ def heatmap(
 
     ``columns`` maps a column label (``"model P"``, ``"humans N"``) to ``{factor id: change}``.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     labels = list(columns)
     factors = ordered_factors(f for col in columns.values() for f in col)

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import LlmpsychError
+from ..report.charts import pyplot
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
 from . import scoring
@@ -186,12 +187,8 @@ def leaderboard_frame(scores: Mapping[str, ModelScores], first_column: str = "mo
 def leaderboard_chart(scores: Mapping[str, ModelScores], path: Path, title: str) -> Path | None:
     """Grouped bars (games and overall on the x axis, one bar per model, ± SD) as PNG; None without
     matplotlib (``pip install 'llmpsych[plots]'``)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     groups = [*GAMES, "overall"]
     names = list(scores)

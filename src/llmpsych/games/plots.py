@@ -28,6 +28,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..report.charts import pyplot
 from .pirate import optimal_plan
 
 COLUMNS = ["panel", "series", "run", "x", "y", "player"]
@@ -154,20 +155,9 @@ def plot_data(game: str, results: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _pyplot():  # noqa: ANN202 - matplotlib is optional
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
 def draw(game: str, data: pd.DataFrame, path: Path, title: str) -> Path | None:
     """Draw ``data`` (from :func:`plot_data`): one PNG, a panel per ``panel``; None without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None or data.empty:
         return None
     from matplotlib.ticker import MaxNLocator

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from ..errors import ConfigError, LlmpsychError
+from ..report.charts import pyplot
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
 from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
@@ -550,12 +551,8 @@ def _fixed_summary(
 
 
 def _fixed_chart(curves: dict[tuple[str, str], list[float]], path: Path) -> Path | None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     games = sorted({setting.split(" ", 1)[0] for _, setting in curves})
     fig, axes = plt.subplots(1, len(games), figsize=(5 * len(games), 3.4), squeeze=False)

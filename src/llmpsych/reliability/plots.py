@@ -6,19 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..report.charts import pyplot
 from .published import DIMENSIONS, LEVEL_NAMES, PROFILE_TARGET, profile_short
 from .reanalysis import Reanalysis, map_region
-
-
-def _pyplot():  # noqa: ANN202 - matplotlib is optional
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
 
 
 def _base(plt, result: Reanalysis, title: str):  # noqa: ANN001, ANN202
@@ -42,7 +32,7 @@ def _save(plt, fig, path: Path) -> Path:  # noqa: ANN001
 
 def density_map(result: Reanalysis, path: Path) -> Path | None:
     """Density of the data points, outliers marked (Fig. 3.1a)."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None:
         return None
     fig, ax = _base(plt, result, f"{len(result.frame)} data points, {int(result.outliers.sum())} outliers")
@@ -55,7 +45,7 @@ def density_map(result: Reanalysis, path: Path) -> Path | None:
 
 def factor_map(result: Reanalysis, factor: str, path: Path) -> Path | None:
     """Points coloured by the level of one factor (Fig. 3.1b-f)."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None or factor not in result.frame:
         return None
     fig, ax = _base(plt, result, f"by {factor}")
@@ -73,7 +63,7 @@ def steering_map(
     result: Reanalysis, default: pd.DataFrame, path: Path, by: str = "append_label"
 ) -> Path | None:
     """Steered points by target over the default cloud drawn as grey triangles (Fig. 3.6-3.8)."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None or by not in result.frame:
         return None
     fig, ax = _base(plt, result, "steering against the default distribution")
@@ -93,7 +83,7 @@ def extremes_panel(
     result: Reanalysis, default: pd.DataFrame, path: Path, by: str = "append_label"
 ) -> Path | None:
     """One panel per dimension: default cloud, its minimum and its maximum profile (Fig. 3.7)."""
-    plt = _pyplot()
+    plt = pyplot()
     if plt is None or by not in result.frame:
         return None
     shorts = result.frame[by].map(lambda s: profile_short(str(s)))

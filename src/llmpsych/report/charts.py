@@ -20,6 +20,18 @@ def matplotlib_available() -> bool:
     return True
 
 
+def pyplot():  # noqa: ANN201 - matplotlib is optional, so no annotation that needs it
+    """``matplotlib.pyplot`` on the non-interactive Agg backend, or None without the ``plots`` extra."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
 def grouped_bar_chart(
     categories: Sequence[str],
     series: Mapping[str, Sequence[Bar]],
@@ -34,12 +46,8 @@ def grouped_bar_chart(
     Error bars are ± sd (a missing or ``NaN`` sd draws no bar end). Many categories (> 12) are drawn
     horizontally. Returns ``None`` without matplotlib.
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     names = list(series)
     n_cat, n_ser = len(categories), max(1, len(names))

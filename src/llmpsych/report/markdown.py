@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .charts import pyplot
+
 
 def table(frame: pd.DataFrame, floatfmt: str = ".2f") -> str:
     """A GitHub-flavoured Markdown table."""
@@ -27,12 +29,8 @@ def bar_chart(
     values: dict[str, tuple[float, float]], path: Path, title: str, ylim: tuple[float, float]
 ) -> Path | None:
     """Mean ± sd bars as PNG if matplotlib is installed (``pip install 'llmpsych[plots]'``), else None."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
     names = list(values)
     fig, ax = plt.subplots(figsize=(1.4 * len(names) + 2, 3.2))
