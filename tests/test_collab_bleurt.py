@@ -104,6 +104,7 @@ def test_a_bad_checkpoint_stops_the_run_before_any_model_call(seed_data: Path, t
         with pytest.raises(ConfigError, match="BLEURT checkpoint not found"):
             start_run(config, tmp_path / "run", False)
         assert sum(server.hits.values()) == 0
+        assert not (tmp_path / "run").exists()  # no half-made run: the corrected command can reuse --out
 
 
 def test_configured_checkpoint_scores_with_bleurt_and_names_it(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -111,9 +112,25 @@ def start_run(
             f"{run_dir} already holds a run", "use --resume to continue it, or choose a new --out"
         )
     task = task_class(config.task)(config)
+    created = not run_dir.exists()
     store = RunStore.in_dir(run_dir)
     store.set_meta("config", config.model_dump(mode="json"))
-    return _finish(task, store, config, run_dir, show_progress, debug)
+    try:
+        return _finish(task, store, config, run_dir, show_progress, debug)
+    except LlmpsychError:
+        # A set-up error (data, model file, checkpoint, ...) before any unit was registered: leave no
+        # half-made run behind, so the corrected command can reuse the same --out.
+        if created and _nothing_registered(run_dir):
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _nothing_registered(run_dir: Path) -> bool:
+    store = RunStore.in_dir(run_dir)
+    try:
+        return not store.units()
+    finally:
+        store.close()
 
 
 def resume_run(run_dir: Path, show_progress: bool = True, debug: bool = False) -> RunOutcome:
