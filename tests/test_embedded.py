@@ -61,9 +61,18 @@ def test_loopback_server_answers_the_official_openai_client_identically(tmp_path
     direct = model.complete({"messages": QUESTION, "max_tokens": 8, "temperature": 0})
     assert via_http.choices[0].message.content == direct["choices"][0]["message"]["content"]
 
-    # The same evaluation through llmpsych, in-process and over HTTP, gives the same results.
-    common = {"task": "echo", "cache": False, "options": {"units": 3, "turns": 2, "max_tokens": 12}}
+    # The same evaluation through llmpsych, in-process and over HTTP, gives the same results. llama.cpp
+    # reuses the cached prefix of the previous prompt, so a temperature-0 answer can depend on which
+    # request came before it: both runs start after the same request and send theirs one at a time.
+    common = {
+        "task": "echo",
+        "cache": False,
+        "concurrency": 1,
+        "options": {"units": 3, "turns": 2, "max_tokens": 12},
+    }
+    model.complete({"messages": QUESTION, "max_tokens": 8, "temperature": 0})
     start_run(parse_run_config({**common, "model": "local/qwen2.5-0.5b"}), tmp_path / "inproc", False)
+    model.complete({"messages": QUESTION, "max_tokens": 8, "temperature": 0})
     start_run(
         parse_run_config({**common, "model": "openai-compatible/qwen", "base_url": model.base_url}),
         tmp_path / "http",
