@@ -16,7 +16,8 @@ from typing import Any
 from ..errors import ConfigError
 from ..models.client import ModelClient
 from ..models.types import ChatResult, GenerationParams, Message
-from .store import RunStore
+from .group_commit import GroupCommit
+from .store import RunStore, put_call_statements
 
 
 def derived_seed(*labels: Any) -> int:
@@ -36,11 +37,14 @@ class UnitContext:
         seed: int,
         default_params: GenerationParams,
         may_replay: bool = True,
+        commits: GroupCommit | None = None,
     ) -> None:
         self.unit_id = unit_id
         #: False when the store holds no call of this unit (a fresh unit): no lookup per call then.
         self.may_replay = may_replay
         self.store = store
+        #: Where calls are written: batched per event-loop turn when the engine provides it, else at once.
+        self.commits = commits
         self.clients = clients
         self.seed = seed
         self.default_params = default_params
@@ -81,15 +85,13 @@ class UnitContext:
         result = await client.complete(messages, params, sample=f"{sample}:{occurrence}", encoded=encoded)
         self.cached += int(result.cached)
         self.sent += int(not result.cached)
-        self.store.put_call(
-            self.unit_id,
-            call_key,
-            seq,
-            role,
-            client.spec.text,
-            encoded,
-            result.to_json(),
+        statements = put_call_statements(
+            self.unit_id, call_key, seq, role, client.spec.text, encoded, result.to_json()
         )
+        if self.commits is None:
+            self.store.write(statements)
+        else:
+            await self.commits.write(statements)
         return result
 
     async def chat_all(

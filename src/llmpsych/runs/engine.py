@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -13,7 +14,8 @@ from ..errors import LlmpsychError
 from ..models.client import ModelClient
 from ..models.types import GenerationParams
 from .context import UnitContext
-from .store import RunStore
+from .group_commit import GroupCommit
+from .store import RunStore, fail_unit_statements, finish_unit_statements, start_unit_statements
 from .task import Task, WorkUnit
 
 
@@ -98,6 +100,24 @@ class _Eta:
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
+async def _start_staggered(worker: Callable[[], Awaitable[None]], count: int) -> None:
+    """Run ``count`` workers, starting one per event-loop turn.
+
+    Started all in the same turn, every worker would prepare its first request before the loop gets
+    to send any of them; one per turn, the first requests are on the wire while later units are still
+    being prepared, and their answers are processed while others wait.
+    """
+    tasks = []
+    try:
+        for _ in range(count):
+            tasks.append(asyncio.ensure_future(worker()))
+            await asyncio.sleep(0)
+        await asyncio.gather(*tasks)
+    finally:
+        for started in tasks:
+            started.cancel()
+
+
 async def execute(
     task: Task,
     units: list[WorkUnit],
@@ -134,6 +154,7 @@ async def execute(
         task.name, total=len(units), completed=summary.skipped, rate="", failures="", eta="-:--:--"
     )
     eta = _Eta(len(pending), task.calls_per_unit(), started)
+    commits = GroupCommit(store)
 
     async def show_eta() -> None:
         while True:
@@ -156,20 +177,20 @@ async def execute(
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            ctx = UnitContext(unit.unit_id, store, clients, seed, params, unit.unit_id in recorded)
+            ctx = UnitContext(unit.unit_id, store, clients, seed, params, unit.unit_id in recorded, commits)
             eta.live[unit.unit_id] = ctx
-            store.start_unit(unit.unit_id)
+            commits.defer(start_unit_statements(unit.unit_id))  # with the next commit
             try:
                 result = await task.run_unit(unit, ctx)
             except Exception as exc:  # one unit's failure is recorded; the others go on
                 message = f"{type(exc).__name__}: {exc}"
                 if debug and not isinstance(exc, LlmpsychError):
                     message += "\n" + traceback.format_exc()
-                store.fail_unit(unit.unit_id, message)
+                await commits.write(fail_unit_statements(unit.unit_id, message))
                 summary.failed += 1
                 summary.errors.append(f"{unit.unit_id}: {message}")
             else:
-                store.finish_unit(unit.unit_id, result)
+                await commits.write(finish_unit_statements(unit.unit_id, result))
                 summary.done += 1
             finally:
                 summary.calls_sent += ctx.sent
@@ -181,8 +202,9 @@ async def execute(
     with progress:
         ticker = asyncio.create_task(show_eta()) if show_progress else None
         try:
-            await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(pending) or 1)))))
+            await _start_staggered(worker, max(1, min(workers, len(pending) or 1)))
         finally:
+            commits.flush()  # writes queued by workers cancelled mid-way (Ctrl-C) are kept
             if ticker is not None:
                 ticker.cancel()
         progress.update(bar, eta="0:00:00")

@@ -56,6 +56,60 @@ CREATE TABLE IF NOT EXISTS failures (
 
 STORE_FILE = "run.sqlite"
 
+#: One SQL write and its arguments; the ``*_statements`` functions build them for :meth:`RunStore.write`
+#: (one transaction now) or :class:`~llmpsych.runs.group_commit.GroupCommit` (one transaction per loop turn).
+Statement = tuple[str, tuple[Any, ...]]
+
+
+def start_unit_statements(unit_id: str) -> list[Statement]:
+    """Mark a unit as running."""
+    sql = "UPDATE units SET status='running', attempts=attempts+1, started=? WHERE unit_id=?"
+    return [(sql, (time.time(), unit_id))]
+
+
+def finish_unit_statements(unit_id: str, result: Any) -> list[Statement]:
+    """Record a unit's result."""
+    sql = "UPDATE units SET status='done', result=?, error=NULL, finished=? WHERE unit_id=?"
+    return [(sql, (json.dumps(result), time.time(), unit_id))]
+
+
+def fail_unit_statements(unit_id: str, error: str) -> list[Statement]:
+    """Record a unit's failure, in its row and in the failure log."""
+    now = time.time()
+    return [
+        ("UPDATE units SET status='failed', error=?, finished=? WHERE unit_id=?", (error, now, unit_id)),
+        ("INSERT INTO failures (unit_id, error, created) VALUES (?, ?, ?)", (unit_id, error, now)),
+    ]
+
+
+def put_call_statements(
+    unit_id: str,
+    call_key: str,
+    seq: int,
+    role: str,
+    model: str,
+    request: dict[str, Any] | str,
+    response: dict[str, Any],
+) -> list[Statement]:
+    """Insert one completed call (``request`` as a dict or already JSON-encoded)."""
+    usage = response.get("usage") or {}
+    row = (
+        unit_id,
+        call_key,
+        seq,
+        role,
+        model,
+        request if isinstance(request, str) else json.dumps(request, ensure_ascii=False),
+        json.dumps(response, ensure_ascii=False),
+        response.get("latency_s"),
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        response.get("attempts"),
+        int(bool(response.get("cached"))),
+        time.time(),
+    )
+    return [("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", row)]
+
 
 @dataclass
 class UnitRow:
@@ -132,30 +186,27 @@ class RunStore:
 
     def start_unit(self, unit_id: str) -> None:
         """Mark a unit as running (a crash leaves it 'running', which resume treats as pending)."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE units SET status='running', attempts=attempts+1, started=? WHERE unit_id=?",
-                (time.time(), unit_id),
-            )
+        self.write(start_unit_statements(unit_id))
 
     def finish_unit(self, unit_id: str, result: Any) -> None:
         """Record a unit's result."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE units SET status='done', result=?, error=NULL, finished=? WHERE unit_id=?",
-                (json.dumps(result), time.time(), unit_id),
-            )
+        self.write(finish_unit_statements(unit_id, result))
 
     def fail_unit(self, unit_id: str, error: str) -> None:
         """Record that a unit failed (its completed calls stay, so a resume does not repeat them)."""
-        now = time.time()
+        self.write(fail_unit_statements(unit_id, error))
+
+    def write(self, statements: Iterable[Statement]) -> None:
+        """Execute write statements in one transaction (one commit for all of them)."""
         with self._lock:
-            self._db.execute(
-                "UPDATE units SET status='failed', error=?, finished=? WHERE unit_id=?", (error, now, unit_id)
-            )
-            self._db.execute(
-                "INSERT INTO failures (unit_id, error, created) VALUES (?, ?, ?)", (unit_id, error, now)
-            )
+            self._db.execute("BEGIN")
+            try:
+                for sql, args in statements:
+                    self._db.execute(sql, args)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     # -- calls -------------------------------------------------------------------------------------
     def units_with_calls(self) -> set[str]:
@@ -182,26 +233,7 @@ class RunStore:
         response: dict[str, Any],
     ) -> None:
         """Persist one completed call immediately (``request`` as a dict or already JSON-encoded)."""
-        usage = response.get("usage") or {}
-        with self._lock:
-            self._db.execute(
-                "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    unit_id,
-                    call_key,
-                    seq,
-                    role,
-                    model,
-                    request if isinstance(request, str) else json.dumps(request, ensure_ascii=False),
-                    json.dumps(response, ensure_ascii=False),
-                    response.get("latency_s"),
-                    usage.get("prompt_tokens"),
-                    usage.get("completion_tokens"),
-                    response.get("attempts"),
-                    int(bool(response.get("cached"))),
-                    time.time(),
-                ),
-            )
+        self.write(put_call_statements(unit_id, call_key, seq, role, model, request, response))
 
     def calls(self) -> Iterator[dict[str, Any]]:
         """Every stored call, in completion order."""
