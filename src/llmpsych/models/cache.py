@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..paths import cache_dir
+from .canonical import canonical_json
 from .types import ChatResult
 
 SCHEMA = """
@@ -36,12 +37,7 @@ def default_cache_path() -> Path:
 
 def cache_key(endpoint: str, model: str, body: dict[str, Any], sample: str) -> str:
     """A stable hash of everything that determines an answer."""
-    canonical = json.dumps(
-        {"endpoint": endpoint, "model": model, "body": body, "sample": sample},
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    canonical = canonical_json({"endpoint": endpoint, "model": model, "body": body, "sample": sample})
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

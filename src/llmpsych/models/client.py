@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from typing import Any, Protocol
 
 from ..errors import EndpointError
 from .cache import ResponseCache, cache_key
+from .canonical import canonical_json
 from .catalog import DEFAULT_EMBEDDED_MODEL, catalog_entry, model_file
 from .embedded import EmbeddedBackend, EmbeddedSettings, load_embedded
 from .http_backend import HttpBackend
@@ -87,7 +87,7 @@ class ModelClient:
     @staticmethod
     def encode(body: dict[str, Any]) -> str:
         """The canonical JSON of a request body (sorted keys), as stored, hashed and sent by the runs."""
-        return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return canonical_json(body)
 
     def call_key(self, encoded_body: str, sample: str) -> str:
         """A run store's key for a request: this model, the canonical body and the sample label."""
