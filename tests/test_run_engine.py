@@ -179,3 +179,41 @@ def test_stored_request_is_the_body_sent_once_encoded(tmp_path: Path) -> None:
         body = json.loads(text)
         assert body["model"] == "m" and body["messages"][-1]["role"] == "user"
         assert text == json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_ctrl_c_halfway_keeps_what_was_answered_then_resume_finishes(tmp_path: Path) -> None:
+    """SIGINT (Ctrl-C): the process stops promptly, answers already received are committed, resume ends it."""
+    units, turns = 40, 3
+    total = units * turns
+    with FaultServer(FaultRates(latency_s=0.05)) as server:
+        run_dir = tmp_path / "interrupted"
+        command = [sys.executable, "-m", "llmpsych", "run", "--task", "echo"]
+        command += ["--model", "openai-compatible/m", "--base-url", server.base_url, "--no-cache"]
+        command += ["--concurrency", "4", "--no-progress"]
+        command += ["-O", f"units={units}", "-O", f"turns={turns}", "--out", str(run_dir)]
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            time.sleep(0.05)
+            if (run_dir / "run.sqlite").exists():
+                try:
+                    if len(_call_keys(run_dir)) >= total // 3:
+                        break
+                except sqlite3.OperationalError:
+                    pass
+            assert process.poll() is None, process.stderr.read().decode()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=20) == 130  # stopped, not finished
+        message = process.stderr.read().decode()
+        assert "interrupted:" in message and f"llmpsych run --resume {run_dir}" in message, message
+        assert "Traceback" not in message
+        before = set(_call_keys(run_dir))
+        assert total // 3 <= len(before) < total
+        answered = sum(server.hits.values())
+        # Every request the server answered before the interrupt is in the store, except those whose
+        # answer was still on the wire (at most the concurrency).
+        assert answered - len(before) <= 4
+        outcome = resume_run(run_dir, False)
+        assert outcome.summary.failed == 0
+        assert outcome.summary.calls_replayed == len(before)
+        assert len(set(_call_keys(run_dir))) == total

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .errors import LlmpsychError
+from .errors import LlmpsychError, RunInterrupted
 
 app = typer.Typer(
     name="llmpsych",
@@ -384,7 +384,8 @@ def main() -> None:
     except LlmpsychError as exc:
         if _state["debug"]:
             raise
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True, markup=True)
+        prefix = "" if isinstance(exc, RunInterrupted) else "[red]error:[/red] "
+        err_console.print(f"{prefix}{exc}", highlight=False, soft_wrap=True, markup=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print(

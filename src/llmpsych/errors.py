@@ -15,6 +15,12 @@ class LlmpsychError(Exception):
         return self.message if not self.hint else f"{self.message} ({self.hint})"
 
 
+class RunInterrupted(LlmpsychError):
+    """The user stopped a run (Ctrl-C); every answer received is saved and the run can be resumed."""
+
+    exit_code = 130
+
+
 class ConfigError(LlmpsychError):
     """A run configuration or the user config file is malformed."""
 

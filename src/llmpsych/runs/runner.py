@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import ConfigError, LlmpsychError
+from ..errors import ConfigError, LlmpsychError, RunInterrupted
 from ..models.cache import ResponseCache
 from ..models.client import ModelClient, open_client
 from ..models.embedded import EmbeddedSettings
@@ -151,6 +151,13 @@ def _finish(
 ) -> RunOutcome:
     try:
         summary = asyncio.run(_execute(task, store, config, show_progress, debug))
+    except KeyboardInterrupt:
+        counts = store.unit_counts()
+        raise RunInterrupted(
+            f"interrupted: {counts.get('done', 0)} of {sum(counts.values())} units done, every answer "
+            "received so far is saved",
+            f"continue with: llmpsych run --resume {run_dir}",
+        ) from None
     finally:
         store.close()
     outputs = analyze_run(run_dir) if summary.done + summary.skipped else []
