@@ -171,11 +171,19 @@ def free_port() -> int:
 
 
 class ServerProcess:
-    """Start one of this module's servers in a child process; context manager."""
+    """A benchmark server in a child process, ready once it accepts connections; context manager.
 
-    def __init__(self, kind: str, latency: float) -> None:
+    Runs ``python SCRIPT *ARGS --port P --latency L``: by default one of this module's servers
+    (``ARGS = [kind]``); a benchmark script with its own server passes its ``__file__`` and mode flags.
+    """
+
+    def __init__(
+        self, kind: str, latency: float, script: str = __file__, args: list[str] | None = None
+    ) -> None:
         self.kind = kind
         self.latency = latency
+        self.script = script
+        self.args = [kind] if args is None else args
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -184,7 +192,15 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> ServerProcess:
-        cmd = [sys.executable, __file__, self.kind, "--port", str(self.port), "--latency", str(self.latency)]
+        cmd = [
+            sys.executable,
+            self.script,
+            *self.args,
+            "--port",
+            str(self.port),
+            "--latency",
+            str(self.latency),
+        ]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from _common import (
+    ServerProcess,
     busy_cores,
     completion_response,
-    free_port,
     machine,
     markdown_table,
     peak_rss_mb,
@@ -55,8 +55,8 @@ def _reply(body: bytes) -> bytes:
     return completion_response(content, usage=(300, 60))
 
 
-async def _serve(port: int) -> None:
-    await serve_asyncio(port, LATENCY_S, _reply)
+async def _serve(port: int, latency: float) -> None:
+    await serve_asyncio(port, latency, _reply)
 
 
 # -- client ---------------------------------------------------------------------------------------------
@@ -181,13 +181,14 @@ def main() -> None:
     parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "measure", "bare"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--port", type=int)
+    parser.add_argument("--latency", type=float, default=LATENCY_S)
     parser.add_argument("--base-url")
     parser.add_argument("--per-factor", type=int, default=5)
     parser.add_argument("--transport", default="stock", choices=["stock", "aiohttp"])
     parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for an idle machine")
     args = parser.parse_args()
     if args.mode == "serve":
-        asyncio.run(_serve(args.port))
+        asyncio.run(_serve(args.port, args.latency))
         return
     if args.mode == "bare":
         print(json.dumps(measure_bare(args.base_url, 1800)))
@@ -195,20 +196,11 @@ def main() -> None:
     if args.mode == "measure":
         print(json.dumps(measure(args.base_url, args.per_factor, args.transport)))
         return
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, __file__, "serve", "--port", str(port)], stdout=subprocess.DEVNULL
-    )
-    try:
-        time.sleep(1.0)
-        base_url = f"http://127.0.0.1:{port}/v1"
+    with ServerProcess("emotion", LATENCY_S, __file__, ["serve"]) as server:
         load = _wait_for_quiet(args.wait)
         sizes = [1] if args.quick else [1, 5]
-        runs = [_child(base_url, k, t) for t in ("stock", "aiohttp") for k in sizes]
-        runs.append(_child(base_url, 0, "bare"))
-    finally:
-        server.terminate()
-        server.wait(5)
+        runs = [_child(server.base_url, k, t) for t in ("stock", "aiohttp") for k in sizes]
+        runs.append(_child(server.base_url, 0, "bare"))
     data = {
         "benchmark": "emotion_battery",
         "quick": args.quick,

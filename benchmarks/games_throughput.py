@@ -42,12 +42,11 @@ from typing import Any
 
 from _common import (
     LoadMonitor,
+    ServerProcess,
     check_quiet,
     completion_response,
     cpu_seconds,
-    free_port,
     markdown_table,
-    proc_cpu_seconds,
     serve_asyncio,
     write_results,
 )
@@ -99,45 +98,9 @@ async def serve(port: int, latency: float) -> None:
     await serve_asyncio(port, latency, game_response)
 
 
-class GameServer:
-    """The game server in a child process; context manager."""
-
-    def __init__(self, latency: float) -> None:
-        self.latency = latency
-        self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def __enter__(self) -> GameServer:
-        import socket
-
-        cmd = [sys.executable, __file__, "--serve", "--port", str(self.port), "--latency", str(self.latency)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"game server exited with {self.proc.returncode}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("game server did not start")
-
-    def cpu_seconds(self) -> float | None:
-        return proc_cpu_seconds(self.proc.pid) if self.proc else None
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+def game_server(latency: float) -> ServerProcess:
+    """This script's game server in a child process (``--serve``); context manager."""
+    return ServerProcess("game", latency, __file__, ["--serve"])
 
 
 # -- one measurement, in a child process ----------------------------------------------------------------
@@ -234,7 +197,7 @@ def measure(
 
 
 def child(
-    server: GameServer, games: list[str], runs: int, profile: str | None = None, nohttp: bool = False
+    server: ServerProcess, games: list[str], runs: int, profile: str | None = None, nohttp: bool = False
 ) -> dict[str, Any]:
     """Run one measurement in a fresh interpreter; adds the server's CPU seconds meanwhile."""
     base_url = server.base_url
@@ -287,7 +250,7 @@ def main() -> None:
         return
 
     busy_before = check_quiet()
-    with LoadMonitor() as load, GameServer(LATENCY_S) as server:
+    with LoadMonitor() as load, game_server(LATENCY_S) as server:
         alone = {game: child(server, [game], 1) for game in GAMES}
         together = child(server, GAMES, args.runs, args.profile)
         nohttp = child(server, GAMES, args.runs, nohttp=True) if args.nohttp else None

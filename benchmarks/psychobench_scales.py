@@ -43,10 +43,10 @@ from typing import Any
 
 from _common import (
     LoadMonitor,
+    ServerProcess,
     busy_cores,
     completion_response,
     cpu_seconds,
-    free_port,
     markdown_table,
     serve_asyncio,
     write_results,
@@ -77,8 +77,8 @@ def _reply(body: bytes, omit_first: bool) -> bytes:
     return completion_response(content, usage=(300, 60))
 
 
-async def _serve(port: int, omit_first: bool) -> None:
-    await serve_asyncio(port, LATENCY_S, functools.partial(_reply, omit_first=omit_first))
+async def _serve(port: int, latency: float, omit_first: bool) -> None:
+    await serve_asyncio(port, latency, functools.partial(_reply, omit_first=omit_first))
 
 
 # -- client ---------------------------------------------------------------------------------------------
@@ -158,31 +158,20 @@ def _child(base_url: str, administration: str, runs: int) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _with_server(omit_first: bool, body: Any) -> Any:
-    port = free_port()
-    cmd = [sys.executable, __file__, "serve", "--port", str(port)] + (["--omit-first"] if omit_first else [])
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    try:
-        time.sleep(1.0)
-        return body(f"http://127.0.0.1:{port}/v1")
-    finally:
-        server.terminate()
-        server.wait(5)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "measure"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--port", type=int)
     parser.add_argument("--omit-first", action="store_true")
+    parser.add_argument("--latency", type=float, default=LATENCY_S)
     parser.add_argument("--base-url")
     parser.add_argument("--administration", default="whole", choices=list(ADMINISTRATIONS))
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3, help="measurements per administration")
     args = parser.parse_args()
     if args.mode == "serve":
-        asyncio.run(_serve(args.port, args.omit_first))
+        asyncio.run(_serve(args.port, args.latency, args.omit_first))
         return
     if args.mode == "measure":
         print(json.dumps(measure(args.base_url, args.administration, args.runs)))
@@ -192,10 +181,9 @@ def main() -> None:
     load = busy_cores()
     results = []
     for administration in ADMINISTRATIONS:
-        measured = _with_server(
-            administration == "reask",
-            lambda url, a=administration: [_child(url, a, runs) for _ in range(repeats)],
-        )
+        flags = ["serve", "--omit-first"] if administration == "reask" else ["serve"]
+        with ServerProcess("psychobench", LATENCY_S, __file__, flags) as server:
+            measured = [_child(server.base_url, administration, runs) for _ in range(repeats)]
         best = min(measured, key=lambda r: r["ratio"])
         results.append(
             {
