@@ -18,15 +18,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import cProfile
 import datetime as dt
+import io
 import json
 import os
 import platform
+import pstats
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +163,26 @@ def proc_cpu_seconds(pid: int) -> float | None:
         return None
     ticks = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / ticks
+
+
+@contextlib.contextmanager
+def profiled(path: str | None, top_own: int = 25) -> Iterator[None]:
+    """cProfile the block when ``path`` is given; write its 40 top cumulative and ``top_own`` top own-time
+    entries to ``path`` (the venv's path shortened to ``<venv>``). Without ``path`` it does nothing."""
+    if not path:
+        yield
+        return
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        yield
+    finally:
+        profiler.disable()
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
+        stats.print_stats(40)
+        stats.sort_stats("tottime").print_stats(top_own)
+        Path(path).write_text(text.getvalue().replace(str(Path(sys.prefix)), "<venv>"))
 
 
 # -- server processes -----------------------------------------------------------------------------------

@@ -27,11 +27,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import cProfile
-import io
 import json
 import os
-import pstats
 import re
 import subprocess
 import sys
@@ -47,6 +44,7 @@ from _common import (
     completion_response,
     cpu_seconds,
     markdown_table,
+    profiled,
     serve_asyncio,
     write_results,
 )
@@ -153,25 +151,15 @@ def measure(
     )
     with tempfile.TemporaryDirectory(prefix="llmpsych-games-bench-") as tmp:
         run_dir = Path(tmp) / "run"
-        profiler = cProfile.Profile() if profile else None
         cpu0, t0 = cpu_seconds(), time.perf_counter()
-        if profiler is not None:
-            profiler.enable()
-        outcome = start_run(config, run_dir, show_progress=False)
-        if profiler is not None:
-            profiler.disable()
+        with profiled(profile):
+            outcome = start_run(config, run_dir, show_progress=False)
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
         from llmpsych.runs.runner import analyze_run
 
         cpu1, t1 = cpu_seconds(), time.perf_counter()
         analyze_run(run_dir)  # again, to tell the analysis's share from the execution's
         analysis_wall, analysis_cpu = time.perf_counter() - t1, cpu_seconds() - cpu1
-        if profiler is not None and profile is not None:
-            text = io.StringIO()
-            stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
-            stats.print_stats(40)
-            stats.sort_stats("tottime").print_stats(25)
-            Path(profile).write_text(text.getvalue().replace(str(Path(sys.prefix)), "<venv>"))
         store = RunStore.in_dir(run_dir)
         try:
             results = [u.result for u in store.units("done")]

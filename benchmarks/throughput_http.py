@@ -34,12 +34,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import importlib
-import io
 import json
 import os
-import pstats
 import subprocess
 import sys
 import tempfile
@@ -54,6 +51,7 @@ from _common import (
     cpu_seconds,
     markdown_table,
     peak_rss_mb,
+    profiled,
     write_results,
 )
 
@@ -252,20 +250,10 @@ def measure_llmpsych(
     )
     with tempfile.TemporaryDirectory(prefix="llmpsych-bench-") as tmp:
         run_dir = Path(tmp) / "run"
-        profiler = cProfile.Profile() if profile else None
         cpu0, t0 = cpu_seconds(), time.perf_counter()
-        if profiler is not None:
-            profiler.enable()
-        outcome = start_run(config, run_dir, show_progress=False)
-        if profiler is not None:
-            profiler.disable()
+        with profiled(profile, top_own=20):
+            outcome = start_run(config, run_dir, show_progress=False)
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
-        if profiler is not None and profile is not None:
-            text = io.StringIO()
-            stats = pstats.Stats(profiler, stream=text).sort_stats("cumulative")
-            stats.print_stats(40)
-            stats.sort_stats("tottime").print_stats(20)
-            Path(profile).write_text(text.getvalue().replace(str(Path(sys.prefix)), "<venv>"))
         store = RunStore.in_dir(run_dir)
         try:
             stored_calls = store.call_count()
