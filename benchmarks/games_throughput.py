@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -49,43 +48,13 @@ from _common import (
     write_results,
 )
 
+from llmpsych.testing.game_player import game_answer
+
 LATENCY_S = 0.1
 GAMES = ["guessing", "bar", "divide_dollar", "public_goods", "diner", "auction", "battle_royale", "pirate"]
 
 
 # -- the server -----------------------------------------------------------------------------------------
-def game_answer(body: dict[str, Any]) -> str:
-    """A valid answer to any builtin GAMA-Bench request, deterministic in the conversation."""
-    last = body["messages"][-1]["content"]
-    n = len(body["messages"])
-    if '"chosen_number"' in last:
-        return json.dumps({"chosen_number": str((7 * n) % 60)})
-    if '"go_or_stay"' in last:
-        return json.dumps({"decision": "go" if n % 3 else "stay"})
-    if '"bid_amount"' in last:
-        return json.dumps({"bid_amount": str(5 + n % 10)})
-    if '"tokens_contributed"' in last:
-        return json.dumps({"tokens_contributed": str(n % 7)})
-    if '"chosen_dish"' in last:
-        return json.dumps({"chosen_dish": "cheap" if n % 4 == 0 else "costly"})
-    if '"bid"' in last:
-        value = int(re.search(r"integer_between_0_and_(\d+)", last).group(1))  # type: ignore[union-attr]
-        return json.dumps({"bid": str(value * 4 // 5)})
-    if '"target"' in last:
-        me = re.search(r"You are player_(\d+)", last).group(1)  # type: ignore[union-attr]
-        others = [p for p in re.findall(r"player_(\d+)", last) if p != me]
-        return json.dumps({"action": "shoot", "target": f"player_{others[n % len(others)]}"})
-    if '"proposal"' in last:
-        ranks = re.findall(r'"(rank_\d+)"', last)
-        gold = int(re.search(r"Split (\d+) golds", last).group(1))  # type: ignore[union-attr]
-        shares = [gold - (len(ranks) - 1)] + [1] * (len(ranks) - 1)
-        return json.dumps({"proposal": dict(zip(ranks, map(str, shares), strict=True))})
-    if "accept_or_reject" in last:
-        share = int(re.search(r"gives you (\d+) golds", last).group(1))  # type: ignore[union-attr]
-        return json.dumps({"decision": "accept" if share >= 1 and n % 2 else "reject"})
-    return "I am not sure what to do."
-
-
 def game_response(body: bytes) -> bytes:
     """The HTTP response to one game request: a valid answer for the game it comes from."""
     return completion_response(game_answer(json.loads(body)), usage=(100, 10))

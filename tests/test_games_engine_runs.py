@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -21,39 +20,12 @@ from llmpsych.games.prompts import PromptSet, fill, official_template_path, temp
 from llmpsych.games.task import GAMES, game_class
 from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultRates, FaultServer
+from llmpsych.testing.game_player import game_answer
 
 
 def scripted(body: dict[str, Any]) -> str:
-    """A deterministic player for every game; it reads only the last (request) turn."""
-    last = body["messages"][-1]["content"]
-    n = len(body["messages"])
-    if '"chosen_number"' in last:
-        return f'```json\n{{"chosen_number": "{(7 * n) % 60}"}}\n```'
-    if '"go_or_stay"' in last:
-        return json.dumps({"decision": "go" if n % 3 else "stay"})
-    if '"bid_amount"' in last:
-        return json.dumps({"bid_amount": str(5 + n % 10)})
-    if '"tokens_contributed"' in last:
-        return json.dumps({"tokens_contributed": str(n % 7)})
-    if '"chosen_dish"' in last:
-        return json.dumps({"chosen_dish": "cheap" if n % 4 == 0 else "costly"})
-    if '"bid"' in last:
-        value = int(re.search(r"integer_between_0_and_(\d+)", last).group(1))
-        return json.dumps({"bid": str(value * 4 // 5)})
-    if '"target"' in last:
-        me = re.search(r"You are player_(\d+)", last).group(1)
-        others = [p for p in re.findall(r"player_(\d+)", last) if p != me]
-        return json.dumps({"action": "shoot", "target": f"player_{others[n % len(others)]}"})
-    if '"proposal"' in last:
-        ranks = re.findall(r'"(rank_\d+)"', last)
-        shares = [0] * len(ranks)
-        shares[0] = 100 - (len(ranks) - 1)
-        shares[1:] = [1] * (len(ranks) - 1)
-        return json.dumps({"proposal": dict(zip(ranks, map(str, shares), strict=True))})
-    if "accept_or_reject" in last:
-        share = int(re.search(r"(?:get|gives you) (\d+) golds", last).group(1))
-        return json.dumps({"decision": "accept" if share >= 1 and n % 2 else "reject"})
-    return "I am not sure what to do."
+    """The shared scripted player; Guess-2/3 answers come in a ```json block, as chat models write them."""
+    return game_answer(body, fenced=True)
 
 
 def _config(server: FaultServer, **options: Any) -> Any:
