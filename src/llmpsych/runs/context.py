@@ -36,14 +36,14 @@ class UnitContext:
         clients: dict[str, ModelClient],
         seed: int,
         default_params: GenerationParams,
+        commits: GroupCommit,
         may_replay: bool = True,
-        commits: GroupCommit | None = None,
     ) -> None:
         self.unit_id = unit_id
         #: False when the store holds no call of this unit (a fresh unit): no lookup per call then.
         self.may_replay = may_replay
         self.store = store
-        #: Where calls are written: batched per event-loop turn when the engine provides it, else at once.
+        #: Writes calls to the store, one transaction per event-loop turn for all units.
         self.commits = commits
         self.clients = clients
         self.seed = seed
@@ -88,10 +88,7 @@ class UnitContext:
         statements = put_call_statements(
             self.unit_id, call_key, seq, role, client.spec.text, encoded, result.to_json()
         )
-        if self.commits is None:
-            self.store.write(statements)
-        else:
-            await self.commits.write(statements)
+        await self.commits.write(statements)
         return result
 
     async def chat_all(

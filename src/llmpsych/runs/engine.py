@@ -177,7 +177,7 @@ async def execute(
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            ctx = UnitContext(unit.unit_id, store, clients, seed, params, unit.unit_id in recorded, commits)
+            ctx = UnitContext(unit.unit_id, store, clients, seed, params, commits, unit.unit_id in recorded)
             eta.live[unit.unit_id] = ctx
             commits.defer(start_unit_statements(unit.unit_id))  # with the next commit
             try:

@@ -184,18 +184,6 @@ class RunStore:
         with self._lock:
             return dict(self._db.execute("SELECT status, COUNT(*) FROM units GROUP BY status").fetchall())
 
-    def start_unit(self, unit_id: str) -> None:
-        """Mark a unit as running (a crash leaves it 'running', which resume treats as pending)."""
-        self.write(start_unit_statements(unit_id))
-
-    def finish_unit(self, unit_id: str, result: Any) -> None:
-        """Record a unit's result."""
-        self.write(finish_unit_statements(unit_id, result))
-
-    def fail_unit(self, unit_id: str, error: str) -> None:
-        """Record that a unit failed (its completed calls stay, so a resume does not repeat them)."""
-        self.write(fail_unit_statements(unit_id, error))
-
     def write(self, statements: Iterable[Statement]) -> None:
         """Execute write statements in one transaction (one commit for all of them)."""
         with self._lock:
