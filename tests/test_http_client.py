@@ -98,3 +98,21 @@ def test_cache_keeps_samples_distinct_and_hits(fault_server: FaultServer, tmp_pa
     summary = cache.stats()
     assert summary.entries == 3 and summary.by_model == {"m": 3}
     assert cache.clear(model="other") == 0 and cache.clear() == 3 and cache.stats().entries == 0
+
+
+def test_request_body_follows_each_params_object() -> None:
+    """The client reuses the fields of the params object it saw last, and only of that same object."""
+    client = open_client("openai-compatible/m", base_url="http://127.0.0.1:9/v1")
+    first = GenerationParams(temperature=0.5, stop=["x"])
+    assert client.body([], first) == {"model": "m", "messages": [], "temperature": 0.5, "stop": ["x"]}
+    client.body([], first)["temperature"] = 2.0  # a caller changing its body changes nothing stored
+    assert client.body([], first)["temperature"] == 0.5
+    changed = first.model_copy(update={"temperature": 1.0, "max_tokens": 7})
+    assert client.body([], changed) == {
+        "model": "m",
+        "messages": [],
+        "temperature": 1.0,
+        "stop": ["x"],
+        "max_tokens": 7,
+    }
+    assert client.body([], GenerationParams(logprobs=True, top_logprobs=3))["top_logprobs"] == 3

@@ -69,6 +69,7 @@ class ModelClient:
         self.stats = ClientStats()
         self._limit = asyncio.Semaphore(concurrency)
         self._rng = random.Random()
+        self._params_fields: tuple[GenerationParams | None, dict[str, Any]] = (None, {})
 
     @property
     def endpoint_key(self) -> str:
@@ -82,7 +83,11 @@ class ModelClient:
 
     def body(self, messages: list[Message], params: GenerationParams) -> dict[str, Any]:
         """The chat-completions request body."""
-        return {"model": self.request_model, "messages": messages, **params.request_fields()}
+        # A run sends the same (frozen) params object with nearly every request: its fields are
+        # computed once for it instead of a pydantic dump per request.
+        if self._params_fields[0] is not params:
+            self._params_fields = (params, params.request_fields())
+        return {"model": self.request_model, "messages": messages, **self._params_fields[1]}
 
     @staticmethod
     def encode(body: dict[str, Any]) -> str:
@@ -111,14 +116,17 @@ class ModelClient:
         with ``send_encoded`` (HTTP) then sends it as it is instead of encoding the body again.
         """
         params = params or GenerationParams()
-        body = self.body(messages, params)
-        # The key (a sorted JSON dump of the body, hashed) is only needed with a cache.
-        key = (
-            cache_key(self.identity, self.request_model, body, str(sample)) if self.cache is not None else ""
-        )
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            self.stats.cache_hits += 1
-            return hit
+        send_encoded = getattr(self.backend, "send_encoded", None)
+        # The body as a dict is needed for the cache key or by a backend that encodes it itself.
+        body: dict[str, Any] = {}
+        if self.cache is not None or encoded is None or send_encoded is None:
+            body = self.body(messages, params)
+        key = ""
+        if self.cache is not None:
+            key = cache_key(self.identity, self.request_model, body, str(sample))
+            if (hit := self.cache.get(key)) is not None:
+                self.stats.cache_hits += 1
+                return hit
         failed_attempts: list[str] = []
 
         def note_retry(attempt: int, reason: str) -> None:
@@ -128,7 +136,6 @@ class ModelClient:
         async with self._limit:
             started = time.perf_counter()
             try:
-                send_encoded = getattr(self.backend, "send_encoded", None)
                 if encoded is not None and send_encoded is not None:
                     attempt = partial(send_encoded, encoded.encode("utf-8"))
                 else:

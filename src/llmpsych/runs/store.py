@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS units (
@@ -61,6 +63,25 @@ STORE_FILE = "run.sqlite"
 Statement = tuple[str, tuple[Any, ...]]
 
 
+def stored_json(value: Any, finite: bool = False) -> str:
+    """``value`` as JSON text for the store, written by orjson where that is exact, else by ``json``.
+
+    orjson is 5-10x faster (a 150 kB game result: 0.3 ms instead of 3.5 ms, on the event loop) but
+    writes NaN and infinities as ``null`` where the standard library writes ``NaN``/``Infinity``, which
+    ``json.loads`` reads back as floats. So text with a ``null`` in it is written again by the standard
+    library, unless the caller knows the value holds no such float (``finite``); what orjson refuses
+    (an integer beyond 64 bits, an unsupported type) goes to the standard library too. Either way the
+    text reads back with ``json.loads`` as the value that was written.
+    """
+    try:
+        data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False)
+    if not finite and b"null" in data:
+        return json.dumps(value, ensure_ascii=False)
+    return data.decode("utf-8")
+
+
 def start_unit_statements(unit_id: str) -> list[Statement]:
     """Mark a unit as running."""
     sql = "UPDATE units SET status='running', attempts=attempts+1, started=? WHERE unit_id=?"
@@ -70,7 +91,7 @@ def start_unit_statements(unit_id: str) -> list[Statement]:
 def finish_unit_statements(unit_id: str, result: Any) -> list[Statement]:
     """Record a unit's result."""
     sql = "UPDATE units SET status='done', result=?, error=NULL, finished=? WHERE unit_id=?"
-    return [(sql, (json.dumps(result), time.time(), unit_id))]
+    return [(sql, (stored_json(result), time.time(), unit_id))]
 
 
 def fail_unit_statements(unit_id: str, error: str) -> list[Statement]:
@@ -91,7 +112,10 @@ def put_call_statements(
     request: dict[str, Any] | str,
     response: dict[str, Any],
 ) -> list[Statement]:
-    """Insert one completed call (``request`` as a dict or already JSON-encoded)."""
+    """Insert one completed call (``request`` as a dict or already JSON-encoded).
+
+    A response without log-probabilities holds no float but its latency, so orjson writes it exactly.
+    """
     usage = response.get("usage") or {}
     row = (
         unit_id,
@@ -100,7 +124,7 @@ def put_call_statements(
         role,
         model,
         request if isinstance(request, str) else json.dumps(request, ensure_ascii=False),
-        json.dumps(response, ensure_ascii=False),
+        stored_json(response, finite=response.get("logprobs") is None),
         response.get("latency_s"),
         usage.get("prompt_tokens"),
         usage.get("completion_tokens"),
