@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -98,6 +100,29 @@ class _Eta:
         floor = max(0.0, left - 1) * elapsed / (sent + 1)  # even if the next answer came right now
         seconds = int(max(estimate - (now - when), floor))
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+#: Allocations between two young-generation collections while units run (Python's default is 700).
+GC_YOUNG_THRESHOLD = 20_000
+
+
+@contextlib.contextmanager
+def fewer_gc_pauses() -> Iterator[None]:
+    """While units run: freeze what exists (data, modules) out of the cyclic GC and collect less often.
+
+    Every request allocates a few dozen containers (messages, bodies, results), so with the default
+    threshold the collector ran about every 20 requests: 157 collections, 0.27 s of a 2.6 s run of the
+    eight games x 5 runs (``benchmarks/games_throughput.py``); with this, 3 collections and 0.02 s.
+    Garbage is still collected, in larger batches. Both settings are restored afterwards.
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], GC_YOUNG_THRESHOLD), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 async def _start_staggered(worker: Callable[[], Awaitable[None]], count: int) -> None:
@@ -199,7 +224,7 @@ async def execute(
                 eta.unit_done(ctx)
             tick()
 
-    with progress:
+    with progress, fewer_gc_pauses():
         ticker = asyncio.create_task(show_eta()) if show_progress else None
         try:
             await _start_staggered(worker, max(1, min(workers, len(pending) or 1)))
