@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from llmpsych.instruments.parsing import (
     DEFAULT_REASK_WORDING,
     ParseError,
+    _read_plain_reply,
     build_reask_prompt,
     detect_refusal,
     parse_item_answers,
@@ -268,3 +271,22 @@ def test_likert_not_ok(reply: str, status: str) -> None:
 def test_likert_zero_based() -> None:
     assert parse_likert_number("0", 0, 3).value == 0
     assert parse_likert_number("from 0 to 3 I pick 2", 0, 3).value == 2
+
+
+def test_plain_replies_read_the_same_on_the_fast_and_the_general_path() -> None:
+    """A reply of plain ``index: score`` lines (fast path) reads exactly as the same reply with CRLF
+    line ends (general path, line by line): duplicates, conflicts, out-of-range and unexpected items."""
+    rng = random.Random(7)
+    for _ in range(300):
+        expected = rng.sample(range(1, 60), rng.randint(1, 40))
+        lines = [
+            f"{rng.choice([*expected, 99])}{rng.choice([':', ' : '])} {rng.randint(-1, 8)}" for _ in range(45)
+        ]
+        lines += [f"{i}: {rng.randint(1, 5)}" for i in expected if rng.random() < 0.7]
+        rng.shuffle(lines)
+        assert _read_plain_reply("\n".join(lines)) is not None
+        assert _read_plain_reply("\r\n".join(lines)) is None
+        fast = parse_item_answers("\n".join(lines), expected, 1, 5)
+        general = parse_item_answers("\r\n".join(lines), expected, 1, 5)
+        assert fast == general
+        assert not fast.unparsed_lines and not fast.refusal_language

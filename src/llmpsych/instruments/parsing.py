@@ -63,6 +63,8 @@ _ECHOED = re.compile(
 _AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-:=]|or\b|to\b|and\b)?\s*\d", re.IGNORECASE)
 _DENOMINATOR = re.compile(r"^\s*/\s*\d+")
 _PLAIN = re.compile(r"[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$")
+# The same form on every line of a reply, read with one findall (see _read_plain_reply).
+_PLAIN_LINES = re.compile(r"^[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$", re.MULTILINE)
 
 
 _TO_ASCII = {ord(c): "-" for c in _DASHES} | {0x2019: "'"}
@@ -149,7 +151,16 @@ def parse_item_answers(
     wanted = set(expected_order)
     seen: dict[int, list[int | None]] = {}
     unparsed: list[str] = []
-    for line in _normalise(text or "").splitlines():
+    normalised = _normalise(text or "")
+    plain_reply = _read_plain_reply(normalised)
+    if plain_reply is not None:  # the requested form throughout: the same reading, 4x faster
+        seen.update(plain_reply)
+        lines: list[str] = []
+        refusal = False  # digits and colons only: no refusal wording
+    else:
+        lines = normalised.splitlines()
+        refusal = detect_refusal(text or "")
+    for line in lines:
         plain = _PLAIN.match(line)  # the requested form; same reading as _parse_line, faster
         if plain:
             seen.setdefault(int(plain[1]), []).append(int(plain[2]))
@@ -169,6 +180,15 @@ def parse_item_answers(
     out_of_range: dict[int, int] = {}
     unexpected: dict[int, int] = {}
     for index, values in seen.items():
+        if len(values) == 1 and index in wanted:  # the usual case, decided without building sets
+            value = values[0]
+            if value is None:
+                ambiguous.append(index)
+            elif response_min <= value <= response_max:
+                answers[index] = value
+            else:
+                out_of_range[index] = value
+            continue
         readable = tuple(dict.fromkeys(v for v in values if v is not None))
         if index not in wanted:
             if readable:
@@ -190,9 +210,24 @@ def parse_item_answers(
         duplicates=duplicates,
         out_of_range=out_of_range,
         unexpected=unexpected,
-        refusal_language=detect_refusal(text or ""),
+        refusal_language=refusal,
         unparsed_lines=tuple(unparsed),
     )
+
+
+def _read_plain_reply(text: str) -> dict[int, list[int | None]] | None:
+    """Every ``index: score`` of a reply whose every line has that plain form; None for any other reply.
+
+    Replies with blank lines between answers, CRLF or other line separators take the general path.
+    """
+    body = text.strip("\n")
+    pairs = _PLAIN_LINES.findall(body)
+    if len(pairs) != body.count("\n") + 1:
+        return None
+    seen: dict[int, list[int | None]] = {}
+    for index, value in pairs:
+        seen.setdefault(int(index), []).append(int(value))
+    return seen
 
 
 def build_reask_prompt(
