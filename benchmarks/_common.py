@@ -316,6 +316,55 @@ class DelayedResponder(asyncio.Protocol):
         self.transport = None
 
 
+def stored_chains(run_dir: Path) -> list[list[bytes]]:
+    """Each unit's requests as stored by a run (the exact bytes sent), in the order the unit sent them."""
+    from llmpsych.runs import RunStore
+
+    store = RunStore.in_dir(run_dir)
+    try:
+        by_unit: dict[str, list[tuple[int, bytes]]] = {}
+        for call in store.calls():
+            body = json.dumps(call["request"], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+            by_unit.setdefault(call["unit_id"], []).append((call["seq"], body.encode()))
+    finally:
+        store.close()
+    return [[body for _, body in sorted(calls)] for calls in by_unit.values()]
+
+
+async def replay_chains(port: int, chains: list[list[bytes]]) -> float:
+    """The replay floor: seconds for a bare asyncio HTTP/1.1 client to send every chain at once.
+
+    Each chain gets its own new connection (TCP_NODELAY) and sends its requests one after the other,
+    each after the previous answer, as a unit of a run does. Requests are built before the clock
+    starts and chains start one per event-loop turn, as the run engine starts its workers. No JSON
+    parsing, no store, no retries: what the server and the machine allow with no framework at all.
+    """
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    requests = [[b"%sContent-Length: %d\r\n\r\n%s" % (head, len(b), b) for b in chain] for chain in chains]
+
+    async def chain(messages: list[bytes]) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for message in messages:
+            writer.write(message)
+            response_head = await reader.readuntil(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":", 1)[1])
+                for line in response_head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            await reader.readexactly(length)
+        writer.close()
+
+    started = time.perf_counter()
+    tasks = []
+    for messages in requests:
+        tasks.append(asyncio.ensure_future(chain(messages)))
+        await asyncio.sleep(0)
+    await asyncio.gather(*tasks)
+    return time.perf_counter() - started
+
+
 async def serve_asyncio(
     port: int, latency: float, respond: Callable[[bytes], bytes] = _fixed_response
 ) -> None:

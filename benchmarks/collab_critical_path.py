@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import socket
 import subprocess
@@ -36,7 +35,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import busy_cores, free_port, markdown_table, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    busy_cores,
+    free_port,
+    markdown_table,
+    replay_chains,
+    stored_chains,
+    write_results,
+)
 
 from llmpsych.collab.datasets import load_items  # noqa: E402
 from llmpsych.collab.sandbox import SandboxPool  # noqa: E402
@@ -92,33 +98,6 @@ class Server:
         self.proc.wait(10)
 
 
-async def _replay(port: int, chains: list[list[dict]]) -> float:
-    """Seconds to send every chain at once, each request after the previous answer (bare HTTP/1.1)."""
-
-    async def chain(bodies: list[dict]) -> None:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        sock = writer.get_extra_info("socket")
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for body in bodies:
-            data = json.dumps(body).encode()
-            writer.write(
-                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(data), data)
-            )
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = next(
-                int(line.split(b":", 1)[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-            await reader.readexactly(length)
-        writer.close()
-
-    started = time.perf_counter()
-    await asyncio.gather(*(chain(c) for c in chains))
-    return time.perf_counter() - started
-
-
 def measure(
     system: str, dataset: str, items: int | None, concurrency: int = 1024, sandbox_workers: int | None = None
 ) -> dict:
@@ -144,12 +123,8 @@ def measure(
         outcome = start_run(config, Path(tmp) / "run", False)
         store = RunStore.in_dir(outcome.run_dir)
         results = [u.result for u in store.units("done")]
-        by_unit: dict[str, list[tuple[int, dict]]] = {}
-        for call in store.calls():
-            by_unit.setdefault(call["unit_id"], []).append((call["seq"], call["request"]))
         store.close()
-        chains = [[body for _, body in sorted(calls, key=lambda c: c[0])] for calls in by_unit.values()]
-        replay = asyncio.run(_replay(server.port, chains))
+        replay = asyncio.run(replay_chains(server.port, stored_chains(outcome.run_dir)))
     wall = outcome.summary.seconds
     executions = [r.get("execution", {}).get("seconds", 0.0) for r in results]
     calls = [(r["llm_calls"] + r["aux_calls"]) * LATENCY for r in results]

@@ -21,8 +21,11 @@ path: the longest chain of sequential requests in any unit (its ``asks``) x 100 
 Measured: ``execute_s`` (the engine's execution, from the first unit to the last result stored),
 ``ratio`` = execute / ideal (target <= 1.2), ``overhead_s`` = execute - ideal, the client's CPU time during
 the execution, how many cores other processes kept busy, and the analysis time that follows (tables,
-tests, report). Each administration is measured ``--repeats`` times (fresh process each); the best and the
-median ratio are kept.
+tests, report). Beside it, in the same process, the replay floor: the run's own requests (read back from
+its store) sent again to the same server by a bare asyncio client, one new connection per unit as the run
+opens them, each unit's requests in sequence (``_common.replay_chains``); ``execute / floor`` is what the
+framework adds to what this server and machine allow. Each administration is measured ``--repeats``
+times (fresh process each); the best and the median ratio are kept.
 Results go to ``benchmarks/results/psychobench_scales.json``.
 """
 
@@ -40,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from _common import (
     LoadMonitor,
@@ -48,7 +52,9 @@ from _common import (
     completion_response,
     cpu_seconds,
     markdown_table,
+    replay_chains,
     serve_asyncio,
+    stored_chains,
     write_results,
 )
 
@@ -129,6 +135,8 @@ def measure(base_url: str, administration: str, runs: int) -> dict[str, Any]:
             units = store.units()
         finally:
             store.close()
+        port = int(urlsplit(base_url).port or 80)
+        floor = asyncio.run(replay_chains(port, stored_chains(Path(tmp) / "run")))
         valid = [len(u.result["answers"]) / max(1, len(u.result["order"])) for u in units if u.result]
     chain = max(int(u.result["asks"]) for u in units if u.result)
     ideal = chain * LATENCY_S
@@ -143,6 +151,9 @@ def measure(base_url: str, administration: str, runs: int) -> dict[str, Any]:
         "ideal_s": ideal,
         "ratio": outcome.summary.seconds / ideal,
         "overhead_s": outcome.summary.seconds - ideal,
+        "replay_floor_s": floor,
+        "floor_ratio": floor / ideal,
+        "execute_over_floor": outcome.summary.seconds / floor,
         "client_cpu_execute_s": marks["cpu_after_execute"] - marks["cpu_at_execute"],
         "client_cpu_until_analysis_s": marks["cpu_at_analysis"] - cpu0,
         "other_cores_busy": load.other_cores,
@@ -211,6 +222,8 @@ def main() -> None:
         "ideal s",
         "ratio",
         "median",
+        "replay floor / ideal",
+        "execute / floor",
         "overhead s",
         "client CPU in execution s",
         "other busy cores",
@@ -226,6 +239,8 @@ def main() -> None:
             f"{r['ideal_s']:.1f}",
             f"{r['ratio']:.3f}",
             f"{r['ratio_median']:.3f}",
+            f"{r['floor_ratio']:.3f}",
+            f"{r['execute_over_floor']:.3f}",
             f"{r['overhead_s']:.3f}",
             f"{r['client_cpu_execute_s']:.3f}",
             f"{r['other_cores_busy']:.2f}" if r["other_cores_busy"] is not None else "-",
