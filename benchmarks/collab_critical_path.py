@@ -1,8 +1,8 @@
 """MAS-Resilience: does a clean system × task run finish within 1.2× its critical path?
 
-A scripted OpenAI-compatible server (llmpsych's FaultServer with ``ScriptedCollaborator``, in its own
-process so that its threads do not compete with the run for the interpreter) answers every request after
-a fixed 100 ms. Items run concurrently and each item's conversation is sequential, so the critical path
+A scripted OpenAI-compatible server (``ScriptedCollaborator`` behind the asyncio server the other
+benchmarks use, ``_common.serve_asyncio``, in its own process) answers every request 100 ms after it
+arrived. Items run concurrently and each item's conversation is sequential, so the critical path
 is the longest item: its sequential calls × 100 ms, plus (for HumanEval) its own sandboxed test run.
 
 Two ideals measured in the same run sit beside it:
@@ -25,21 +25,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import (  # noqa: E402
+    ServerProcess,
     busy_cores,
-    free_port,
+    completion_response,
     markdown_table,
     replay_chains,
+    serve_asyncio,
     stored_chains,
     write_results,
 )
@@ -48,7 +48,6 @@ from llmpsych.collab.datasets import load_items  # noqa: E402
 from llmpsych.collab.sandbox import SandboxPool  # noqa: E402
 from llmpsych.collab.scripted import ScriptedCollaborator  # noqa: E402
 from llmpsych.runs import RunStore, parse_run_config, start_run  # noqa: E402
-from llmpsych.testing.fault_server import FaultRates, FaultServer  # noqa: E402
 
 LATENCY = 0.1
 SEED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
@@ -61,41 +60,18 @@ def _responder() -> ScriptedCollaborator:
     )
 
 
-def serve(port: int) -> None:
-    """Serve the scripted collaborator with a fixed latency until killed.
+def serve(port: int, latency: float) -> None:
+    """Serve the scripted collaborator until killed: the asyncio server of the other benchmarks.
 
-    As in ``_common.serve_fault``: a listen backlog of 1024 (a burst of connections must not overflow
-    socketserver's 5) and TCP_NODELAY on accepted sockets (the handler writes headers and body in two
-    sends; without it Nagle's algorithm and the client's delayed ACK add up to 40 ms per answer).
+    Each request is answered ``latency`` seconds after it arrived, whatever the number of connections
+    (the threaded FaultServer used before added its own thread hand-offs under 50 connections).
     """
-    from http.server import ThreadingHTTPServer
-    from socketserver import StreamRequestHandler
+    responder = _responder()
 
-    ThreadingHTTPServer.request_queue_size = 1024
-    StreamRequestHandler.disable_nagle_algorithm = True
-    server = FaultServer(FaultRates(latency_s=LATENCY), responder=_responder(), port=port)
-    server._httpd.serve_forever()
+    def respond(raw: bytes) -> bytes:
+        return completion_response(responder(json.loads(raw)), usage=(100, 20))
 
-
-class Server:
-    """The scripted server in a child process."""
-
-    def __enter__(self) -> Server:
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.proc = subprocess.Popen([sys.executable, __file__, "serve", "--port", str(self.port)])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("scripted server did not start")
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
+    asyncio.run(serve_asyncio(port, latency, respond))
 
 
 def measure(
@@ -107,7 +83,10 @@ def measure(
         options["items"] = items
     if sandbox_workers:
         options["sandbox_workers"] = sandbox_workers
-    with Server() as server, tempfile.TemporaryDirectory() as tmp:
+    with (
+        ServerProcess("scripted", LATENCY, __file__, ["serve"]) as server,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         config = parse_run_config(
             {
                 "task": "mas",
@@ -169,11 +148,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve"])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=LATENCY)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--repeat", type=int, default=3, help="runs per row; the fastest is reported")
     args = parser.parse_args()
     if args.mode == "serve":
-        serve(args.port)
+        serve(args.port, args.latency)
         return
     busy = busy_cores()
     widths = (1, 5, 10) if args.quick else (1, 5, 10, 25, 50)
