@@ -1,14 +1,21 @@
 """CommonMT metric selection and the BLEURT checkpoint checks (no BLEURT weights exist here).
 
-What these tests cannot do: load real BLEURT weights (none can be downloaded here, and the ``bleurt``
-extra pulls in PyTorch). ``BleurtScorer._load``/``score`` are therefore exercised only by a stand-in that
-replaces the model; the run plumbing around them (checks at run start, scores, labels) is real.
+What these tests cannot do: load real BLEURT weights (none can be downloaded here). Most tests therefore
+stand in for the model; the run plumbing around it (checks at run start, scores, labels) is real. The
+opt-in test at the end, which runs only where the ``bleurt`` extra is installed (torch, transformers<5,
+bleurt_pytorch, sentencepiece; the normal CI skips it), builds a tiny randomly initialised checkpoint in
+the bleurt-pytorch format (a SentencePiece model trained on a few lines, like BLEURT-20's ``spm.model``)
+and loads and scores it with the real ``BleurtScorer``; its scores are meaningless, only finite.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import math
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -81,8 +88,25 @@ def test_missing_extra_is_named_with_the_install_hint(
     with pytest.raises(ConfigError, match="needs torch") as info:
         check_checkpoint(folder)
     assert "llmpsych[bleurt]" in (info.value.hint or "")
-    monkeypatch.setattr(bleurt.importlib.util, "find_spec", lambda name: object())
+    _pretend_the_extra_is_installed(monkeypatch)
     assert check_checkpoint(folder) == folder  # a well-formed folder with the extra installed
+
+
+def test_an_incompatible_port_is_named_before_any_model_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bleurt-pytorch 0.0.1 under transformers 5 is installed but fails to import: the check says so.
+    folder = _checkpoint(tmp_path / "BLEURT-20", {"model_type": "bleurt"})
+    monkeypatch.setattr(bleurt.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setitem(sys.modules, "bleurt_pytorch", None)  # None in sys.modules: import raises ImportError
+    with pytest.raises(ConfigError, match="BLEURT could not be imported") as info:
+        check_checkpoint(folder)
+    assert "transformers<5" in (info.value.hint or "")
+
+
+def _pretend_the_extra_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bleurt.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setitem(sys.modules, "bleurt_pytorch", types.ModuleType("bleurt_pytorch"))
 
 
 def _config(server: FaultServer, seed_data: Path, **options: object):  # noqa: ANN202
@@ -111,7 +135,7 @@ def test_configured_checkpoint_scores_with_bleurt_and_names_it(
     seed_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = _checkpoint(tmp_path / "BLEURT-20", {"model_type": "bleurt"})
-    monkeypatch.setattr(bleurt.importlib.util, "find_spec", lambda name: object())
+    _pretend_the_extra_is_installed(monkeypatch)
     pairs: list[tuple[str, str]] = []
 
     def stand_in(self: BleurtScorer, candidates: list[str], references: list[str]) -> list[float]:
@@ -134,3 +158,76 @@ def test_configured_checkpoint_scores_with_bleurt_and_names_it(
     assert "closer (BLEURT)" in (outcome.run_dir / "report.md").read_text()
     plain = json.loads((chrf_run.run_dir / "summary.json").read_text())
     assert "NOT comparable" in plain["metric"]
+
+
+def _tiny_checkpoint(folder: Path) -> Path:
+    """A randomly initialised bleurt-pytorch checkpoint of BLEURT-20's layout (config.json with model_type
+    bleurt, model.safetensors, spm.model), small enough to build in about a second on one core."""
+    spm = pytest.importorskip("sentencepiece", reason="the bleurt extra (sentencepiece) is not installed")
+    pytest.importorskip("torch", reason="the bleurt extra (torch) is not installed")
+    pytest.importorskip("transformers", reason="the bleurt extra (transformers) is not installed")
+    port = pytest.importorskip("bleurt_pytorch", reason="the bleurt extra (bleurt-pytorch) is not installed")
+    folder.mkdir()
+    lines = [line for line in Path(bleurt.__file__).read_text().splitlines() if line.strip()]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines * 3),
+        model_writer=model,
+        vocab_size=120,
+        pad_id=0,
+        unk_id=1,
+        bos_id=2,
+        eos_id=3,
+        pad_piece="[PAD]",
+        unk_piece="[UNK]",
+        bos_piece="[CLS]",
+        eos_piece="[SEP]",
+        num_threads=1,
+        minloglevel=2,
+    )
+    (folder / "spm.model").write_bytes(model.getvalue())
+    config = port.BleurtConfig(
+        vocab_size=128,  # the 120 pieces and [MASK], which the tokenizer adds
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    port.BleurtForSequenceClassification(config).save_pretrained(folder)
+    return folder
+
+
+def test_real_bleurt_scorer_loads_a_tiny_checkpoint_and_scores(
+    seed_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _tiny_checkpoint(tmp_path / "BLEURT-tiny")
+    assert check_checkpoint(folder) == folder
+    scorer = BleurtScorer(folder, batch_size=2)
+    scores = scorer.score(["a cat sat", "hello", "a dog"], ["a cat sat", "goodbye", "a dog ran"])
+    assert len(scores) == 3 and all(isinstance(x, float) and math.isfinite(x) for x in scores)
+    assert scorer.score(["hello"], ["goodbye"]) == pytest.approx(
+        scores[1:2], abs=1e-5
+    )  # eval mode: no dropout
+
+    # A CommonMT run end to end with the real scorer (scripted model server).
+    loads: list[BleurtScorer] = []
+    real_load = BleurtScorer._load
+
+    def counted_load(self: BleurtScorer) -> None:
+        loads.append(self)
+        real_load(self)
+
+    monkeypatch.setattr(BleurtScorer, "_load", counted_load)
+    with FaultServer(responder=ScriptedCollaborator({})) as server:
+        outcome = start_run(_config(server, seed_data, bleurt_checkpoint=str(folder)), tmp_path / "b", False)
+    assert outcome.summary.failed == 0 and len(loads) == 1  # loaded once for the whole run
+    summary = json.loads((outcome.run_dir / "summary.json").read_text())
+    assert "`BLEURT-tiny`" in summary["metric"] and math.isfinite(summary["score"])
+    store = RunStore.in_dir(outcome.run_dir)
+    results = [unit.result for unit in store.units("done")]
+    store.close()
+    assert len(results) == 2
+    for result in results:
+        assert result["metric"] == "bleurt" and result["score"] == result["bleurt"]
+        assert math.isfinite(result["bleurt"]) and math.isfinite(result["bleurt_wrong"])

@@ -19,7 +19,8 @@ from typing import Any
 
 from ..errors import ConfigError
 
-INSTALL = "pip install 'llmpsych[bleurt]'  (bleurt-pytorch, with PyTorch and transformers)"
+# bleurt-pytorch 0.0.1 imports helpers that transformers 5 removed, so transformers must stay below 5.
+INSTALL = "pip install 'llmpsych[bleurt]' 'transformers<5'  (bleurt-pytorch, with PyTorch and transformers)"
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
 TOKENIZER = ("spm.model", "tokenizer.json", "vocab.txt")
 
@@ -73,6 +74,10 @@ def check_checkpoint(path: str | Path) -> Path:
     missing = [m for m in ("torch", "transformers", "bleurt_pytorch") if importlib.util.find_spec(m) is None]
     if missing:
         raise ConfigError(f"BLEURT needs {', '.join(missing)}, which is not installed", INSTALL)
+    try:  # installed but incompatible (bleurt-pytorch with transformers 5) fails here, not after model calls
+        import bleurt_pytorch  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(f"BLEURT could not be imported: {exc}", INSTALL) from None
     return folder
 
 
@@ -89,8 +94,12 @@ class BleurtScorer:
     def _load(self) -> None:
         import torch  # noqa: F401 - fail here, with the install hint, rather than inside the port
         from bleurt_pytorch import BleurtForSequenceClassification, BleurtTokenizer
+        from bleurt_pytorch.bleurt.tokenization_bleurt_sp import BleurtSPTokenizer
 
-        self._tokenizer = BleurtTokenizer.from_pretrained(str(self.folder), local_files_only=True)
+        # A SentencePiece checkpoint (BLEURT-20) is loaded as such: the port's BleurtTokenizer first tries the
+        # WordPiece tokenizer, whose failure transformers 4.x turns into an ImportError without protobuf.
+        kind = BleurtSPTokenizer if (self.folder / "spm.model").exists() else BleurtTokenizer
+        self._tokenizer = kind.from_pretrained(str(self.folder), local_files_only=True)
         model = BleurtForSequenceClassification.from_pretrained(str(self.folder), local_files_only=True)
         model.eval()
         self._model = model
