@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
+from llmpsych.models.cache import cache_key
 from llmpsych.models.canonical import canonical_json
 
 
@@ -42,3 +44,24 @@ def test_what_orjson_refuses_falls_back_to_the_standard_library() -> None:
 def test_the_one_known_difference_small_float_exponents() -> None:
     assert canonical_json({"x": 1e-7}) == '{"x":1e-7}'  # the standard library writes 1e-07
     assert json.loads(canonical_json({"x": 1e-7})) == {"x": 1e-7}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": 'Zoë \u2028 😀 "quoted"'}],
+            "temperature": 0.7,
+        },
+        {"model": "m", "messages": [], "stop": ["\n"], "seed": 2**70},
+    ],
+)
+def test_cache_key_of_an_encoded_body_equals_that_of_the_body(body: dict) -> None:
+    """The response cache key is the same whether the client passes the body or its canonical JSON,
+    and equals the hash of the canonical JSON of the whole key record (existing caches stay valid)."""
+    expected = hashlib.sha256(
+        canonical_json({"endpoint": "http://e", "model": "m", "body": body, "sample": "0:1"}).encode()
+    ).hexdigest()
+    assert cache_key("http://e", "m", body, "0:1") == expected
+    assert cache_key("http://e", "m", canonical_json(body), "0:1") == expected

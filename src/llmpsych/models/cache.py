@@ -35,9 +35,18 @@ def default_cache_path() -> Path:
     return cache_dir() / "responses.sqlite"
 
 
-def cache_key(endpoint: str, model: str, body: dict[str, Any], sample: str) -> str:
-    """A stable hash of everything that determines an answer."""
-    canonical = canonical_json({"endpoint": endpoint, "model": model, "body": body, "sample": sample})
+def cache_key(endpoint: str, model: str, body: dict[str, Any] | str, sample: str) -> str:
+    """A stable hash of everything that determines an answer.
+
+    ``body`` is the request body or its canonical JSON (as a run has it already): the key is the same.
+    It hashes the canonical JSON of ``{"body", "endpoint", "model", "sample"}``, written out here so
+    that an encoded body is not encoded again (sorted keys put the body first).
+    """
+    encoded = body if isinstance(body, str) else canonical_json(body)
+    canonical = (
+        f'{{"body":{encoded},"endpoint":{canonical_json(endpoint)},'
+        f'"model":{canonical_json(model)},"sample":{canonical_json(sample)}}}'
+    )
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 

@@ -117,13 +117,14 @@ class ModelClient:
         """
         params = params or GenerationParams()
         send_encoded = getattr(self.backend, "send_encoded", None)
-        # The body as a dict is needed for the cache key or by a backend that encodes it itself.
+        # The body as a dict is needed only when it has not been encoded or the backend encodes it itself.
         body: dict[str, Any] = {}
-        if self.cache is not None or encoded is None or send_encoded is None:
+        if encoded is None or send_encoded is None:
             body = self.body(messages, params)
         key = ""
         if self.cache is not None:
-            key = cache_key(self.identity, self.request_model, body, str(sample))
+            request = body if encoded is None else encoded  # the same key either way
+            key = cache_key(self.identity, self.request_model, request, str(sample))
             if (hit := self.cache.get(key)) is not None:
                 self.stats.cache_hits += 1
                 return hit
