@@ -64,7 +64,7 @@ _AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-:=]|or\b|to\b|and\b)?\s*\d", re.IGNO
 _DENOMINATOR = re.compile(r"^\s*/\s*\d+")
 _PLAIN = re.compile(r"[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$")
 # The same form on every line of a reply, read with one findall (see _read_plain_reply).
-_PLAIN_LINES = re.compile(r"^[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$", re.MULTILINE)
+_PLAIN_LINES = re.compile("^" + _PLAIN.pattern, re.MULTILINE)
 
 
 _TO_ASCII = {ord(c): "-" for c in _DASHES} | {0x2019: "'"}
