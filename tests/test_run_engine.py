@@ -45,6 +45,28 @@ def _call_keys(run_dir: Path) -> list[tuple[str, str]]:
         return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
 
 
+def _run_in_background(
+    server: FaultServer, run_dir: Path, units: int, turns: int, calls: int
+) -> subprocess.Popen[bytes]:
+    """``llmpsych run`` (echo task, concurrency 4) in a child process, returned once ``calls`` are stored."""
+    command = [sys.executable, "-m", "llmpsych", "run", "--task", "echo"]
+    command += ["--model", "openai-compatible/m", "--base-url", server.base_url, "--no-cache"]
+    command += ["--concurrency", "4", "--no-progress"]
+    command += ["-O", f"units={units}", "-O", f"turns={turns}", "--out", str(run_dir)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        time.sleep(0.05)
+        if (run_dir / "run.sqlite").exists():
+            try:
+                if len(_call_keys(run_dir)) >= calls:
+                    break
+            except sqlite3.OperationalError:
+                pass
+        assert process.poll() is None, process.stderr.read().decode()
+    return process
+
+
 def test_faulty_server_gives_the_clean_results(tmp_path: Path) -> None:
     with FaultServer() as clean_server:
         clean = start_run(_config(clean_server, units=30, turns=2, parallel=2), tmp_path / "clean", False)
@@ -97,40 +119,8 @@ def test_sigkill_halfway_then_resume_repeats_nothing(tmp_path: Path) -> None:
         start_run(_config(reference_server, units=units, turns=turns), tmp_path / "reference", False)
     with FaultServer(rates) as server:
         run_dir = tmp_path / "killed"
-        command = [
-            sys.executable,
-            "-m",
-            "llmpsych",
-            "run",
-            "--task",
-            "echo",
-            "--model",
-            "openai-compatible/m",
-            "--base-url",
-            server.base_url,
-            "--no-cache",
-            "--concurrency",
-            "4",
-            "--no-progress",
-            "-O",
-            f"units={units}",
-            "-O",
-            f"turns={turns}",
-            "--out",
-            str(run_dir),
-        ]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         total = units * turns
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            time.sleep(0.05)
-            if (run_dir / "run.sqlite").exists():
-                try:
-                    if len(_call_keys(run_dir)) >= total // 2:
-                        break
-                except sqlite3.OperationalError:
-                    pass
-            assert process.poll() is None, process.stderr.read().decode()
+        process = _run_in_background(server, run_dir, units, turns, total // 2)
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         before = set(_call_keys(run_dir))
@@ -187,21 +177,7 @@ def test_ctrl_c_halfway_keeps_what_was_answered_then_resume_finishes(tmp_path: P
     total = units * turns
     with FaultServer(FaultRates(latency_s=0.05)) as server:
         run_dir = tmp_path / "interrupted"
-        command = [sys.executable, "-m", "llmpsych", "run", "--task", "echo"]
-        command += ["--model", "openai-compatible/m", "--base-url", server.base_url, "--no-cache"]
-        command += ["--concurrency", "4", "--no-progress"]
-        command += ["-O", f"units={units}", "-O", f"turns={turns}", "--out", str(run_dir)]
-        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            time.sleep(0.05)
-            if (run_dir / "run.sqlite").exists():
-                try:
-                    if len(_call_keys(run_dir)) >= total // 3:
-                        break
-                except sqlite3.OperationalError:
-                    pass
-            assert process.poll() is None, process.stderr.read().decode()
+        process = _run_in_background(server, run_dir, units, turns, total // 3)
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=20) == 130  # stopped, not finished
         message = process.stderr.read().decode()
