@@ -86,7 +86,7 @@ def read_target(value: Any, shooter: int, survivors: list[int]) -> int | None:
     text = str(value).strip().lower()
     if text in {"", "null", "none", "miss", "nobody"} or "-1" in text:
         return None
-    digits = re.findall(r"\d+", text)
+    digits = re.findall(r"[0-9]+", text)  # ASCII: "player_٣" names nobody
     if len(digits) != 1:
         raise InvalidAnswer(f"target {value!r} names no single player")
     target = int(digits[0])

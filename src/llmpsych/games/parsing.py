@@ -3,6 +3,11 @@
 Models wrap their JSON in markdown fences, reasoning text or several drafts; we take the *last* JSON object
 that contains the wanted field (spec §4.6), falling back to a field-level regex for slightly broken JSON.
 Validators raise :class:`InvalidAnswer` with a short reason, which the engine logs and may re-ask about.
+
+Numbers follow :mod:`llmpsych.instruments.numbers`: an action is a whole number only when written as one
+(``50`` or ``"50"``); ``2e5``, ``50.0``, ``5%``, ``+3``, ``1,000``, ``٣``, ``NaN`` or ``Infinity`` are
+invalid answers (re-asked), never read as a value. The reference code's ``int()`` accepted ``"+3"``,
+non-ASCII digits and a JSON ``50.0``; no published figure depends on that, as they were scored from logs.
 """
 
 from __future__ import annotations
@@ -11,12 +16,14 @@ import json
 import re
 from typing import Any
 
+from ..instruments.numbers import STRICT_DECODER, whole_number
+
 
 class InvalidAnswer(ValueError):
     """The answer could not be read as a valid action; the message says why."""
 
 
-_DECODER = json.JSONDecoder()
+_DECODER = STRICT_DECODER
 
 
 def json_objects(text: str) -> list[dict[str, Any]]:
@@ -66,18 +73,12 @@ def extract_fields(text: str, fields: list[str]) -> dict[str, Any]:
 
 
 def as_int(value: Any, low: int | None = None, high: int | None = None) -> int:
-    """An integer (``"50"``, ``50`` or ``50.0``) within [low, high]."""
-    if isinstance(value, bool):
-        raise InvalidAnswer(f"{value!r} is not an integer")
+    """An integer written as one (``"50"`` or ``50``) within [low, high]; anything else is invalid."""
     if isinstance(value, str):
-        value = value.strip().strip("'\"").replace(",", "")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise InvalidAnswer(f"{value!r} is not an integer") from None
-    if not number.is_integer():
-        raise InvalidAnswer(f"{value!r} is not a whole number")
-    result = int(number)
+        value = value.strip().strip("'\"")
+    result = whole_number(value)
+    if result is None:
+        raise InvalidAnswer(f"{str(value)[:40]!r} is not a whole number")
     if (low is not None and result < low) or (high is not None and result > high):
         raise InvalidAnswer(f"{result} is outside {low}..{high}")
     return result
@@ -97,8 +98,8 @@ def as_int_list(value: Any) -> list[int]:
         items = list(value.values())
     elif isinstance(value, list | tuple):
         items = list(value)
-    elif isinstance(value, str):
-        items = re.findall(r"-?\d+(?:\.\d+)?", value)
+    elif isinstance(value, str):  # "96, 0, 1" or "[96, 0, 1]"; "96 0 1e5" is invalid, not [96, 0, 1, 5]
+        items = [part for part in re.split(r"[\s,;]+", value.strip().strip("[](){}")) if part]
     else:
         raise InvalidAnswer(f"{value!r} is not a list of numbers")
     return [as_int(item) for item in items]

@@ -7,6 +7,11 @@ bullets, bold or italic markers, a ``Statement``/``Item``/``Question`` label, a 
 one line separated by commas or semicolons). It never guesses: a line whose score is ambiguous (``3-4``,
 ``3 or 4``, ``4.5``) is left unparsed, conflicting repeats of an index are reported instead of
 resolved, and answers outside the response range are reported instead of clipped.
+
+A score is a whole number written with ASCII digits (:mod:`llmpsych.instruments.numbers`): ``2e5``,
+``5%``, ``3.0``, ``1/2`` (a denominator other than the scale's maximum), ``0x10``, ``+3``, ``1,000``,
+``3rd``, ``inf`` and digits of other scripts (``٣``) make the item ambiguous, never a number. Full-width
+digits (``３``) are the same characters as ASCII digits after NFKC and are read.
 """
 
 from __future__ import annotations
@@ -48,24 +53,32 @@ DEFAULT_REASK_WORDING = (
 _DASHES = "\u2212\u2010\u2011\u2012\u2013\u2014"
 _BULLET = re.compile(r"^\s*[-*+•·]\s+")
 _LABEL = r"(?:(?:statement|item|question|q|no\.?|number)\s*#?\s*)?"
-_SINGLE = re.compile(
-    rf"^{_LABEL}(?:\((?P<pindex>\d{{1,4}})\)\s*[:.)=\->]?|(?P<index>\d{{1,4}})\s*(?:[:.)=>]|->|-))"
-    r"\s*(?P<value>-?\d{1,4})(?P<rest>.*)$",
-    re.IGNORECASE,
+_INDEX_PART = (
+    rf"^{_LABEL}(?:\((?P<pindex>[0-9]{{1,4}})\)\s*[:.)=\->]?|(?P<index>[0-9]{{1,4}})\s*(?:[:.)=>]|->|-))\s*"
 )
-_PAIR = re.compile(r"(?P<index>\d{1,4})\s*[:=]\s*(?P<value>-?\d{1,4})(?![\d.]*\d)")
+_SINGLE = re.compile(_INDEX_PART + r"(?P<value>-?[0-9]{1,4})(?P<rest>.*)$", re.IGNORECASE)
+# "index: <a token holding a digit of any script>" that _SINGLE could not read ("+3", "٣"): ambiguous.
+_NUMBERISH = re.compile(_INDEX_PART + r"[+\-]?(?:[^\W_]*\d|(?:inf(?:inity)?|nan)\b)", re.IGNORECASE)
+_PAIR = re.compile(r"(?P<index>[0-9]{1,4})\s*[:=]\s*(?P<value>-?[0-9]{1,4})(?![0-9.]*\d)")
 _PAIR_GAP = re.compile(r"^[\s,;|]*(?:and\s*)?$", re.IGNORECASE)
 _ECHOED = re.compile(
-    rf"^{_LABEL}(?P<index>\d{{1,4}})\s*[:.)]\s+\D.*?[:=\-]\s*(?P<value>-?\d{{1,4}})\s*(?:\([^()]*\))?\s*\.?$",
+    rf"^{_LABEL}(?P<index>[0-9]{{1,4}})\s*[:.)]\s+\D.*?[:=\-]\s*(?P<value>-?[0-9]{{1,4}})\s*(?:\([^()]*\))?\s*\.?$",
     re.IGNORECASE,
 )
 # After "index: score", another number (a range "3-4", "3 or 4", "4.5", or "1-3: 4", items 1 to 3).
 _AMBIGUOUS_REST = re.compile(r"^\s*(?:[.,/\-:=]|or\b|to\b|and\b)?\s*\d", re.IGNORECASE)
-_DENOMINATOR = re.compile(r"^\s*/\s*\d+")
-_PLAIN = re.compile(r"[ \t]*(\d{1,4})[ \t]*:[ \t]*(-?\d{1,4})[ \t]*\.?[ \t]*$")
+# A character glued to the score that makes it another number: "2e5", "5%", "0x10", "3rd", "3٣", "3-".
+_GLUED_REST = re.compile(r"^[^\s.,;:!?()\[\]/|*\"']")
+_DENOMINATOR = re.compile(r"^\s*/\s*(?P<denominator>[0-9]+)")
+_PLAIN = re.compile(r"[ \t]*([0-9]{1,4})[ \t]*:[ \t]*(-?[0-9]{1,4})[ \t]*\.?[ \t]*$")
 # The same form on every line of a reply, read with one findall (see _read_plain_reply).
 _PLAIN_LINES = re.compile("^" + _PLAIN.pattern, re.MULTILINE)
 
+
+# Every whitespace-separated token holding a digit of any script (or spelling inf / nan), and the
+# punctuation around a number.
+_NUMBER_TOKEN = re.compile(r"\S*\d\S*|(?<!\S)[+\-]?(?:inf(?:inity)?|nan)(?![^\s.,;:!?)])", re.IGNORECASE)
+_TOKEN_PUNCTUATION = "([{\"'.,;:!?)]}"
 
 _TO_ASCII = {ord(c): "-" for c in _DASHES} | {0x2019: "'"}
 _EMPHASIS = re.compile(r"\*\*|__|`")
@@ -167,7 +180,7 @@ def parse_item_answers(
             continue
         if not line.strip():
             continue
-        pairs = _parse_line(line, allow_echoed_text)
+        pairs = _parse_line(line, allow_echoed_text, response_max)
         if pairs is None:
             unparsed.append(line.strip())
             continue
@@ -294,12 +307,20 @@ def parse_likert_number(text: str, response_min: int, response_max: int) -> Like
         rf"/\s*{response_max}(?!\d)",
     ):
         cleaned = re.sub(echo, " ", cleaned, flags=re.IGNORECASE)
-    numbers = [float(m) for m in re.findall(r"(?<![\d.])-?\d+(?:\.\d+)?", cleaned)]
+    numbers: list[float] = []
+    unreadable = False
+    for token in _NUMBER_TOKEN.findall(cleaned):
+        token = token.strip(_TOKEN_PUNCTUATION)
+        if re.fullmatch(r"-?[0-9]+(?:\.[0-9]+)?", token):
+            numbers.append(float(token))
+            unreadable |= "." in token  # "3.5" and "3.0" alike: not a whole-number answer
+        else:  # "2e5", "5%", "4/7", "+3", "3rd", "٣": a number in a form we do not read
+            unreadable = True
     distinct = tuple(dict.fromkeys(numbers))
-    if not distinct:
+    if not distinct and not unreadable:
         status: LikertStatus = "refusal" if detect_refusal(text or "") else "missing"
         return LikertAnswer(None, status)
-    if len(distinct) > 1 or not distinct[0].is_integer():
+    if unreadable or len(distinct) > 1:
         return LikertAnswer(None, "ambiguous", distinct)
     value = int(distinct[0])
     if not response_min <= value <= response_max:
@@ -316,7 +337,7 @@ def _normalise(text: str) -> str:
     return _EMPHASIS.sub("", text) if ("*" in text or "_" in text or "`" in text) else text
 
 
-def _parse_line(line: str, allow_echoed_text: bool) -> list[tuple[int, int | None]] | None:
+def _parse_line(line: str, allow_echoed_text: bool, response_max: int) -> list[tuple[int, int | None]] | None:
     """The ``(index, score)`` pairs on one line; score ``None`` when it cannot be read unambiguously."""
     stripped = line.strip()
     if stripped.startswith("|"):
@@ -327,13 +348,20 @@ def _parse_line(line: str, allow_echoed_text: bool) -> list[tuple[int, int | Non
         return [(int(m["index"]), int(m["value"])) for m in pairs]
     match = _SINGLE.match(stripped)
     if match:
-        rest = _DENOMINATOR.sub("", match["rest"], count=1)
+        rest = match["rest"]
+        denominator = _DENOMINATOR.match(rest)
+        if denominator and int(denominator["denominator"]) == response_max:  # "4/5": out of 5
+            rest = rest[denominator.end() :]
         index = int(match["pindex"] or match["index"])
-        return [(index, None if _AMBIGUOUS_REST.match(rest) else int(match["value"]))]
+        unreadable = bool(_AMBIGUOUS_REST.match(rest) or _GLUED_REST.match(rest) or _DENOMINATOR.match(rest))
+        return [(index, None if unreadable else int(match["value"]))]
     if allow_echoed_text:
         echoed = _ECHOED.match(stripped)
         if echoed:
             return [(int(echoed["index"]), int(echoed["value"]))]
+    numberish = _NUMBERISH.match(stripped)
+    if numberish:
+        return [(int(numberish["pindex"] or numberish["index"]), None)]
     return None
 
 
@@ -345,6 +373,10 @@ def _only_separators(line: str, pairs: list[re.Match[str]]) -> bool:
 
 def _parse_table_row(row: str) -> list[tuple[int, int | None]] | None:
     cells = [c.strip().replace("*", "") for c in row.strip("|").split("|")]
-    if len(cells) < 2 or not re.fullmatch(r"\d{1,4}", cells[0]) or not re.fullmatch(r"-?\d{1,4}", cells[-1]):
+    if len(cells) < 2 or not re.fullmatch(r"[0-9]{1,4}", cells[0]):
         return None
-    return [(int(cells[0]), int(cells[-1]))]
+    if re.fullmatch(r"-?[0-9]{1,4}", cells[-1]):
+        return [(int(cells[0]), int(cells[-1]))]
+    if re.fullmatch(r"[+\-]?[^\W_]*\d\S*", cells[-1]):  # "2e5", "٣", "+3", "5%": a score, unreadable
+        return [(int(cells[0]), None)]
+    return None

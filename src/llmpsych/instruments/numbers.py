@@ -1,0 +1,70 @@
+"""Reading a number from an answer or a data file by one strict rule, so no hostile form becomes a value.
+
+The rule (``docs/security.md`` §5): a whole number counts only when it is written as one, with ASCII
+digits and an optional leading minus (``"42"``, ``" -3 "``, JSON ``42``). ``2e5``, ``5%``, ``3-4``,
+``3.5``, ``3.0``, ``1/2``, ``0x10``, ``+3``, ``1,000``, ``1_000``, non-ASCII digits (``٣``), ``inf``,
+``nan`` and booleans are not whole numbers, although Python's ``float()`` and ``int()`` read several of
+them (``float("٣") == 3.0``, ``int("+3") == 3``, ``float("1_000") == 1000.0``). Measured values that may
+be fractional (a dimension mean, a hit rate) go through :func:`finite_number`, which refuses NaN and
+infinities. JSON read with :func:`loads_strict` keeps float literals, ``NaN`` and ``Infinity`` (which the
+standard library turns into floats) as text, so a JSON ``1e999`` or ``NaN`` is never a number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+_WHOLE = re.compile(r"-?[0-9]{1,15}")
+_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+
+
+class JsonFloat(str):
+    """A JSON number literal with a fraction or exponent (``50.0``, ``2e5``), kept as its text."""
+
+
+def whole_number(value: object) -> int | None:
+    """The integer ``value`` writes (an ``int`` that is not a bool, or ASCII digits); None otherwise.
+
+    At most 15 digits, so a string can never name a number that a float would round (2**53 > 10**15).
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and not isinstance(value, JsonFloat):
+        text = value.strip()
+        if _WHOLE.fullmatch(text):
+            return int(text)
+    return None
+
+
+def finite_number(value: object) -> float | None:
+    """A finite real number (``int``, ``float``, or decimal ASCII text such as ``"3.25"``); None for NaN,
+    infinities, booleans, exponents and anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, JsonFloat):  # a JSON literal: 2.5e-3 is a number, 1e999 and NaN are not
+        number = float(value)
+        return number if math.isfinite(number) else None
+    if isinstance(value, str):
+        text = value.strip()
+        if _DECIMAL.fullmatch(text):
+            return float(text)
+    return None
+
+
+def loads_strict(text: str) -> Any:
+    """``json.loads`` that keeps float literals, ``NaN`` and ``Infinity`` as :class:`JsonFloat` text,
+    which :func:`whole_number` refuses and :func:`finite_number` reads only when finite."""
+    return json.loads(text, parse_float=JsonFloat, parse_constant=JsonFloat)
+
+
+#: A decoder with the same rules, for ``raw_decode`` scans of a reply.
+STRICT_DECODER = json.JSONDecoder(parse_float=JsonFloat, parse_constant=JsonFloat)
