@@ -3,7 +3,9 @@
 The templates ask for a JSON object from statement number to label. The reply is read as the JSON object it
 contains, else line by line (``3: B``, ``3. B``, ``"3": "B"``), else as the complete ``"3": "B"`` pairs
 of a JSON object cut short. Labels must be of the configuration's
-format (see :func:`labels.position_of`); anything else is reported as invalid, never guessed.
+format (see :func:`labels.position_of`); anything else is reported as invalid, never guessed. JSON is read
+strictly (:func:`llmpsych.instruments.numbers.loads_strict`): ``3.0``, ``3e0``, ``NaN`` or ``Infinity`` as a
+label is invalid, as are statement numbers or numerals in digits of another script (``٣``).
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..instruments.numbers import loads_strict
 from ..instruments.parsing import detect_refusal
 from .labels import level_of, position_of
 
-_PAIR = re.compile(r"\"(?P<index>\d{1,3})\"\s*:\s*\"?(?P<value>[^\",}\s]+)\"?")
+_PAIR = re.compile(r"\"(?P<index>[0-9]{1,3})\"\s*:\s*\"?(?P<value>[^\",}\s]+)\"?")
 _LINE = re.compile(
-    r"^\s*[-*]?\s*\"?(?P<index>\d{1,3})\"?\s*(?:[:.)=]|->|-)\s*\"?(?P<value>[^\",;\s]+)\"?\s*[,;]?\s*$"
+    r"^\s*[-*]?\s*\"?(?P<index>[0-9]{1,3})\"?\s*(?:[:.)=]|->|-)\s*\"?(?P<value>[^\",;\s]+)\"?\s*[,;]?\s*$"
 )
 
 
@@ -49,7 +52,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
     if start < 0 or end <= start:
         return None
     try:
-        value = json.loads(text[start : end + 1])
+        value = loads_strict(text[start : end + 1])
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -74,7 +77,7 @@ def parse_chunk(text: str, expected: int, fmt: str, n_levels: int = 5) -> ChunkA
     raw: dict[int, str] = {}
     for key, value in pairs:
         key_text = str(key).strip()
-        if not key_text.isdigit():
+        if not re.fullmatch(r"[0-9]{1,3}", key_text):
             continue
         index = int(key_text)
         if not 1 <= index <= expected:

@@ -91,7 +91,7 @@ def position_of(fmt: str, text: object, n_levels: int) -> int | None:
         value = unicodedata.normalize("NFKC", text).strip().strip(".)'\"*` ")
     else:
         return None
-    if fmt == "n" and re.fullmatch(r"\d+", value):
+    if fmt == "n" and re.fullmatch(r"[0-9]+", value):  # ASCII after NFKC: "٣" is not a label
         number = int(value)
         return number if 1 <= number <= n_levels else None
     return _positions(fmt, n_levels).get(value)
