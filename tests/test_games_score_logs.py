@@ -98,7 +98,12 @@ def test_single_file(raw_results: Path) -> None:
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert list(scores) == ["gpt-4o"]
-    assert scores["gpt-4o"]["pirate"] == {"mean": pytest.approx(77.3, abs=0.05), "std": None, "runs": 1}
+    assert scores["gpt-4o"]["pirate"] == {
+        "mean": pytest.approx(77.3, abs=0.05),
+        "std": None,
+        "runs": 1,
+        "above_range": 0,
+    }
     assert scores["gpt-4o"]["overall"] is None
     assert "no overall score" in result.stderr
 
@@ -126,7 +131,7 @@ def test_malformed_file_is_one_error_line_naming_it(raw_results: Path, tmp_path:
     assert result.stdout == ""
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    assert "divide_dollar_v1_2.json" in lines[0] and "round 4 responses is not a number" in lines[0]
+    assert "divide_dollar_v1_2.json" in lines[0] and "round 4 player 1: bid is not a number" in lines[0]
     # --skip-malformed: a warning naming the file, the other log is scored
     result = cli("gamabench", "score-logs", tmp_path, "--json", "--skip-malformed")
     assert result.returncode == 0, result.stderr

@@ -227,6 +227,7 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
             {
                 "game": name,
                 "runs": len(group),
+                "scored": len(scores),  # runs whose stored answers the scorer rejected are not averaged
                 "score mean": scores.mean() if len(scores) else math.nan,
                 "score sd": scores.std(ddof=1) if len(scores) > 1 else math.nan,
                 "fallbacks": int(group["fallbacks"].sum()),
@@ -241,6 +242,7 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
             {
                 "game": "overall",
                 "runs": len(overall),
+                "scored": len(overall),
                 "score mean": overall.mean(),
                 "score sd": overall.std(ddof=1) if len(overall) > 1 else math.nan,
                 "fallbacks": int(games["fallbacks"].sum()),

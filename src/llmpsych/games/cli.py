@@ -212,6 +212,12 @@ def score_logs_cmd(
     for s in scores.values():
         if s.note:
             err.print(f"note: {escape(s.note)}")
+    for r in found.runs:  # kept as the reference kept them: docs/security.md section 5
+        if r.above_range:
+            err.print(
+                f"note: {escape(str(r.path))}: {len(r.above_range)} answer(s) above the asked range kept, "
+                f"as the reference game accepted them ({escape(r.above_range[0])})"
+            )
     if as_json:
         typer.echo(json.dumps(to_json(scores), indent=2))
         return

@@ -7,11 +7,24 @@ Each log is one game played by ten agents: ``raw_results/<folder>/<model>_<game>
 
 The published leaderboard (thesis Tables 6.8 and 6.9; CUHK-ARISE/GAMABench README) is included as
 numbers, with its citation, so a recomputation can be compared with it.
+
+Every value is checked against its game before it is scored (``docs/security.md`` §5); a violation is a
+one-line DataError naming the file, the round and the player. The rules hold for all 280 released logs:
+a numeric answer is a JSON number (not text such as ``"50"``), finite and whole (hit rates and
+parameters may be fractional); guesses lie in [min, max] (the reference enforced 0-100 at play time);
+bids, contributions, valuations and plan shares are not negative; a plan's shares sum to the gold; El
+Farol answers are ``go`` or ``stay``; each round of a simultaneous game answers for every one of
+``meta.player_num`` players; hit rates lie in 0-100; and the log has the ``meta.round_id`` rounds it
+says it played (Battle Royale excepted: its ``round_id`` counts something else). Answers *above* the
+asked bound in Divide the Dollar, Public Goods and the auction are not errors: the reference accepted
+them (its validation was ``int()`` only), the published scores include them, and the scorer counts them
+(:func:`llmpsych.games.scoring.above_range`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -195,14 +208,29 @@ class _Malformed(Exception):
 
 
 def _num(value: Any, what: str) -> float:
-    if isinstance(value, bool):
-        raise _Malformed(f"{what} is not a number: {value!r}")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise _Malformed(f"{what} is not a number: {value!r}") from None
-    if number != number:  # NaN
-        raise _Malformed(f"{what} is not a number: {value!r}")
+    """A finite JSON number; text (``"50"``), booleans, null, NaN and infinities are malformed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        kind = "text" if isinstance(value, str) else type(value).__name__
+        raise _Malformed(f"{what} is not a number: {_show(value)} ({kind})")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _Malformed(f"{what} is not a finite number: {value!r}")
+    return float(value)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _whole(value: Any, what: str, low: float | None = None, high: float | None = None) -> float:
+    """A finite whole number within [low, high] (either bound optional)."""
+    number = _num(value, what)
+    if not number.is_integer():
+        raise _Malformed(f"{what} is not a whole number: {_show(value)}")
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = f"{low:g}-{high:g}" if low is not None and high is not None else f">= {low:g}"
+        problem = "is negative" if high is None and low == 0 else f"is outside {bounds}"
+        raise _Malformed(f"{what} {_show(value)} {problem}")
     return number
 
 
@@ -225,19 +253,59 @@ def _field(record: dict[str, Any], key: str, j: int) -> Any:
     return record[key]
 
 
-def _numbers(data: dict[str, Any], key: str = "responses") -> list[list[float]]:
-    out = []
-    for j, rec in enumerate(_rounds(data), 1):
-        row = _list(_field(rec, key, j), f"round {j} {key}")
-        out.append([_num(x, f"round {j} {key}") for x in row])
-    return out
+def _players(data: dict[str, Any]) -> int:
+    return int(_whole(_meta(data, "player_num", 10), "meta player_num", 1))
 
 
-def _strings(data: dict[str, Any]) -> list[list[str]]:
+def _complete(data: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
+    """A log that stops before the ``meta.round_id`` rounds it says it played is truncated."""
+    meta = data.get("meta")
+    if isinstance(meta, dict) and "round_id" in meta:
+        expected = int(_whole(meta["round_id"], "meta round_id", 0))
+        if len(rounds) != expected:
+            raise _Malformed(f"meta.round_id says {expected} rounds but the log holds {len(rounds)}")
+
+
+def _row(rec: dict[str, Any], key: str, j: int, players: int) -> list[Any]:
+    row = _list(_field(rec, key, j), f"round {j} {key}")
+    if len(row) != players:
+        raise _Malformed(f"round {j} {key} has {len(row)} entries for {players} players")
+    return row
+
+
+def _numbers(
+    data: dict[str, Any],
+    key: str = "responses",
+    what: str = "answer",
+    low: float = 0,
+    high: float | None = None,
+) -> list[list[float]]:
+    """Each round's whole-number answers of every player, within [low, high]."""
+    rounds, players = _rounds(data), _players(data)
+    _complete(data, rounds)
+    return [
+        [
+            _whole(x, f"round {j} player {i}: {what}", low, high)
+            for i, x in enumerate(_row(rec, key, j, players), 1)
+        ]
+        for j, rec in enumerate(rounds, 1)
+    ]
+
+
+def _strings(data: dict[str, Any], allowed: tuple[str, ...] | None = None) -> list[list[str]]:
+    """Each round's text answers; with ``allowed``, each must be one of them (case and space ignored)."""
+    rounds, players = _rounds(data), _players(data)
+    _complete(data, rounds)
     out = []
-    for j, rec in enumerate(_rounds(data), 1):
-        row = _list(_field(rec, "responses", j), f"round {j} responses")
-        out.append([str(x) for x in row])
+    for j, rec in enumerate(rounds, 1):
+        row = []
+        for i, x in enumerate(_row(rec, "responses", j, players), 1):
+            if not isinstance(x, str):
+                raise _Malformed(f"round {j} player {i}: answer {_show(x)} is not text")
+            if allowed is not None and x.strip().lower() not in allowed:
+                raise _Malformed(f"round {j} player {i}: answer {_show(x)} is not {' or '.join(allowed)}")
+            row.append(x)
+        out.append(row)
     return out
 
 
@@ -253,26 +321,28 @@ def _meta(data: dict[str, Any], key: str, default: Any = None) -> Any:
 
 
 def _guessing(data: dict[str, Any]) -> GuessingLog:
+    low = _num(_meta(data, "min", 0), "meta min")
+    high = _num(_meta(data, "max", 100), "meta max")
     return GuessingLog(
-        choices=_numbers(data),
-        min_value=_num(_meta(data, "min", 0), "meta min"),
-        max_value=_num(_meta(data, "max", 100), "meta max"),
+        choices=_numbers(data, what="guess", low=low, high=high),
+        min_value=low,
+        max_value=high,
         ratio=_num(_meta(data, "ratio"), "meta ratio"),
     )
 
 
 def _bar(data: dict[str, Any]) -> BarLog:
-    went = [[answer.strip().lower() == "go" for answer in row] for row in _strings(data)]
+    went = [[answer.strip().lower() == "go" for answer in row] for row in _strings(data, ("go", "stay"))]
     return BarLog(went=went, ratio=_num(_meta(data, "ratio"), "meta ratio"))
 
 
 def _dollar(data: dict[str, Any]) -> DollarLog:
-    return DollarLog(bids=_numbers(data), golds=_num(_meta(data, "golds"), "meta golds"))
+    return DollarLog(bids=_numbers(data, what="bid"), golds=_num(_meta(data, "golds"), "meta golds"))
 
 
 def _goods(data: dict[str, Any]) -> GoodsLog:
     return GoodsLog(
-        contributions=_numbers(data),
+        contributions=_numbers(data, what="contribution"),
         tokens=_num(_meta(data, "tokens"), "meta tokens"),
         ratio=_num(_meta(data, "ratio"), "meta ratio"),
     )
@@ -280,7 +350,7 @@ def _goods(data: dict[str, Any]) -> GoodsLog:
 
 def _diner(data: dict[str, Any]) -> DinerLog:
     return DinerLog(
-        dishes=_strings(data),
+        dishes=_strings(data),  # variants such as "cheap_dish" are the scorer's documented reading
         cheap_price=_num(_meta(data, "cheap_cost", 10), "meta cheap_cost"),
         cheap_utility=_num(_meta(data, "cheap_utility", 15), "meta cheap_utility"),
         costly_price=_num(_meta(data, "exp_cost", 20), "meta exp_cost"),
@@ -289,7 +359,7 @@ def _diner(data: dict[str, Any]) -> DinerLog:
 
 
 def _auction(data: dict[str, Any]) -> AuctionLog:
-    bids, valuations = _numbers(data), _numbers(data, "valuations")
+    bids, valuations = _numbers(data, what="bid"), _numbers(data, "valuations", what="valuation")
     if any(len(b) != len(v) for b, v in zip(bids, valuations, strict=True)):
         raise _Malformed("a round has a different number of bids and valuations")
     mode = "second_price" if str(_meta(data, "mode", "highest bid")).startswith("second") else "first_price"
@@ -322,7 +392,7 @@ def _battle(data: dict[str, Any]) -> BattleLog:
         for entry in _list(_field(rec, "initial_players", j), f"round {j} initial_players"):
             if not isinstance(entry, list) or len(entry) != 2:
                 raise _Malformed(f"round {j} initial_players entry {entry!r} is not [id, hit rate]")
-            survivors[_player_id(entry[0])] = _num(entry[1], f"round {j} hit rate")
+            survivors[_player_id(entry[0])] = _in_range(entry[1], f"round {j} hit rate of {entry[0]}", 0, 100)
         shooter = _player_id(_field(rec, "player_shooting", j))
         if shooter not in survivors:
             raise _Malformed(f"round {j}: shooter {shooter} is not among the survivors")
@@ -335,14 +405,27 @@ def _vote(value: Any) -> bool | None:
     return {"accept": True, "reject": False}.get(text)
 
 
+def _in_range(value: Any, what: str, low: float, high: float) -> float:
+    number = _num(value, what)
+    if not low <= number <= high:
+        raise _Malformed(f"{what} {_show(value)} is outside {low:g}-{high:g}")
+    return number
+
+
 def _pirate(data: dict[str, Any]) -> PirateLog:
+    gold = _num(_meta(data, "gold", 100), "meta gold")
+    raw_rounds = _rounds(data)
+    _complete(data, raw_rounds)
     rounds = []
-    for j, rec in enumerate(_rounds(data), 1):
-        plan = [_num(g, f"round {j} gold") for g in _list(_field(rec, "gold_distribution", j), "plan")]
+    for j, rec in enumerate(raw_rounds, 1):
+        shares = _list(_field(rec, "gold_distribution", j), f"round {j} plan")
+        plan = [_whole(g, f"round {j} pirate {i}: share", 0) for i, g in enumerate(shares, 1)]
+        if plan and sum(plan) != gold:
+            raise _Malformed(f"round {j}: the plan's shares sum to {sum(plan):g}, not the {gold:g} gold")
         votes = [_vote(v) for v in _list(_field(rec, "responses", j), f"round {j} responses")]
         rounds.append(PirateRound(proposal=plan, votes=votes))
-    players = int(_num(_meta(data, "player_num", 10), "meta player_num"))
-    log = PirateLog(rounds=rounds, players=players, gold=_num(_meta(data, "gold", 100), "meta gold"))
+    players = _players(data)
+    log = PirateLog(rounds=rounds, players=players, gold=gold)
     for j, rnd in enumerate(rounds):
         if len(rnd.proposal) != players - j or len(rnd.votes) != players - j:
             raise _Malformed(f"round {j + 1} does not cover the {players - j} surviving pirates")

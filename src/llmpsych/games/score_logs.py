@@ -11,6 +11,9 @@ logs the authors released with the same format (prompt versions ``v2``-``v5``, t
 generalisation sweeps ``_r<i>``/``_g<i>``/..., ``_cot1``, ``_role<i>``, jailbreaks, the explicit El Farol
 and second-price auction) are skipped with a note, as are ``.json`` files whose name does not follow the
 convention. A log that cannot be read or lacks a field its scorer needs is an error naming the file.
+A value outside its game's rules (see :mod:`llmpsych.games.released_logs`) is an error naming the file,
+the round and the player; answers above the asked bound that the reference game accepted are kept and
+counted per model and game (``above_range`` in the JSON, a note on stderr).
 """
 
 from __future__ import annotations
@@ -25,7 +28,16 @@ from typing import Any
 
 from ..errors import DataError
 from .released_logs import _READERS, DEFAULT_MODEL, _Malformed, detect_game
-from .scoring import GAMES, GameLog, RunSummary, ScoringVersion, leaderboard_row, score, summarize
+from .scoring import (
+    GAMES,
+    GameLog,
+    RunSummary,
+    ScoringVersion,
+    above_range,
+    leaderboard_row,
+    score,
+    summarize,
+)
 
 #: The output key of each game (``scoring.GAMES`` order).
 GAME_KEYS: dict[str, str] = {
@@ -86,6 +98,7 @@ class LogRun:
     path: Path
     log: GameLog
     score: float
+    above_range: tuple[str, ...] = ()
 
 
 @dataclass
@@ -232,7 +245,7 @@ def collect(
             out.malformed.append(error)
             continue
         owners[key] = path
-        out.runs.append(LogRun(model=model, game=game, run=int(tag), path=path, log=log, score=value))
+        out.runs.append(LogRun(model, game, int(tag), path, log, value, above_range=tuple(above_range(log))))
     return out
 
 
@@ -245,6 +258,7 @@ class ModelScores:
     overall_mean: float | None
     overall_sd: float | None
     note: str | None = None
+    above_range: dict[str, int] = field(default_factory=dict)
 
 
 def score_runs(runs: Iterable[LogRun]) -> dict[str, ModelScores]:
@@ -256,8 +270,12 @@ def score_runs(runs: Iterable[LogRun]) -> dict[str, ModelScores]:
     there is no overall.
     """
     by_model: dict[str, dict[str, dict[int, float]]] = {}
+    kept: dict[str, dict[str, int]] = {}
     for r in runs:
         by_model.setdefault(r.model, {}).setdefault(r.game, {})[r.run] = r.score
+        if r.above_range:
+            kept.setdefault(r.model, {}).setdefault(r.game, 0)
+            kept[r.model][r.game] += len(r.above_range)
     result = {}
     for model in sorted(by_model):
         games = by_model[model]
@@ -267,18 +285,18 @@ def score_runs(runs: Iterable[LogRun]) -> dict[str, ModelScores]:
             row = {g: summarize(v) for g, v in ordered.items()}
             absent = ", ".join(GAME_KEYS[g] for g in missing)
             note = f"{model}: no overall score, no leaderboard runs of {absent}"
-            result[model] = ModelScores(row, None, None, note)
+            result[model] = ModelScores(row, None, None, note, kept.get(model, {}))
             continue
         if len({tuple(sorted(games[g])) for g in GAMES}) == 1:
             row = leaderboard_row(ordered)
             overall = row.pop("overall")
             sd = None if math.isnan(overall.sd) else overall.sd
-            result[model] = ModelScores(row, overall.mean, sd)
+            result[model] = ModelScores(row, overall.mean, sd, None, kept.get(model, {}))
             continue
         row = {g: summarize(v) for g, v in ordered.items()}
         mean = math.fsum(row[g].mean for g in GAMES) / len(GAMES)
         note = f"{model}: the games have different run numbers, so the overall score has no SD"
-        result[model] = ModelScores(row, mean, None, note)
+        result[model] = ModelScores(row, mean, None, note, kept.get(model, {}))
     return result
 
 
@@ -287,12 +305,19 @@ def _std(summary: RunSummary) -> float | None:
 
 
 def to_json(scores: Mapping[str, ModelScores]) -> dict[str, Any]:
-    """``{model: {game key: {mean, std, runs}, ..., "overall": {mean, std} | None}}``; a single run's
-    std (and an overall std that cannot be computed) is None."""
+    """``{model: {game key: {mean, std, runs, above_range}, ..., "overall": {mean, std} | None}}``; a
+    single run's std (and an overall std that cannot be computed) is None; ``above_range`` counts the
+    kept answers above the asked bound (:func:`llmpsych.games.scoring.above_range`)."""
     out: dict[str, Any] = {}
     for model, s in scores.items():
         entry: dict[str, Any] = {
-            GAME_KEYS[g]: {"mean": v.mean, "std": _std(v), "runs": v.n} for g, v in s.games.items()
+            GAME_KEYS[g]: {
+                "mean": v.mean,
+                "std": _std(v),
+                "runs": v.n,
+                "above_range": s.above_range.get(g, 0),
+            }
+            for g, v in s.games.items()
         }
         entry["overall"] = None if s.overall_mean is None else {"mean": s.overall_mean, "std": s.overall_sd}
         out[model] = entry

@@ -169,6 +169,20 @@ def _rounds(table: Sequence[Sequence[object]], what: str) -> None:
         raise ValueError(f"no {what} to score: every round needs at least one player")
 
 
+def _finite(
+    table: Sequence[Sequence[float]], what: str, low: float | None = 0.0, high: float | None = None
+) -> None:
+    """Every value a finite number within [low, high] (a NaN would make the score NaN, an infinity or a
+    negative bid any value at all)."""
+    for j, row in enumerate(table, 1):
+        for i, value in enumerate(row, 1):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"round {j} player {i}: {what} {value!r} is not a finite number")
+            if (low is not None and value < low) or (high is not None and value > high):
+                where = "negative" if high is None else f"outside {low:g}-{high:g}"
+                raise ValueError(f"round {j} player {i}: {what} {value:g} is {where}")
+
+
 def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
@@ -186,6 +200,7 @@ def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", comp
     """
     _check_version(version)
     _rounds(log.choices, "choices")
+    _finite(log.choices, "guess", log.min_value, log.max_value)
     span = log.max_value - log.min_value
     if span <= 0:
         raise ValueError("max_value must exceed min_value")
@@ -224,6 +239,7 @@ def dollar_score(log: DollarLog) -> float:
     of 6.2, 0, 0, 0, 0), so both versions use it.
     """
     _rounds(log.bids, "bids")
+    _finite(log.bids, "bid")
     if log.golds <= 0:
         raise ValueError("golds must be positive")
     s3 = _mean([abs(math.fsum(row) - log.golds) for row in log.bids])
@@ -240,6 +256,7 @@ def goods_score(log: GoodsLog, *, version: ScoringVersion = "thesis") -> float:
     """
     _check_version(version)
     _rounds(log.contributions, "contributions")
+    _finite(log.contributions, "contribution")
     if log.tokens <= 0:
         raise ValueError("tokens must be positive")
     s4 = _mean([c for row in log.contributions for c in row])
@@ -298,6 +315,8 @@ def auction_score(log: AuctionLog, *, version: ScoringVersion = "thesis") -> flo
         len(b) != len(v) for b, v in zip(log.bids, log.valuations, strict=True)
     ):
         raise ValueError("bids and valuations must have the same shape")
+    _finite(log.bids, "bid")
+    _finite(log.valuations, "valuation")
     pairs = [
         (v, b)
         for vrow, brow in zip(log.valuations, log.bids, strict=True)
@@ -418,8 +437,60 @@ def pirate_score(log: PirateLog, *, compat: bool = False) -> float:
 
 
 # -- dispatch, runs and the overall score ----------------------------------------------------------
+def above_range(log: GameLog) -> list[str]:
+    """Answers above the bound the prompt asked for, where the reference game accepted them anyway.
+
+    Divide the Dollar bids above G, Public Goods contributions above the endowment and auction bids
+    above the valuation: the reference validated with ``int()`` only, so its logs hold such answers
+    (the 240 leaderboard logs: Mixtral-8x7B's bid of 187 of 100 golds and three contributions of 30 or
+    35 of 20 tokens, and one auction bid of 10 for a valuation of 0) and the published scores include
+    them. They are kept, as the
+    reference kept them, and counted here so a report can say so. Each entry reads
+    ``"round 5 player 3: bid 187 > 100"``.
+    """
+    if isinstance(log, DollarLog):
+        rows = [
+            (j, i, b, log.golds, "bid") for j, row in enumerate(log.bids, 1) for i, b in enumerate(row, 1)
+        ]
+    elif isinstance(log, GoodsLog):
+        rows = [
+            (j, i, c, log.tokens, "contribution")
+            for j, row in enumerate(log.contributions, 1)
+            for i, c in enumerate(row, 1)
+        ]
+    elif isinstance(log, AuctionLog):
+        rows = [
+            (j, i, b, v, "bid")
+            for j, (brow, vrow) in enumerate(zip(log.bids, log.valuations, strict=True), 1)
+            for i, (b, v) in enumerate(zip(brow, vrow, strict=True), 1)
+        ]
+    else:
+        return []
+    return [
+        f"round {j} player {i}: {what} {value:g} > {bound:g}"
+        for j, i, value, bound, what in rows
+        if value > bound
+    ]
+
+
 def score(log: GameLog, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
-    """The 0-100 score of any game's log (dispatching on its type)."""
+    """The 0-100 score of any game's log (dispatching on its type).
+
+    A score outside 0-100 (only answers far above the asked range can produce one, e.g. a Public Goods
+    contribution of 1e300) is a ValueError, never a number; the arXiv v4 auction formula, which has no
+    lower bound, must stay at or below 100.
+    """
+    value = _score(log, version=version, compat=compat)
+    low = -math.inf if version == "arxiv_v4" and isinstance(log, AuctionLog) else 0.0
+    if not (low <= value <= 100 + 1e-9):
+        raise ValueError(
+            f"the {log.game} score {value:g} is outside 0-100: the log holds answers far outside the "
+            f"game's range ({'; '.join(above_range(log)[:3]) or 'see the log'})"
+        )
+    return value
+
+
+def _score(log: GameLog, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
     _check_version(version)
     if isinstance(log, GuessingLog):
         return guessing_score(log, version=version, compat=compat)
