@@ -73,7 +73,11 @@ def score_results(
     console.print(f"[bold]{result['file']}[/bold]: {chosen.name}, scoring {scoring}, alpha {alpha}")
     typer.echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
     if result["invalid_runs"]:
-        console.print(f"invalid (unparseable) runs skipped: {result['invalid_runs']}")
+        console.print(
+            f"invalid runs left out: {result['invalid_runs']} ({result['invalid_reasons']})", markup=False
+        )
+        for example in result["invalid_examples"]:
+            console.print(f"  e.g. {example}", markup=False)
 
 
 @app.command("human")

@@ -26,6 +26,7 @@ from scipy import stats
 
 from ..data.sources import data_file
 from ..errors import DataError
+from ..instruments.numbers import whole_number
 from ..instruments.scale import Scale
 from .changes import DOWN, SAME, UP, compare_groups, emotion_of, ordered_factors, score_answers
 from .situations import factor_id
@@ -57,8 +58,34 @@ def _item_of(label: str, by_text: Mapping[str, int]) -> int | None:
     return by_text.get(tail)
 
 
+def _letters(number: int) -> str:
+    """A spreadsheet column's letters: 1 -> A, 27 -> AA."""
+    out = ""
+    while number > 0:
+        number, rest = divmod(number - 1, 26)
+        out = chr(65 + rest) + out
+    return out
+
+
+def _cell(file: Path, r: int, col: int, name: object, value: object, panas: Scale) -> int:
+    """One PANAS answer: a whole number in the scale's range (all 50,640 released answers are ints in
+    1-5); anything else (3.7, "٣", NaN, 99) is a DataError naming the sheet cell and the respondent."""
+    number = value if isinstance(value, int) and not isinstance(value, bool) else None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str):
+        number = whole_number(value)
+    where = f"{file}: sheet Raw cell {_letters(col + 1)}{r + 1} (respondent {name})"
+    if number is None:
+        raise DataError(f"{where}: answer {str(value)[:20]!r} is not a whole number")
+    if not panas.response_min <= number <= panas.response_max:
+        raise DataError(f"{where}: answer {number} is outside {panas.response_min}-{panas.response_max}")
+    return number
+
+
 def load_crowd(path: str | os.PathLike[str], panas: Scale) -> list[Respondent]:
-    """Every respondent of ``crowd.xlsx`` (PANAS items matched by their text)."""
+    """Every respondent of ``crowd.xlsx`` (PANAS items matched by their text); an answer that is not a
+    whole number in the PANAS range is an error naming its cell, a blank one a missing item."""
     try:
         import openpyxl
     except ImportError:  # pragma: no cover - openpyxl is a dependency of the emotion extra
@@ -104,11 +131,10 @@ def load_crowd(path: str | os.PathLike[str], panas: Scale) -> list[Respondent]:
         def answers(where: Mapping[int, int], col: int = col) -> dict[int, int]:
             out: dict[int, int] = {}
             for item, r in where.items():
-                value = rows[r][col]
-                if isinstance(value, int | float) and not isinstance(value, bool):
-                    out[item] = int(value)
-                elif isinstance(value, str) and value.strip().isdigit():
-                    out[item] = int(value.strip())
+                value = rows[r][col] if col < len(rows[r]) else None
+                if value is None or (isinstance(value, str) and not value.strip()):
+                    continue  # a blank cell: the item is missing, the score NaN, the person left out
+                out[item] = _cell(file, r, col, header[col], value, panas)
             return out
 
         info = {key: rows[r][col] for key, r in info_rows.items()}

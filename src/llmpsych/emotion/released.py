@@ -5,7 +5,10 @@ statements) and an ``order-k`` column (the item numbers in presented order); the
 run, ``General_test-t_order-k`` for the default runs and ``<Emotion>-<f>_scenario-<s>_test-t_order-k``
 (``f`` and ``s`` 0-based) for the evoked runs. The first cell of an answer column is the situation line
 (blank for default runs), the others the answers in presented order. A run with any missing or
-non-numeric answer is kept as invalid (``answers=None``) so it is counted, not silently dropped.
+non-numeric answer is kept as invalid (``answers=None``, the reason in ``problem``) so it is counted, not
+silently dropped. An answer is a whole number written with ASCII digits (all 83,580 released answers
+are): ``3.0``, ``2e5``, ``nan``, ``inf``, ``+3`` or ``٣`` make the run invalid. Two answer columns of the
+same name, or an item listed twice in one order, are an error naming the file and the column.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError
+from ..instruments.numbers import whole_number
 from .situations import factor_id
 
 _DEFAULT = re.compile(r"^General_test-(?P<test>\d+)_order-(?P<order>\d+)$")
@@ -37,6 +41,8 @@ class ReleasedRun:
     test: int
     order: int
     answers: dict[int, int] | None  # item number -> answer; None when the run is unparseable
+    column: str = ""  # the answer column's header, to name the run in a message
+    problem: str | None = None  # why ``answers`` is None
 
     @property
     def valid(self) -> bool:
@@ -57,14 +63,7 @@ def infer_model(path: str | os.PathLike[str]) -> str | None:
 
 
 def _answer(cell: str) -> int | None:
-    text = cell.strip()
-    if not text:
-        return None
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return int(number) if number.is_integer() else None
+    return whole_number(cell)
 
 
 def read_released_runs(path: str | os.PathLike[str]) -> list[ReleasedRun]:
@@ -90,31 +89,56 @@ def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
         if name.startswith("order-"):
             key = int(name.removeprefix("order-"))
             ids = [row[col].strip() for row in body[1:] if col < len(row) and row[col].strip()]
-            try:
-                orders[key] = [int(float(i)) for i in ids]
-            except ValueError:
-                raise DataError(f"{file}: column {name} holds a non-numeric item number") from None
+            numbers = [whole_number(i) for i in ids]
+            if any(n is None for n in numbers):
+                raise DataError(f"{file}: column {name} holds a non-numeric item number")
+            if len(set(numbers)) != len(numbers):
+                twice = next(n for n in numbers if numbers.count(n) > 1)
+                raise DataError(f"{file}: column {name} lists item {twice} twice")
+            orders[key] = [n for n in numbers if n is not None]
     if not orders:
         raise DataError(f"{file}: no order-k column; is this a released EmotionBench testing file?")
     found = False
+    seen: set[str] = set()
     for col, name in enumerate(header):
         default, evoked = _DEFAULT.match(name), _EVOKED.match(name)
         match = default or evoked
         if match is None:
             continue
+        if name in seen:
+            raise DataError(
+                f"{file}: answer column {name} appears twice (column {col + 1})", "give each run once"
+            )
+        seen.add(name)
         found = True
         order_key = int(match.group("order"))
         if order_key not in orders:
             raise DataError(f"{file}: column {name} refers to order-{order_key}, which is missing")
         ids = orders[order_key]
         cells = [row[col] if col < len(row) else "" for row in body]
-        values = [_answer(c) for c in cells[1 : 1 + len(ids)]]
-        answers = None if any(v is None for v in values) else dict(zip(ids, values, strict=True))
+        given = cells[1 : 1 + len(ids)]
+        given += [""] * (len(ids) - len(given))  # a truncated file: the missing answers are blank
+        values = [_answer(c) for c in given]
+        bad = next((k for k, v in enumerate(values) if v is None), None)
+        answers = None if bad is not None else dict(zip(ids, values, strict=True))
+        problem = None
+        if bad is not None:
+            cell = given[bad].strip()
+            what = f"{cell[:20]!r} is not a whole number" if cell else "is missing"
+            problem = f"row {bad + 3}: the answer to item {ids[bad]} {what}"
         if evoked is not None:
             group = factor_id(evoked.group("emotion"), int(evoked.group("factor")) + 1)
             situation: int | None = int(evoked.group("scenario"))
         else:
             group, situation = "default", None
-        yield ReleasedRun(group, situation, int(match.group("test")), order_key, answers)  # type: ignore[arg-type]
+        yield ReleasedRun(
+            group,
+            situation,
+            int(match.group("test")),
+            order_key,
+            answers,  # type: ignore[arg-type]
+            column=name,
+            problem=problem,
+        )
     if not found:
         raise DataError(f"{file}: no answer columns (General_test-… or <Emotion>-<f>_scenario-…)")

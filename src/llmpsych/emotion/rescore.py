@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
-from ..instruments.scale import Scale
+from ..instruments.scale import Scale, ScoringError
 from .changes import Scoring, change_table, measures, score_answers, summary_json, table_json
 from .released import infer_model, infer_scale, read_released_runs
 
@@ -25,18 +25,26 @@ def score_released(
 
     ``{"default": {measure: {mean, sd, n}}, "factors": {...}, "emotions": {...}, "overall": {...}}`` with
     each cell ``{"change", "mark", "n", ...}``; ``measure`` is ``positive``/``negative`` for PANAS and
-    ``total`` otherwise. Invalid (unparseable) runs are skipped and counted under ``invalid_runs``.
+    ``total`` otherwise. Invalid runs (an answer missing, not a whole number, or outside the scale's
+    range, e.g. 99 on a 1-5 scale) are left out and counted under ``invalid_runs`` (per group) and
+    ``invalid_reasons``; ``invalid_examples`` names the first few by column and row.
     """
     names = measures(scale)
     runs = read_released_runs(path)
     default: dict[str, list[float]] = {m: [] for m in names}
     evoked: dict[str, dict[str, list[float]]] = {}
     invalid: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    examples: list[str] = []
     total: Counter[str] = Counter()
     for run in runs:
         total[run.group] += 1
-        if run.answers is None:
+        problem = run.problem if run.answers is None else _out_of_range(scale, run.answers)
+        if run.answers is None or problem is not None:
             invalid[run.group] += 1
+            reasons[_reason(problem)] += 1
+            if len(examples) < 5:
+                examples.append(f"{run.column}: {problem}")
             continue
         missing = scale.missing_items(run.answers)
         if missing:
@@ -57,9 +65,32 @@ def score_released(
         "published_procedure": published,
         "runs": sum(total.values()),
         "invalid_runs": dict(invalid),
+        "invalid_reasons": dict(reasons),
+        "invalid_examples": examples,
         "default": {m: summary_json(default[m]) for m in names},
         **table_json(table),
     }
+
+
+def _out_of_range(scale: Scale, answers: dict[int, int]) -> str | None:
+    """The first answer the scale cannot have (an item it lacks, or a value outside its range)."""
+    for item, value in answers.items():
+        try:
+            scale.check_answer(item, value)
+        except ScoringError as exc:
+            return str(exc)
+    return None
+
+
+def _reason(problem: str | None) -> str:
+    text = problem or ""
+    if "outside" in text:
+        return "answer outside the scale's range"
+    if "has no item" in text:
+        return "answer to an item the scale does not have"
+    if "missing" in text:
+        return "answer missing"
+    return "answer not a whole number"
 
 
 def scale_for_file(path: str | os.PathLike[str], scales: dict[str, Scale], name: str | None) -> Scale:
