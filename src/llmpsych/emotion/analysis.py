@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..errors import DataError
+from ..instruments.scale import STORED_HINT, ScoringError
 from ..report.markdown import write_report
 from ..runs.store import RunStore
 from .changes import change_table, measures, score_answers, summary_json, table_json
@@ -36,7 +37,11 @@ def run_frame(task: EmotionBenchTask, results: list[dict[str, Any]]) -> pd.DataF
         valid = (
             not result.get("unanswered") and not result.get("refused") and not scale.missing_items(answers)
         )
-        scores = score_answers(scale, answers, task.options.scoring) if valid else {}
+        try:
+            scores = score_answers(scale, answers, task.options.scoring) if valid else {}
+        except ScoringError as exc:  # the parser never stores such answers: an edited or foreign store
+            where = f"{result['kind']} {result.get('factor', '')} situation {result.get('situation')}"
+            raise DataError(f"run store, {where} run {result['run']}: {exc}", STORED_HINT) from None
         rows.append(
             {
                 "kind": result["kind"],

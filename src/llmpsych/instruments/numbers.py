@@ -15,10 +15,18 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import DataError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 _WHOLE = re.compile(r"-?[0-9]{1,15}")
-_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,15})?")
+_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,17})?")
+_SCIENTIFIC = re.compile(r"-?[0-9](?:\.[0-9]{1,17})?e[-+][0-9]{1,3}")
 
 
 class JsonFloat(str):
@@ -57,6 +65,9 @@ def finite_number(value: object) -> float | None:
         text = value.strip()
         if _DECIMAL.fullmatch(text):
             return float(text)
+        if _SCIENTIFIC.fullmatch(text):  # pandas writes 1e-05: finite only
+            number = float(text)
+            return number if math.isfinite(number) else None
     return None
 
 
@@ -68,3 +79,39 @@ def loads_strict(text: str) -> Any:
 
 #: A decoder with the same rules, for ``raw_decode`` scans of a reply.
 STRICT_DECODER = json.JSONDecoder(parse_float=JsonFloat, parse_constant=JsonFloat)
+
+
+def checked_csv(
+    path: Path,
+    required: Sequence[str],
+    numeric: Sequence[str] = (),
+    unique: Sequence[str] = (),
+) -> pd.DataFrame:
+    """A CSV table whose ``required`` columns exist, whose ``numeric`` cells are finite numbers or blank
+    (blank reads as NaN: "no value"), and whose ``unique`` key appears once; else a one-line DataError
+    naming the file, the row (as a spreadsheet counts it, the header being row 1) and the column."""
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise DataError(f"{path}: cannot read as CSV ({str(exc).splitlines()[0][:120]})") from None
+    absent = [c for c in required if c not in frame.columns]
+    if absent:
+        raise DataError(f"{path}: no column {absent[0]!r}", f"columns: {', '.join(map(str, frame.columns))}")
+    for column in numeric:
+        for row, cell in enumerate(frame[column], 2):
+            text = cell.strip()
+            if text not in {"", "nan", "NaN"} and finite_number(text) is None:
+                raise DataError(f"{path}: row {row}, column {column!r}: {text[:20]!r} is not a finite number")
+        frame[column] = pd.to_numeric(frame[column].str.strip().replace({"": "nan", "NaN": "nan"}))
+    for column in frame.columns:  # other blank cells read as pandas reads them: missing
+        if column not in numeric:
+            frame[column] = frame[column].replace("", math.nan)
+    if unique:
+        repeated = frame.duplicated(list(unique), keep="first")
+        if repeated.any():
+            row = int(repeated.to_numpy().nonzero()[0][0]) + 2
+            key = ", ".join(str(frame.iloc[row - 2][c]) for c in unique)
+            raise DataError(f"{path}: row {row} repeats {key} (give each row once)")
+    return frame

@@ -38,6 +38,10 @@ class ScoringError(LlmpsychError, ValueError):
     """Answers cannot be scored: out of range, not an integer, unknown item, or an unscored scale."""
 
 
+#: The hint of an error about answers read back from a run store: the parser stores only valid answers.
+STORED_HINT = "the parser stores only valid answers; was run.sqlite edited or copied from elsewhere?"
+
+
 @dataclass(frozen=True)
 class NormGroup:
     """Human reference values for one subscale in one population."""

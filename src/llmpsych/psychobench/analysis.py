@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..instruments.scale import Scale
+from ..errors import DataError
+from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.html import write_html
 from ..report.markdown import table, write_report
@@ -96,7 +97,10 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             subscores = weighted_scores(scale, values)
             n_valid = len(values)
         else:
-            subscores = scale.score(given)
+            try:
+                subscores = scale.score(given)
+            except ScoringError as exc:  # the parser never stores such answers: an edited or foreign store
+                raise DataError(f"run store, {scale.name} run {run}: {exc}", STORED_HINT) from None
             n_valid = len(given)
         for name, value in subscores.items():
             scores.append({"scale": scale.name, "run": run, "subscale": name, "score": value})

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import LlmpsychError
+from ..instruments.numbers import checked_csv
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.html import write_html
 from ..report.markdown import table, write_report
@@ -77,6 +78,12 @@ def _bsri_cell(run_dir: Path) -> tuple[str, str] | None:
     return bsri_mod.count_string(labels, order), bsri_mod.order_key(order)
 
 
+#: The columns compare reads from each run's tables; a missing column, a cell that is not a finite
+#: number (blank = no score) or a repeated row is an error naming the file and row (docs/security.md §5).
+_SUMMARY = ("scale", "subscale", "runs", "n", "mean", "sd")
+_NORMS = ("scale", "subscale", "group", "mean", "sd", "n")
+
+
 def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(display table, tidy long table) of several analysed run directories."""
     if not run_dirs:
@@ -95,11 +102,16 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
         if label in labels:
             label = f"{label} ({run_dir.name})"
         labels.append(label)
-        summary = pd.read_csv(summary_file)
+        summary = checked_csv(summary_file, _SUMMARY, _SUMMARY[2:], unique=("scale", "subscale"))
         summary["kind"] = "subscale"
         groups_file = run_dir / "cabin_groups_summary.csv"
         if groups_file.is_file():
-            groups = pd.read_csv(groups_file)
+            groups = checked_csv(
+                groups_file,
+                ("scale", "grouping", "dimension", "n", "mean", "sd"),
+                ("n", "mean", "sd"),
+                unique=("scale", "grouping", "dimension"),
+            )
             groups = groups.assign(
                 scale=[f"{s} {g}" for s, g in zip(groups["scale"], groups["grouping"], strict=True)],
                 subscale=groups["dimension"],
@@ -114,7 +126,7 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
         summary["run_dir"] = str(run_dir)
         summaries.append(summary)
         if (run_dir / "norms.csv").is_file():
-            norms_parts.append(pd.read_csv(run_dir / "norms.csv"))
+            norms_parts.append(checked_csv(run_dir / "norms.csv", _NORMS, ("mean", "sd", "n")))
         cell = _bsri_cell(run_dir)
         if cell is not None:
             bsri[label] = cell
@@ -188,7 +200,11 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     display, tidy = comparison_frames(run_dirs)
     out_dir.mkdir(parents=True, exist_ok=True)
     outputs, parquet_note = write_tables([("comparison", tidy)], out_dir)
-    norms_parts = [pd.read_csv(d / "norms.csv") for d in run_dirs if (d / "norms.csv").is_file()]
+    norms_parts = [
+        checked_csv(d / "norms.csv", _NORMS, ("mean", "sd", "n"))
+        for d in run_dirs
+        if (d / "norms.csv").is_file()
+    ]
     norms = (
         pd.concat(norms_parts, ignore_index=True).drop_duplicates(["scale", "subscale", "group"])
         if norms_parts
