@@ -81,8 +81,17 @@ def reanalyse(
     default: pd.DataFrame | None = None,
     group_by: str | None = None,
 ) -> Reanalysis:
-    """All statistics of one set of data points (rows with a missing dimension are left out)."""
-    frame = frame.dropna(subset=list(DIMENSIONS)).reset_index(drop=True)
+    """All statistics of one set of data points (rows with a missing dimension are left out and counted
+    in ``settings["left_out_missing"]``; an infinite score is a DataError)."""
+    values = frame[list(DIMENSIONS)].to_numpy(dtype=float)
+    if np.isinf(values).any():
+        row = int(np.isinf(values).any(axis=1).nonzero()[0][0])
+        raise DataError(
+            f"data point {row} has an infinite dimension score", "scores are means of 1-5 answers"
+        )
+    complete = frame.dropna(subset=list(DIMENSIONS)).reset_index(drop=True)
+    left_out = len(frame) - len(complete)
+    frame = complete
     points = frame[list(DIMENSIONS)].to_numpy(dtype=float)
     if default is not None and isinstance(fit_on, str) and fit_on == "data":
         # steering maps share the default cloud's projection, as the thesis kept one matrix fixed
@@ -117,6 +126,7 @@ def reanalyse(
             "method": method,
             "comparisons_on": "all points" if keep_outliers else "inliers",
             "group_by": group_by,
+            "left_out_missing": left_out,
         },
     )
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import LlmpsychError
+from ..instruments.numbers import finite_number
+from ..instruments.scale import STORED_HINT
 from ..runs.store import STORE_FILE, RunStore, UnitRow
 from .published import DIMENSIONS
 from .saves import concat_saves, load_save
@@ -48,13 +51,27 @@ def run_frame(run_dir: Path, scoring: str = "text", units: list[UnitRow] | None 
             "n_logprob_items": result.get("n_logprob_items"),
             "refused": result.get("refused"),
             "answers": {int(k): v for k, v in (result.get("answers") or {}).items()},
-            **{d: (float("nan") if scores.get(d) is None else float(scores[d])) for d in DIMENSIONS},
+            **{d: _stored_score(scores.get(d), unit.unit_id, d) for d in DIMENSIONS},
         }
         if result.get("target") is not None:
             row["append_label"] = result["target"]
             row["case"] = str(result.get("repeat", 0) + 1)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _stored_score(value: object, unit_id: str, dimension: str) -> float:
+    """A stored dimension score: None (not scored) reads as NaN; anything but a finite number is an
+    error naming the unit (the task stores only means of valid levels)."""
+    if value is None:
+        return math.nan
+    number = finite_number(value) if isinstance(value, int | float) else None
+    if number is None or number < 1:
+        raise LlmpsychError(
+            f"run store unit {unit_id}: {dimension} score {str(value)[:20]!r} is not a finite level mean",
+            STORED_HINT,
+        )
+    return number
 
 
 def detail_frame(run_dir: Path, units: list[UnitRow] | None = None) -> pd.DataFrame:

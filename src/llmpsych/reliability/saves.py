@@ -4,11 +4,18 @@ A save holds ``meta`` (the grid that was run) and ``data``: one record per confi
 (template, language, version, label, order and, for steering runs, ``append_label`` and ``case``),
 ``raw`` (item -> answer, already mapped back to 1-5) and ``data`` (dimension -> mean, reverse keying
 applied). One row of the frame is one data point.
+
+Values are checked as they are read (``docs/security.md`` §5; every one of the 10,020 released records
+passes): an answer is a whole number in 1-5 (:func:`llmpsych.instruments.numbers.whole_number`), a
+dimension score a finite number in 1-5; anything else (99, 3.7, ``"٣"``, NaN, null, text) is a one-line
+DataError naming the file, the record and the key. A dimension absent from ``data`` reads as NaN and the
+re-analysis counts the points it leaves out for it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,9 +23,12 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError
+from ..instruments.numbers import finite_number, whole_number
 from .published import DIMENSIONS
 
 FACTORS: tuple[str, ...] = ("template", "version", "language", "label", "order")
+#: The BFI's response range: answers and dimension means lie in it.
+LOW, HIGH = 1, 5
 
 
 @dataclass(frozen=True)
@@ -47,22 +57,51 @@ def load_save(path: Path | str) -> ReleasedSave:
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataError(f"{path} is not a reliability save (expected {{'meta': ..., 'data': [...]}})")
     rows = []
-    for record in raw["data"]:
-        info = record.get("info", {})
-        scores = record.get("data", {})
-        answers = record.get("raw", {})
+    for number, record in enumerate(raw["data"]):
+        where = f"{path}: data[{number}]"
+        if not isinstance(record, dict):
+            raise DataError(f"{where} is not an object")
+        info, scores, answers = (record.get(k, {}) for k in ("info", "data", "raw"))
+        for key, value in (("info", info), ("data", scores), ("raw", answers)):
+            if not isinstance(value, dict):
+                raise DataError(f"{where}.{key} is not an object")
         rows.append(
             {
                 **{k: str(v) for k, v in info.items()},
-                **{d: float(scores[d]) if d in scores else float("nan") for d in DIMENSIONS},
+                **{
+                    d: _score(scores[d], f"{where}.data.{d}") if d in scores else math.nan for d in DIMENSIONS
+                },
                 "n_answers": len(answers),
-                "answers": {int(k): int(v) for k, v in answers.items()},
+                "answers": {
+                    _item(k, f"{where}.raw"): _answer(v, f"{where}.raw.{k}") for k, v in answers.items()
+                },
             }
         )
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise DataError(f"{path} holds no data points")
     return ReleasedSave(path, raw.get("meta", {}), frame)
+
+
+def _score(value: Any, where: str) -> float:
+    number = finite_number(value) if isinstance(value, int | float) else None
+    if number is None or not LOW <= number <= HIGH:
+        raise DataError(f"{where}: {str(value)[:20]!r} is not a score in {LOW}-{HIGH}")
+    return number
+
+
+def _answer(value: Any, where: str) -> int:
+    number = whole_number(value)
+    if number is None or not LOW <= number <= HIGH:
+        raise DataError(f"{where}: {str(value)[:20]!r} is not an answer in {LOW}-{HIGH}")
+    return number
+
+
+def _item(key: str, where: str) -> int:
+    number = whole_number(key)
+    if number is None or number < 1:
+        raise DataError(f"{where}: {key[:20]!r} is not an item number")
+    return number
 
 
 def concat_saves(saves: list[ReleasedSave]) -> pd.DataFrame:
