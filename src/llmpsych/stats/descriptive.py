@@ -3,7 +3,8 @@
 Conventions (``docs/statistics.md``): SD is the *sample* SD (``ddof=1``), as in the original PsychoBench
 and EmotionBench code (``statistics.stdev``); ``NaN`` values (runs whose score is undefined because an
 item was missing) are dropped and counted in ``n_missing``, so ``n`` is always the number of runs that
-were actually scored.
+were actually scored. An infinite value is never a score: it raises :class:`StatsError` instead of
+becoming a mean of ``inf`` or ``nan`` (``docs/security.md`` §5).
 """
 
 from __future__ import annotations
@@ -47,8 +48,15 @@ class Summary:
 
 
 def summarize(values: Iterable[float], *, ddof: int = 1, confidence: float = 0.95) -> Summary:
-    """Summarise values, dropping ``NaN`` (counted in ``n_missing``); SD uses ``ddof`` (default 1)."""
+    """Summarise values, dropping ``NaN`` (counted in ``n_missing``); SD uses ``ddof`` (default 1).
+
+    An infinite value raises :class:`StatsError` (naming its position).
+    """
     array = np.asarray(list(values), dtype=float)
+    if np.isinf(array).any():
+        raise StatsError(
+            f"value {int(np.isinf(array).nonzero()[0][0])} is infinite: not a score to summarise"
+        )
     finite = array[~np.isnan(array)]
     n = int(finite.size)
     mean = float(finite.mean()) if n else math.nan

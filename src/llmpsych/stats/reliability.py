@@ -27,7 +27,10 @@ def response_matrix(responses: Any) -> tuple[np.ndarray, list[str]]:
         labels = [str(i + 1) for i in range(matrix.shape[1])] if matrix.ndim == 2 else []
     if matrix.ndim != 2:
         raise StatsError(f"responses must be a 2-D matrix (rows × items), got {matrix.ndim} dimension(s)")
-    matrix = matrix[~np.isnan(matrix).any(axis=1)]
+    if np.isinf(matrix).any():
+        row = int(np.isinf(matrix).any(axis=1).nonzero()[0][0])
+        raise StatsError(f"row {row} holds an infinite response")
+    matrix = matrix[~np.isnan(matrix).any(axis=1)]  # complete cases; OmegaResult.n_rows says how many
     if matrix.shape[1] < 2:
         raise StatsError(f"need at least 2 items, got {matrix.shape[1]}")
     if matrix.shape[0] < 2:
