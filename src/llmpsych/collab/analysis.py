@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..errors import DataError
+from ..instruments.scale import STORED_HINT
 from ..report.markdown import table, write_report
 from ..runs.store import RunStore
 
@@ -109,6 +112,8 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
     finally:
         store.close()
     results = [u.result for u in units if u.status == "done"]
+    for r in results:
+        _check_score(r)
     results.sort(key=lambda r: _order(r["item_id"]))
     frame = item_rows(results)
     options = task.options.model_dump()
@@ -125,6 +130,7 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
         "model": manifest.get("config", {}).get("model", task.config.model),
         "n_items": len(results),
         "n_failed_units": sum(1 for u in units if u.status == "failed"),
+        "n_scored": int(frame["score"].notna().sum()) if len(frame) else 0,  # the score's n
         "score": float(frame["score"].mean()) if len(frame) else None,
         "mean_messages": float(frame["messages"].mean()) if len(frame) else None,
     }
@@ -185,6 +191,18 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
         )
     outputs.append(write_report(run_dir / "report.md", "MAS-Resilience run report", sections))
     return outputs
+
+
+def _check_score(result: dict[str, Any]) -> None:
+    """A stored item score is None (not scored) or a finite number (a pass rate or chrF in 0-100, BLEURT
+    x 100 unbounded); NaN, an infinity or text is an error naming the item, never part of a mean."""
+    value = result.get("score")
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        item = str(result.get("item_id"))[:60]
+        shown = str(value)[:20]
+        raise DataError(f"run store item {item}: score {shown!r} is not a finite number", STORED_HINT)
 
 
 def _order(item_id: str) -> tuple[str, int]:

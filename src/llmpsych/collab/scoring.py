@@ -62,7 +62,8 @@ async def check_humaneval(
 
 
 # -- CIAR -----------------------------------------------------------------------------------------
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?\s*%?|-?\.\d+\s*%?")
+# ASCII digits only: float() would read "٣" as 3 (docs/security.md section 5).
+_NUMBER = re.compile(r"-?[0-9][0-9,]*(?:\.[0-9]+)?(?:\s*/\s*[0-9]+(?:\.[0-9]+)?)?\s*%?|-?\.[0-9]+\s*%?")
 
 
 def final_answer(text: str) -> str:
