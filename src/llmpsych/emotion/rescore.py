@@ -48,13 +48,19 @@ def score_released(
             continue
         missing = scale.missing_items(run.answers)
         if missing:
-            raise DataError(f"{path}: a {run.group} run has no answer to item {missing[0]} of {scale.name}")
+            raise DataError(
+                f"{path}: run {run.column} has no answer to item {missing[0]} of {scale.name}",
+                "the file lists fewer statements than the scale has: is it cut short?",
+            )
         scores = score_answers(scale, run.answers, scoring)
         target = default if run.group == "default" else evoked.setdefault(run.group, {m: [] for m in names})
         for m in names:
             target[m].append(scores[m])
     if not any(default.values()):
-        raise DataError(f"{path}: no valid default runs")
+        why = (
+            f" ({invalid['default']} invalid, e.g. {examples[0]})" if invalid["default"] and examples else ""
+        )
+        raise DataError(f"{path}: no valid default runs{why}")
     table = change_table(default, evoked, names, alpha=alpha, published=published)
     return {
         "file": Path(path).name,
@@ -64,6 +70,7 @@ def score_released(
         "alpha": alpha,
         "published_procedure": published,
         "runs": sum(total.values()),
+        "runs_per_group": dict(total),
         "invalid_runs": dict(invalid),
         "invalid_reasons": dict(reasons),
         "invalid_examples": examples,
