@@ -19,6 +19,7 @@ from typing import Any
 
 from ..data.sources import dataset_path
 from ..errors import DataError
+from ..instruments.numbers import whole_number
 from ..instruments.scale import Item, Scale, Subscale
 
 DATASET = "LLMPersonality"
@@ -107,20 +108,28 @@ def questionnaire_path(data_dir: Path | None = None) -> Path:
     return data_root(data_dir).joinpath(*QUESTIONNAIRE)
 
 
+def _whole(value: object) -> int:
+    """An item number or level: a whole number written as one (1.7 or "٣" is a malformed file, not 1 or 3)."""
+    number = whole_number(value)
+    if number is None:
+        raise ValueError(f"{str(value)[:20]!r} is not a whole number")
+    return number
+
+
 @lru_cache(maxsize=8)
 def _load_bfi(path: Path) -> OfficialBFI:
     raw = _read_json(path)
     try:
         bfi = raw["BFI"]
-        categories = {c["cat_name"]: tuple(int(i) for i in c["cat_questions"]) for c in bfi["categories"]}
+        categories = {c["cat_name"]: tuple(_whole(i) for i in c["cat_questions"]) for c in bfi["categories"]}
         languages = {
             lang: LanguagePack(
                 language=lang,
                 system_prompt=str(block.get("system_prompt", "")),
                 denotes=str(block["denotes"]),
-                level_texts={int(k): str(v) for k, v in block["scales"].items()},
+                level_texts={_whole(k): str(v) for k, v in block["scales"].items()},
                 versions={
-                    key: {int(i): str(t) for i, t in value["statements"].items()}
+                    key: {_whole(i): str(t) for i, t in value["statements"].items()}
                     for key, value in block.items()
                     if key.startswith("v") and key[1:].isdigit()
                 },
@@ -129,8 +138,8 @@ def _load_bfi(path: Path) -> OfficialBFI:
         }
         return OfficialBFI(
             path=path,
-            levels=tuple(int(v) for v in bfi["scales"]),
-            reverse=tuple(int(i) for i in bfi["reverse"]),
+            levels=tuple(_whole(v) for v in bfi["scales"]),
+            reverse=tuple(_whole(i) for i in bfi["reverse"]),
             categories=categories,
             languages=languages,
         )
