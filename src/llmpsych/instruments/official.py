@@ -22,6 +22,7 @@ from typing import Any
 
 from ..data.sources import data_file
 from ..errors import DataError
+from .numbers import whole_number
 from .scale import SCORING_MODES, Correction, Item, NormGroup, Scale, Subscale
 
 OFFICIAL_FILE = "questionnaires.json"
@@ -105,7 +106,7 @@ NORM_SOURCES: Mapping[str, str] = {
     "Empathy": "Tian & Robertson 2019 as cited by PsychoBench",
 }
 
-_NUMBER = r"(-?\d+)"
+_NUMBER = r"(-?[0-9]+)"
 _RANGE_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(rf"\bfrom\s+{_NUMBER}\s*(?:to|-|–)\s*{_NUMBER}\b", re.IGNORECASE),
     re.compile(rf"\bscale\s+of\s+{_NUMBER}\s*(?:to|-|–)\s*{_NUMBER}\b", re.IGNORECASE),
@@ -333,10 +334,10 @@ def _optional_text(entry: Mapping[str, Any], key: str, where: str) -> str | None
 
 
 def _item_number(key: Any, where: str) -> int:
-    text = str(key).strip()
-    if not text.isdigit() or int(text) < 1:
+    number = whole_number(str(key))  # ASCII digits: "٣" or "²" is not an item number
+    if number is None or number < 1:
         raise DataError(f"{where}: item key {key!r} is not a positive item number")
-    return int(text)
+    return number
 
 
 def _int_list(value: Any, where: str) -> list[int]:
