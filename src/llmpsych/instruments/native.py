@@ -18,6 +18,7 @@ from typing import Any, Literal
 import yaml
 
 from ..errors import DataError
+from .numbers import whole_number
 from .official import load_official_file, read_json
 from .scale import Correction, Item, NormGroup, Scale, Subscale
 
@@ -315,7 +316,7 @@ def _labels(value: Any, low: int, high: int, where: str) -> dict[int, str]:
         raise DataError(f"{where}: response 'labels' must map levels to text")
     labels: dict[int, str] = {}
     for key, text in value.items():
-        level = int(key) if isinstance(key, str) and key.lstrip("-").isdigit() else key
+        level = whole_number(key) if isinstance(key, str) else key  # "٣" is not the level 3
         if isinstance(level, bool) or not isinstance(level, int):
             raise DataError(f"{where}: response label key {key!r} is not a whole number")
         if not low <= level <= high:
