@@ -324,6 +324,17 @@ def test_a_hostile_save_is_one_error_line_naming_the_record(
     assert str(path) in line and expected in line, line
 
 
+def test_a_grid_configuration_listed_twice_is_refused(seed_data: Path, tmp_path: Path) -> None:
+    data = json.loads((seed_data / "LLMPersonality/Analysis/save/save.json").read_text(encoding="utf-8"))
+    data["data"].append(dict(data["data"][5]))
+    path = tmp_path / "save.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(
+        DataError, match=re.escape(f"{path}: data[2500] repeats the configuration of data[5]")
+    ):
+        load_save(path)
+
+
 def test_a_missing_dimension_is_left_out_and_counted(seed_data: Path, tmp_path: Path) -> None:
     def drop(data: dict[str, Any]) -> None:
         for record in data["data"][:3]:

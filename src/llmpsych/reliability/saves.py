@@ -9,7 +9,8 @@ Values are checked as they are read (``docs/security.md`` §5; every one of the 
 passes): an answer is a whole number in 1-5 (:func:`llmpsych.instruments.numbers.whole_number`), a
 dimension score a finite number in 1-5; anything else (99, 3.7, ``"٣"``, NaN, null, text) is a one-line
 DataError naming the file, the record and the key. A dimension absent from ``data`` reads as NaN and the
-re-analysis counts the points it leaves out for it.
+re-analysis counts the points it leaves out for it. In a grid save (no steering fields) a configuration
+listed twice is an error; steering saves repeat configurations by design (several samples per target).
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ def load_save(path: Path | str) -> ReleasedSave:
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise DataError(f"{path} holds no data points")
+    if "append_label" not in frame and set(FACTORS) <= set(frame.columns):
+        repeated = frame.duplicated(list(FACTORS), keep="first")
+        if repeated.any():  # a grid save holds each configuration once (save.json: 2,500 distinct)
+            second = int(repeated.to_numpy().nonzero()[0][0])
+            key = frame.loc[second, list(FACTORS)]
+            first = int((frame[list(FACTORS)] == key).all(axis=1).to_numpy().nonzero()[0][0])
+            raise DataError(
+                f"{path}: data[{second}] repeats the configuration of data[{first}]", "give each once"
+            )
     return ReleasedSave(path, raw.get("meta", {}), frame)
 
 
