@@ -314,6 +314,7 @@ def _first_dimension(value: Any) -> Callable[[dict[str, Any]], None]:
         (_first_dimension("3.2"), "is not a score in 1-5"),
         (_first_dimension(None), "is not a score in 1-5"),
         (lambda d: d["data"].__setitem__(7, "oops"), "data[7] is not an object"),
+        (lambda d: d["data"][7]["info"].pop("template"), "data[7].info has no 'template'"),
     ],
 )
 def test_a_hostile_save_is_one_error_line_naming_the_record(

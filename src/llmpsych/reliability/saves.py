@@ -9,7 +9,8 @@ Values are checked as they are read (``docs/security.md`` §5; every one of the 
 passes): an answer is a whole number in 1-5 (:func:`llmpsych.instruments.numbers.whole_number`), a
 dimension score a finite number in 1-5; anything else (99, 3.7, ``"٣"``, NaN, null, text) is a one-line
 DataError naming the file, the record and the key. A dimension absent from ``data`` reads as NaN and the
-re-analysis counts the points it leaves out for it. In a grid save (no steering fields) a configuration
+re-analysis counts the points it leaves out for it. A record whose ``info`` lacks one of the five factors
+is an error too. In a grid save (no steering fields) a configuration
 listed twice is an error; steering saves repeat configurations by design (several samples per target).
 """
 
@@ -66,6 +67,11 @@ def load_save(path: Path | str) -> ReleasedSave:
         for key, value in (("info", info), ("data", scores), ("raw", answers)):
             if not isinstance(value, dict):
                 raise DataError(f"{where}.{key} is not an object")
+        absent = [f for f in FACTORS if f not in info]
+        if absent:  # a point without its factor levels would silently leave the factor tests
+            raise DataError(
+                f"{where}.info has no {absent[0]!r}", f"each record names its {', '.join(FACTORS)}"
+            )
         rows.append(
             {
                 **{k: str(v) for k, v in info.items()},
