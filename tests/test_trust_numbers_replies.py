@@ -225,3 +225,17 @@ def test_hostile_guesses_through_the_game_table_are_reasked_then_fall_back(hosti
     table.start([game.description(0)])
     (answer,) = asyncio.run(table.ask([game.decision(0, 1)]))
     assert answer.action == 33 and answer.asks == 2 and not answer.fallback
+
+
+@pytest.mark.parametrize("value", [99.0, float("nan"), float("inf"), "3"])
+def test_a_stored_logprob_value_outside_the_range_is_refused(scales: dict, value: object) -> None:
+    from llmpsych.errors import DataError
+    from llmpsych.psychobench.logprob import ItemDistribution
+
+    scale = scales["GSE"]
+    items = [ItemDistribution(i, "logprobs", value=2.5).to_json() for i in scale.item_indices]
+    unit = {"scale": "GSE", "run": 4, "mode": "logprob", "items": items}
+    assert run_tables(scales, [unit])["scores"]["score"].tolist() == [25.0]
+    items[3]["value"] = value
+    with pytest.raises(DataError, match=r"run store, GSE run 4: item 4 value .* is not a number in 1-4"):
+        run_tables(scales, [unit])

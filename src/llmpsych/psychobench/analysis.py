@@ -94,6 +94,16 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             answers.append(row)
         if mode == "logprob":
             values = {i: d.value for i, d in items.items() if d.value is not None}
+            for item, value in values.items():  # an expected value lies in the range, as every option does
+                if (
+                    not _in_range(value, scale.response_min, scale.response_max)
+                    or item not in scale.item_indices
+                ):
+                    raise DataError(
+                        f"run store, {scale.name} run {run}: item {item} value {str(value)[:20]!r} is not a "
+                        f"number in {scale.response_min}-{scale.response_max}",
+                        STORED_HINT,
+                    )
             subscores = weighted_scores(scale, values)
             n_valid = len(values)
         else:
@@ -123,6 +133,15 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             }
         valid.append(row)
     return {"answers": pd.DataFrame(answers), "scores": pd.DataFrame(scores), "valid": pd.DataFrame(valid)}
+
+
+def _in_range(value: object, low: int, high: int) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and low - 1e-9 <= value <= high + 1e-9
+    )
 
 
 def summary_table(scales: dict[str, Scale], scores: pd.DataFrame, n_runs: dict[str, int]) -> pd.DataFrame:
