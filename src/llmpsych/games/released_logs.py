@@ -539,6 +539,13 @@ def released_runs(
     ]
 
 
+def _scored(run: ReleasedRun, version: ScoringVersion, compat: bool) -> float:
+    try:
+        return score(run.log, version=version, compat=compat)
+    except ValueError as exc:
+        raise DataError(f"GAMA-Bench log {run.path} cannot be scored: {exc}") from None
+
+
 def score_released(
     model: str = DEFAULT_MODEL,
     data_dir: Path | None = None,
@@ -552,7 +559,7 @@ def score_released(
     for game in GAMES:
         found = released_runs(game, model, data_dir)
         if found:
-            runs[game] = [score(r.log, version=version, compat=compat) for r in found]
+            runs[game] = [_scored(r, version, compat) for r in found]
     if not runs:
         raise DataError(f"no released GAMA-Bench logs for model {model!r}")
     return leaderboard_row(runs)
