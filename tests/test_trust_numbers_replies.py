@@ -239,3 +239,22 @@ def test_a_stored_logprob_value_outside_the_range_is_refused(scales: dict, value
     items[3]["value"] = value
     with pytest.raises(DataError, match=r"run store, GSE run 4: item 4 value .* is not a number in 1-4"):
         run_tables(scales, [unit])
+
+
+def test_fixed_seats_with_hostile_values_never_reach_resolve() -> None:
+    """Every seat's answer (model, human, fixed) passes the same validator before a game resolves it."""
+    from llmpsych.games.engine import play_offline
+    from llmpsych.games.seats import FixedSeat
+
+    game = GuessingGame(
+        GuessingParams(), 3, 1, PromptSet(GuessingGame.folder, GuessingGame.builtin), OfflineContext().rng
+    )
+    seats = [
+        FixedSeat("fixed:1e300", ["1e300"]),
+        FixedSeat("fixed:-5", ["-5"]),
+        FixedSeat("fixed:20", ["20"]),
+    ]
+    table = play_offline(game, seats)
+    (record,) = table.game.records
+    assert record["choices"] == [50, 50, 20]  # the two hostile seats fell back to the documented 50
+    assert table.fallbacks == 2
