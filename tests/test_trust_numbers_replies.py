@@ -258,3 +258,16 @@ def test_fixed_seats_with_hostile_values_never_reach_resolve() -> None:
     (record,) = table.game.records
     assert record["choices"] == [50, 50, 20]  # the two hostile seats fell back to the documented 50
     assert table.fallbacks == 2
+
+
+def test_a_non_ascii_digit_token_carries_no_option_probability() -> None:
+    from llmpsych.psychobench.logprob import option_value
+
+    assert [option_value(t, 1, 5) for t in (" 4", "３", "٣", "4.0", "+3", "9")] == [
+        4,
+        3,
+        None,
+        None,
+        None,
+        None,
+    ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -65,8 +66,8 @@ def score_position(text: str) -> int | None:
 
 def option_value(token: str, response_min: int, response_max: int) -> int | None:
     """The response option a token spells (``" 4"`` -> 4), or ``None``."""
-    stripped = token.strip()
-    if not re.fullmatch(r"\d+", stripped):
+    stripped = unicodedata.normalize("NFKC", token).strip()  # as the text parser: "３" is 3, "٣" is not
+    if not re.fullmatch(r"[0-9]+", stripped):
         return None
     value = int(stripped)
     return value if response_min <= value <= response_max else None
