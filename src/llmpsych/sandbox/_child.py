@@ -1,0 +1,93 @@
+"""Inside the sandbox: run one program, then answer calls of its entry point (standard library only).
+
+This runs in the untrusted process itself, so nothing here is trusted: it is the program's side of the
+protocol, and a program may replace any of it. The verdict never depends on it being honest (see
+``_judge``): it only ever reports values, and the trusted side checks them.
+
+Frames on the channel (fd 3) are a 4-byte big-endian length and JSON. The trusted side sends
+``{"source", "filename", "name", "entry"}``; the child executes the source and answers
+``{"loaded": true}`` (or ``{"error": ...}``), then, for each ``{"call": [args, kwargs]}`` (tagged values,
+see ``_codec``), ``{"value": ...}`` or ``{"raise": [exception type name, message]}``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+import _codec
+
+CHANNEL = 3
+#: Largest frame the child accepts from the trusted side.
+MAX_FRAME = 64 << 20
+
+
+def _read_exact(fd: int, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = os.read(fd, min(size, 1 << 20))
+        if not chunk:
+            raise EOFError
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd: int) -> dict[str, Any]:
+    """One frame from the trusted side (EOFError when it closed the channel)."""
+    size = int.from_bytes(_read_exact(fd, 4), "big")
+    if size > MAX_FRAME:
+        raise EOFError
+    message: dict[str, Any] = json.loads(_read_exact(fd, size))
+    return message
+
+
+def send(fd: int, message: dict[str, Any]) -> None:
+    """One frame to the trusted side."""
+    data = _codec.dumps(message)
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _describe(exc: BaseException) -> list[str]:
+    return [type(exc).__name__, str(exc)[:2000]]
+
+
+def serve(fd: int = CHANNEL) -> int:
+    """Run the program sent on ``fd`` and answer its calls until the channel closes; the exit status."""
+    request = receive(fd)
+    namespace: dict[str, Any] = {"__builtins__": builtins}
+    if request.get("name"):
+        namespace["__name__"] = request["name"]
+    try:
+        code = compile(request["source"], request.get("filename", "<program>"), "exec")
+        exec(code, namespace)
+    except BaseException as exc:
+        traceback.print_exc()
+        sys.stderr.flush()
+        send(fd, {"error": _describe(exc)})
+        return 1
+    entry = request.get("entry")
+    function = namespace.get(entry) if entry else None
+    if entry and not callable(function):
+        send(fd, {"error": ["NameError", f"{entry!r} is not defined"]})
+        return 1
+    sys.stdout.flush()
+    send(fd, {"loaded": True})
+    while True:
+        try:
+            message = receive(fd)
+        except EOFError:
+            return 0
+        try:
+            args, kwargs = _codec.decode(message["call"][0]), _codec.decode(message["call"][1])
+            value = function(*args, **kwargs)  # type: ignore[misc]
+            reply: dict[str, Any] = {"value": _codec.encode(value)}
+        except BaseException as exc:
+            reply = {"raise": _describe(exc)}
+        sys.stdout.flush()
+        send(fd, reply)
