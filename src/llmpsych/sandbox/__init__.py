@@ -39,7 +39,9 @@ def available() -> bool:
     return bwrap_path() is not None and sys.platform.startswith("linux")
 
 
-def open_sandbox(size: int | None = None, limits: Limits | None = None, *, unsafe: bool = False) -> WorkerSandbox:
+def open_sandbox(
+    size: int | None = None, limits: Limits | None = None, *, unsafe: bool = False
+) -> WorkerSandbox:
     """The bubblewrap backend with ``size`` warm workers; with ``unsafe``, workers without isolation.
 
     Workers start on first use; call :meth:`WorkerSandbox.probe` to start one now and learn whether

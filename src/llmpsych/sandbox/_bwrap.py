@@ -55,9 +55,7 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def command(
-    bwrap: str, control_fd: int, seccomp_fd: int | None, scratch_bytes: int, uid: int
-) -> list[str]:
+def command(bwrap: str, control_fd: int, seccomp_fd: int | None, scratch_bytes: int, uid: int) -> list[str]:
     """The argv that starts one worker; ``uid`` >= 0 means privileged mode (llmpsych runs as root)."""
     executable, prefixes = interpreter()
     argv = [bwrap]

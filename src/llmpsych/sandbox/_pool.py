@@ -58,7 +58,7 @@ class _Worker:
         seccomp = _seccomp.filter_program() if scratch is None else None  # only bubblewrap installs it
         seccomp_fd = None
         self.scratch = scratch
-        self.stderr = tempfile.TemporaryFile()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the worker's, closed with it
         try:
             pass_fds = [theirs.fileno()]
             if seccomp is not None:
@@ -282,7 +282,9 @@ class WorkerSandbox:
         """Run ``program`` when a worker is free; with ``check``, the verdict is the check's."""
         loop = asyncio.get_running_loop()
         state: dict[str, Any] = {}
-        future = loop.run_in_executor(self._executor, self._execute, program, limits or self.limits, check, state)
+        future = loop.run_in_executor(
+            self._executor, self._execute, program, limits or self.limits, check, state
+        )
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -292,11 +294,15 @@ class WorkerSandbox:
                 worker.kill()  # ends the sandbox and everything in it
             raise
 
-    def run_sync(self, program: Program, limits: Limits | None = None, check: Check | None = None) -> SandboxResult:
+    def run_sync(
+        self, program: Program, limits: Limits | None = None, check: Check | None = None
+    ) -> SandboxResult:
         """The same, for callers without an event loop."""
         return self._execute(program, limits or self.limits, check, {})
 
-    def _execute(self, program: Program, limits: Limits, check: Check | None, state: dict[str, Any]) -> SandboxResult:
+    def _execute(
+        self, program: Program, limits: Limits, check: Check | None, state: dict[str, Any]
+    ) -> SandboxResult:
         with self._slots:
             started = time.monotonic()
             worker = self._acquire(limits)
@@ -310,7 +316,13 @@ class WorkerSandbox:
                 state.pop("worker", None)
 
     def _on(
-        self, worker: _Worker, program: Program, limits: Limits, check: Check | None, started: float, state: dict[str, Any]
+        self,
+        worker: _Worker,
+        program: Program,
+        limits: Limits,
+        check: Check | None,
+        started: float,
+        state: dict[str, Any],
     ) -> SandboxResult:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out = os.memfd_create("stdout", 0)
@@ -337,13 +349,22 @@ class WorkerSandbox:
             loaded = False
             try:
                 channel.send(
-                    {"source": program.source, "filename": program.filename, "name": program.name, "entry": program.entry}
+                    {
+                        "source": program.source,
+                        "filename": program.filename,
+                        "name": program.name,
+                        "entry": program.entry,
+                    }
                 )
                 reply = channel.receive()
                 loaded = reply == {"loaded": True}
                 if not loaded:
                     error = reply.get("error")
-                    detail = ": ".join(str(x) for x in error) if type(error) is list else "the program did not load"
+                    detail = (
+                        ": ".join(str(x) for x in error)
+                        if type(error) is list
+                        else "the program did not load"
+                    )
                 elif check is not None:
                     candidate = Candidate(channel)
                     try:
@@ -368,10 +389,7 @@ class WorkerSandbox:
                 healthy = False
             timed_out = bool(outcome.get("timeout")) or (not outcome and time.monotonic() > deadline)
             returncode = outcome.get("status")
-            if check is not None:
-                passed = verdict
-            else:
-                passed = loaded and returncode == 0 and not timed_out
+            passed = verdict if check is not None else loaded and returncode == 0 and not timed_out
             status = "passed" if passed else ("timeout" if timed_out or detail == "timed out" else "failed")
             return SandboxResult(
                 status=status,

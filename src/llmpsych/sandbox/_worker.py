@@ -1,8 +1,9 @@
 """The warm worker inside the sandbox: forks one child per execution, then clears up after it.
 
 Started once per worker slot as ``python -I -S /llmpsych-sandbox/_worker.py CONTROL_FD UID SCRATCH
-ISOLATED`` inside bubblewrap (standard library only; ``UID`` -1 keeps the worker's own uid). It never runs a program itself. For each request on the control
-socket (the limits as JSON, and three file descriptors: the execution's channel, stdout and stderr) it
+ISOLATED`` inside bubblewrap (standard library only; ``UID`` -1 keeps the worker's own uid). It never
+runs a program itself. For each request on the control socket (the limits as JSON, and three file
+descriptors: the execution's channel, stdout and stderr) it
 
 1. forks a child that starts a session, takes those descriptors as fds 3, 1 and 2 (stdin is
    ``/dev/null``, nothing else stays open), drops to ``UID`` when the worker runs as root (so the
@@ -36,11 +37,35 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _child  # noqa: E402
 
 #: Standard modules imported once here, so that a program's imports cost nothing.
-PRELOAD = (
-    "abc array bisect cmath collections collections.abc copy dataclasses datetime decimal enum "
-    "fractions functools hashlib heapq itertools math numbers operator random re statistics string "
-    "textwrap typing unicodedata traceback"
-).split()
+PRELOAD = [
+    "abc",
+    "array",
+    "bisect",
+    "cmath",
+    "collections",
+    "collections.abc",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "hashlib",
+    "heapq",
+    "itertools",
+    "math",
+    "numbers",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "textwrap",
+    "typing",
+    "unicodedata",
+    "traceback",
+]
 
 SCRATCH = "/tmp"
 ISOLATED = True
