@@ -7,7 +7,8 @@ protocol, and a program may replace any of it. The verdict never depends on it b
 Frames on the channel (fd 3) are a 4-byte big-endian length and JSON. The trusted side sends
 ``{"source", "filename", "name", "entry"}``; the child executes the source and answers
 ``{"loaded": true}`` (or ``{"error": ...}``), then, for each ``{"call": [args, kwargs]}`` (tagged values,
-see ``_codec``), ``{"value": ...}`` or ``{"raise": [exception type name, message]}``.
+see ``_codec``), ``{"value": ...}``, ``{"raise": [exception type name, message]}``, or ``{"refused": why}`` when the value
+is not a plain one.
 """
 
 from __future__ import annotations
@@ -64,7 +65,9 @@ def serve(fd: int = CHANNEL) -> int:
     if request.get("name"):
         namespace["__name__"] = request["name"]
     try:
-        code = compile(request["source"], request.get("filename", "<program>"), "exec")
+        # dont_inherit: this module's ``from __future__ import annotations`` must not reach the program
+        # (its annotations would no longer be evaluated, and a missing ``List`` import would pass)
+        code = compile(request["source"], request.get("filename", "<program>"), "exec", dont_inherit=True)
         exec(code, namespace)
     except BaseException as exc:
         traceback.print_exc()
@@ -86,8 +89,12 @@ def serve(fd: int = CHANNEL) -> int:
         try:
             args, kwargs = _codec.decode(message["call"][0]), _codec.decode(message["call"][1])
             value = function(*args, **kwargs)  # type: ignore[misc]
-            reply: dict[str, Any] = {"value": _codec.encode(value)}
         except BaseException as exc:
-            reply = {"raise": _describe(exc)}
+            send(fd, {"raise": _describe(exc)})
+            continue
+        try:
+            reply: dict[str, Any] = {"value": _codec.encode(value)}
+        except BaseException as exc:  # not a plain value: the trusted side refuses it
+            reply = {"refused": str(exc)[:500]}
         sys.stdout.flush()
         send(fd, reply)

@@ -53,7 +53,8 @@ class _Lost(Exception):
 class _Worker:
     """One started worker process and its control socket."""
 
-    def __init__(self, argv_for: Any, scratch: str | None = None) -> None:
+    def __init__(self, argv_for: Any, scratch: str | None = None, scratch_bytes: int = 0) -> None:
+        self.scratch_bytes = scratch_bytes  # the size of its tmpfs, fixed when bubblewrap starts
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         seccomp = _seccomp.filter_program() if scratch is None else None  # only bubblewrap installs it
         seccomp_fd = None
@@ -180,6 +181,10 @@ class Candidate:
         self.calls += 1
         if set(reply) == {"value"}:
             return _codec.decode(reply["value"])
+        if set(reply) == {"refused"}:
+            raise _codec.CodecError(
+                f"the program returned a value that is not plain ({str(reply['refused'])[:200]})"
+            )
         if set(reply) == {"raise"} and type(reply["raise"]) is list and len(reply["raise"]) == 2:
             name, message = (str(x) for x in reply["raise"])
             kind = getattr(builtins, name, None)
@@ -248,16 +253,25 @@ class WorkerSandbox:
         def isolated(control_fd: int, seccomp_fd: int | None) -> list[str]:
             return _bwrap.command(bwrap, control_fd, seccomp_fd, limits.scratch_bytes, uid)
 
-        return _Worker(isolated)
+        return _Worker(isolated, scratch_bytes=limits.scratch_bytes)
 
     def _acquire(self, limits: Limits) -> _Worker:
+        stale: list[_Worker] = []
+        found = None
         with self._lock:
-            while self._idle:
-                worker = self._idle.pop()
-                if worker.proc.poll() is None:
-                    self._busy.add(worker)
-                    return worker
-                worker.kill()
+            for worker in reversed(self._idle):
+                if worker.proc.poll() is not None:
+                    stale.append(worker)
+                elif found is None and (not self.isolated or worker.scratch_bytes == limits.scratch_bytes):
+                    found = worker
+            for worker in [*stale, *([found] if found else [])]:
+                self._idle.remove(worker)
+            if found is not None:
+                self._busy.add(found)
+        for worker in stale:
+            worker.kill()
+        if found is not None:
+            return found
         worker = self._new_worker(limits)
         with self._lock:
             self._busy.add(worker)
@@ -266,10 +280,15 @@ class WorkerSandbox:
     def _release(self, worker: _Worker, healthy: bool) -> None:
         with self._lock:
             self._busy.discard(worker)
+            extra = None
             if healthy:
                 self._idle.append(worker)
-                return
-        worker.kill()
+                if len(self._idle) > self.size:  # workers of other scratch sizes, no longer needed
+                    extra = self._idle.pop(0)
+            else:
+                extra = worker
+        if extra is not None:
+            extra.kill()
 
     def probe(self) -> None:
         """Start one worker now (SandboxUnavailable with the reason if it cannot start); keep it warm."""
