@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from llmpsych.collab.datasets import load_items
-from llmpsych.collab.sandbox import Limits, SandboxPool
 from llmpsych.collab.scoring import (
     check_humaneval,
     ciar_correct,
@@ -18,14 +17,16 @@ from llmpsych.collab.scoring import (
     faireval_label,
     final_answer,
 )
+from llmpsych.sandbox import Limits, open_sandbox
 
 
 def _pass_rate(items: list, completions: list[str]) -> float:
     async def score() -> list[bool]:
-        pool = SandboxPool(limits=Limits(timeout_s=10, cpu_s=10))
+        pool = open_sandbox(limits=Limits(timeout_s=10, cpu_s=10))
         results = await asyncio.gather(
             *(check_humaneval(i.reference, c, pool) for i, c in zip(items, completions, strict=True))
         )
+        pool.close()
         return [r.passed for r in results]
 
     passed = asyncio.run(score())
@@ -62,21 +63,22 @@ HOSTILE = {
 }
 
 
-def test_hostile_completions_score_as_failed_and_scoring_goes_on(seed_data: Path) -> None:
-    # A right solution that first does something hostile: the hostile part is contained, the item fails
-    # (even though its function is correct), and the next item is scored as usual.
+def test_hostile_completions_are_contained_and_scoring_goes_on(seed_data: Path) -> None:
+    # A right solution that first does something hostile: the hostile part is contained (a write lands in
+    # the sandbox's own scratch, never on the host), and the next item is scored as usual.
     item = load_items("humaneval50", seed_data)[0]
     right = item.reference["prompt"] + item.reference["canonical_solution"]
     replies = ["```python\n" + prologue + right + "```" for prologue in HOSTILE.values()]
 
     async def score() -> list[bool]:
-        pool = SandboxPool(2, Limits(timeout_s=2.0, cpu_s=3, memory_bytes=256 << 20))
+        pool = open_sandbox(2, Limits(timeout_s=2.0, cpu_s=3, memory_bytes=256 << 20))
         results = await asyncio.gather(*(check_humaneval(item.reference, r, pool) for r in replies))
         after = await check_humaneval(item.reference, "```python\n" + right + "```", pool)
         pool.close()
         return [r.passed for r in results] + [after.passed]
 
-    assert asyncio.run(score()) == [False] * len(HOSTILE) + [True]
+    # only the write "outside" (into the sandbox's /tmp) leaves the program able to finish
+    assert asyncio.run(score()) == [False, True, False, False, False, True]
     assert not Path("/tmp/llmpsych-escaped-by-scoring-test").exists()
 
 

@@ -144,7 +144,8 @@ def test_released_verdicts_agree_with_openais_harness(
     print(
         f"\n{len(released)} distinct completions, {len(same)} run as they are; "
         f"{len(disagreements)} disagreements, {len(unexplained)} unexplained; "
-        f"passed: llmpsych {strict}, as OpenAI's harness would count them {reference}, released {sum(released[k] for k in same)}"
+        f"passed: llmpsych {strict}, as OpenAI's harness would count them {reference}, "
+        f"released {sum(released[k] for k in same)}"
     )
     for key, passed, result in disagreements:
         print(f"  {key[0]}: released {passed}, llmpsych {result.passed}: {_reason(key[0], key[1] or '')}")
