@@ -87,6 +87,8 @@ def command(bwrap: str, control_fd: int, seccomp_fd: int | None, scratch_bytes: 
     argv += ["--perms", "1777", "--size", str(scratch_bytes), "--tmpfs", "/tmp"]
     argv += ["--remount-ro", "/"]
     argv += ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8"]
+    # one malloc arena per thread would reserve 64 MiB of address space each: threads then hit RLIMIT_AS
+    argv += ["--setenv", "MALLOC_ARENA_MAX", "2"]
     argv += ["--chdir", "/"]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]

@@ -2,13 +2,13 @@
 
 This runs in the untrusted process itself, so nothing here is trusted: it is the program's side of the
 protocol, and a program may replace any of it. The verdict never depends on it being honest (see
-``_judge``): it only ever reports values, and the trusted side checks them.
+``_pool``): it only ever reports values, and the trusted side checks them.
 
 Frames on the channel (fd 3) are a 4-byte big-endian length and JSON. The trusted side sends
 ``{"source", "filename", "name", "entry"}``; the child executes the source and answers
 ``{"loaded": true}`` (or ``{"error": ...}``), then, for each ``{"call": [args, kwargs]}`` (tagged values,
-see ``_codec``), ``{"value": ...}``, ``{"raise": [exception type name, message]}``, or ``{"refused": why}`` when the value
-is not a plain one.
+see ``_codec``), ``{"value": ...}``, ``{"raise": [exception type name, message]}``, or ``{"refused":
+why}`` when the value is not a plain one.
 """
 
 from __future__ import annotations
