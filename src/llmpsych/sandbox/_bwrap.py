@@ -35,7 +35,11 @@ INSTALL_HINT = (
 
 
 def bwrap_path() -> str | None:
-    """The ``bwrap`` executable, if installed."""
+    """The ``bwrap`` executable: ``$LLMPSYCH_BWRAP`` if set (e.g. a binary you built or chose), else the
+    one on ``PATH`` (the distribution's package); None if there is none."""
+    chosen = os.environ.get("LLMPSYCH_BWRAP")
+    if chosen:
+        return chosen if os.access(chosen, os.X_OK) else None
     return shutil.which("bwrap")
 
 
