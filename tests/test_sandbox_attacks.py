@@ -8,6 +8,7 @@ does cause it there: the check can see the harm, so its absence under bubblewrap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -454,3 +455,16 @@ def test_an_always_equal_object_is_reported_with_both_figures(sandbox: WorkerSan
     result = asyncio.run(check_humaneval(problem, FORGERIES["always-equal object"], sandbox))
     assert not result.passed and result.detail.startswith("CodecError")
     assert result.extra["reference_passed"] is True
+
+
+def test_a_check_that_swallows_errors_still_fails_a_program_that_dies(sandbox: WorkerSandbox) -> None:
+    def forgiving(candidate) -> None:  # noqa: ANN001 - a test written carelessly: it catches everything
+        for n in range(3):
+            with contextlib.suppress(Exception):
+                assert candidate(n) == n * 2
+
+    dies = Program("import os\ndef double(n):\n    os._exit(0)\n", "double", None)
+    result = sandbox.run_sync(dies, LIMITS, forgiving)
+    assert not result.passed and "EOFError" in result.detail
+    right = sandbox.run_sync(Program("def double(n):\n    return 2 * n\n", "double", None), LIMITS, forgiving)
+    assert right.passed and right.calls == 3

@@ -23,11 +23,13 @@ import builtins
 import contextlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -53,7 +55,12 @@ class _Lost(Exception):
 class _Worker:
     """One started worker process and its control socket."""
 
-    def __init__(self, argv_for: Any, scratch: str | None = None, scratch_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        argv_for: Callable[[int, int | None], list[str]],
+        scratch: str | None = None,
+        scratch_bytes: int = 0,
+    ) -> None:
         self.scratch_bytes = scratch_bytes  # the size of its tmpfs, fixed when bubblewrap starts
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         seccomp = _seccomp.filter_program() if scratch is None else None  # only bubblewrap installs it
@@ -117,12 +124,7 @@ class _Worker:
             self.proc.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
-        self.control.close()
-        self.stderr.close()
-        if self.scratch:
-            import shutil
-
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        self._forget()
 
     def close(self) -> None:
         self.control.close()  # the worker exits when its control socket closes
@@ -130,10 +132,12 @@ class _Worker:
             self.proc.wait(2)
         except subprocess.TimeoutExpired:
             self.kill()
+        self._forget()
+
+    def _forget(self) -> None:
+        self.control.close()
         self.stderr.close()
         if self.scratch:
-            import shutil
-
             shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -174,23 +178,38 @@ class Candidate:
     def __init__(self, channel: _Channel) -> None:
         self._channel = channel
         self.calls = 0
+        #: The first failure of the channel itself (time out, closed, malformed or refused answer): it
+        #: fails the item even if a test were to catch the exception.
+        self.failure: Exception | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            reply = self._exchange(args, kwargs)
+        except (OSError, EOFError, ValueError) as exc:  # TimeoutError is an OSError, CodecError a ValueError
+            if self.failure is None:
+                self.failure = exc
+            raise
+        if "value" in reply:
+            return reply["value"]
+        name, message = reply["raise"]
+        kind = getattr(builtins, name, None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = RuntimeError
+        raise kind(f"the program raised {name}: {message[:500]}")  # the program's own error: tests may see it
+
+    def _exchange(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """One call: ``{"value": fresh value}`` or ``{"raise": [name, message]}``; anything else raises."""
         self._channel.send({"call": [_codec.encode(list(args)), _codec.encode(kwargs)]})
         reply = self._channel.receive()
         self.calls += 1
         if set(reply) == {"value"}:
-            return _codec.decode(reply["value"])
+            return {"value": _codec.decode(reply["value"])}
         if set(reply) == {"refused"}:
             raise _codec.CodecError(
                 f"the program returned a value that is not plain ({str(reply['refused'])[:200]})"
             )
         if set(reply) == {"raise"} and type(reply["raise"]) is list and len(reply["raise"]) == 2:
-            name, message = (str(x) for x in reply["raise"])
-            kind = getattr(builtins, name, None)
-            if not (isinstance(kind, type) and issubclass(kind, Exception)):
-                kind = RuntimeError
-            raise kind(f"the program raised {name}: {message[:500]}")
+            return {"raise": [str(x) for x in reply["raise"]]}
         raise _codec.CodecError("malformed answer")
 
 
@@ -388,6 +407,8 @@ class WorkerSandbox:
                     candidate = Candidate(channel)
                     try:
                         check(candidate)
+                        if candidate.failure is not None:
+                            raise candidate.failure
                         verdict = True
                     finally:
                         calls = candidate.calls
