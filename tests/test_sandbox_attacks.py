@@ -465,6 +465,6 @@ def test_a_check_that_swallows_errors_still_fails_a_program_that_dies(sandbox: W
 
     dies = Program("import os\ndef double(n):\n    os._exit(0)\n", "double", None)
     result = sandbox.run_sync(dies, LIMITS, forgiving)
-    assert not result.passed and "EOFError" in result.detail
+    assert not result.passed and result.detail == "the program ended before answering"
     right = sandbox.run_sync(Program("def double(n):\n    return 2 * n\n", "double", None), LIMITS, forgiving)
     assert right.passed and right.calls == 3
