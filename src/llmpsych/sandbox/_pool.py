@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -233,6 +234,8 @@ class WorkerSandbox:
         self._executor = ThreadPoolExecutor(self.size, thread_name_prefix="llmpsych-sandbox")
         self._slots = threading.BoundedSemaphore(self.size)
         self._next_uid = 0
+        # a pool that is dropped (a finished run's task) stops its workers without waiting for the exit
+        weakref.finalize(self, _stop, self._idle, self._busy, self._lock, self._executor)
         self._bwrap = _bwrap.bwrap_path() if isolated else None
         if isolated and self._bwrap is None:
             raise SandboxUnavailable("bubblewrap (bwrap) is not installed")
@@ -453,9 +456,15 @@ class WorkerSandbox:
 
     def close(self) -> None:
         """Stop every worker (each also stops by itself when llmpsych exits)."""
-        with self._lock:
-            workers = [*self._idle, *self._busy]
-            self._idle.clear()
-        for worker in workers:
-            worker.close()
-        self._executor.shutdown(wait=False)
+        _stop(self._idle, self._busy, self._lock, self._executor)
+
+
+def _stop(
+    idle: list[_Worker], busy: set[_Worker], lock: threading.Lock, executor: ThreadPoolExecutor
+) -> None:
+    with lock:
+        workers = [*idle, *busy]
+        idle.clear()
+    for worker in workers:
+        worker.close()
+    executor.shutdown(wait=False)
