@@ -468,3 +468,10 @@ def test_a_check_that_swallows_errors_still_fails_a_program_that_dies(sandbox: W
     assert not result.passed and result.detail == "the program ended before answering"
     right = sandbox.run_sync(Program("def double(n):\n    return 2 * n\n", "double", None), LIMITS, forgiving)
     assert right.passed and right.calls == 3
+
+
+def test_output_is_capped_at_the_file_limit(sandbox: WorkerSandbox) -> None:
+    # stdout and stderr are in-memory files under RLIMIT_FSIZE: a flood stops at 1 MiB, never blocks
+    flood = run(sandbox, "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 100000)\n")
+    assert flood.status == "failed" and "File too large" in flood.stderr
+    assert len(flood.stdout) <= LIMITS.max_output + 20
