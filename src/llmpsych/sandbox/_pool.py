@@ -345,14 +345,12 @@ class WorkerSandbox:
         self, program: Program, limits: Limits, check: Check | None, state: dict[str, Any]
     ) -> SandboxResult:
         with self._slots:
-            started = time.monotonic()
-            worker = self._acquire(limits)
-            state["worker"] = worker
+            worker = state["worker"] = self._acquire(limits)  # the clock starts once a worker is ready
             try:
-                return self._on(worker, program, limits, check, started, state)
+                return self._on(worker, program, limits, check, time.monotonic(), state)
             except _Lost:  # the worker died before it took the program: once more on a new one
                 worker = state["worker"] = self._acquire(limits)
-                return self._on(worker, program, limits, check, started, state)
+                return self._on(worker, program, limits, check, time.monotonic(), state)
             finally:
                 state.pop("worker", None)
 
