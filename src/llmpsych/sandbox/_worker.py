@@ -23,6 +23,7 @@ One execution at a time per worker: nothing of one program is left for the next.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import resource
@@ -94,7 +95,9 @@ def _child_main(fds: list[int], limits: dict[str, int], uid: int) -> None:
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         null = os.open(os.devnull, os.O_RDWR)
-        for target, fd in ((0, null), (3, fds[0]), (1, fds[1]), (2, fds[2])):
+        # above every target first, so that no dup2 below overwrites a descriptor still to be moved
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (null, fds[0], fds[1], fds[2])]
+        for target, fd in zip((0, 3, 1, 2), high, strict=True):
             os.dup2(fd, target)
         os.closerange(4, 1 << 16)
         _drop(uid)
