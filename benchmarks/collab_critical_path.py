@@ -57,7 +57,7 @@ from _common import (  # noqa: E402
 )
 
 from llmpsych.collab.datasets import load_items  # noqa: E402
-from llmpsych.collab.scoring import check_humaneval  # noqa: E402
+from llmpsych.collab.scoring import check_humaneval, official_digests  # noqa: E402
 from llmpsych.collab.scripted import ScriptedCollaborator  # noqa: E402
 from llmpsych.runs import RunStore, parse_run_config, start_run  # noqa: E402
 from llmpsych.sandbox import Limits, Program, open_sandbox  # noqa: E402
@@ -246,7 +246,10 @@ def measure_sandboxes(workers: int, repeat: int) -> list[dict]:
             await box.run(Program("x = 1"))
         single = (time.monotonic() - started) / 50
         started = time.monotonic()
-        results = await asyncio.gather(*(check_humaneval(p, p["canonical_solution"], box) for p in problems))
+        official = official_digests(SEED_DATA)
+        results = await asyncio.gather(
+            *(check_humaneval(p, p["canonical_solution"], box, official=official) for p in problems)
+        )
         wall = time.monotonic() - started
         box.close()
         return wall, sum(r.passed for r in results), single

@@ -16,15 +16,21 @@ from llmpsych.collab.scoring import (
     faireval_correct,
     faireval_label,
     final_answer,
+    official_digests,
 )
 from llmpsych.sandbox import Limits, open_sandbox
 
 
-def _pass_rate(items: list, completions: list[str]) -> float:
+def _pass_rate(items: list, completions: list[str], seed_data: Path) -> float:
+    official = official_digests(seed_data)
+
     async def score() -> list[bool]:
         pool = open_sandbox(limits=Limits(timeout_s=10, cpu_s=10))
         results = await asyncio.gather(
-            *(check_humaneval(i.reference, c, pool) for i, c in zip(items, completions, strict=True))
+            *(
+                check_humaneval(i.reference, c, pool, official=official)
+                for i, c in zip(items, completions, strict=True)
+            )
         )
         pool.close()
         return [r.passed for r in results]
@@ -36,7 +42,7 @@ def _pass_rate(items: list, completions: list[str]) -> float:
 def test_humaneval_canonical_solutions_score_100(seed_data: Path) -> None:
     items = load_items("humaneval", seed_data)
     assert len(items) == 164
-    assert _pass_rate(items, [i.reference["canonical_solution"] for i in items]) == 100.0
+    assert _pass_rate(items, [i.reference["canonical_solution"] for i in items], seed_data) == 100.0
 
 
 def test_humaneval_canonical_as_full_function_in_a_fence(seed_data: Path) -> None:
@@ -45,13 +51,13 @@ def test_humaneval_canonical_as_full_function_in_a_fence(seed_data: Path) -> Non
         "Here it is:\n```python\n" + i.reference["prompt"] + i.reference["canonical_solution"] + "```\nDone."
         for i in items
     ]
-    assert _pass_rate(items, replies) == 100.0
+    assert _pass_rate(items, replies, seed_data) == 100.0
 
 
 def test_humaneval_broken_solutions_score_0(seed_data: Path) -> None:
     items = load_items("humaneval", seed_data)
     broken = ["    raise NotImplementedError\n" if n % 2 else "    return (\n" for n in range(len(items))]
-    assert _pass_rate(items, broken) == 0.0
+    assert _pass_rate(items, broken, seed_data) == 0.0
 
 
 HOSTILE = {
@@ -72,8 +78,11 @@ def test_hostile_completions_are_contained_and_scoring_goes_on(seed_data: Path) 
 
     async def score() -> list[bool]:
         pool = open_sandbox(2, Limits(timeout_s=2.0, cpu_s=3, memory_bytes=256 << 20))
-        results = await asyncio.gather(*(check_humaneval(item.reference, r, pool) for r in replies))
-        after = await check_humaneval(item.reference, "```python\n" + right + "```", pool)
+        official = official_digests(seed_data)
+        results = await asyncio.gather(
+            *(check_humaneval(item.reference, r, pool, official=official) for r in replies)
+        )
+        after = await check_humaneval(item.reference, "```python\n" + right + "```", pool, official=official)
         pool.close()
         return [r.passed for r in results] + [after.passed]
 

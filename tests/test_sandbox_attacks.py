@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from llmpsych.collab.datasets import load_items
-from llmpsych.collab.scoring import check_humaneval
+from llmpsych.collab.scoring import check_humaneval, official_digests
 from llmpsych.collab.systems.selfcollab import SelfCollab
 from llmpsych.sandbox import Limits, Program, SandboxResult, available, open_sandbox
 from llmpsych.sandbox._pool import WorkerSandbox
@@ -402,6 +402,11 @@ def problem(seed_data: Path) -> dict:
     return load_items("humaneval", seed_data)[0].reference  # has_close_elements
 
 
+@pytest.fixture(scope="module")
+def official(seed_data: Path) -> frozenset[str]:
+    return official_digests(seed_data)
+
+
 FORGERIES = {
     "early os._exit(0)": "import os\nos._exit(0)\n",
     "early sys.exit(0)": "import sys\nsys.exit(0)\n",
@@ -439,20 +444,29 @@ FORGERIES = {
 
 
 @pytest.mark.parametrize("name", list(FORGERIES))
-def test_a_wrong_program_cannot_forge_a_pass(sandbox: WorkerSandbox, problem: dict, name: str) -> None:
-    result = asyncio.run(check_humaneval(problem, FORGERIES[name] + "\n", sandbox))
+def test_a_wrong_program_cannot_forge_a_pass(
+    sandbox: WorkerSandbox, problem: dict, official: frozenset[str], name: str
+) -> None:
+    result = asyncio.run(check_humaneval(problem, FORGERIES[name] + "\n", sandbox, official=official))
+    assert result.extra["judge"] == "trusted"
     assert not result.passed, result
 
 
-def test_the_same_check_passes_the_right_program(sandbox: WorkerSandbox, problem: dict) -> None:
-    right = asyncio.run(check_humaneval(problem, problem["canonical_solution"], sandbox))
+def test_the_same_check_passes_the_right_program(
+    sandbox: WorkerSandbox, problem: dict, official: frozenset[str]
+) -> None:
+    right = asyncio.run(check_humaneval(problem, problem["canonical_solution"], sandbox, official=official))
     assert right.passed and right.calls == 7
 
 
-def test_an_always_equal_object_is_reported_with_both_figures(sandbox: WorkerSandbox, problem: dict) -> None:
+def test_an_always_equal_object_is_reported_with_both_figures(
+    sandbox: WorkerSandbox, problem: dict, official: frozenset[str]
+) -> None:
     # OpenAI's harness (tests inside the program) counts the lying object as a pass; llmpsych does not,
     # and records the reference verdict so that both figures can be reported.
-    result = asyncio.run(check_humaneval(problem, FORGERIES["always-equal object"], sandbox))
+    result = asyncio.run(
+        check_humaneval(problem, FORGERIES["always-equal object"], sandbox, official=official)
+    )
     assert not result.passed and result.detail.startswith("CodecError")
     assert result.extra["reference_passed"] is True
 
@@ -475,3 +489,25 @@ def test_output_is_capped_at_the_file_limit(sandbox: WorkerSandbox) -> None:
     flood = run(sandbox, "import sys\nfor _ in range(100):\n    sys.stdout.write('x' * 100000)\n")
     assert flood.status == "failed" and "File too large" in flood.stderr
     assert len(flood.stdout) <= LIMITS.max_output + 20
+
+
+# -- a hostile data folder -----------------------------------------------------------------------------
+def test_tests_from_an_unverified_data_folder_never_run_outside(
+    seed_data: Path, tmp_path: Path, sandbox: WorkerSandbox
+) -> None:
+    # A received data folder whose HumanEval test writes a file: it does not match the pinned release, so
+    # its tests run inside the sandbox (the write lands in the sandbox's scratch), not in llmpsych's process.
+    target = tmp_path / "written-by-a-test.txt"
+    folder = tmp_path / "data" / "MAS-Resilience" / "benchmarks"
+    folder.mkdir(parents=True)
+    rows = [json.loads(line) for line in (seed_data / "MAS-Resilience/benchmarks/HumanEval.jsonl").open()]
+    rows[0]["test"] = f"open({str(target)!r}, 'w').write('x')\n" + rows[0]["test"]
+    (folder / "HumanEval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    hostile = load_items("humaneval", tmp_path / "data")[0].reference
+    official = official_digests(tmp_path / "data")
+    assert official == frozenset()
+    result = asyncio.run(check_humaneval(hostile, hostile["canonical_solution"], sandbox, official=official))
+    assert result.extra["judge"] == "in-sandbox"
+    assert not target.exists()
+    # the official file's problems stay trusted
+    assert len(official_digests(seed_data)) == 164

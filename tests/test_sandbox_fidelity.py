@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from llmpsych.collab.datasets import load_items
-from llmpsych.collab.scoring import check_humaneval, humaneval_source
+from llmpsych.collab.scoring import check_humaneval, humaneval_source, official_digests
 from llmpsych.sandbox import Limits, available, open_sandbox
 from llmpsych.sandbox._pool import WorkerSandbox
 
@@ -37,6 +37,11 @@ def problems(seed_data: Path) -> dict[str, dict]:
     return {item.item_id: item.reference for item in load_items("humaneval", seed_data)}
 
 
+@pytest.fixture(scope="module")
+def official(seed_data: Path) -> frozenset[str]:
+    return official_digests(seed_data)
+
+
 def test_extraction_follows_the_papers_harness(problems: dict[str, dict]) -> None:
     ref = problems["HumanEval/0"]
     body = ref["canonical_solution"]
@@ -50,12 +55,16 @@ def test_extraction_follows_the_papers_harness(problems: dict[str, dict]) -> Non
     assert humaneval_source(ref, None) == humaneval_source(ref, "") == ref["prompt"]
 
 
-def test_empty_strict_fenced_and_main_blocks(sandbox: WorkerSandbox, problems: dict[str, dict]) -> None:
+def test_empty_strict_fenced_and_main_blocks(
+    sandbox: WorkerSandbox, problems: dict[str, dict], official: frozenset[str]
+) -> None:
     ref = problems["HumanEval/0"]
     good = "```python\n" + ref["prompt"] + ref["canonical_solution"] + "```"
 
     def judge(completion: str | None, extraction: str = "paper") -> bool:
-        return asyncio.run(check_humaneval(ref, completion, sandbox, extraction=extraction)).passed
+        return asyncio.run(
+            check_humaneval(ref, completion, sandbox, extraction=extraction, official=official)
+        ).passed
 
     assert not judge(None) and not judge("")
     assert judge(good) and not judge(good, "strict")
@@ -64,7 +73,7 @@ def test_empty_strict_fenced_and_main_blocks(sandbox: WorkerSandbox, problems: d
 
 
 def test_annotations_are_evaluated_as_in_the_harness(
-    sandbox: WorkerSandbox, problems: dict[str, dict]
+    sandbox: WorkerSandbox, problems: dict[str, dict], official: frozenset[str]
 ) -> None:
     # The sandbox's own modules use ``from __future__ import annotations``; a program must not inherit it,
     # or an annotation naming an unimported ``List`` would pass (it fails in OpenAI's harness).
@@ -73,10 +82,10 @@ def test_annotations_are_evaluated_as_in_the_harness(
         "def unique_digits(x: List[int]) -> List[int]:\n"
         "    return sorted(v for v in x if all(int(d) % 2 for d in str(v)))\n"
     )
-    result = asyncio.run(check_humaneval(ref, completion, sandbox))
+    result = asyncio.run(check_humaneval(ref, completion, sandbox, official=official))
     assert not result.passed and "NameError" in result.detail
     fixed = "from typing import List\n" + completion
-    assert asyncio.run(check_humaneval(ref, fixed, sandbox)).passed
+    assert asyncio.run(check_humaneval(ref, fixed, sandbox, official=official)).passed
 
 
 # -- the released results ------------------------------------------------------------------------------
@@ -99,7 +108,7 @@ def _reason(task_id: str, completion: str) -> str | None:
 
 
 def test_released_verdicts_agree_with_openais_harness(
-    seed_data: Path, problems: dict[str, dict], sandbox: WorkerSandbox
+    seed_data: Path, problems: dict[str, dict], sandbox: WorkerSandbox, official: frozenset[str]
 ) -> None:
     folder = _released(seed_data)
     if folder is None:
@@ -124,7 +133,7 @@ def test_released_verdicts_agree_with_openais_harness(
 
         async def one(key: tuple[str, str | None]):  # noqa: ANN202
             async with gate:
-                return await check_humaneval(problems[key[0]], key[1], sandbox)
+                return await check_humaneval(problems[key[0]], key[1], sandbox, official=official)
 
         return await asyncio.gather(*(one(key) for key in same))
 

@@ -16,13 +16,18 @@ Answer-matching rules (the thesis gives none; these are llmpsych's, see docs/mas
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
+from ..data.registry import load_manifest
 from ..sandbox import Limits, Program, Sandbox, SandboxResult
+from .datasets import task_files
 
 # -- HumanEval ------------------------------------------------------------------------------------
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
@@ -124,14 +129,48 @@ def _redefines_helper(reference: dict[str, Any], source: str) -> bool:
     )
 
 
+def reference_digest(reference: dict[str, Any]) -> str:
+    """A sha256 of what a problem's check is made of: its prompt, test and entry point."""
+    triple = [reference["prompt"], reference["test"], reference["entry_point"]]
+    return hashlib.sha256(json.dumps(triple).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def official_digests(data_dir: Path | None = None) -> frozenset[str]:
+    """The problems whose test code may run in llmpsych's process: those of a HumanEval file whose bytes
+    match the release pinned in the MAS-Resilience data manifest (digests of the very bytes checked).
+
+    A data folder may be hostile (docs/security.md): a changed test is code nobody reviewed, so it never
+    runs outside the sandbox.
+    """
+    digests: set[str] = set()
+    manifest = load_manifest("MAS-Resilience")
+    for dataset in ("humaneval", "humaneval50"):
+        try:
+            path = task_files(dataset, data_dir)[0]
+            data = path.read_bytes()
+        except Exception:  # no such file or folder: nothing is official
+            continue
+        entry = manifest.file(f"benchmarks/{path.name}")
+        if entry is not None and hashlib.sha256(data).hexdigest() == entry.sha256:
+            rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+            digests |= {reference_digest(row) for row in rows}
+    return frozenset(digests)
+
+
 async def check_humaneval(
     reference: dict[str, Any],
     completion: str | None,
     sandbox: Sandbox,
     limits: Limits | None = None,
     extraction: str = "paper",
+    official: Collection[str] = frozenset(),
 ) -> SandboxResult:
     """Judge a completion: the program runs in the sandbox, the problem's tests run here.
+
+    Only for a problem in ``official`` (see :func:`official_digests`): any other problem's tests are
+    code from an unverified data folder, so they run inside the sandbox with the program, as in OpenAI's
+    harness, and the verdict is then the program's own word (``extra["judge"]`` is ``"in-sandbox"``).
 
     The verdict is the trusted check's on the values the program returned (see ``llmpsych.sandbox``).
     Where the two harnesses can differ, the item is also run as OpenAI's harness runs it (tests inside
@@ -141,13 +180,18 @@ async def check_humaneval(
     prompt that the test calls. Otherwise the two agree by construction.
     """
     source = humaneval_source(reference, completion, extraction)
+    if reference_digest(reference) not in official:
+        inside = Program(humaneval_program(reference, completion, extraction), None, None)
+        result = await sandbox.run(inside, limits)
+        result.extra.update(reference_passed=result.passed, judge="in-sandbox")
+        return result
     program = Program(source, reference["entry_point"], None)
     result = await sandbox.run(program, limits, humaneval_check(reference))
     reference_passed = result.passed
     if (not result.passed and result.detail.startswith("CodecError")) or _redefines_helper(reference, source):
         plain = Program(humaneval_program(reference, completion, extraction), None, None)
         reference_passed = (await sandbox.run(plain, limits)).passed
-    result.extra["reference_passed"] = reference_passed
+    result.extra.update(reference_passed=reference_passed, judge="trusted")
     return result
 
 

@@ -7,6 +7,7 @@ each item's conversation is sequential. HumanEval code runs in the sandbox pool.
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +29,8 @@ from .scoring import (
     commonmt_score,
     faireval_correct,
     faireval_label,
+    official_digests,
+    reference_digest,
     translation_of,
 )
 from .systems import SYSTEMS, system_class
@@ -104,6 +107,7 @@ class MasTask(Task):
         self.bleurt: BleurtScorer | None = None
         self.limits = Limits(timeout_s=o.sandbox_timeout, cpu_s=int(o.sandbox_timeout) + 1)
         self.pool: Sandbox | None = None
+        self.official: frozenset[str] = frozenset()
 
     def sandbox(self) -> Sandbox:
         """The sandbox for model-written code, started (and checked) on first use.
@@ -122,6 +126,13 @@ class MasTask(Task):
                 pool.close()
                 raise ConfigError(f"the sandbox does not start: {exc}", INSTALL_HINT) from None
             self.pool = pool
+            self.official = official_digests(self.config.data_dir)
+            if any(reference_digest(i.reference) not in self.official for i in self.items):
+                print(
+                    "WARNING: the HumanEval file does not match the pinned release: its tests run inside the "
+                    "sandbox with each program, whose verdict is then the program's own word",
+                    file=sys.stderr,
+                )
         return self.pool
 
     @cached_property
@@ -193,7 +204,11 @@ class MasTask(Task):
         """Score a final result (0-100 scale for the item)."""
         if self.kind == "code":
             outcome = await check_humaneval(
-                item.reference, result, self.sandbox(), extraction=self.options.extraction
+                item.reference,
+                result,
+                self.sandbox(),
+                extraction=self.options.extraction,
+                official=self.official,
             )
             return {
                 "score": 100.0 * outcome.passed,
@@ -202,6 +217,7 @@ class MasTask(Task):
                 "execution": {
                     "status": outcome.status,
                     "detail": outcome.detail[-1500:],
+                    "judge": outcome.extra["judge"],
                     "stderr": outcome.stderr[-1500:],
                     "isolation": outcome.isolation,
                     "seconds": outcome.seconds,
