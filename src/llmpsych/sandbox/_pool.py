@@ -41,8 +41,9 @@ from ._types import Check, Limits, Program, SandboxResult
 START_TIMEOUT_S = 20.0
 #: After the wall-time limit, how long the worker has to report before it is killed.
 GRACE_S = 2.0
-#: Largest frame accepted from the sandbox.
-MAX_FRAME = 16 << 20
+#: Largest answer accepted from the sandbox (a HumanEval value is a few bytes; this bounds the decoding
+#: work a program can make llmpsych do).
+MAX_FRAME = 4 << 20
 
 
 class SandboxUnavailable(RuntimeError):

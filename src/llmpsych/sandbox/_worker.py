@@ -187,6 +187,23 @@ def _clear_scratch(uid: int) -> None:
     os.waitpid(pid, 0)
 
 
+def _exits_within(pid: int, seconds: float) -> bool:
+    """Whether the child ``pid`` ends within ``seconds`` (it is not reaped here)."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # Linux before 5.3: poll
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+            time.sleep(0.001)
+        return False
+    try:
+        return bool(select.select([pidfd], [], [], seconds)[0])
+    finally:
+        os.close(pidfd)
+
+
 def run_one(fds: list[int], limits: dict[str, int], uid: int) -> dict[str, object]:
     """One execution: fork, wait with the wall-time limit, then clear up; the outcome."""
     started = time.monotonic()
@@ -195,13 +212,11 @@ def run_one(fds: list[int], limits: dict[str, int], uid: int) -> dict[str, objec
         _child_main(fds, limits, uid)
     for fd in fds:
         os.close(fd)
-    pidfd = os.pidfd_open(pid)
-    timed_out = not select.select([pidfd], [], [], limits["timeout_s"])[0]
+    timed_out = not _exits_within(pid, limits["timeout_s"])
     if timed_out:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     _, status, usage = os.wait4(pid, 0)
-    os.close(pidfd)
     wall = time.monotonic() - started
     _sweep()
     _clear_scratch(uid)
