@@ -53,4 +53,4 @@ def test_humaneval_refuses_without_bubblewrap_and_runs_with_the_unsafe_flag(
     store.close()
     assert manifest["config"]["options"]["unsafe_local_exec"] is True
     summary = json.loads((tmp_path / "unsafe" / "summary.json").read_text())
-    assert summary["score"] == 100.0
+    assert summary["score"] == summary["score_openai_harness"] == 100.0
