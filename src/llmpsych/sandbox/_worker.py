@@ -148,9 +148,17 @@ def _others() -> list[int]:
     return found
 
 
+#: A process that survives SIGKILL this long (stuck in the kernel) ends the worker instead: bubblewrap then
+#: tears the whole namespace down, and llmpsych starts a new worker.
+SWEEP_BUDGET_S = 5.0
+
+
 def _sweep() -> None:
     """SIGKILL everything the program left, in any session, until nothing is left; reap our children."""
+    deadline = time.monotonic() + SWEEP_BUDGET_S
     while True:
+        if time.monotonic() > deadline:
+            os._exit(1)
         rest = _others()
         for pid in rest:
             with contextlib.suppress(OSError):
