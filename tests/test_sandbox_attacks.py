@@ -496,18 +496,32 @@ def test_tests_from_an_unverified_data_folder_never_run_outside(
     seed_data: Path, tmp_path: Path, sandbox: WorkerSandbox
 ) -> None:
     # A received data folder whose HumanEval test writes a file: it does not match the pinned release, so
-    # its tests run inside the sandbox (the write lands in the sandbox's scratch), not in llmpsych's process.
+    # its tests run in a sandbox of their own (the write fails there), not in llmpsych's process; the
+    # program is still judged from outside its own sandbox.
     target = tmp_path / "written-by-a-test.txt"
     folder = tmp_path / "data" / "MAS-Resilience" / "benchmarks"
     folder.mkdir(parents=True)
     rows = [json.loads(line) for line in (seed_data / "MAS-Resilience/benchmarks/HumanEval.jsonl").open()]
-    rows[0]["test"] = f"open({str(target)!r}, 'w').write('x')\n" + rows[0]["test"]
+    original = rows[0]["test"]
+    rows[0]["test"] = f"open({str(target)!r}, 'w').write('x')\n" + original
     (folder / "HumanEval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     hostile = load_items("humaneval", tmp_path / "data")[0].reference
     official = official_digests(tmp_path / "data")
     assert official == frozenset()
     result = asyncio.run(check_humaneval(hostile, hostile["canonical_solution"], sandbox, official=official))
-    assert result.extra["judge"] == "in-sandbox"
+    assert result.extra["judge"] == "sandboxed"
     assert not target.exists()
+    assert not result.passed and "FileNotFoundError" in result.detail  # the folder is not in the sandbox
+    # the same tests, unchanged but unverified, judge a right and a forging program from outside them
+    rows[0]["test"] = "\n" + original  # the same tests, one newline more
+    (folder / "HumanEval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    official_digests.cache_clear()
+    plain = load_items("humaneval", tmp_path / "data")[0].reference
+    assert official_digests(tmp_path / "data") == frozenset()
+    right = asyncio.run(check_humaneval(plain, plain["canonical_solution"], sandbox))
+    assert right.passed and right.extra["judge"] == "sandboxed" and right.calls == 7
+    for forgery in ("always-equal object", "early os._exit(0)", "fake markers and protocol frames"):
+        forged = asyncio.run(check_humaneval(plain, FORGERIES[forgery], sandbox))
+        assert not forged.passed, forgery
     # the official file's problems stay trusted
     assert len(official_digests(seed_data)) == 164

@@ -129,6 +129,20 @@ def _redefines_helper(reference: dict[str, Any], source: str) -> bool:
     )
 
 
+def sandboxed_check(
+    reference: dict[str, Any], sandbox: Sandbox, limits: Limits | None = None
+) -> Callable[[Callable[..., Any]], None]:
+    """The problem's check for tests that are not the pinned release: they run in a sandbox of their own
+    (a hostile data folder's code never runs in llmpsych's process), against the same stand-in, whose
+    calls llmpsych relays to the program's sandbox as fresh plain values."""
+    judge = Program(f"{reference['prompt']}\n{reference['test']}", reference["entry_point"], None, judge=True)
+
+    def check(candidate: Callable[..., Any]) -> None:
+        sandbox.judge(judge, candidate, limits)
+
+    return check
+
+
 def reference_digest(reference: dict[str, Any]) -> str:
     """A sha256 of what a problem's check is made of: its prompt, test and entry point."""
     triple = [reference["prompt"], reference["test"], reference["entry_point"]]
@@ -169,8 +183,8 @@ async def check_humaneval(
     """Judge a completion: the program runs in the sandbox, the problem's tests run here.
 
     Only for a problem in ``official`` (see :func:`official_digests`): any other problem's tests are
-    code from an unverified data folder, so they run inside the sandbox with the program, as in OpenAI's
-    harness, and the verdict is then the program's own word (``extra["judge"]`` is ``"in-sandbox"``).
+    code from an unverified data folder, so they run in a sandbox of their own (:func:`sandboxed_check`;
+    ``extra["judge"]`` is ``"sandboxed"``, else ``"trusted"``). Either way the program never sees them.
 
     The verdict is the trusted check's on the values the program returned (see ``llmpsych.sandbox``).
     Where the two harnesses can differ, the item is also run as OpenAI's harness runs it (tests inside
@@ -180,18 +194,15 @@ async def check_humaneval(
     prompt that the test calls. Otherwise the two agree by construction.
     """
     source = humaneval_source(reference, completion, extraction)
-    if reference_digest(reference) not in official:
-        inside = Program(humaneval_program(reference, completion, extraction), None, None)
-        result = await sandbox.run(inside, limits)
-        result.extra.update(reference_passed=result.passed, judge="in-sandbox")
-        return result
+    trusted = reference_digest(reference) in official
+    check = humaneval_check(reference) if trusted else sandboxed_check(reference, sandbox, limits)
     program = Program(source, reference["entry_point"], None)
-    result = await sandbox.run(program, limits, humaneval_check(reference))
+    result = await sandbox.run(program, limits, check)
     reference_passed = result.passed
     if (not result.passed and result.detail.startswith("CodecError")) or _redefines_helper(reference, source):
         plain = Program(humaneval_program(reference, completion, extraction), None, None)
         reference_passed = (await sandbox.run(plain, limits)).passed
-    result.extra.update(reference_passed=reference_passed, judge="trusted")
+    result.extra.update(reference_passed=reference_passed, judge="trusted" if trusted else "sandboxed")
     return result
 
 

@@ -129,8 +129,8 @@ class MasTask(Task):
             self.official = official_digests(self.config.data_dir)
             if any(reference_digest(i.reference) not in self.official for i in self.items):
                 print(
-                    "WARNING: the HumanEval file does not match the pinned release: its tests run inside the "
-                    "sandbox with each program, whose verdict is then the program's own word",
+                    "note: the HumanEval file does not match the pinned release: its tests run in a sandbox "
+                    "of their own, not in llmpsych's process",
                     file=sys.stderr,
                 )
         return self.pool

@@ -5,7 +5,7 @@ protocol, and a program may replace any of it. The verdict never depends on it b
 ``_pool``): it only ever reports values, and the trusted side checks them.
 
 Frames on the channel (fd 3) are a 4-byte big-endian length and JSON. The trusted side sends
-``{"source", "filename", "name", "entry"}``; the child executes the source and answers
+``{"source", "filename", "name", "entry", "judge"}``; the child executes the source and answers
 ``{"loaded": true}`` (or ``{"error": ...}``), then, for each ``{"call": [args, kwargs]}`` (tagged values,
 see ``_codec``), ``{"value": ...}``, ``{"raise": [exception type name, message]}``, or ``{"refused":
 why}`` when the value is not a plain one.
@@ -58,6 +58,34 @@ def _describe(exc: BaseException) -> list[str]:
     return [type(exc).__name__, str(exc)[:2000]]
 
 
+def _judge(fd: int, namespace: dict[str, Any], entry: str | None) -> int:
+    """A check from an unverified data folder, run here rather than in llmpsych's process: it gets a
+    stand-in for the candidate whose calls go out on the channel (llmpsych answers them from the
+    program's own sandbox) and its outcome is sent as ``{"verdict": ...}``."""
+
+    def candidate(*args: Any, **kwargs: Any) -> Any:
+        send(fd, {"request": [_codec.encode(list(args)), _codec.encode(kwargs)]})
+        reply = receive(fd)
+        if "value" in reply:
+            return _codec.decode(reply["value"])
+        name, message = reply["raise"]
+        kind = getattr(builtins, name, None)
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = RuntimeError
+        raise kind(message)
+
+    if entry:
+        namespace[entry] = candidate
+    send(fd, {"loaded": True})
+    try:
+        namespace["check"](candidate)
+    except BaseException as exc:
+        send(fd, {"verdict": False, "error": _describe(exc)})
+        return 1
+    send(fd, {"verdict": True})
+    return 0
+
+
 def serve(fd: int = CHANNEL) -> int:
     """Run the program sent on ``fd`` and answer its calls until the channel closes; the exit status."""
     request = receive(fd)
@@ -75,6 +103,8 @@ def serve(fd: int = CHANNEL) -> int:
         send(fd, {"error": _describe(exc)})
         return 1
     entry = request.get("entry")
+    if request.get("judge"):
+        return _judge(fd, namespace, entry)
     function = namespace.get(entry) if entry else None
     if entry and not callable(function):
         send(fd, {"error": ["NameError", f"{entry!r} is not defined"]})

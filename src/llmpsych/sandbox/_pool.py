@@ -394,6 +394,7 @@ class WorkerSandbox:
                         "filename": program.filename,
                         "name": program.name,
                         "entry": program.entry,
+                        "judge": program.judge,
                     }
                 )
                 reply = channel.receive()
@@ -405,6 +406,8 @@ class WorkerSandbox:
                         if type(error) is list
                         else "the program did not load"
                     )
+                elif program.judge:
+                    verdict, detail, calls = _relay(channel, state["answer"])
                 elif check is not None:
                     candidate = Candidate(channel)
                     try:
@@ -431,7 +434,8 @@ class WorkerSandbox:
                 healthy = False
             timed_out = bool(outcome.get("timeout")) or (not outcome and time.monotonic() > deadline)
             returncode = outcome.get("status")
-            passed = verdict if check is not None else loaded and returncode == 0 and not timed_out
+            judged = check is not None or program.judge
+            passed = verdict if judged else loaded and returncode == 0 and not timed_out
             status = "passed" if passed else ("timeout" if timed_out or detail == "timed out" else "failed")
             return SandboxResult(
                 status=status,
@@ -453,9 +457,50 @@ class WorkerSandbox:
             os.close(err)
             self._release(worker, healthy)
 
+    def judge(self, program: Program, candidate: Callable[..., Any], limits: Limits | None = None) -> None:
+        """Run a judge program's ``check`` in a sandbox of its own against ``candidate`` (called from a
+        check, in its thread); AssertionError when the check fails.
+
+        It takes a worker outside the pool's slots (the program it judges holds one), so it never waits
+        for itself.
+        """
+        limits = limits or self.limits
+        worker = self._acquire(limits)
+        result = self._on(worker, program, limits, None, time.monotonic(), {"answer": candidate})
+        if not result.passed:
+            raise AssertionError(f"the check failed in its sandbox: {result.detail}")
+
     def close(self) -> None:
         """Stop every worker (each also stops by itself when llmpsych exits)."""
         _stop(self._idle, self._busy, self._lock, self._executor)
+
+
+def _relay(channel: _Channel, candidate: Callable[..., Any]) -> tuple[bool, str, int]:
+    """Answer a sandboxed check's calls with ``candidate`` (fresh plain values both ways) until it sends
+    its verdict; (verdict, detail, calls)."""
+    calls = 0
+    while True:
+        message = channel.receive()
+        if set(message) == {"request"} and type(message["request"]) is list and len(message["request"]) == 2:
+            args, kwargs = _codec.decode(message["request"][0]), _codec.decode(message["request"][1])
+            if type(args) is not list or type(kwargs) is not dict or any(type(k) is not str for k in kwargs):
+                raise _codec.CodecError("malformed request")
+            calls += 1
+            try:
+                value = candidate(*args, **kwargs)
+            except Exception as exc:
+                if getattr(candidate, "failure", None) is not None:
+                    raise  # the program's own channel failed: no answer can be given
+                channel.send({"raise": [type(exc).__name__, str(exc)[:2000]]})
+                continue
+            channel.send({"value": _codec.encode(value)})
+        elif message == {"verdict": True}:
+            return True, "", calls
+        elif message.get("verdict") is False:
+            error = message.get("error")
+            return False, ": ".join(str(x) for x in error) if type(error) is list else "check failed", calls
+        else:
+            raise _codec.CodecError("malformed request")
 
 
 def _stop(

@@ -24,6 +24,9 @@ class Program:
     entry: str | None = None
     name: str | None = "__main__"
     filename: str = "<program>"
+    #: The source defines ``check(candidate)``: the sandbox calls it with a stand-in whose calls are
+    #: answered by the caller (see ``Sandbox.judge``), for tests that must not run in llmpsych's process.
+    judge: bool = False
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,11 @@ class Sandbox(Protocol):
         self, program: Program, limits: Limits | None = None, check: Check | None = None
     ) -> SandboxResult:
         """Run ``program`` within ``limits``; with ``check``, the verdict is the check's."""
+        ...
+
+    def judge(self, program: Program, candidate: Callable[..., Any], limits: Limits | None = None) -> None:
+        """Run a ``judge`` program's ``check`` in the sandbox against ``candidate`` (synchronously, from a
+        check); raises AssertionError when the check fails."""
         ...
 
     def close(self) -> None:
