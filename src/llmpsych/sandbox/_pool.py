@@ -269,7 +269,8 @@ class WorkerSandbox:
             return _Worker(local, scratch)
         with self._lock:
             self._next_uid += 1
-            uid = _bwrap.UID_BASE + (os.getpid() % 1_000_000) * 64 + self._next_uid % 64
+            # one uid per live worker (RLIMIT_NPROC counts per uid): 10,000 per llmpsych process
+            uid = _bwrap.UID_BASE + (os.getpid() % 100_000) * 10_000 + self._next_uid % 10_000
         uid = uid if os.geteuid() == 0 else -1
         bwrap = self._bwrap or "bwrap"
 
