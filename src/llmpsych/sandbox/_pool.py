@@ -270,7 +270,7 @@ class WorkerSandbox:
         with self._lock:
             self._next_uid += 1
             # one uid per live worker (RLIMIT_NPROC counts per uid): 10,000 per llmpsych process
-            uid = _bwrap.UID_BASE + (os.getpid() % 100_000) * 10_000 + self._next_uid % 10_000
+            uid = _bwrap.UID_BASE + (os.getpid() % 10_000) * 10_000 + self._next_uid % 10_000  # < 2**31
         uid = uid if os.geteuid() == 0 else -1
         bwrap = self._bwrap or "bwrap"
 
