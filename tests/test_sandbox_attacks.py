@@ -24,10 +24,10 @@ import pytest
 from llmpsych.collab.datasets import load_items
 from llmpsych.collab.scoring import check_humaneval, official_digests
 from llmpsych.collab.systems.selfcollab import SelfCollab
-from llmpsych.sandbox import Limits, Program, SandboxResult, available, open_sandbox
+from llmpsych.sandbox import Limits, Program, SandboxResult, open_sandbox
 from llmpsych.sandbox._pool import WorkerSandbox
 
-pytestmark = pytest.mark.skipif(not available(), reason="bubblewrap is not installed")
+pytestmark = pytest.mark.usefixtures("bubblewrap")
 
 LIMITS = Limits(timeout_s=3.0, cpu_s=3)
 

@@ -19,10 +19,10 @@ import pytest
 
 from llmpsych.collab.datasets import load_items
 from llmpsych.collab.scoring import check_humaneval, humaneval_source, official_digests
-from llmpsych.sandbox import Limits, available, open_sandbox
+from llmpsych.sandbox import Limits, open_sandbox
 from llmpsych.sandbox._pool import WorkerSandbox
 
-pytestmark = pytest.mark.skipif(not available(), reason="bubblewrap is not installed")
+pytestmark = pytest.mark.usefixtures("bubblewrap")
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from llmpsych.sandbox import Limits, Program, available, open_sandbox
+from llmpsych.sandbox import Limits, Program, open_sandbox
 from llmpsych.sandbox._pool import WorkerSandbox
 
-pytestmark = pytest.mark.skipif(not available(), reason="bubblewrap is not installed")
+pytestmark = pytest.mark.usefixtures("bubblewrap")
 
 
 @pytest.fixture
