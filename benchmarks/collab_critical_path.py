@@ -17,19 +17,31 @@ Two ideals measured in the same run sit beside it:
 pool bound; ``ratio_vs_bound`` compares the run with it. Each row is the fastest of ``--repeat`` runs
 (the machine is shared with other work; ``wall_s_all`` lists every run and ``load_1min`` the load).
 
+The sandbox itself is measured beside it (``sandbox`` rows): HumanEval's 164 canonical solutions judged
+through the bubblewrap sandbox (``llmpsych.sandbox``) and through the in-process-hook sandbox it replaced
+(``collab/sandbox.py`` as of commit ``OLD_SANDBOX_REF``, read from git into a temporary folder), in the
+same run, at the same pool size: executions per second, the overhead of one trivial execution run one at
+a time, and the peak resident memory of all the processes the sandbox started (sampled every 10 ms).
+
     python benchmarks/collab_critical_path.py            # camel, mad × ciar at 1-50 items; camel × humaneval
     python benchmarks/collab_critical_path.py --quick    # fewer items
+    python benchmarks/collab_critical_path.py sandbox    # only the sandbox rows
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
+from types import ModuleType
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -45,12 +57,16 @@ from _common import (  # noqa: E402
 )
 
 from llmpsych.collab.datasets import load_items  # noqa: E402
-from llmpsych.collab.sandbox import SandboxPool  # noqa: E402
+from llmpsych.collab.scoring import check_humaneval, official_digests  # noqa: E402
 from llmpsych.collab.scripted import ScriptedCollaborator  # noqa: E402
 from llmpsych.runs import RunStore, parse_run_config, start_run  # noqa: E402
+from llmpsych.sandbox import Limits, Program, open_sandbox  # noqa: E402
 
 LATENCY = 0.1
-SEED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
+ROOT = Path(__file__).resolve().parents[1]
+SEED_DATA = ROOT.parent / "shared" / "seed-data"
+#: The last commit with the in-process-hook sandbox (``src/llmpsych/collab/sandbox.py``): the baseline.
+OLD_SANDBOX_REF = "a678487"
 
 
 def _responder() -> ScriptedCollaborator:
@@ -108,7 +124,7 @@ def measure(
     executions = [r.get("execution", {}).get("seconds", 0.0) for r in results]
     calls = [(r["llm_calls"] + r["aux_calls"]) * LATENCY for r in results]
     critical = max(c + x for c, x in zip(calls, executions, strict=True))
-    pool = SandboxPool(sandbox_workers).size  # the size the run used (default: two per core)
+    pool = sandbox_workers or 2 * max(1, os.cpu_count() or 1)  # the size the run used (default: two per core)
     pool_bound = min(calls) + sum(executions) / pool if any(executions) else 0.0
     bound = max(critical, replay + max(executions), pool_bound)
     return {
@@ -144,9 +160,129 @@ def repeated(times: int, *args: object, **kwargs: object) -> dict:
     }
 
 
+def old_sandbox() -> ModuleType:
+    """The replaced sandbox module, read from git at ``OLD_SANDBOX_REF`` (standard library only)."""
+    source = subprocess.run(
+        ["git", "-C", str(ROOT), "show", f"{OLD_SANDBOX_REF}:src/llmpsych/collab/sandbox.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp(prefix="llmpsych-old-sandbox-")) / "old_sandbox.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("old_sandbox", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["old_sandbox"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+class PeakMemory:
+    """The largest sum of resident memory of this process's descendants, sampled every 10 ms."""
+
+    def __init__(self) -> None:
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            parents: dict[int, int] = {}
+            rss: dict[int, int] = {}
+            for name in os.listdir("/proc"):
+                if not name.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{name}/stat", "rb") as f:
+                        fields = f.read().rsplit(b")", 1)[1].split()
+                except (OSError, IndexError):
+                    continue
+                parents[int(name)] = int(fields[1])
+                rss[int(name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
+            tree, frontier = set(), {me}
+            while frontier:
+                frontier = {pid for pid, parent in parents.items() if parent in frontier} - tree
+                tree |= frontier
+            self.peak_kib = max(self.peak_kib, sum(rss[pid] for pid in tree))
+            self._stop.wait(0.01)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def measure_sandboxes(workers: int, repeat: int) -> list[dict]:
+    """HumanEval's 164 canonical solutions through the new and the old sandbox, in the same run."""
+    problems = [item.reference for item in load_items("humaneval", SEED_DATA)]
+    old = old_sandbox()
+
+    def old_program(p: dict) -> str:  # what the old scoring ran: prompt, completion, tests, check
+        return f"{p['prompt']}{p['canonical_solution']}\n\n{p['test']}\n\ncheck({p['entry_point']})\n"
+
+    async def batch_old() -> tuple[float, int, float]:
+        pool = old.SandboxPool(workers, old.Limits(timeout_s=10, cpu_s=10))
+        await pool.run("x = 1")  # the warm worker starts
+        started = time.monotonic()
+        for _ in range(50):
+            await pool.run("x = 1")
+        single = (time.monotonic() - started) / 50
+        started = time.monotonic()
+        results = await asyncio.gather(*(pool.run(old_program(p)) for p in problems))
+        wall = time.monotonic() - started
+        pool.close()
+        return wall, sum(r.passed for r in results), single
+
+    async def batch_new() -> tuple[float, int, float]:
+        box = open_sandbox(workers, Limits(timeout_s=10, cpu_s=10))
+        await asyncio.gather(*(box.run(Program("x = 1")) for _ in range(workers)))  # the workers start
+        started = time.monotonic()
+        for _ in range(50):
+            await box.run(Program("x = 1"))
+        single = (time.monotonic() - started) / 50
+        started = time.monotonic()
+        official = official_digests(SEED_DATA)
+        results = await asyncio.gather(
+            *(check_humaneval(p, p["canonical_solution"], box, official=official) for p in problems)
+        )
+        wall = time.monotonic() - started
+        box.close()
+        return wall, sum(r.passed for r in results), single
+
+    rows = []
+    for name, batch in (("in-process hooks (old)", batch_old), ("bubblewrap (new)", batch_new)):
+        runs = []
+        for _ in range(repeat):
+            with PeakMemory() as memory:
+                wall, passed, single = asyncio.run(batch())
+            runs.append((wall, passed, single, memory.peak_kib))
+        wall, passed, single, peak = min(runs)
+        rows.append(
+            {
+                "sandbox": name,
+                "workers": workers,
+                "executions": len(problems),
+                "passed": passed,
+                "wall_s": round(wall, 3),
+                "wall_s_all": sorted(round(r[0], 3) for r in runs),
+                "executions_per_s": round(len(problems) / wall, 1),
+                "single_execution_ms": round(1000 * min(r[2] for r in runs), 2),
+                "peak_rss_mib": round(max(r[3] for r in runs) / 1024, 1),
+                "load_1min": round(os.getloadavg()[0], 2),
+            }
+        )
+    rows[1]["speed_vs_old"] = round(rows[1]["executions_per_s"] / rows[0]["executions_per_s"], 3)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve"])
+    parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "sandbox"])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=LATENCY)
     parser.add_argument("--quick", action="store_true")
@@ -156,8 +292,15 @@ def main() -> None:
         serve(args.port, args.latency)
         return
     busy = busy_cores()
-    widths = (1, 5, 10) if args.quick else (1, 5, 10, 25, 50)
     n = args.repeat
+    sandbox_rows = measure_sandboxes(4, n)
+    sandbox_headers = list(sandbox_rows[1])
+    print(markdown_table(sandbox_headers, [[r.get(h, "") for h in sandbox_headers] for r in sandbox_rows]))
+    if args.mode == "sandbox":
+        data = {"busy_cores_before": busy, "repeat": n, "sandbox": sandbox_rows}
+        print(f"wrote {write_results('collab_sandbox', data, args.quick)}")
+        return
+    widths = (1, 5, 10) if args.quick else (1, 5, 10, 25, 50)
     rows = [repeated(n, "camel", "ciar", w) for w in widths]
     rows += [repeated(n, "mad", "ciar", w) for w in widths[-2:]]
     rows.append(repeated(n, "camel", "humaneval50", 10 if args.quick else None))
@@ -166,7 +309,13 @@ def main() -> None:
             rows.append(repeated(n, "camel", "humaneval", None, sandbox_workers=workers))
     headers = list(rows[0])
     print(markdown_table(headers, [[r[h] for h in headers] for r in rows]))
-    data = {"latency_s": LATENCY, "busy_cores_before": busy, "repeat": n, "runs": rows}
+    data = {
+        "latency_s": LATENCY,
+        "busy_cores_before": busy,
+        "repeat": n,
+        "runs": rows,
+        "sandbox": sandbox_rows,
+    }
     print(f"wrote {write_results('collab_critical_path', data, args.quick)}")
 
 

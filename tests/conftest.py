@@ -29,6 +29,15 @@ def seed_data() -> Path:
     return SEED_DATA
 
 
+@pytest.fixture(scope="session")
+def bubblewrap() -> None:
+    """The sandbox's backend; CI installs it (.ci/run), so its absence is a failure, not a skip."""
+    from llmpsych.sandbox import INSTALL_HINT, available
+
+    if not available():
+        pytest.fail(f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
+
+
 @pytest.fixture
 def fault_server() -> Iterator[object]:
     """A clean fault-injecting server (set ``.rates`` to inject faults)."""

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from llmpsych.collab.datasets import load_items
-from llmpsych.collab.sandbox import Limits, SandboxPool
 from llmpsych.collab.scoring import (
     check_humaneval,
     ciar_correct,
@@ -17,15 +16,23 @@ from llmpsych.collab.scoring import (
     faireval_correct,
     faireval_label,
     final_answer,
+    official_digests,
 )
+from llmpsych.sandbox import Limits, open_sandbox
 
 
-def _pass_rate(items: list, completions: list[str]) -> float:
+def _pass_rate(items: list, completions: list[str], seed_data: Path) -> float:
+    official = official_digests(seed_data)
+
     async def score() -> list[bool]:
-        pool = SandboxPool(limits=Limits(timeout_s=10, cpu_s=10))
+        pool = open_sandbox(limits=Limits(timeout_s=10, cpu_s=10))
         results = await asyncio.gather(
-            *(check_humaneval(i.reference, c, pool) for i, c in zip(items, completions, strict=True))
+            *(
+                check_humaneval(i.reference, c, pool, official=official)
+                for i, c in zip(items, completions, strict=True)
+            )
         )
+        pool.close()
         return [r.passed for r in results]
 
     passed = asyncio.run(score())
@@ -35,7 +42,7 @@ def _pass_rate(items: list, completions: list[str]) -> float:
 def test_humaneval_canonical_solutions_score_100(seed_data: Path) -> None:
     items = load_items("humaneval", seed_data)
     assert len(items) == 164
-    assert _pass_rate(items, [i.reference["canonical_solution"] for i in items]) == 100.0
+    assert _pass_rate(items, [i.reference["canonical_solution"] for i in items], seed_data) == 100.0
 
 
 def test_humaneval_canonical_as_full_function_in_a_fence(seed_data: Path) -> None:
@@ -44,13 +51,13 @@ def test_humaneval_canonical_as_full_function_in_a_fence(seed_data: Path) -> Non
         "Here it is:\n```python\n" + i.reference["prompt"] + i.reference["canonical_solution"] + "```\nDone."
         for i in items
     ]
-    assert _pass_rate(items, replies) == 100.0
+    assert _pass_rate(items, replies, seed_data) == 100.0
 
 
 def test_humaneval_broken_solutions_score_0(seed_data: Path) -> None:
     items = load_items("humaneval", seed_data)
     broken = ["    raise NotImplementedError\n" if n % 2 else "    return (\n" for n in range(len(items))]
-    assert _pass_rate(items, broken) == 0.0
+    assert _pass_rate(items, broken, seed_data) == 0.0
 
 
 HOSTILE = {
@@ -62,21 +69,25 @@ HOSTILE = {
 }
 
 
-def test_hostile_completions_score_as_failed_and_scoring_goes_on(seed_data: Path) -> None:
-    # A right solution that first does something hostile: the hostile part is contained, the item fails
-    # (even though its function is correct), and the next item is scored as usual.
+def test_hostile_completions_are_contained_and_scoring_goes_on(seed_data: Path) -> None:
+    # A right solution that first does something hostile: the hostile part is contained (a write lands in
+    # the sandbox's own scratch, never on the host), and the next item is scored as usual.
     item = load_items("humaneval50", seed_data)[0]
     right = item.reference["prompt"] + item.reference["canonical_solution"]
     replies = ["```python\n" + prologue + right + "```" for prologue in HOSTILE.values()]
 
     async def score() -> list[bool]:
-        pool = SandboxPool(2, Limits(timeout_s=2.0, cpu_s=3, memory_bytes=256 << 20))
-        results = await asyncio.gather(*(check_humaneval(item.reference, r, pool) for r in replies))
-        after = await check_humaneval(item.reference, "```python\n" + right + "```", pool)
+        pool = open_sandbox(2, Limits(timeout_s=2.0, cpu_s=3, memory_bytes=256 << 20))
+        official = official_digests(seed_data)
+        results = await asyncio.gather(
+            *(check_humaneval(item.reference, r, pool, official=official) for r in replies)
+        )
+        after = await check_humaneval(item.reference, "```python\n" + right + "```", pool, official=official)
         pool.close()
         return [r.passed for r in results] + [after.passed]
 
-    assert asyncio.run(score()) == [False] * len(HOSTILE) + [True]
+    # only the write "outside" (into the sandbox's /tmp) leaves the program able to finish
+    assert asyncio.run(score()) == [False, True, False, False, False, True]
     assert not Path("/tmp/llmpsych-escaped-by-scoring-test").exists()
 
 

@@ -140,6 +140,9 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
             ("failed", frame[frame["passed"].eq(False)]),
         ):
             summary[f"mean_messages_{label}"] = float(rows["messages"].mean()) if len(rows) else None
+    if task.kind == "code" and results:  # both figures: llmpsych's verdicts and OpenAI's harness's
+        reference = [r.get("passed_reference", r.get("passed")) for r in results]
+        summary["score_openai_harness"] = 100 * sum(bool(x) for x in reference) / len(reference)
     if task.kind == "translation" and results:
         summary["closer_to_correct"] = (
             100 * sum(r.get("closer_to_correct", 0) for r in results) / len(results)

@@ -49,6 +49,8 @@ def _run_config(
     models: dict[str, str] | None = None,
     metric: str = "auto",
     bleurt_checkpoint: Path | None = None,
+    unsafe_local_exec: bool = False,
+    extraction: str = "paper",
 ) -> Any:
     from ..runs import parse_run_config
 
@@ -63,7 +65,10 @@ def _run_config(
         "defence": [d.strip() for d in defence.split(",") if d.strip()],
         "challenge_policy": challenge_policy,
         "metric": metric,
+        "extraction": extraction,
     }
+    if unsafe_local_exec:
+        options["unsafe_local_exec"] = True
     for key, value in {
         "bleurt_checkpoint": str(bleurt_checkpoint) if bleurt_checkpoint else None,
         "faulty_agent": faulty_agent,
@@ -147,6 +152,20 @@ def run(
             help="CommonMT: a local bleurt-pytorch checkpoint folder (pip install 'llmpsych[bleurt]')."
         ),
     ] = None,
+    extraction: Annotated[
+        str,
+        typer.Option(
+            help="HumanEval: paper (as is if it compiles, else the last fenced block) or strict (as is)."
+        ),
+    ] = "paper",
+    unsafe_local_exec: Annotated[
+        bool,
+        typer.Option(
+            "--unsafe-local-exec",
+            help="Run model-written code WITHOUT isolation when bubblewrap is missing (dangerous; recorded "
+            "in the manifest).",
+        ),
+    ] = False,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
@@ -180,6 +199,8 @@ def run(
         models=_parse_models(agent_model),
         metric=metric,
         bleurt_checkpoint=bleurt_checkpoint,
+        unsafe_local_exec=unsafe_local_exec,
+        extraction=extraction,
     )
     outcome = start_run(cfg, out or new_run_dir(runs_dir(), f"mas-{system}-{task}"), progress)
     s = outcome.summary

@@ -148,7 +148,7 @@ class Runtime:
         self.llm_calls = 0
         self.aux_calls = 0
         self.events: list[dict[str, Any]] = []
-        self.sandbox: Any = None  # the SandboxPool, for systems that run code (Self-collab's tester)
+        self.sandbox: Any = None  # a llmpsych.sandbox.Sandbox, for systems that run code (Self-collab)
 
     # -- model access ----------------------------------------------------------------------------
     def role_for(self, preferred: str) -> str:

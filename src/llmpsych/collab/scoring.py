@@ -15,15 +15,27 @@ Answer-matching rules (the thesis gives none; these are llmpsych's, see docs/mas
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import json
 import math
 import re
+from collections.abc import Callable, Collection
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
-from .sandbox import Limits, SandboxPool, SandboxResult
+from ..data.registry import load_manifest
+from ..sandbox import Limits, Program, Sandbox, SandboxResult
+from .datasets import task_files
 
 # -- HumanEval ------------------------------------------------------------------------------------
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.S)
+
+#: How a completion becomes code: ``paper`` runs it as it is when the problem's prompt plus the
+#: completion compiles, and otherwise the last fenced block; ``strict`` always runs it as it is (a
+#: fenced reply then fails to compile), exactly as OpenAI's human-eval harness does.
+EXTRACTIONS = ("paper", "strict")
 
 
 def extract_code(text: str) -> str:
@@ -41,24 +53,157 @@ def extract_code(text: str) -> str:
     return text
 
 
-def humaneval_program(reference: dict[str, Any], completion: str) -> str:
-    """The program that checks ``completion`` (a full function or only its body) against the tests.
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "<completion>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
-    The problem prompt comes first, so its imports and helper functions exist; a completion that defines
-    the entry point replaces the prompt's stub, and a bare body completes it.
+
+def humaneval_source(reference: dict[str, Any], completion: str | None, extraction: str = "paper") -> str:
+    """The code the sandbox runs for a completion: the problem's prompt, then the completion.
+
+    As OpenAI's harness builds it (``prompt + completion``), so a bare body completes the prompt's stub
+    and a full function replaces it. With ``paper`` extraction, a completion that does not compile so
+    but holds a fenced block is replaced by that block (after a newline). An empty or missing completion
+    leaves the stub, which returns None and fails the tests.
     """
+    if extraction not in EXTRACTIONS:
+        raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
+    prompt, text = reference["prompt"], completion or ""
+    as_is = prompt + text
+    if extraction == "strict" or "```" not in text or _compiles(as_is):
+        return as_is
+    return f"{prompt}\n{extract_code(text)}"
+
+
+def humaneval_program(reference: dict[str, Any], completion: str | None, extraction: str = "paper") -> str:
+    """The whole program as OpenAI's harness runs it: source, tests, ``check(entry_point)``.
+
+    Used only for the reference figure (see :func:`check_humaneval`); its verdict is the program's own
+    word, which a program can forge.
+    """
+    source = humaneval_source(reference, completion, extraction)
+    return f"{source}\n{reference['test']}\ncheck({reference['entry_point']})"
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled_check(prompt: str, test: str) -> Any:
+    return compile(f"{prompt}\n{test}", "<humaneval check>", "exec", dont_inherit=True)
+
+
+def humaneval_check(reference: dict[str, Any]) -> Callable[[Callable[..., Any]], None]:
+    """The problem's own ``check`` function, as trusted code outside the sandbox.
+
+    The dataset's prompt (for helpers such as ``poly`` or ``encode_cyclic`` that some tests call) and
+    test are executed here, in a fresh namespace; ``check`` then receives the sandbox's stand-in for the
+    candidate, whose every answer is a fresh plain value. The entry point's name is bound to the stand-in
+    too, as in the harness's program, where it names the completed function (HumanEval/33's test calls
+    ``sort_third`` by name).
+    """
+    code = _compiled_check(reference["prompt"], reference["test"])
     entry = reference["entry_point"]
-    code = extract_code(completion)
-    defines = re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", code, re.M) is not None
-    body = f"{reference['prompt']}\n{code}" if defines else f"{reference['prompt']}{code}"
-    return f"{body}\n\n{reference['test']}\n\ncheck({entry})\n"
+
+    def check(candidate: Callable[..., Any]) -> None:
+        namespace: dict[str, Any] = {}
+        exec(code, namespace)  # the benchmark's own test code, never the model's
+        namespace[entry] = candidate
+        namespace["check"](candidate)
+
+    return check
+
+
+def _redefines_helper(reference: dict[str, Any], source: str) -> bool:
+    """Whether the code redefines a function of the prompt, other than the entry point, that the test calls.
+
+    The trusted check calls the dataset's helper (HumanEval/38's ``encode_cyclic``, /50's
+    ``encode_shift``); OpenAI's harness calls the program's, so the two verdicts may differ.
+    """
+    prompt = reference["prompt"]
+    helpers = set(re.findall(r"^def (\w+)\(", prompt, re.M)) - {reference["entry_point"]}
+    body = source[len(prompt) :] if source.startswith(prompt) else source
+    return any(
+        re.search(rf"\b{name}\(", reference["test"]) and re.search(rf"^\s*def {name}\(", body, re.M)
+        for name in helpers
+    )
+
+
+def sandboxed_check(
+    reference: dict[str, Any], sandbox: Sandbox, limits: Limits | None = None
+) -> Callable[[Callable[..., Any]], None]:
+    """The problem's check for tests that are not the pinned release: they run in a sandbox of their own
+    (a hostile data folder's code never runs in llmpsych's process), against the same stand-in, whose
+    calls llmpsych relays to the program's sandbox as fresh plain values."""
+    judge = Program(f"{reference['prompt']}\n{reference['test']}", reference["entry_point"], None, judge=True)
+
+    def check(candidate: Callable[..., Any]) -> None:
+        sandbox.judge(judge, candidate, limits)
+
+    return check
+
+
+def reference_digest(reference: dict[str, Any]) -> str:
+    """A sha256 of what a problem's check is made of: its prompt, test and entry point."""
+    triple = [reference["prompt"], reference["test"], reference["entry_point"]]
+    return hashlib.sha256(json.dumps(triple).encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=8)
+def official_digests(data_dir: Path | None = None) -> frozenset[str]:
+    """The problems whose test code may run in llmpsych's process: those of a HumanEval file whose bytes
+    match the release pinned in the MAS-Resilience data manifest (digests of the very bytes checked).
+
+    A data folder may be hostile (docs/security.md): a changed test is code nobody reviewed, so it never
+    runs outside the sandbox.
+    """
+    digests: set[str] = set()
+    manifest = load_manifest("MAS-Resilience")
+    for dataset in ("humaneval", "humaneval50"):
+        try:
+            path = task_files(dataset, data_dir)[0]
+            data = path.read_bytes()
+        except Exception:  # no such file or folder: nothing is official
+            continue
+        entry = manifest.file(f"benchmarks/{path.name}")
+        if entry is not None and hashlib.sha256(data).hexdigest() == entry.sha256:
+            rows = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+            digests |= {reference_digest(row) for row in rows}
+    return frozenset(digests)
 
 
 async def check_humaneval(
-    reference: dict[str, Any], completion: str, pool: SandboxPool, limits: Limits | None = None
+    reference: dict[str, Any],
+    completion: str | None,
+    sandbox: Sandbox,
+    limits: Limits | None = None,
+    extraction: str = "paper",
+    official: Collection[str] = frozenset(),
 ) -> SandboxResult:
-    """Run the problem's tests on a completion in the sandbox."""
-    return await pool.run(humaneval_program(reference, completion), limits)
+    """Judge a completion: the program runs in the sandbox, the problem's tests run here.
+
+    Only for a problem in ``official`` (see :func:`official_digests`): any other problem's tests are
+    code from an unverified data folder, so they run in a sandbox of their own (:func:`sandboxed_check`;
+    ``extra["judge"]`` is ``"sandboxed"``, else ``"trusted"``). Either way the program never sees them.
+
+    The verdict is the trusted check's on the values the program returned (see ``llmpsych.sandbox``).
+    Where the two harnesses can differ, the item is also run as OpenAI's harness runs it (tests inside
+    the program) and ``extra["reference_passed"]`` records that forgeable verdict, so that both figures
+    can be reported: when the check failed because the program returned something other than plain
+    builtin values (an object whose ``__eq__`` could lie), and when the code redefines a helper of the
+    prompt that the test calls. Otherwise the two agree by construction.
+    """
+    source = humaneval_source(reference, completion, extraction)
+    trusted = reference_digest(reference) in official
+    check = humaneval_check(reference) if trusted else sandboxed_check(reference, sandbox, limits)
+    program = Program(source, reference["entry_point"], None)
+    result = await sandbox.run(program, limits, check)
+    reference_passed = result.passed
+    if (not result.passed and result.detail.startswith("CodecError")) or _redefines_helper(reference, source):
+        plain = Program(humaneval_program(reference, completion, extraction), None, None)
+        reference_passed = (await sandbox.run(plain, limits)).passed
+    result.extra.update(reference_passed=reference_passed, judge="trusted" if trusted else "sandboxed")
+    return result
 
 
 # -- CIAR -----------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ each item's conversation is sequential. HumanEval code runs in the sandbox pool.
 
 from __future__ import annotations
 
+import sys
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -16,18 +17,20 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import ConfigError
 from ..models.types import GenerationParams
 from ..runs.task import Task, WorkUnit
+from ..sandbox import INSTALL_HINT, Limits, Sandbox, SandboxUnavailable, available, open_sandbox
 from .bleurt import BleurtScorer, check_checkpoint, choose_metric
 from .datasets import KIND, Item, load_items, task_files
 from .defences import Challenger, Inspector
 from .inject import AutoInject
 from .runtime import MessageHook, ProfileHook, ReceiveCheck, Runtime
-from .sandbox import Limits, SandboxPool
 from .scoring import (
     check_humaneval,
     ciar_correct,
     commonmt_score,
     faireval_correct,
     faireval_label,
+    official_digests,
+    reference_digest,
     translation_of,
 )
 from .systems import SYSTEMS, system_class
@@ -56,6 +59,16 @@ class MasOptions(BaseModel):
     max_tokens: int | None = Field(default=None, ge=16)
     sandbox_timeout: float = Field(default=3.0, gt=0, le=60)
     sandbox_workers: int | None = Field(default=None, ge=1, le=64)
+    extraction: Literal["paper", "strict"] = Field(
+        default="paper",
+        description="HumanEval: paper runs a completion as it is when it compiles, else its last fenced "
+        "block; strict always as it is (OpenAI's harness)",
+    )
+    unsafe_local_exec: bool = Field(
+        default=False,
+        description="run model-written code WITHOUT isolation when bubblewrap is missing (recorded in the "
+        "manifest)",
+    )
     metric: Literal["auto", "chrf", "bleurt"] = Field(
         default="auto", description="CommonMT: BLEURT when bleurt_checkpoint is set, else the chrF substitute"
     )
@@ -92,10 +105,35 @@ class MasTask(Task):
             raise ConfigError(f"{o.system} has no agent {self.faulty!r}", f"agents: {', '.join(names)}")
         self.metric = choose_metric(self.kind, o.metric, o.bleurt_checkpoint)
         self.bleurt: BleurtScorer | None = None
-        workers = o.sandbox_workers
-        self.pool = SandboxPool(
-            workers, Limits(timeout_s=o.sandbox_timeout, cpu_s=int(o.sandbox_timeout) + 1)
-        )
+        self.limits = Limits(timeout_s=o.sandbox_timeout, cpu_s=int(o.sandbox_timeout) + 1)
+        self.pool: Sandbox | None = None
+        self.official: frozenset[str] = frozenset()
+
+    def sandbox(self) -> Sandbox:
+        """The sandbox for model-written code, started (and checked) on first use.
+
+        Without bubblewrap the run stops with one line saying how to install it, unless
+        ``unsafe_local_exec`` is set (a loud warning; the option is in the run's manifest).
+        """
+        if self.pool is None:
+            o = self.options
+            if not o.unsafe_local_exec and not available():
+                raise ConfigError("HumanEval runs model-written code: it needs bubblewrap", INSTALL_HINT)
+            pool = open_sandbox(o.sandbox_workers, self.limits, unsafe=o.unsafe_local_exec)
+            try:
+                pool.probe()
+            except SandboxUnavailable as exc:
+                pool.close()
+                raise ConfigError(f"the sandbox does not start: {exc}", INSTALL_HINT) from None
+            self.pool = pool
+            self.official = official_digests(self.config.data_dir)
+            if any(reference_digest(i.reference) not in self.official for i in self.items):
+                print(
+                    "note: the HumanEval file does not match the pinned release: its tests run in a sandbox "
+                    "of their own, not in llmpsych's process",
+                    file=sys.stderr,
+                )
+        return self.pool
 
     @cached_property
     def items(self) -> list[Item]:
@@ -114,6 +152,8 @@ class MasTask(Task):
     def units(self) -> list[WorkUnit]:
         if self.metric == "bleurt" and self.bleurt is None:  # checked when a run starts, not on analysis
             self.bleurt = BleurtScorer(check_checkpoint(self.options.bleurt_checkpoint or ""))
+        if self.kind == "code":  # likewise: no model call before the sandbox is known to work
+            self.sandbox()
         return [WorkUnit(item.item_id, {"item_id": item.item_id}) for item in self.items]
 
     def _hooks(self) -> tuple[list[ProfileHook], list[MessageHook], list[ReceiveCheck]]:
@@ -155,7 +195,7 @@ class MasTask(Task):
             kind=self.kind,
             task_description=task,
         )
-        rt.sandbox = self.pool
+        rt.sandbox = self.sandbox() if self.kind == "code" else None
         await rt.setup()
         result = await system.collaborate(rt, task)
         return {"item_id": item.item_id, "result": result, **await self.score(item, result), **rt.to_json()}
@@ -163,12 +203,21 @@ class MasTask(Task):
     async def score(self, item: Item, result: str) -> dict[str, Any]:
         """Score a final result (0-100 scale for the item)."""
         if self.kind == "code":
-            outcome = await check_humaneval(item.reference, result, self.pool)
+            outcome = await check_humaneval(
+                item.reference,
+                result,
+                self.sandbox(),
+                extraction=self.options.extraction,
+                official=self.official,
+            )
             return {
                 "score": 100.0 * outcome.passed,
                 "passed": outcome.passed,
+                "passed_reference": outcome.extra["reference_passed"],
                 "execution": {
                     "status": outcome.status,
+                    "detail": outcome.detail[-1500:],
+                    "judge": outcome.extra["judge"],
                     "stderr": outcome.stderr[-1500:],
                     "isolation": outcome.isolation,
                     "seconds": outcome.seconds,

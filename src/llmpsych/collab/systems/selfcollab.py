@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from ...sandbox import Program
 from ..runtime import Agent, Route, Runtime
 from ..scoring import extract_code
 from .base import ANSWER_FORMAT, System, make_agent
@@ -76,10 +77,8 @@ class SelfCollab(System):
     async def _execute(rt: Runtime, task: str, code: str) -> str:
         if rt.sandbox is None:
             return "(no sandbox available)"
-        result = await rt.sandbox.run("from typing import *\n" + code)
-        tail = (
-            result.stdout
-            + "\n"
-            + "\n".join(line for line in result.stderr.splitlines() if not line.startswith("#isolation"))
-        ).strip()
+        # The program's output goes to the model by design: the sandbox holds nothing secret to print
+        # (tests/test_sandbox_attacks.py::test_a_program_cannot_read_planted_secrets).
+        result = await rt.sandbox.run(Program("from typing import *\n" + code))
+        tail = (result.stdout + "\n" + result.stderr).strip()
         return f"[{result.status}] " + (tail[-1500:] or "(no output)")

@@ -1,0 +1,163 @@
+"""HumanEval fidelity: extraction as the paper's harness, and the released MAS-Resilience verdicts.
+
+The released per-system results (``Experiments/<System>/*_results.jsonl`` in CUHK-ARISE/MAS-Resilience,
+``{task_id, completion, result, passed}``, judged by OpenAI's human-eval harness) are read at run time
+from ``MAS-Resilience/Experiments`` in the seed data, or from the folder in ``LLMPSYCH_MAS_EXPERIMENTS``;
+nothing of them is copied here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from llmpsych.collab.datasets import load_items
+from llmpsych.collab.scoring import check_humaneval, humaneval_source, official_digests
+from llmpsych.sandbox import Limits, open_sandbox
+from llmpsych.sandbox._pool import WorkerSandbox
+
+pytestmark = pytest.mark.usefixtures("bubblewrap")
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[WorkerSandbox]:
+    box = open_sandbox(None, Limits(timeout_s=3.0, cpu_s=4))
+    yield box
+    box.close()
+
+
+@pytest.fixture(scope="module")
+def problems(seed_data: Path) -> dict[str, dict]:
+    return {item.item_id: item.reference for item in load_items("humaneval", seed_data)}
+
+
+@pytest.fixture(scope="module")
+def official(seed_data: Path) -> frozenset[str]:
+    return official_digests(seed_data)
+
+
+def test_extraction_follows_the_papers_harness(problems: dict[str, dict]) -> None:
+    ref = problems["HumanEval/0"]
+    body = ref["canonical_solution"]
+    assert humaneval_source(ref, body) == ref["prompt"] + body  # compiles as it is: untouched
+    fenced = "Here:\n```python\ndef has_close_elements(numbers, threshold):\n    return False\n```\n"
+    assert humaneval_source(ref, fenced).endswith("    return False\n")  # does not compile: the block
+    assert humaneval_source(ref, fenced, "strict") == ref["prompt"] + fenced  # strict: always as it is
+    # a fence inside a completion that compiles (in a string) is left alone
+    quoted = body + 'NOTE = """```python\nx = 1\n```"""\n'
+    assert humaneval_source(ref, quoted) == ref["prompt"] + quoted
+    assert humaneval_source(ref, None) == humaneval_source(ref, "") == ref["prompt"]
+
+
+def test_empty_strict_fenced_and_main_blocks(
+    sandbox: WorkerSandbox, problems: dict[str, dict], official: frozenset[str]
+) -> None:
+    ref = problems["HumanEval/0"]
+    good = "```python\n" + ref["prompt"] + ref["canonical_solution"] + "```"
+
+    def judge(completion: str | None, extraction: str = "paper") -> bool:
+        return asyncio.run(
+            check_humaneval(ref, completion, sandbox, extraction=extraction, official=official)
+        ).passed
+
+    assert not judge(None) and not judge("")
+    assert judge(good) and not judge(good, "strict")
+    # As in OpenAI's harness, ``__name__`` is not "__main__": such a block (here, one that fails) is not run.
+    assert judge(ref["canonical_solution"] + 'if __name__ == "__main__":\n    raise SystemExit(1)\n')
+
+
+def test_annotations_are_evaluated_as_in_the_harness(
+    sandbox: WorkerSandbox, problems: dict[str, dict], official: frozenset[str]
+) -> None:
+    # The sandbox's own modules use ``from __future__ import annotations``; a program must not inherit it,
+    # or an annotation naming an unimported ``List`` would pass (it fails in OpenAI's harness).
+    ref = problems["HumanEval/104"]
+    completion = (
+        "def unique_digits(x: List[int]) -> List[int]:\n"
+        "    return sorted(v for v in x if all(int(d) % 2 for d in str(v)))\n"
+    )
+    result = asyncio.run(check_humaneval(ref, completion, sandbox, official=official))
+    assert not result.passed and "NameError" in result.detail
+    fixed = "from typing import List\n" + completion
+    assert asyncio.run(check_humaneval(ref, fixed, sandbox, official=official)).passed
+
+
+# -- the released results ------------------------------------------------------------------------------
+def _released(seed_data: Path) -> Path | None:
+    for folder in (os.environ.get("LLMPSYCH_MAS_EXPERIMENTS"), seed_data / "MAS-Resilience" / "Experiments"):
+        if folder and Path(folder).is_dir():
+            return Path(folder)
+    return None
+
+
+#: Reasons a released verdict may differ from llmpsych's on the same code, recognised from the completion.
+HELPERS = {"HumanEval/38": "encode_cyclic", "HumanEval/50": "encode_shift"}
+
+
+def _reason(task_id: str, completion: str) -> str | None:
+    helper = HELPERS.get(task_id)
+    if helper and re.search(rf"^def {helper}\(", completion, re.M):
+        return f"the completion redefines {helper}, which the test calls to build its inputs"
+    return None
+
+
+def test_released_verdicts_agree_with_openais_harness(
+    seed_data: Path, problems: dict[str, dict], sandbox: WorkerSandbox, official: frozenset[str]
+) -> None:
+    folder = _released(seed_data)
+    if folder is None:
+        pytest.skip(
+            "the released results are not in the seed data: set LLMPSYCH_MAS_EXPERIMENTS to the Experiments "
+            "folder of CUHK-ARISE/MAS-Resilience@d88dbdc"
+        )
+    released: dict[tuple[str, str | None], bool] = {}
+    for path in sorted(folder.rglob("*_results.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                released[(row["task_id"], row["completion"])] = row["passed"]
+    same = [
+        key
+        for key in released
+        if humaneval_source(problems[key[0]], key[1]) == problems[key[0]]["prompt"] + (key[1] or "")
+    ]
+
+    async def judge() -> list:
+        gate = asyncio.Semaphore(64)
+
+        async def one(key: tuple[str, str | None]):  # noqa: ANN202
+            async with gate:
+                return await check_humaneval(problems[key[0]], key[1], sandbox, official=official)
+
+        return await asyncio.gather(*(one(key) for key in same))
+
+    results = asyncio.run(judge())
+    disagreements = [
+        (key, released[key], result)
+        for key, result in zip(same, results, strict=True)
+        if result.passed != released[key]
+    ]
+    unexplained = [
+        (k[0], passed, r.status, r.detail[:200])
+        for k, passed, r in disagreements
+        if not _reason(k[0], k[1] or "")
+    ]
+    strict = sum(r.passed for r in results)
+    reference = sum(r.extra["reference_passed"] for r in results)
+    print(
+        f"\n{len(released)} distinct completions, {len(same)} run as they are; "
+        f"{len(disagreements)} disagreements, {len(unexplained)} unexplained; "
+        f"passed: llmpsych {strict}, as OpenAI's harness would count them {reference}, "
+        f"released {sum(released[k] for k in same)}"
+    )
+    for key, passed, result in disagreements:
+        print(f"  {key[0]}: released {passed}, llmpsych {result.passed}: {_reason(key[0], key[1] or '')}")
+    assert len(same) > 9000
+    assert unexplained == []
+    assert reference == sum(released[k] for k in same)  # run as OpenAI's harness runs it: the same count
