@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from llmpsych.errors import LlmpsychError
+from llmpsych.reliability.analysis import extreme_tests
 from llmpsych.reliability.cli import app
 from llmpsych.reliability.outliers import RELEASED_EPS, dbscan, outlier_mask
 from llmpsych.reliability.projection import corners, fit_projection, full_grid, region
@@ -118,15 +120,76 @@ def test_tables_3_13_to_3_15_are_reproduced(saves: Path) -> None:
     assert _check_table(characters.groups, TABLE_3_15) == 160
 
 
-def test_table_3_10_extremes_against_the_default_cloud(saves: Path, grid: pd.DataFrame) -> None:
-    steered = concat_saves([load_save(saves / f"{f}.json") for f in PERSONALITY])
-    extremes = reanalyse(steered, default=grid).extremes
-    assert extremes is not None and len(extremes) == 10
+@pytest.fixture(scope="module")
+def steered(saves: Path) -> pd.DataFrame:
+    return concat_saves([load_save(saves / f"{f}.json") for f in PERSONALITY])
+
+
+def _t_printed(extremes: pd.DataFrame) -> dict[tuple[str, str], str]:
+    return {(r["dimension"], r["side"]): f"{r['t']:.2f}" for r in extremes.to_dict("records")}
+
+
+def test_table_3_10_every_printed_value_by_the_default_method(
+    steered: pd.DataFrame, grid: pd.DataFrame
+) -> None:
+    """All ten t values of 000:880-893, to their two printed decimals, from the released raw saves."""
+    result = reanalyse(steered, default=grid)
+    extremes = result.extremes
+    assert result.settings["method"] == "paper" and extremes is not None and len(extremes) == 10
+    assert _t_printed(extremes) == {key: f"{t:.2f}" for key, (_m, _s, _d, t) in TABLE_3_10.items()}
     for row in extremes.to_dict("records"):
-        mean, sd, difference, t = TABLE_3_10[(row["dimension"], row["side"])]
-        assert round(row["difference"], 2) == pytest.approx(difference, abs=0.011)
-        assert row["assigned_mean"] == pytest.approx(mean, abs=0.0051)
-        assert row["t"] == pytest.approx(t, rel=0.07)  # Welch; largest gap A-min -12.39 vs -13.23
+        mean, sd, difference, _t = TABLE_3_10[(row["dimension"], row["side"])]
+        assert f"{row['difference']:+.2f}" == f"{difference:+.2f}"
+        assert f"{row['assigned_mean']:.2f}" == f"{mean:.2f}"
+        # population SDs, as the authors' test used: C-max 0.1847 and N-max 0.9547 print as here,
+        # where the sample SDs (0.1851, 0.9567) print as Table 3.14 does (0.19, 0.96)
+        assert f"{row['assigned_sd']:.2f}" == f"{sd:.2f}" and row["sd_ddof"] == 0
+        assert (row["n_x"], row["n_y"], row["method"]) == (240, 2500, "paper")
+    # the authors' F-test (alpha 0.001) keeps equal variances only where the two SDs are close
+    student = {(r["dimension"], r["side"]) for r in extremes.to_dict("records") if r["test"] == "student"}
+    assert student == {("Extraversion", "min"), ("Agreeableness", "min")}
+
+
+def test_table_3_10_welch_is_the_alternative_and_reproduces_no_printed_t(
+    steered: pd.DataFrame, grid: pd.DataFrame
+) -> None:
+    extremes = reanalyse(steered, default=grid, method="welch").extremes
+    assert (
+        extremes is not None and set(extremes["test"]) == {"welch"} and set(extremes["method"]) == {"welch"}
+    )
+    ours = _t_printed(extremes)
+    assert ours[("Extraversion", "min")] == "-58.84" and ours[("Agreeableness", "min")] == "-12.39"
+    assert not any(ours[key] == f"{t:.2f}" for key, (_m, _s, _d, t) in TABLE_3_10.items())
+    student = _t_printed(reanalyse(steered, default=grid, method="student").extremes)
+    assert student[("Openness", "max")] == "10.66"  # pooled SDs: far from the printed 18.98
+    with pytest.raises(LlmpsychError, match="unknown t-test method 'Paper'"):
+        reanalyse(steered, default=grid, method="Paper")  # type: ignore[arg-type]
+    with pytest.raises(LlmpsychError, match="unknown t-test method"):
+        extreme_tests(grid, steered, method="welsh")  # type: ignore[arg-type]
+
+
+def test_cli_method_governs_the_default_table(saves: Path) -> None:
+    base = [
+        "analyze",
+        *(str(saves / f"{f}.json") for f in PERSONALITY),
+        "--default",
+        str(saves / "save.json"),
+    ]
+    t: dict[str, dict[tuple[str, str], str]] = {}
+    for method in ("", "paper", "welch"):
+        result = CliRunner().invoke(app, [*base, "--json", *(["--method", method] if method else [])])
+        assert result.exit_code == 0, result.output
+        payload = json.loads(result.output)
+        assert payload["settings"]["method"] == (method or "paper")
+        t[method] = {(r["dimension"], r["side"]): f"{r['t']:.2f}" for r in payload["extremes"]}
+    assert t[""] == t["paper"] and t["paper"][("Extraversion", "min")] == "-59.34"
+    assert t["welch"][("Extraversion", "min")] == "-58.84"
+    shown = CliRunner().invoke(app, [*base, "--method", "welch"])
+    assert shown.exit_code == 0 and "--method welch: Welch's test with sample SDs" in shown.output
+    bad = CliRunner().invoke(app, [*base, "--method", "Welch"])
+    assert isinstance(bad.exception, LlmpsychError) and "--method must be paper, welch or student" in str(
+        bad.exception
+    )
 
 
 def test_cli_analyze_json(saves: Path) -> None:

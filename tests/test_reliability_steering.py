@@ -62,4 +62,5 @@ def test_steering_report_has_maps_and_extremes(tmp_path: Path, seed_data: Path) 
     result = reanalyse(steered, default=default)
     names = {p.name for p in write_reanalysis(result, tmp_path, default)}
     assert {"map_density.png", "map_steering.png", "map_extremes.png", "extremes.csv", "report.md"} <= names
-    assert "Table 3.10" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "Table 3.10" in report and "`--method paper`: the authors' procedure" in report

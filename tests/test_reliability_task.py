@@ -9,9 +9,11 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 from llmpsych.reliability.official import load_bfi, load_steering
 from llmpsych.reliability.results import run_frame
+from llmpsych.reliability.task import ReliabilityOptions
 from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultServer
 
@@ -227,3 +229,28 @@ def test_compare_and_retest_commands(seed_data: Path) -> None:
     assert retest.exit_code == 0, retest.output
     rows = json.loads(retest.output)
     assert len(rows) == 10 and {r["side"] for r in rows} == {"min", "max"}
+
+
+def test_run_option_method_governs_the_report_of_a_steered_run(tmp_path: Path, seed_data: Path) -> None:
+    """A run's ``method`` reaches Table 3.10 of its report, as ``analyze --method`` does."""
+    save = seed_data / "LLMPersonality" / "Analysis" / "save" / "save.json"
+    profile = next(iter(load_steering("personality", seed_data)))  # "routine": the Openness minimum
+    grid = {
+        "languages": ["En"],
+        "templates": ["t1", "t2"],
+        "versions": ["v1"],
+        "labels": ["n"],
+        "orders": ["f"],
+    }
+    steer = {"steer": "personality", "targets": [profile], "default_data": [str(save)], **grid}
+    with FaultServer(responder=Respondent(seed_data)) as server:
+        for method in ("paper", "welch"):
+            options = steer if method == "paper" else {**steer, "method": method}
+            start_run(config(server, seed_data, **options), tmp_path / method, False)
+    for method in ("paper", "welch"):
+        (row,) = pd.read_csv(tmp_path / method / "extremes.csv").to_dict("records")
+        assert (row["dimension"], row["side"], row["method"]) == ("Openness", "min", method)
+        assert row["sd_ddof"] == (0 if method == "paper" else 1) and row["test"] == "welch"
+        assert f"`--method {method}`" in (tmp_path / method / "report.md").read_text()
+    with pytest.raises(ValidationError, match="method"):
+        ReliabilityOptions(method="Welch")  # type: ignore[arg-type]

@@ -8,8 +8,10 @@
 - :func:`paired_group_tests`: two groups of runs, e.g. item orderings (Table 3.5) or dated runs
   (test-retest, Table 3.7).
 
-``method="paper"`` is the released analysis: population SDs (``ddof = 0``) plus ``1e-8``, a two-sided
-F-test at alpha 0.001 to choose Student or Welch. ``"welch"`` and ``"student"`` use sample SDs.
+``method="paper"`` is the released analysis (``hypothesis_testing`` in the authors' ``Analysis/tools.py``):
+population SDs (``ddof = 0``) plus ``1e-8``, a two-sided F-test at alpha 0.001 to choose Student or Welch.
+It is the default of every test here that reproduces a printed table (3.3 and 3.10). ``"welch"`` (always
+Welch, sample SDs: no variance pre-test, the usual recommendation) and ``"student"`` are the alternatives.
 """
 
 from __future__ import annotations
@@ -22,10 +24,20 @@ import numpy as np
 import pandas as pd
 
 from ..stats.compare import GroupStats, holm_adjust, t_test_from_stats, variance_f_test
+from ..stats.descriptive import StatsError
 from .published import DIMENSIONS, HUMAN_N, HUMAN_SD, PROFILE_TARGET, profile_short
 from .saves import FACTORS
 
 Method = Literal["paper", "welch", "student"]
+METHODS: tuple[Method, ...] = ("paper", "welch", "student")
+#: What each method does, as reports and the CLI say it.
+METHOD_NOTES: dict[str, str] = {
+    "paper": "the authors' procedure, which reproduces the thesis: population SDs, a two-sided F-test at "
+    "alpha 0.001 chooses Student's or Welch's test",
+    "welch": "Welch's test with sample SDs and no variance pre-test (the alternative to the published "
+    "procedure)",
+    "student": "Student's test with sample SDs",
+}
 PAPER_VARIANCE_ALPHA = 0.001
 
 
@@ -49,6 +61,8 @@ def describe(frame: pd.DataFrame, dims: Sequence[str] = DIMENSIONS) -> pd.DataFr
 
 def two_sample(x: Iterable[float], y: Iterable[float], method: Method = "paper") -> dict[str, float | str]:
     """``mean(x) − mean(y)`` with its t-test (the released procedure or a fixed test)."""
+    if method not in METHODS:
+        raise StatsError(f"unknown t-test method {method!r}", f"use one of {', '.join(METHODS)}")
     a = np.asarray(x if isinstance(x, np.ndarray) else list(x), dtype=float)
     b = np.asarray(y if isinstance(y, np.ndarray) else list(y), dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
@@ -161,25 +175,40 @@ def group_table(frame: pd.DataFrame, by: str, dims: Sequence[str] = DIMENSIONS) 
     return pd.DataFrame(rows)
 
 
-def extreme_tests(default: pd.DataFrame, steered: pd.DataFrame, by: str = "append_label") -> pd.DataFrame:
-    """Table 3.10: each profile's target dimension against the default cloud (Welch's t-test)."""
+def extreme_tests(
+    default: pd.DataFrame, steered: pd.DataFrame, by: str = "append_label", method: Method = "paper"
+) -> pd.DataFrame:
+    """Table 3.10: each profile's target dimension against the default cloud, tested by ``method``.
+
+    ``"paper"`` reproduces all ten printed t values to their two decimals (E-min −59.34): on the released
+    saves the F-test keeps equal variances for E-min and A-min (p 0.85, 0.09), so those two are Student's
+    tests and the other eight Welch's. ``"welch"`` (sample SDs, no pre-test) gives E-min −58.84 and A-min
+    −12.39 instead of −13.23; the column ``test`` says which test each row used.
+
+    The SD columns are the SDs the test used (``sd_ddof``): population SDs for ``"paper"``, which is
+    also what the table prints (C-max 0.1847 prints 0.18 and N-max 0.9547 prints 0.95, where Table 3.14's
+    sample SDs print 0.19 and 0.96), sample SDs otherwise.
+    """
+    ddof = 0 if method == "paper" else 1
     rows = []
     for label, part in steered.groupby(by, sort=False):
         short = profile_short(str(label))
         if short not in PROFILE_TARGET:
             continue
         dim, side = PROFILE_TARGET[short]
-        result = two_sample(part[dim], default[dim], "welch")
+        result = two_sample(part[dim], default[dim], method)
         rows.append(
             {
                 "dimension": dim,
                 "side": side,
                 "profile": short,
                 "default_mean": float(default[dim].mean()),
-                "default_sd": float(default[dim].std(ddof=1)),
+                "default_sd": float(default[dim].std(ddof=ddof)),
                 "assigned_mean": float(part[dim].mean()),
-                "assigned_sd": float(part[dim].std(ddof=1)),
-                **{k: result[k] for k in ("n_x", "n_y", "difference", "t", "df", "p")},
+                "assigned_sd": float(part[dim].std(ddof=ddof)),
+                "sd_ddof": ddof,
+                **{k: result[k] for k in ("n_x", "n_y", "difference", "t", "df", "p", "test")},
+                "method": method,
             }
         )
     table = pd.DataFrame(rows)

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import LlmpsychError
+from .analysis import METHOD_NOTES, METHODS
 from .outliers import EPS, MIN_PTS
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
@@ -58,7 +59,13 @@ def analyze(
     ] = "text",
     eps: Annotated[float, typer.Option(help="DBSCAN radius on the 2-D map.")] = EPS,
     min_pts: Annotated[int, typer.Option(help="DBSCAN minPts (self included).")] = MIN_PTS,
-    method: Annotated[str, typer.Option(help="t-test: paper (F-test chooses), welch or student.")] = "paper",
+    method: Annotated[
+        str,
+        typer.Option(
+            help="t-test of the factor-level table and the --default min/max table: paper (the authors' "
+            "F-test chooses Student or Welch; reproduces Tables 3.3 and 3.10), welch or student."
+        ),
+    ] = "paper",
     keep_outliers: Annotated[
         bool, typer.Option("--keep-outliers", help="Test factor levels on all points, not the inliers.")
     ] = False,
@@ -69,7 +76,7 @@ def analyze(
     """Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables."""
     if fit_on not in ("data", "full-grid"):
         raise LlmpsychError(f"--fit-on must be data or full-grid, got {fit_on!r}")
-    if method not in ("paper", "welch", "student"):
+    if method not in METHODS:
         raise LlmpsychError(f"--method must be paper, welch or student, got {method!r}")
     if scoring not in ("text", "expected"):
         raise LlmpsychError(f"--scoring must be text or expected, got {scoring!r}")
@@ -147,8 +154,11 @@ def _print(result: Reanalysis) -> None:
             )
         console.print(table)
     if result.extremes is not None:
-        table = Table(title="steering extremes vs default (Welch)")
-        for col in ("dimension", "side", "profile", "assigned", "difference", "t", "p"):
+        method = result.settings["method"]
+        table = Table(
+            title=f"steering extremes vs default (Table 3.10), --method {method}: {METHOD_NOTES[method]}"
+        )
+        for col in ("dimension", "side", "profile", "assigned", "difference", "t", "p", "test"):
             table.add_column(col)
         for rec in result.extremes.to_dict("records"):
             table.add_row(
@@ -159,6 +169,7 @@ def _print(result: Reanalysis) -> None:
                 f"{rec['difference']:+.2f}",
                 f"{rec['t']:.2f}",
                 f"{rec['p']:.3g}",
+                str(rec["test"]),
             )
         console.print(table)
     variance = Table(title="variance F-tests against human SDs (one-sided, H1: LLM varies less)")

@@ -7,6 +7,10 @@ for steering runs (Tables 3.13-3.15) and, given default data, the min/max tests 
 Table 3.3 is computed **without the outliers**: on the released GPT-3.5 grid every one of the 135
 printed differences lies within 0.02 of ours only after removing them (with all 2,500 points the
 largest deviation is 0.17), so the thesis evidently tested the inliers. ``keep_outliers=True`` tests all.
+
+``method`` chooses the t-test of both Table 3.3 and Table 3.10: ``"paper"`` (the default, the authors'
+procedure) reproduces all ten printed t values of Table 3.10; ``"welch"`` and ``"student"`` are the
+alternatives (:mod:`.analysis`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from .analysis import Method, describe, extreme_tests, factor_comparisons, group_table, variance_tests
+from .analysis import (
+    METHODS,
+    Method,
+    describe,
+    extreme_tests,
+    factor_comparisons,
+    group_table,
+    variance_tests,
+)
 from .outliers import EPS, MIN_PTS, outlier_mask
 from .projection import FitOn, Projection, fit_projection, region
 from .published import DIMENSIONS, profile_short
@@ -83,6 +95,8 @@ def reanalyse(
 ) -> Reanalysis:
     """All statistics of one set of data points (rows with a missing dimension are left out and counted
     in ``settings["left_out_missing"]``; an infinite score is a DataError)."""
+    if method not in METHODS:
+        raise DataError(f"unknown t-test method {method!r}", f"use one of {', '.join(METHODS)}")
     values = frame[list(DIMENSIONS)].to_numpy(dtype=float)
     if np.isinf(values).any():
         row = int(np.isinf(values).any(axis=1).nonzero()[0][0])
@@ -109,7 +123,11 @@ def reanalyse(
     groups = group_table(frame, group_by) if group_by else None
     if groups is not None and group_by == "append_label":
         groups.insert(1, "short", groups[group_by].map(lambda s: profile_short(str(s))))
-    extremes = extreme_tests(default, frame) if default is not None and group_by == "append_label" else None
+    extremes = (
+        extreme_tests(default, frame, method=method)
+        if default is not None and group_by == "append_label"
+        else None
+    )
     return Reanalysis(
         frame=frame,
         projection=projection,

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.markdown import table, write_report
-from .analysis import validity_by_level
+from .analysis import METHOD_NOTES, validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
@@ -106,8 +106,13 @@ def write_reanalysis(
             ("Per steering target", table(mean_sd_grid(result.groups, result.settings["group_by"])))
         )
     if result.extremes is not None:
+        method = result.settings["method"]
         sections.append(
-            ("Minimum and maximum profiles against the default (Table 3.10)", table(result.extremes))
+            (
+                "Minimum and maximum profiles against the default (Table 3.10)",
+                f"`--method {method}`: {METHOD_NOTES[method]}; column `test` names each row's test.\n\n"
+                + table(result.extremes),
+            )
         )
     if maps:
         sections.append(("Maps", "\n".join(f"![{p.stem}]({p.name})" for p in maps)))
@@ -134,5 +139,7 @@ def analyze_run_dir(run_dir: Path, options: Any) -> list[Path]:
         return []
     default = load_points([Path(p) for p in options.default_data]) if options.default_data else None
     min_pts = min(options.min_pts, max(2, len(frame) // 4))
-    result = reanalyse(frame, fit_on=options.fit_on, eps=options.eps, min_pts=min_pts, default=default)
+    result = reanalyse(
+        frame, fit_on=options.fit_on, eps=options.eps, min_pts=min_pts, method=options.method, default=default
+    )
     return write_reanalysis(result, run_dir, default, detail_frame(run_dir, units))

@@ -80,6 +80,9 @@ class ReliabilityOptions(BaseModel):
     fit_on: Literal["data", "full-grid"] = "data"
     eps: float = Field(default=EPS, gt=0)
     min_pts: int = Field(default=MIN_PTS, ge=1)
+    method: Literal["paper", "welch", "student"] = Field(
+        default="paper", description="t-test of Tables 3.3 and 3.10: paper (reproduces them), welch, student"
+    )
     default_data: list[str] | None = Field(
         default=None, description="unsteered results (save files or run dirs) to compare steering with"
     )
