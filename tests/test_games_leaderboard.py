@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sqlite3
 import statistics
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,15 @@ from typer.testing import CliRunner
 
 from llmpsych.errors import LlmpsychError
 from llmpsych.games.cli import app
-from llmpsych.games.leaderboard import leaderboard, leaderboard_frame, read_run_dir
+from llmpsych.games.leaderboard import (
+    leaderboard,
+    leaderboard_frame,
+    left_out_frame,
+    left_out_notes,
+    read_run_dir,
+)
 from llmpsych.runs import parse_run_config, start_run
+from llmpsych.runs.store import STORE_FILE
 from llmpsych.testing.fault_server import FaultServer
 from test_games_engine_runs import scripted  # the deterministic player of every game
 
@@ -130,3 +138,85 @@ def test_not_a_gamabench_run_is_a_clear_error(tmp_path: Path) -> None:
         read_run_dir(tmp_path)
     result = CliRunner().invoke(app, ["leaderboard", str(tmp_path)])
     assert result.exit_code != 0
+
+
+def _tamper(run_dir: Path, unit_id: str, result: Any = None, status: str | None = None) -> None:
+    """Rewrite one stored unit as an attacker with write access to the run directory would."""
+    with sqlite3.connect(run_dir / STORE_FILE) as db:
+        if result is not None:
+            db.execute("UPDATE units SET result = ? WHERE unit_id = ?", (json.dumps(result), unit_id))
+        if status is not None:
+            db.execute("UPDATE units SET status = ?, result = NULL WHERE unit_id = ?", (status, unit_id))
+
+
+def _stored(run_dir: Path, unit_id: str) -> dict[str, Any]:
+    with sqlite3.connect(run_dir / STORE_FILE) as db:
+        return json.loads(db.execute("SELECT result FROM units WHERE unit_id = ?", (unit_id,)).fetchone()[0])
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("hostile")
+    with FaultServer(responder=scripted) as server:
+        h = _run(server, base / "h", "openai-compatible/h", game=["guessing", "pirate"], runs=4)
+        z = _run(server, base / "z", "openai-compatible/z", game="guessing", runs=1)
+    _tamper(h, "guessing-run01", {**_stored(h, "guessing-run01"), "rounds": []})
+    _tamper(h, "guessing-run02", "not a game record")
+    huge = _stored(h, "guessing-run03")
+    for decision in huge["rounds"][0]["decisions"]:
+        decision["action"] = 1e300
+    _tamper(h, "guessing-run03", huge)
+    _tamper(h, "pirate-run01", {**_stored(h, "pirate-run01"), "run": "1; DROP TABLE units"})
+    _tamper(h, "pirate-run02", status="failed")
+    _tamper(z, "guessing-run01", {**_stored(z, "guessing-run01"), "game": "ch|ess\n" * 400})
+    return {"h": h, "z": z}
+
+
+def test_unscorable_runs_are_counted_per_game_with_their_reason(hostile: dict[str, Path]) -> None:
+    scores, infos = leaderboard([hostile["h"], hostile["z"]])
+    h = scores["openai-compatible/h"]
+    assert h.games["guessing_game"].n == 1 and h.games["pirate_game"].n == 2  # 4 runs each before
+    left = left_out_frame(infos)
+    assert left["runs left out"].sum() == 6 and set(left["runs left out"]) == {1}
+    guess, pirate = "Guess 2/3 of the Average", "Pirate Game"
+    reasons = left.groupby(["model", "game"])["reason"].apply(sorted)
+    assert reasons[("openai-compatible/h", guess)] == [
+        "cannot be scored: ValueError: no choices to score: every round needs at least one player",
+        "cannot be scored: ValueError: round 1 player 1: guess 1e+300 is outside 0-100",
+        "stored result is not a game record with game and run",
+    ]
+    assert reasons[("openai-compatible/h", pirate)] == [
+        "stored result is not a game record with game and run",
+        "unfinished (status failed)",
+    ]
+    (z,) = left[left["model"] == "openai-compatible/z"].to_dict("records")
+    assert z["reason"].startswith("not a GAMA-Bench game: 'ch/ess\\nch/ess")
+    assert len(z["reason"]) <= 160 + len("not a GAMA-Bench game: ") and "\n" not in z["reason"]
+    assert left_out_notes(left, limit=2)[2] == "4 more reason(s), 4 run(s): see left_out.csv"
+    frame = leaderboard_frame(scores, left_out=left).set_index("model")
+    assert (
+        frame.loc["openai-compatible/h", "left out"] == 5
+        and frame.loc["openai-compatible/z", "left out"] == 1
+    )
+    assert (
+        frame.loc["openai-compatible/z", guess] == "-" and frame.loc["openai-compatible/z", "Overall"] == "-"
+    )
+
+
+def test_command_shows_what_was_left_out_and_why(hostile: dict[str, Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["leaderboard", str(hostile["h"]), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert (
+        "note: openai-compatible/h: Pirate Game: 1 run(s) left out: unfinished (status failed)"
+        in result.stderr
+    )
+    assert "| openai-compatible/h" in result.stdout and "left out" in result.stdout
+    report = (tmp_path / "o" / "leaderboard.md").read_text()
+    section = report[report.index("## Left out") : report.index("## Run directories")]
+    assert section.count("| openai-compatible/h") == 5 and "outside 0-100" in section
+    csv = pd.read_csv(tmp_path / "o" / "left_out.csv")
+    assert csv["runs left out"].sum() == 5 and set(csv["game"]) == {"Guess 2/3 of the Average", "Pirate Game"}
+    nothing = CliRunner().invoke(app, ["leaderboard", str(hostile["z"]), "--out", str(tmp_path / "z")])
+    assert isinstance(nothing.exception, LlmpsychError)
+    assert "no finished, scorable game" in str(nothing.exception)
+    assert "Guess" not in str(nothing.exception) and "not a GAMA-Bench game" in str(nothing.exception)

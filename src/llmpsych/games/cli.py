@@ -396,24 +396,27 @@ def leaderboard_cmd(
 ) -> None:
     """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
     from ..report.markdown import table as md_table
-    from .leaderboard import leaderboard, leaderboard_frame, write_leaderboard
+    from .leaderboard import leaderboard, leaderboard_frame, left_out_frame, left_out_notes, write_leaderboard
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     scores, infos = leaderboard(run_dirs, version=scoring, compat=published)  # type: ignore[arg-type]
+    left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
-        raise LlmpsychError("no finished, scorable game in " + ", ".join(str(d) for d in run_dirs))
+        raise LlmpsychError(
+            "no finished, scorable game in " + ", ".join(str(d) for d in run_dirs),
+            "; ".join(left_out_notes(left_out)[:3]) or None,
+        )
     err = Console(stderr=True, soft_wrap=True, highlight=False)
     for s in scores.values():
         if s.note:
             err.print(f"note: {escape(s.note)}")
-    for info in infos:
-        if info.unfinished:
-            err.print(f"note: {escape(str(info.run_dir))}: {info.unfinished} unfinished game(s) left out")
+    for note in left_out_notes(left_out, limit=20):
+        err.print(f"note: {escape(note)}")
     if as_json:
         typer.echo(json.dumps(to_json(scores), indent=2))
     else:
-        typer.echo(md_table(leaderboard_frame(scores)))
+        typer.echo(md_table(leaderboard_frame(scores, left_out=left_out)))
     rules = "published Pirate/Diner rules" if published else "llmpsych's corrected Pirate/Diner rules"
     for path in write_leaderboard(
         scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"

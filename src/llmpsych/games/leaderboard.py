@@ -5,6 +5,12 @@ the record :func:`llmpsych.games.analysis.scoring_log` builds (the scorer of the
 ``score-logs``), then summarised per model with :func:`llmpsych.games.score_logs.score_runs`: each game's
 mean ± sample SD over runs, and the overall (mean of the eight games; SD over the per-run overall scores,
 run *i* paired across games). Several directories of one model pool their runs.
+
+A game that is not counted is never dropped silently: every unfinished unit, every stored result that is
+not a readable game record and every game the scorer refuses (no rounds, answers that put the score
+outside 0-100, a game without a scoring record) is recorded in ``RunDirInfo.left_out`` with its reason,
+and :func:`left_out_frame` counts them per model, game and reason for the report, ``left_out.csv``, the
+``left out`` column of the score table and the command's notes.
 """
 
 from __future__ import annotations
@@ -40,9 +46,16 @@ SCORING_NAME: dict[str, str] = {
 }
 
 
+#: Longest reason kept in a report: a scorer's message can quote a hostile answer of any size.
+REASON_CHARS = 160
+#: Exceptions that mean "this stored game cannot be scored" (anything else is a bug and propagates).
+UNSCORABLE = (ValueError, TypeError, ZeroDivisionError, KeyError, IndexError, AttributeError, OverflowError)
+
+
 @dataclass(frozen=True)
 class ScoredGame:
-    """One finished game of a run directory with its 0-100 score (None when it cannot be scored)."""
+    """One finished game of a run directory with its 0-100 score (None when it cannot be scored, and
+    then ``reason`` says why)."""
 
     run_dir: Path
     model: str
@@ -50,6 +63,16 @@ class ScoredGame:
     run: int
     score: float | None
     result: dict[str, Any]
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """One unit of a run directory that the leaderboard does not count, and why."""
+
+    run_dir: Path
+    game: str  # engine name, or "?" when the stored unit does not say
+    reason: str
 
 
 @dataclass
@@ -62,6 +85,7 @@ class RunDirInfo:
     options: dict[str, Any]
     games: list[ScoredGame] = field(default_factory=list)
     unfinished: int = 0
+    left_out: list[LeftOut] = field(default_factory=list)
 
     def settings(self) -> str:
         """A one-line description of the non-default settings."""
@@ -98,20 +122,24 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
         model += " (mixed seats)"
     info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options)
     for unit in units:
+        payload = unit.payload if isinstance(unit.payload, dict) else {}
+        result = unit.result
+        named = result.get("game") if isinstance(result, dict) else payload.get("game")
+        game = named if isinstance(named, str) and named else "?"
         if unit.status != "done":
             info.unfinished += 1
+            info.left_out.append(LeftOut(run_dir, game, f"unfinished (status {_one_line(unit.status)})"))
             continue
-        result = unit.result
-        info.games.append(
-            ScoredGame(
-                run_dir,
-                model,
-                result["game"],
-                int(result["run"]),
-                game_score(result, version, compat),
-                result,
+        run = result.get("run") if isinstance(result, dict) else None
+        if not isinstance(run, int) or isinstance(run, bool) or not isinstance(result.get("game"), str):
+            info.left_out.append(
+                LeftOut(run_dir, game, "stored result is not a game record with game and run")
             )
-        )
+            continue
+        score, reason = score_or_reason(result, version, compat)
+        info.games.append(ScoredGame(run_dir, model, result["game"], run, score, result, reason))
+        if score is None:
+            info.left_out.append(LeftOut(run_dir, result["game"], reason or "cannot be scored"))
     return info
 
 
@@ -119,10 +147,26 @@ def game_score(
     result: dict[str, Any], version: ScoringVersion = "thesis", compat: bool = False
 ) -> float | None:
     """The 0-100 score of one engine game result, or None when it cannot be scored (e.g. no rounds)."""
+    return score_or_reason(result, version, compat)[0]
+
+
+def score_or_reason(
+    result: dict[str, Any], version: ScoringVersion = "thesis", compat: bool = False
+) -> tuple[float | None, str | None]:
+    """``(score, None)``, or ``(None, reason)`` with the scorer's message on one line (at most
+    ``REASON_CHARS`` characters) when the game cannot be scored."""
+    if result.get("game") not in SCORING_NAME:
+        return None, f"not a GAMA-Bench game: {_one_line(repr(result.get('game')))}"
     try:
-        return float(scoring.score(scoring_log(result, scoring), version=version, compat=compat))
-    except (ValueError, TypeError, ZeroDivisionError, KeyError):
-        return None
+        return float(scoring.score(scoring_log(result, scoring), version=version, compat=compat)), None
+    except UNSCORABLE as error:
+        return None, f"cannot be scored: {_one_line(f'{type(error).__name__}: {error}')}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line, at most ``REASON_CHARS`` characters, safe inside a Markdown table cell."""
+    flat = " ".join(str(text).split()).replace("|", "/")
+    return flat if len(flat) <= REASON_CHARS else flat[: REASON_CHARS - 1] + "…"
 
 
 def log_runs(infos: Sequence[RunDirInfo], label: Mapping[Path, str] | None = None) -> list[LogRun]:
@@ -148,6 +192,42 @@ def log_runs(infos: Sequence[RunDirInfo], label: Mapping[Path, str] | None = Non
     return runs
 
 
+def left_out_frame(
+    infos: Sequence[RunDirInfo], label: Mapping[Path, str] | None = None, first_column: str = "model"
+) -> pd.DataFrame:
+    """Runs not counted, per model (or ``label``), game and reason: ``first_column``, ``game``,
+    ``runs left out``, ``reason``, ``run directories`` (empty frame with these columns when none)."""
+    counts: dict[tuple[str, str, str], list[str]] = {}
+    for info in infos:
+        name = label[info.run_dir] if label else info.model
+        for item in info.left_out:
+            scoring_name = SCORING_NAME.get(item.game)
+            game = GAME_TITLES[scoring_name] if scoring_name else _one_line(item.game)
+            counts.setdefault((name, game, item.reason), []).append(str(info.run_dir))
+    columns = [first_column, "game", "runs left out", "reason", "run directories"]
+    rows = [
+        [name, game, len(dirs), reason, ", ".join(dict.fromkeys(dirs))]
+        for (name, game, reason), dirs in counts.items()
+    ]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def left_out_notes(
+    left_out: pd.DataFrame, first_column: str = "model", limit: int | None = None
+) -> list[str]:
+    """One line per model, game and reason: ``MODEL: GAME: N run(s) left out: REASON``; past ``limit``
+    lines (hostile answers make many distinct reasons) one more line says how many are in the table."""
+    lines = [
+        f"{r[first_column]}: {r['game']}: {r['runs left out']} run(s) left out: {r['reason']}"
+        for r in left_out.to_dict("records")
+    ]
+    if limit is not None and len(lines) > limit:
+        rest = lines[limit:]
+        runs = int(left_out["runs left out"].iloc[limit:].sum())
+        lines = [*lines[:limit], f"{len(rest)} more reason(s), {runs} run(s): see left_out.csv"]
+    return lines
+
+
 def leaderboard(
     run_dirs: Iterable[Path], *, version: ScoringVersion = "thesis", compat: bool = False
 ) -> tuple[dict[str, ModelScores], list[RunDirInfo]]:
@@ -162,11 +242,15 @@ def _fmt(mean: float | None, sd: float | None) -> str:
     return f"{mean:.1f}" if sd is None or math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
 
 
-def leaderboard_frame(scores: Mapping[str, ModelScores], first_column: str = "model") -> pd.DataFrame:
+def leaderboard_frame(
+    scores: Mapping[str, ModelScores], first_column: str = "model", left_out: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """One row per model (or label): ``mean ± sd`` per game (thesis order), runs, overall; best overall
-    first."""
+    first. With ``left_out`` (:func:`left_out_frame`) a ``left out`` column counts the runs not scored,
+    and a model none of whose runs could be scored still has its row (all ``-``)."""
     rows = []
-    for name, s in scores.items():
+    missing = {} if left_out is None else {n: None for n in left_out[first_column] if n not in scores}
+    for name, s in [*scores.items(), *((n, ModelScores({}, None, None)) for n in missing)]:
         row: dict[str, Any] = {first_column: name}
         for g in GAMES:
             summary = s.games.get(g)
@@ -176,6 +260,8 @@ def leaderboard_frame(scores: Mapping[str, ModelScores], first_column: str = "mo
             "-" if not counts else str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         )
         row["Overall"] = _fmt(s.overall_mean, s.overall_sd)
+        if left_out is not None:
+            row["left out"] = int(left_out.loc[left_out[first_column] == name, "runs left out"].sum())
         row["_sort"] = -1.0 if s.overall_mean is None else s.overall_mean
         rows.append(row)
     frame = pd.DataFrame(rows)
@@ -228,13 +314,16 @@ def write_leaderboard(
     scoring_note: str = "thesis scoring, llmpsych's corrected Pirate/Diner rules",
     first_column: str = "model",
     extra: Sequence[tuple[str, str]] = (),
+    label: Mapping[Path, str] | None = None,
 ) -> list[Path]:
-    """Write ``leaderboard.md`` (with the chart), ``leaderboard.csv``, ``leaderboard.json`` and
-    ``leaderboard.png`` into ``out``."""
+    """Write ``leaderboard.md`` (with the chart and the runs left out), ``leaderboard.csv``,
+    ``leaderboard.json``, ``left_out.csv`` and ``leaderboard.png`` into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
-    frame = leaderboard_frame(scores, first_column)
-    paths = [out / "leaderboard.csv", out / "leaderboard.json"]
+    left_out = left_out_frame(infos, label, first_column)
+    frame = leaderboard_frame(scores, first_column, left_out)
+    paths = [out / "leaderboard.csv", out / "leaderboard.json", out / "left_out.csv"]
     frame.to_csv(paths[0], index=False)
+    left_out.to_csv(paths[2], index=False)
     paths[1].write_text(json.dumps(to_json(scores), indent=1), encoding="utf-8")
     chart = leaderboard_chart(scores, out / "leaderboard.png", title)
     notes = [s.note for s in scores.values() if s.note]
@@ -244,7 +333,7 @@ def write_leaderboard(
                 "run directory": str(i.run_dir),
                 first_column: i.model,
                 "games scored": sum(g.score is not None for g in i.games),
-                "not scored": sum(g.score is None for g in i.games),
+                "not scored": len(i.left_out) - i.unfinished,
                 "unfinished": i.unfinished,
                 "settings": i.settings(),
             }
@@ -264,6 +353,11 @@ def write_leaderboard(
     sections.extend(extra)
     if notes:
         sections.append(("Notes", "\n".join(f"- {n}" for n in notes)))
+    counted = (
+        "Every run the scores above do not count, per game and reason (also in `left_out.csv`): "
+        "unfinished units, stored results that are not game records, and games the scorer refuses."
+    )
+    sections.append(("Left out", counted + "\n\n" + (table(left_out) if not left_out.empty else "none")))
     sections.append(("Run directories", table(runs_table)))
     paths.append(write_report(out / "leaderboard.md", title, sections))
     return paths
@@ -272,13 +366,17 @@ def write_leaderboard(
 __all__ = [
     "GAME_KEYS",
     "SCORING_NAME",
+    "LeftOut",
     "RunDirInfo",
     "ScoredGame",
     "game_score",
     "leaderboard",
     "leaderboard_chart",
     "leaderboard_frame",
+    "left_out_frame",
+    "left_out_notes",
     "log_runs",
     "read_run_dir",
+    "score_or_reason",
     "write_leaderboard",
 ]
