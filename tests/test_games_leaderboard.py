@@ -168,6 +168,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     _tamper(h, "guessing-run03", huge)
     _tamper(h, "pirate-run01", {**_stored(h, "pirate-run01"), "run": "1; DROP TABLE units"})
     _tamper(h, "pirate-run02", status="failed")
+    _tamper(h, "pirate-run03", {**_stored(h, "pirate-run03"), "run": 4})  # would overwrite run 4
     _tamper(z, "guessing-run01", {**_stored(z, "guessing-run01"), "game": "ch|ess\n" * 400})
     return {"h": h, "z": z}
 
@@ -175,9 +176,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_unscorable_runs_are_counted_per_game_with_their_reason(hostile: dict[str, Path]) -> None:
     scores, infos = leaderboard([hostile["h"], hostile["z"]])
     h = scores["openai-compatible/h"]
-    assert h.games["guessing_game"].n == 1 and h.games["pirate_game"].n == 2  # 4 runs each before
+    assert h.games["guessing_game"].n == 1 and h.games["pirate_game"].n == 1  # 4 runs each before
     left = left_out_frame(infos)
-    assert left["runs left out"].sum() == 6 and set(left["runs left out"]) == {1}
+    assert left["runs left out"].sum() == 7 and set(left["runs left out"]) == {1}
     guess, pirate = "Guess 2/3 of the Average", "Pirate Game"
     reasons = left.groupby(["model", "game"])["reason"].apply(sorted)
     assert reasons[("openai-compatible/h", guess)] == [
@@ -186,16 +187,17 @@ def test_unscorable_runs_are_counted_per_game_with_their_reason(hostile: dict[st
         "stored result is not a game record with game and run",
     ]
     assert reasons[("openai-compatible/h", pirate)] == [
+        "run 4 of this game stored twice",
         "stored result is not a game record with game and run",
         "unfinished (status failed)",
     ]
     (z,) = left[left["model"] == "openai-compatible/z"].to_dict("records")
     assert z["reason"].startswith("not a GAMA-Bench game: 'ch/ess\\nch/ess")
     assert len(z["reason"]) <= 160 + len("not a GAMA-Bench game: ") and "\n" not in z["reason"]
-    assert left_out_notes(left, limit=2)[2] == "4 more reason(s), 4 run(s): see left_out.csv"
+    assert left_out_notes(left, limit=2)[2] == "5 more reason(s), 5 run(s): see left_out.csv"
     frame = leaderboard_frame(scores, left_out=left).set_index("model")
     assert (
-        frame.loc["openai-compatible/h", "left out"] == 5
+        frame.loc["openai-compatible/h", "left out"] == 6
         and frame.loc["openai-compatible/z", "left out"] == 1
     )
     assert (
@@ -213,9 +215,9 @@ def test_command_shows_what_was_left_out_and_why(hostile: dict[str, Path], tmp_p
     assert "| openai-compatible/h" in result.stdout and "left out" in result.stdout
     report = (tmp_path / "o" / "leaderboard.md").read_text()
     section = report[report.index("## Left out") : report.index("## Run directories")]
-    assert section.count("| openai-compatible/h") == 5 and "outside 0-100" in section
+    assert section.count("| openai-compatible/h") == 6 and "outside 0-100" in section
     csv = pd.read_csv(tmp_path / "o" / "left_out.csv")
-    assert csv["runs left out"].sum() == 5 and set(csv["game"]) == {"Guess 2/3 of the Average", "Pirate Game"}
+    assert csv["runs left out"].sum() == 6 and set(csv["game"]) == {"Guess 2/3 of the Average", "Pirate Game"}
     nothing = CliRunner().invoke(app, ["leaderboard", str(hostile["z"]), "--out", str(tmp_path / "z")])
     assert isinstance(nothing.exception, LlmpsychError)
     assert "no finished, scorable game" in str(nothing.exception)

@@ -121,6 +121,7 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
     if options.get("seats"):
         model += " (mixed seats)"
     info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options)
+    seen: set[tuple[str, int]] = set()
     for unit in units:
         payload = unit.payload if isinstance(unit.payload, dict) else {}
         result = unit.result
@@ -136,6 +137,11 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
                 LeftOut(run_dir, game, "stored result is not a game record with game and run")
             )
             continue
+        if (result["game"], run) in seen:
+            # two results claiming one run would overwrite each other in the per-run pairing
+            info.left_out.append(LeftOut(run_dir, result["game"], f"run {run} of this game stored twice"))
+            continue
+        seen.add((result["game"], run))
         score, reason = score_or_reason(result, version, compat)
         info.games.append(ScoredGame(run_dir, model, result["game"], run, score, result, reason))
         if score is None:
