@@ -429,7 +429,7 @@ def _dirs_frame(infos: Sequence[RunDirInfo]) -> pd.DataFrame:
             {
                 "run directory": str(i.run_dir),
                 "games scored": sum(g.score is not None for g in i.games),
-                "not scored": sum(g.score is None for g in i.games),
+                "not scored": len(i.left_out) - i.unfinished,  # unscorable and unreadable results
                 "unfinished": i.unfinished,
             }
             for i in infos
