@@ -39,7 +39,13 @@ ModelOpt = Annotated[
         "openai/gpt-4o-mini, openai-compatible/<name> with --base-url.",
     ),
 ]
-BaseUrlOpt = Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server (…/v1).")]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Base URL (…/v1) for openai-compatible/<model> roles; never redirects openai/, openrouter/ "
+        "or other endpoints with their own URL. With --resume: the run continues against it."
+    ),
+]
 OutOpt = Annotated[
     Path | None,
     typer.Option(
@@ -133,7 +139,7 @@ def run(
     from .runs.runner import new_run_dir
 
     if resume is not None:
-        outcome = resume_run(resume, progress, _state["debug"])
+        outcome = resume_run(resume, progress, _state["debug"], base_url=base_url)
         _print_outcome(outcome)
         _exit_if_failed(outcome)
         return
@@ -296,26 +302,43 @@ def serve(
     n_parallel: Annotated[
         int, typer.Option(min=1, max=64, help="llama.cpp slots (continuous batching).")
     ] = 1,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(help="Where to write the bearer token (mode 0600; default: in the user cache)."),
+    ] = None,
 ) -> None:
-    """Serve an embedded model as an OpenAI-compatible endpoint on 127.0.0.1."""
+    """Serve an embedded model as an OpenAI-compatible endpoint on 127.0.0.1.
+
+    Every request needs the bearer token this process makes (written to a 0600 file, never printed); no
+    CORS header lets a web page use the model."""
     from .models.catalog import model_file
-    from .models.embedded import EmbeddedSettings, load_embedded
+    from .models.embedded import EmbeddedSettings, load_embedded, write_token_file
     from .models.spec import gguf_path, parse_model_spec
+    from .paths import cache_dir
 
     spec = parse_model_spec(model)
     if spec.kind != "embedded":
         raise LlmpsychError(f"serve runs embedded models (local/<name> or gguf:<path>), not {model}")
     path = model_file(spec.model) if spec.endpoint == "local" else gguf_path(spec)
     served = load_embedded(path, EmbeddedSettings(n_parallel=n_parallel, port=port))
+    address = served.base_url.split("//", 1)[1].split("/", 1)[0].replace(":", "-")
+    token_path = token_file or cache_dir() / "serve" / f"{address}.token"
+    write_token_file(token_path, served.api_key)
     console.print(f"serving {model} at [bold]{served.base_url}[/bold] (OpenAI-compatible; Ctrl-C to stop)")
+    console.print(f"bearer token (mode 0600): {token_path}", highlight=False)
     console.print(
-        f"use it with: llmpsych run ... --model openai-compatible/{spec.model} --base-url {served.base_url}"
+        f"use it with: LLMPSYCH_API_KEY=$(cat {token_path}) llmpsych run ... "
+        f"--model openai-compatible/{spec.model} --base-url {served.base_url}",
+        highlight=False,
+        markup=False,
     )
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         console.print("stopped")
+    finally:
+        token_path.unlink(missing_ok=True)
 
 
 # -- cache ---------------------------------------------------------------------------------------

@@ -102,7 +102,7 @@ def run_preset(
         if (run_dir / "summary.json").exists():
             continue
         if (run_dir / STORE_FILE).exists():
-            resume_run(run_dir, show_progress)
+            resume_run(run_dir, show_progress, base_url=base_url)
             continue
         extra = {k: v for k, v in {"items": items, "max_tokens": max_tokens}.items() if v is not None}
         config = {"task": "mas", "model": model, "options": {**options, **extra}}

@@ -360,13 +360,14 @@ def execute(
     fields; the stored config then takes this invocation's endpoint, data folder, ...); returns the
     outcomes."""
     from ..runs import parse_run_config, resume_run, start_run
+    from ..runs.runner import base_url_roles
 
     configs = [parse_run_config(r.config, f"preset run {r.directory}") for r in runs]
     outcomes = []
     for run, config in zip(runs, configs, strict=True):
         run_dir = out / run.directory
         if (run_dir / STORE_FILE).is_file():
-            planned = config.model_dump(mode="json")
+            planned = config.stored()
             store = RunStore.in_dir(run_dir)
             try:
                 if not _same_run(store.get_meta("config") or {}, planned):
@@ -377,7 +378,8 @@ def execute(
                 store.set_meta("config", planned)  # this invocation's endpoint, data folder, concurrency
             finally:
                 store.close()
-            outcome = resume_run(run_dir, progress, debug)
+            base_url = config.base_url if base_url_roles(config) else None  # credentials are not stored
+            outcome = resume_run(run_dir, progress, debug, base_url=base_url)
         else:
             outcome = start_run(config, run_dir, progress, debug)
         outcomes.append(outcome)

@@ -103,6 +103,22 @@ class GamaBenchTask(Task):
                     f'add it to the config, e.g. models = {{{seat.role} = "openai/gpt-4o-mini"}}',
                 )
 
+    @classmethod
+    def code_imports(cls, config: Any) -> list[str]:
+        """The ``python:<module>:<function>`` seats of the config: building the seats imports them."""
+        seats = config.options.get("seats") if isinstance(config.options, dict) else None
+        specs = seats.values() if isinstance(seats, dict) else seats if isinstance(seats, list) else []
+        return [
+            f"seat {spec!r} imports {spec.split(':', 1)[1]!r}"
+            for spec in specs
+            if isinstance(spec, str) and spec.strip().lower().startswith("python:")
+        ]
+
+    def model_roles(self) -> set[str]:
+        """The roles of the model seats: a game without one loads no model."""
+        seats = build_seats(self.options.seats, self.options.players)
+        return {seat.role for seat in seats if isinstance(seat, LLMSeat)}
+
     def _params(self, game: str) -> BaseModel:
         cls = game_class(game)
         try:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from ..errors import EndpointError
+from ..errors import EndpointError, ModelSpecError
 from .cache import ResponseCache, cache_key
 from .canonical import canonical_json
 from .catalog import DEFAULT_EMBEDDED_MODEL, catalog_entry, model_file
@@ -70,6 +70,10 @@ class ModelClient:
         self._limit = asyncio.Semaphore(concurrency)
         self._rng = random.Random()
         self._params_fields: tuple[GenerationParams | None, dict[str, Any]] = (None, {})
+        #: Request fields this role sets itself (a role's ``params``); they win over the task's.
+        self.overrides: dict[str, Any] = {}
+        #: Where requests go, as the manifest records it (provider, address, sources; never a key).
+        self.endpoint_info: dict[str, Any] = {}
 
     @property
     def endpoint_key(self) -> str:
@@ -86,7 +90,7 @@ class ModelClient:
         # A run sends the same (frozen) params object with nearly every request: its fields are
         # computed once for it instead of a pydantic dump per request.
         if self._params_fields[0] is not params:
-            self._params_fields = (params, params.request_fields())
+            self._params_fields = (params, {**params.request_fields(), **self.overrides})
         return {"model": self.request_model, "messages": messages, **self._params_fields[1]}
 
     @staticmethod
@@ -166,9 +170,11 @@ class ModelClient:
         """What the manifest records about this model (never the key)."""
         return {
             "spec": self.spec.text,
+            **self.endpoint_info,
             "identity": self.identity,
             "concurrency": self.concurrency,
             "max_retries": self.policy.max_retries,
+            **({"params": self.overrides} if self.overrides else {}),
         }
 
     async def aclose(self) -> None:
@@ -185,12 +191,17 @@ def open_client(
     max_retries: int | None = None,
     cache: ResponseCache | None = None,
     embedded: EmbeddedSettings | None = None,
+    url_source: str = "--base-url",
 ) -> ModelClient:
-    """Build a client from a model spec string (see :mod:`llmpsych.models.spec`)."""
+    """Build a client from a model spec string (see :mod:`llmpsych.models.spec`).
+
+    ``base_url`` is refused for an endpoint with its own URL (``openai/``, ``openrouter/``, named
+    endpoints): see :func:`~llmpsych.models.spec.resolve_endpoint`. ``url_source`` names where it came from.
+    """
     spec = parse_model_spec(spec_text)
     if spec.kind == "http":
-        endpoint = resolve_endpoint(spec, base_url, concurrency, timeout, max_retries)
-        return ModelClient(
+        endpoint = resolve_endpoint(spec, base_url, concurrency, timeout, max_retries, url_source=url_source)
+        client = ModelClient(
             spec,
             HttpBackend(endpoint),
             endpoint.identity,
@@ -199,6 +210,10 @@ def open_client(
             RetryPolicy(max_retries=endpoint.max_retries),
             cache,
         )
+        client.endpoint_info = endpoint.describe()
+        return client
+    if base_url is not None:
+        raise ModelSpecError(f"{spec} is an embedded model: {url_source} does not apply to it")
     settings = embedded or EmbeddedSettings()
     if spec.endpoint == "local":
         name = spec.model or DEFAULT_EMBEDDED_MODEL
@@ -209,7 +224,7 @@ def open_client(
         stat = path.stat()
         identity = f"embedded:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     model = load_embedded(path, settings)
-    return ModelClient(
+    client = ModelClient(
         spec,
         EmbeddedBackend(model),
         identity,
@@ -218,3 +233,5 @@ def open_client(
         RetryPolicy(max_retries=2 if max_retries is None else max_retries),
         cache,
     )
+    client.endpoint_info = {"provider": "embedded", "endpoint": "in-process", "key_from": None}
+    return client

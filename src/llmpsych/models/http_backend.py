@@ -25,7 +25,7 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import aiohttp
 from aiohttp.helpers import get_env_proxy_for_url
@@ -34,6 +34,7 @@ from yarl import URL
 from .. import __version__
 from .retry import FatalRequestError, RetryableError
 from .spec import ResolvedEndpoint
+from .urls import redact_url, scrub
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 USER_AGENT = f"llmpsych/{__version__}"
@@ -90,18 +91,18 @@ class HttpBackend:
 
     def __init__(self, endpoint: ResolvedEndpoint) -> None:
         self.endpoint = endpoint
-        self._url = f"{endpoint.base_url.rstrip('/')}/chat/completions"
+        self._url = chat_url(endpoint.base_url)
         self._headers = {"Content-Type": "application/json"}
         self._bad_key = False
-        if endpoint.api_key is not None:
-            key = endpoint.api_key.get_secret_value()
-            self._bad_key = any(c in key for c in "\r\n\0") or not key.isascii()
-            self._headers["Authorization"] = f"Bearer {key}"
+        self._secrets = endpoint.secrets()  # scrubbed from anything the server says back
+        if (authorization := endpoint.authorization()) is not None:
+            self._bad_key = any(c in authorization for c in "\r\n\0") or not authorization.isascii()
+            self._headers["Authorization"] = authorization
         self._transport: _Transport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        return f"HttpBackend({self._url!r})"
+        return f"HttpBackend({redact_url(self._url)!r})"
 
     def _open(self) -> _Transport:
         loop = asyncio.get_running_loop()
@@ -147,7 +148,8 @@ class HttpBackend:
         if status in RETRYABLE_STATUS:
             raise RetryableError(f"HTTP {status}", parse_retry_after(retry_after))
         if status >= 400:
-            raise FatalRequestError(f"HTTP {status} from {self.endpoint.base_url}: {_error_message(raw)}")
+            message = scrub(_error_message(raw), self._secrets)
+            raise FatalRequestError(f"HTTP {status} from {self.endpoint.public_url}: {message}")
         try:
             data = json.loads(raw)
             if not isinstance(data, dict) or not data.get("choices"):
@@ -162,6 +164,12 @@ class HttpBackend:
         transport, self._transport = self._transport, None
         if transport is not None:
             await transport.close()
+
+
+def chat_url(base_url: str) -> str:
+    """``{base_url}/chat/completions``, keeping a query (``?api_key=...``) after the path."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/chat/completions", fragment=""))
 
 
 def _error_message(raw: bytes) -> str:

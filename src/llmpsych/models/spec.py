@@ -2,8 +2,9 @@
 
 ==============================  ===========================================================
 ``openai/<model>``              api.openai.com, key from ``OPENAI_API_KEY``
-``openai-compatible/<model>``   any OpenAI-compatible server; base URL from ``--base-url``,
-                                ``LLMPSYCH_BASE_URL`` or ``[endpoints.openai-compatible]``
+``openai-compatible/<model>``   any OpenAI-compatible server; base URL from ``--base-url`` (or a
+                                role's ``base_url``), ``LLMPSYCH_BASE_URL`` or
+                                ``[endpoints.openai-compatible]``
 ``<endpoint>/<model>``          a named endpoint: built-in (vllm, ollama, llamacpp, openrouter)
                                 or defined in the user config file
 ``local/<name>``                an embedded model from the catalog (``llmpsych models list``)
@@ -13,14 +14,18 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
 from ..config import EndpointSettings, UserConfig, user_config
 from ..errors import MissingKeyError, ModelSpecError
+from .embedded import served_token
+from .urls import endpoint_address, query_secrets, redact_url, split_userinfo
 
 #: Endpoints known without any configuration: (base URL, environment variable holding the key).
 BUILTIN_ENDPOINTS: dict[str, tuple[str | None, str | None]] = {
@@ -54,7 +59,12 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class ResolvedEndpoint:
-    """Everything needed to call an HTTP endpoint; the key never leaves this object."""
+    """Everything needed to call an HTTP endpoint; the key never leaves this object.
+
+    ``base_url`` is where requests go, without userinfo (credentials in the URL became ``basic``, sent as
+    the Authorization header); it may still hold a query token, so it is never stored or shown: use
+    :attr:`public_url`, :attr:`address` or :attr:`identity`.
+    """
 
     name: str
     base_url: str
@@ -63,11 +73,53 @@ class ResolvedEndpoint:
     concurrency: int = DEFAULT_HTTP_CONCURRENCY
     timeout: float = DEFAULT_TIMEOUT_S
     max_retries: int = DEFAULT_MAX_RETRIES
+    basic: SecretStr | None = field(default=None, repr=False)  # "user:password" from the URL's userinfo
+    key_source: str | None = None  # where the credential came from (never the credential)
+    url_source: str = "built-in"  # where the base URL came from
 
     @property
     def identity(self) -> str:
-        """What distinguishes this endpoint in the cache (never the key)."""
-        return f"{self.base_url.rstrip('/')}#{self.model}"
+        """What distinguishes this endpoint in the cache and the run store (never a credential)."""
+        return f"{redact_url(self.base_url.rstrip('/'))}#{self.model}"
+
+    @property
+    def public_url(self) -> str:
+        """The base URL as it may be shown and stored (query tokens replaced by ``***``)."""
+        return redact_url(self.base_url)
+
+    @property
+    def address(self) -> str:
+        """``scheme://host:port/path`` of the endpoint."""
+        return endpoint_address(self.base_url)
+
+    def authorization(self) -> str | None:
+        """The Authorization header value: Basic from the URL's userinfo, else Bearer with the key."""
+        if self.basic is not None:
+            token = base64.b64encode(self.basic.get_secret_value().encode("utf-8")).decode("ascii")
+            return f"Basic {token}"
+        if self.api_key is not None:
+            return f"Bearer {self.api_key.get_secret_value()}"
+        return None
+
+    def secrets(self) -> list[str]:
+        """Every credential this endpoint holds, to scrub from anything a server says back."""
+        out = query_secrets(self.base_url)
+        if self.api_key is not None:
+            out.append(self.api_key.get_secret_value())
+        if self.basic is not None:
+            basic = self.basic.get_secret_value()
+            out += [basic, basic.partition(":")[2]]
+        return out
+
+    def describe(self) -> dict[str, str | None]:
+        """What a manifest records: provider, address, where URL and key came from (never the key)."""
+        return {
+            "provider": self.name,
+            "endpoint": self.address,
+            "url": self.public_url,
+            "url_from": self.url_source,
+            "key_from": self.key_source,
+        }
 
 
 def parse_model_spec(text: str, config: UserConfig | None = None) -> ModelSpec:
@@ -96,6 +148,56 @@ def parse_model_spec(text: str, config: UserConfig | None = None) -> ModelSpec:
     return ModelSpec("http", endpoint, model, text)
 
 
+def own_url(spec: ModelSpec, config: UserConfig | None = None) -> str | None:
+    """The URL an endpoint has by itself (built in or in the user config file), or None when it takes the
+    base URL of the run or role: ``openai-compatible`` always does, and so does a config-file endpoint
+    defined without ``base_url``."""
+    if spec.kind != "http" or spec.endpoint == "openai-compatible":
+        return None
+    config = config or user_config()
+    settings = config.endpoints.get(spec.endpoint, EndpointSettings())
+    return settings.base_url or BUILTIN_ENDPOINTS.get(spec.endpoint, (None, None))[0]
+
+
+def accepts_base_url(spec: ModelSpec, config: UserConfig | None = None) -> bool:
+    """Whether a run- or role-level base URL applies to this spec (an HTTP endpoint without its own URL)."""
+    return spec.kind == "http" and own_url(spec, config) is None
+
+
+def key_env_of(spec: ModelSpec, config: UserConfig | None = None) -> str | None:
+    """The environment variable an endpoint takes its key from."""
+    config = config or user_config()
+    settings = config.endpoints.get(spec.endpoint, EndpointSettings())
+    return settings.api_key_env or BUILTIN_ENDPOINTS.get(spec.endpoint, (None, None))[1]
+
+
+def check_base_url(url: str, source: str = "base URL") -> None:
+    """Raise ModelSpecError unless ``url`` is an http(s) URL with a host."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise ModelSpecError(f"{source} {redact_url(url)!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ModelSpecError(
+            f"{source} {redact_url(url)!r} is not an http:// or https:// URL with a host",
+            "e.g. http://127.0.0.1:8000/v1",
+        )
+
+
+def refuse_redirect(spec: ModelSpec, base_url: str, source: str, config: UserConfig | None = None) -> None:
+    """The one line that refuses to point an endpoint with its own URL (and key) at another URL."""
+    url = own_url(spec, config)
+    env = key_env_of(spec, config)
+    key = f", key from {env}" if env else ""
+    raise ModelSpecError(
+        f"{source} {redact_url(base_url)!r} cannot redirect {spec}: that endpoint has its own URL "
+        f"({redact_url(url or '')}{key}), and its key goes nowhere else",
+        "for another server use openai-compatible/<model> (key from LLMPSYCH_API_KEY), or define the "
+        "endpoint under [endpoints.<name>] in your own config file",
+    )
+
+
 def resolve_endpoint(
     spec: ModelSpec,
     base_url: str | None = None,
@@ -103,26 +205,50 @@ def resolve_endpoint(
     timeout: float | None = None,
     max_retries: int | None = None,
     config: UserConfig | None = None,
+    url_source: str = "--base-url",
 ) -> ResolvedEndpoint:
-    """Combine a spec with flags, the environment and the config file (flags win)."""
+    """Combine a spec with flags, the environment and the config file (flags win).
+
+    ``base_url`` applies only to endpoints without their own URL (:func:`accepts_base_url`); given for any
+    other endpoint it is refused, so a config file cannot send, say, ``OPENAI_API_KEY`` to its own server.
+    Credentials in the URL's userinfo are sent as HTTP Basic authorization instead of any key.
+    """
     if spec.kind != "http":
         raise ModelSpecError(f"{spec} is an embedded model, not an HTTP endpoint")
     config = config or user_config()
+    if base_url is not None and not accepts_base_url(spec, config):
+        refuse_redirect(spec, base_url, url_source, config)
     settings = config.endpoints.get(spec.endpoint, EndpointSettings())
     builtin_url, builtin_key_env = BUILTIN_ENDPOINTS.get(spec.endpoint, (None, None))
     env_url = os.environ.get("LLMPSYCH_BASE_URL") if spec.endpoint == "openai-compatible" else None
-    url = base_url or env_url or settings.base_url or builtin_url
+    sources = (
+        (base_url, url_source),
+        (env_url, "env:LLMPSYCH_BASE_URL"),
+        (settings.base_url, f"config:endpoints.{spec.endpoint}.base_url"),
+        (builtin_url, "built-in"),
+    )
+    url, source = next(((u, s) for u, s in sources if u), (None, ""))
     if not url:
         raise ModelSpecError(
             f"no base URL for {spec}",
             "pass --base-url, set LLMPSYCH_BASE_URL, or set base_url under "
             f"[endpoints.{spec.endpoint}] in the config file",
         )
+    check_base_url(url, source)
+    url, userinfo = split_userinfo(url)
     key_env = settings.api_key_env or builtin_key_env
-    key = settings.api_key
-    if key is None and key_env and os.environ.get(key_env):
-        key = SecretStr(os.environ[key_env])
-    if key is None and spec.endpoint in KEY_REQUIRED:
+    key: SecretStr | None = None
+    basic: SecretStr | None = None
+    key_source: str | None = None
+    if userinfo is not None:
+        basic, key_source = SecretStr(":".join(userinfo)), "base URL userinfo"
+    elif (token := served_token(endpoint_address(url))) is not None:
+        key, key_source = token, "token of the embedded server in this process"
+    elif settings.api_key is not None:
+        key, key_source = settings.api_key, f"config:endpoints.{spec.endpoint}.api_key"
+    elif key_env and os.environ.get(key_env):
+        key, key_source = SecretStr(os.environ[key_env]), f"env:{key_env}"
+    if key is None and basic is None and spec.endpoint in KEY_REQUIRED:
         raise MissingKeyError(
             f"no API key for {spec}",
             f"set the environment variable {key_env} or api_key_env/api_key under "
@@ -138,6 +264,9 @@ def resolve_endpoint(
         max_retries=max_retries
         if max_retries is not None
         else (settings.max_retries if settings.max_retries is not None else DEFAULT_MAX_RETRIES),
+        basic=basic,
+        key_source=key_source,
+        url_source=source,
     )
 
 

@@ -278,7 +278,7 @@ def run(
     from ..runs.runner import new_run_dir
 
     if resume is not None:
-        main_cli._print_outcome(resume_run(resume, progress))
+        main_cli._print_outcome(resume_run(resume, progress, base_url=base_url))
         return
     options = run_options(
         languages=languages,

@@ -7,13 +7,46 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
 from ..models.catalog import DEFAULT_EMBEDDED_MODEL
 from ..models.types import GenerationParams
+from ..models.urls import redact_url
 
 DEFAULT_MODEL = f"local/{DEFAULT_EMBEDDED_MODEL}"
+
+
+class RoleModel(BaseModel):
+    """One model role as a whole endpoint, as inspect_ai's model roles are: its spec, its own base URL
+    (for ``openai-compatible/...`` or another endpoint without a URL of its own), request parameters that
+    win over the task's, and limits. Nothing run-wide but the run's ``base_url`` (for URL-less specs
+    that set none) reaches it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    base_url: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0, le=20)
+
+    @field_validator("params")
+    @classmethod
+    def _known_params(cls, value: dict[str, Any]) -> dict[str, Any]:
+        GenerationParams.model_validate(value)  # names and ranges as in the run's params
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        if value is not None and redact_url(value) != value:
+            raise ValueError(
+                "a role's base_url may not carry credentials or tokens (they are never stored, so a "
+                "resumed run could not send them): use an api_key_env endpoint in your own config file"
+            )
+        return value
 
 
 class RunConfig(BaseModel):
@@ -23,8 +56,12 @@ class RunConfig(BaseModel):
 
     task: str
     model: str = DEFAULT_MODEL
-    models: dict[str, str] = Field(default_factory=dict, description="extra model roles, e.g. judge")
-    base_url: str | None = None
+    models: dict[str, str | RoleModel] = Field(
+        default_factory=dict, description="extra model roles, e.g. judge: a spec or a whole endpoint"
+    )
+    base_url: str | None = Field(
+        default=None, description="for roles naming openai-compatible/... (or another URL-less endpoint)"
+    )
     params: GenerationParams = GenerationParams()
     seed: int = 0
     concurrency: int | None = Field(default=None, ge=1, le=4096)
@@ -39,7 +76,22 @@ class RunConfig(BaseModel):
 
     def role_specs(self) -> dict[str, str]:
         """Model spec per role; the main model is the 'subject'."""
-        return {"subject": self.model, **self.models}
+        return {role: r.model for role, r in self.roles().items()}
+
+    def roles(self) -> dict[str, RoleModel]:
+        """Each role as a whole endpoint; the main model is the 'subject'."""
+        roles = {"subject": RoleModel(model=self.model)}
+        for role, value in self.models.items():
+            roles[role] = RoleModel(model=value) if isinstance(value, str) else value
+        return roles
+
+    def stored(self) -> dict[str, Any]:
+        """The config as the run store and manifest keep it: credentials in the base URL replaced by
+        ``***`` (a resumed run then needs ``--base-url`` again)."""
+        data = self.model_dump(mode="json")
+        if data.get("base_url"):
+            data["base_url"] = redact_url(data["base_url"])
+        return data
 
 
 def _validation_message(exc: ValidationError, source: str) -> str:

@@ -17,14 +17,17 @@ from .config import RunConfig
 def build_manifest(
     config: RunConfig, clients: dict[str, ModelClient], data_files: list[Path], n_units: int
 ) -> dict[str, Any]:
-    """A JSON-ready manifest. It never contains API keys."""
+    """A JSON-ready manifest. It never contains API keys, nor credentials of a base URL.
+
+    ``models`` holds each role's true endpoint: spec, provider, ``scheme://host:port/path``, where the URL
+    and the key came from (an environment variable or config entry, never the key)."""
     return {
         "llmpsych_version": __version__,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "task": config.task,
-        "config": config.model_dump(mode="json"),
+        "config": config.stored(),
         "models": {role: client.describe() for role, client in clients.items()},
         "data": {str(path): sha256_file(path) for path in data_files},
         "seed": config.seed,

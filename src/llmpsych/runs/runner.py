@@ -5,22 +5,28 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..errors import ConfigError, LlmpsychError, RunInterrupted
 from ..models.cache import ResponseCache
 from ..models.client import ModelClient, open_client
 from ..models.embedded import EmbeddedSettings
-from .config import RunConfig, parse_run_config
+from ..models.spec import accepts_base_url, parse_model_spec, refuse_redirect
+from ..models.types import GenerationParams
+from ..models.urls import is_redacted
+from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
 from .manifest import build_manifest
 from .store import STORE_FILE, RunStore
 from .task import Task, task_class
 
 MANIFEST_FILE = "manifest.json"
+RUN_URL_SOURCE = "base_url of the run"  # where a role's URL came from when the run's base_url reached it
 DEFAULT_WORKERS = 64
 
 
@@ -44,29 +50,116 @@ def new_run_dir(parent: Path, task: str) -> Path:
     return candidate
 
 
-def open_clients(config: RunConfig, cache: ResponseCache | None) -> dict[str, ModelClient]:
-    """One client per model role; roles with the same spec share a client, one endpoint shares one limit."""
+def _plan_roles(config: RunConfig, roles: set[str] | None) -> dict[str, tuple[RoleModel, str | None, str]]:
+    """Each role's endpoint: (role, its base URL or None, where that URL came from).
+
+    A role's own ``base_url`` is its own (refused later for an endpoint with its own URL); the run's
+    ``base_url`` goes only to roles naming an endpoint without a URL that set none themselves.
+    """
+    plans: dict[str, tuple[RoleModel, str | None, str]] = {}
+    for role, model in config.roles().items():
+        if roles is not None and role not in roles:
+            continue
+        if model.base_url is not None:
+            plans[role] = (model, model.base_url, f"models.{role}.base_url")
+        elif config.base_url is not None and accepts_base_url(parse_model_spec(model.model)):
+            plans[role] = (model, config.base_url, RUN_URL_SOURCE)
+        else:
+            plans[role] = (model, None, "")
+    return plans
+
+
+def base_url_roles(config: RunConfig, roles: set[str] | None = None) -> list[str]:
+    """The roles the run's ``base_url`` applies to."""
+    return [r for r, (_, _, source) in _plan_roles(config, roles).items() if source == RUN_URL_SOURCE]
+
+
+def _check_run_base_url(config: RunConfig, plans: dict[str, tuple[RoleModel, str | None, str]]) -> None:
+    """Refuse a run-level base URL that would reach no role while an HTTP role has a URL of its own (a
+    received config pairing ``openai/...`` with its own server), in one line naming that role."""
+    if config.base_url is None or any(src == RUN_URL_SOURCE for _, _, src in plans.values()):
+        return
+    for model, _, _ in plans.values():
+        spec = parse_model_spec(model.model)
+        if spec.kind == "http" and not accepts_base_url(spec):
+            refuse_redirect(spec, config.base_url, "the run's base_url")
+
+
+def open_clients(
+    config: RunConfig, cache: ResponseCache | None, roles: set[str] | None = None
+) -> dict[str, ModelClient]:
+    """One client per model role (``roles``: only these), each role with its own endpoint; roles with the
+    same endpoint share a client, and the clients of one server share its concurrency limit."""
     embedded = EmbeddedSettings(n_parallel=config.n_parallel)
-    by_spec: dict[str, ModelClient] = {}
+    plans = _plan_roles(config, roles)
+    _check_run_base_url(config, plans)
     by_endpoint: dict[str, ModelClient] = {}
+    by_role_endpoint: dict[str, ModelClient] = {}
     clients: dict[str, ModelClient] = {}
-    for role, spec in config.role_specs().items():
-        if spec not in by_spec:
+    for role, (model, base_url, source) in plans.items():
+        overrides = {
+            k: v
+            for k, v in GenerationParams.model_validate(model.params).model_dump(exclude_none=True).items()
+            if k in model.params
+        }
+        limits = (
+            model.concurrency or config.concurrency,
+            model.timeout or config.timeout,
+            model.max_retries if model.max_retries is not None else config.max_retries,
+        )
+        key = json.dumps([model.model, base_url, overrides, limits], sort_keys=True)
+        if key not in by_role_endpoint:
             client = open_client(
-                spec,
-                base_url=config.base_url,
-                concurrency=config.concurrency,
-                timeout=config.timeout,
-                max_retries=config.max_retries,
+                model.model,
+                base_url=base_url,
+                concurrency=limits[0],
+                timeout=limits[1],
+                max_retries=limits[2],
                 cache=cache,
                 embedded=embedded,
+                url_source=source,
             )
+            client.overrides = overrides
             if client.endpoint_key in by_endpoint:
                 client.share_limit_with(by_endpoint[client.endpoint_key])
             by_endpoint.setdefault(client.endpoint_key, client)
-            by_spec[spec] = client
-        clients[role] = by_spec[spec]
+            by_role_endpoint[key] = client
+        clients[role] = by_role_endpoint[key]
     return clients
+
+
+def notice(text: str) -> None:
+    """One line on stderr that the user must see (control characters shown escaped, never interpreted)."""
+    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    print(safe, file=sys.stderr, flush=True)
+
+
+def _announce_code(config: RunConfig) -> None:
+    """Name the Python code a config makes the run import and execute, before it is imported."""
+    for target in task_class(config.task).code_imports(config):
+        notice(f"this run imports and runs Python code: {target}")
+
+
+#: What identifies a role's endpoint in the manifest; a resumed run that differs records the change.
+_ENDPOINT_FIELDS = ("spec", "provider", "endpoint", "url", "key_from", "identity", "params")
+
+
+def _endpoint_changes(manifest: dict[str, Any], clients: dict[str, ModelClient]) -> dict[str, Any]:
+    before = manifest.get("models", {})
+    for change in manifest.get("endpoint_changes", []):
+        before = {**before, **change["models"]}
+    changed = {}
+    for role, client in clients.items():
+        now = client.describe()
+        old = before.get(role, {})
+        if any(old.get(f) != now.get(f) for f in _ENDPOINT_FIELDS):
+            changed[role] = now
+    return changed
+
+
+def _write_manifest(store: RunStore, manifest: dict[str, Any]) -> None:
+    store.set_meta("manifest", manifest)
+    (store.path.parent / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 def _open_cache(config: RunConfig) -> ResponseCache | None:
@@ -77,13 +170,20 @@ async def _execute(
     task: Task, store: RunStore, config: RunConfig, show_progress: bool, debug: bool
 ) -> RunSummary:
     cache = _open_cache(config)
-    clients = open_clients(config, cache)
+    clients = open_clients(config, cache, task.model_roles())
     try:
         units = task.units()
-        if store.get_meta("manifest") is None:
-            manifest = build_manifest(config, clients, task.data_files(), len(units))
-            store.set_meta("manifest", manifest)
-            (store.path.parent / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        manifest = store.get_meta("manifest")
+        if manifest is None:
+            _write_manifest(store, build_manifest(config, clients, task.data_files(), len(units)))
+        elif changed := _endpoint_changes(manifest, clients):
+            # A resumed run that reaches a role elsewhere (a new --base-url, environment or config file)
+            # says so, and the manifest keeps both: the first endpoints and each change with its time.
+            stamp = datetime.now(UTC).isoformat(timespec="seconds")
+            manifest.setdefault("endpoint_changes", []).append({"at": stamp, "models": changed})
+            _write_manifest(store, manifest)
+            for role, info in changed.items():
+                notice(f"resumed with a new endpoint for role {role}: {info['spec']} at {info.get('url')}")
         known = {row.unit_id for row in store.units()}
         if known and known != {u.unit_id for u in units}:
             raise ConfigError(
@@ -111,10 +211,11 @@ def start_run(
         raise ConfigError(
             f"{run_dir} already holds a run", "use --resume to continue it, or choose a new --out"
         )
+    _announce_code(config)
     task = task_class(config.task)(config)
     created = not run_dir.exists()
     store = RunStore.in_dir(run_dir)
-    store.set_meta("config", config.model_dump(mode="json"))
+    store.set_meta("config", config.stored())
     try:
         return _finish(task, store, config, run_dir, show_progress, debug)
     except LlmpsychError:
@@ -133,16 +234,44 @@ def _nothing_registered(run_dir: Path) -> bool:
         store.close()
 
 
-def resume_run(run_dir: Path, show_progress: bool = True, debug: bool = False) -> RunOutcome:
-    """Finish an interrupted run without re-sending completed requests."""
+def resume_run(
+    run_dir: Path, show_progress: bool = True, debug: bool = False, base_url: str | None = None
+) -> RunOutcome:
+    """Finish an interrupted run without re-sending completed requests.
+
+    ``base_url`` (``--resume DIR --base-url URL``) replaces the run's base URL for the roles it applies to;
+    the stored config takes it (credentials removed) and the manifest records the new endpoints. Given for
+    a run in which no role takes a base URL, it is refused. A run started with credentials in its base URL
+    needs ``--base-url`` again, since they were never stored.
+    """
     if not (run_dir / STORE_FILE).exists():
         raise ConfigError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
     store = RunStore.in_dir(run_dir)
-    raw = store.get_meta("config")
-    if raw is None:
-        raise ConfigError(f"the run in {run_dir} has no stored config; it cannot be resumed")
-    config = parse_run_config(raw, f"{run_dir} (stored config)")
-    task = task_class(config.task)(config)
+    try:
+        raw = store.get_meta("config")
+        if raw is None:
+            raise ConfigError(f"the run in {run_dir} has no stored config; it cannot be resumed")
+        config = parse_run_config(raw, f"{run_dir} (stored config)")
+        if base_url is not None:
+            config = config.model_copy(update={"base_url": base_url})
+            if not base_url_roles(config):
+                raise ConfigError(
+                    f"--base-url applies to no model role of the run in {run_dir}",
+                    "it replaces the URL of roles naming openai-compatible/... (or another endpoint "
+                    "without a URL of its own); this run has none",
+                )
+        elif is_redacted(config.base_url):
+            raise ConfigError(
+                f"the run in {run_dir} was started with credentials in its base URL, which are never stored",
+                "resume it with --base-url and the full URL",
+            )
+        _announce_code(config)
+        task = task_class(config.task)(config)
+        if base_url is not None:
+            store.set_meta("config", config.stored())
+    except BaseException:
+        store.close()
+        raise
     return _finish(task, store, config, run_dir, show_progress, debug)
 
 

@@ -43,6 +43,17 @@ class Task(ABC):
             where = ".".join(str(p) for p in first["loc"])
             raise ConfigError(f"options for task {self.name!r}: {where}: {first['msg']}") from None
 
+    @classmethod
+    def code_imports(cls, config: RunConfig) -> list[str]:
+        """Python code the config makes the run import and execute (``python:`` game seats), named
+        before anything is imported: a run printed it on start and on resume."""
+        return []
+
+    def model_roles(self) -> set[str] | None:
+        """The model roles this run asks (only they are opened, so no unused model is loaded); None:
+        every role of the config."""
+        return None
+
     def data_files(self) -> list[Path]:
         """Data files the run reads (their sha256 goes into the manifest)."""
         return []
