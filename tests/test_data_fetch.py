@@ -45,6 +45,7 @@ class SeedServer:
         self.fail_first: dict[str, int] = {}  # remote path -> how many 500s before success
         self.always_fail = False
         self.tamper: set[str] = set()  # remote paths served with one byte changed
+        self.authorization: list[str] = []  # the Authorization header of each request ("" when none)
         self.lock = threading.Lock()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
@@ -62,6 +63,7 @@ class SeedServer:
                 pass
 
             def do_GET(self) -> None:
+                server.authorization.append(self.headers.get("Authorization") or "")
                 parts = unquote(urlsplit(self.path).path).lstrip("/").split("/", 3)
                 if len(parts) < 4:
                     return self.send_error(404)
@@ -250,3 +252,144 @@ def test_unknown_dataset_and_bad_base_url(tmp_path: Path) -> None:
         fetch_dataset("PsychoBench", base_url="ftp://example.org", dest=tmp_path)
     result = CliRunner().invoke(app, ["fetch", "NoSuchBench", "--dest", str(tmp_path)])
     assert isinstance(result.exception, DataError)
+
+
+# -- hostile servers: a file past its pinned size, a gzip bomb, a redirect to another host ------------------
+class HostileServer:
+    """Answers every file request in one hostile way, counting the body bytes it managed to send."""
+
+    def __init__(self, mode: str, redirect_to: str = "") -> None:
+        self.mode = mode
+        self.redirect_to = redirect_to
+        self.sent = 0
+        self.authorization: list[str] = []
+        self.lock = threading.Lock()
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+        block = b"x" * 65536
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _write(self, data: bytes) -> None:
+                self.wfile.write(data)
+                with server.lock:
+                    server.sent += len(data)
+
+            def do_GET(self) -> None:
+                server.authorization.append(self.headers.get("Authorization") or "")
+                try:
+                    if server.mode == "redirect":
+                        self.send_response(307)
+                        self.send_header("Location", server.redirect_to + self.path)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif server.mode == "endless":  # chunked, never ends
+                        self.send_response(200)
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        while True:
+                            self._write(b"%x\r\n%s\r\n" % (len(block), block))
+                    elif server.mode == "unframed":  # no length: the body runs until the connection ends
+                        self.send_response(200)
+                        self.send_header("Connection", "close")
+                        self.end_headers()
+                        for _ in range(4096):  # 256 MiB
+                            self._write(block)
+                    elif server.mode == "long":  # announces more than the pinned size
+                        self.send_response(200)
+                        self.send_header("Content-Length", str(1 << 40))
+                        self.end_headers()
+                        while True:
+                            self._write(block)
+                    elif server.mode == "bomb":  # 1 GiB of zeros in about 1 MB of gzip
+                        body = gzip_bomb()
+                        self.send_response(200)
+                        self.send_header("Content-Encoding", "gzip")
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self._write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        return Handler
+
+
+_BOMB: list[bytes] = []
+
+
+def gzip_bomb() -> bytes:
+    """1 GiB of zeros, gzip-compressed (made once per test session)."""
+    if not _BOMB:
+        import zlib
+
+        packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        zeros = bytes(1 << 20)
+        _BOMB.append(b"".join(packer.compress(zeros) for _ in range(1024)) + packer.flush())
+    return _BOMB[0]
+
+
+@pytest.mark.parametrize("mode", ["endless", "unframed", "long", "bomb"])
+def test_a_file_past_its_pinned_size_stops_the_download(mode: str, tmp_path: Path) -> None:
+    """An endless chunked stream, a body without length, a huge Content-Length and a gzip bomb: each is
+    read no further than the pinned size (memory and bytes bounded), a clear error, nothing left behind."""
+    import tracemalloc
+
+    entry = load_manifest("FairEval").files[0]  # question.jsonl, pinned at 12,884 bytes
+    hostile = HostileServer(mode)
+    tracemalloc.start()
+    try:
+        with pytest.raises(DataError) as err:
+            fetch_dataset("FairEval", base_url=hostile.url, dest=tmp_path, attempts=3, backoff=0.01)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+        hostile.close()
+    text = str(err.value)
+    assert "larger than its pinned size of 12884 bytes" in text and entry.path in text and "\n" not in text
+    assert not isinstance(err.value, ChecksumError)
+    assert len(hostile.authorization) == 1  # refused at once, not retried
+    assert peak < 8 << 20, f"peak Python memory {peak} bytes"
+    # what the server got out before the client hung up: socket buffers, never the 256 MiB or 1 TiB offered
+    assert hostile.sent < 32 << 20, hostile.sent
+    assert _files(tmp_path) == []
+
+
+def test_redirect_to_another_host_drops_the_url_credentials(seed: Path, tmp_path: Path) -> None:
+    """A mirror reached with user:password redirects (307) to another host: that host sees no
+    Authorization header, and no message shows the password."""
+    good = SeedServer(seed)
+    good.thread.start()
+    redirector = HostileServer("redirect", redirect_to=good.url)
+    captured: list[str] = []
+    try:
+        base = redirector.url.replace("http://", "http://alice:canary-pw-71@")
+        fetch_dataset("FairEval", base_url=base, dest=tmp_path)
+        _assert_verified(tmp_path, "FairEval")
+        assert redirector.authorization and all(a.startswith("Basic ") for a in redirector.authorization)
+        assert len(good.authorization) == 2 and not any(good.authorization)
+        good.httpd.shutdown()
+        good.httpd.server_close()
+        with pytest.raises(DataError) as err:
+            fetch_dataset("PsychoBench", base_url=base, dest=tmp_path / "again", attempts=1)
+        captured.append(str(err.value))
+    finally:
+        redirector.close()
+    assert "canary-pw-71" not in captured[0] and "alice" not in captured[0]

@@ -6,7 +6,8 @@ import hashlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -15,6 +16,7 @@ import httpx
 
 from .. import __version__
 from ..errors import ChecksumError, DataError
+from ..models.urls import query_secrets, redact_url, scrub, split_userinfo
 from .registry import FileEntry, Manifest, load_manifest, resolve_names
 from .sources import default_data_dir, file_sha256
 
@@ -90,10 +92,12 @@ def fetch_datasets(
     base = base_url_from(base_url)
     root = Path(dest).expanduser() if dest is not None else default_data_dir()
     manifests = [load_manifest(n) for n in names]
+    # Redirects are followed (a mirror may use them); httpx drops the Authorization header of a base
+    # URL's userinfo when a redirect leaves its origin. The body is asked for uncompressed.
     client = httpx.Client(
         timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
         follow_redirects=True,
-        headers={"User-Agent": f"llmpsych/{__version__}"},
+        headers={"User-Agent": f"llmpsych/{__version__}", "Accept-Encoding": "identity"},
     )
     with client:
         return [_fetch_one(client, m, base, root / m.dataset, progress, attempts, backoff) for m in manifests]
@@ -156,9 +160,42 @@ def _download(
             if attempt < attempts:
                 time.sleep(backoff * 2 ** (attempt - 1))
     raise DataError(
-        f"could not download {dataset}/{entry.path} from {url} after {attempts} attempts (last: {last})",
+        f"could not download {dataset}/{entry.path} from {redact_url(url)} after {attempts} attempts "
+        f"(last: {last})",
         "check the network, or point --base-url / LLMPSYCH_DATA_BASE_URL at a mirror; "
         "a re-run resumes where this one stopped",
+    )
+
+
+#: Bytes decoded at a time from a compressed body: with the pinned size, what bounds memory per file.
+_DECODE_STEP = 1 << 16
+
+
+def _decoded(raw: Iterator[bytes], coding: str | None) -> Iterator[bytes]:
+    """The body's bytes, decoded in steps of at most :data:`_DECODE_STEP` (a gzip bomb expands no further
+    than the caller reads before it stops at the pinned size)."""
+    coding = (coding or "identity").strip().lower()
+    if coding == "identity":
+        yield from raw
+        return
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        raise DataError(f"unsupported content-encoding {coding!r}")
+    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS)
+    try:
+        for chunk in raw:
+            data = chunk
+            while data:
+                yield decoder.decompress(data, _DECODE_STEP)
+                data = decoder.unconsumed_tail
+    except zlib.error:
+        raise _Retryable(f"undecodable {coding} body") from None
+
+
+def _too_big(dataset: str, entry: FileEntry, url: str, got: str) -> DataError:
+    return DataError(
+        f"{dataset}/{entry.path} from {redact_url(url)} is larger than its pinned size of {entry.size} "
+        f"bytes ({got}); the download was stopped and nothing was saved",
+        "the server holds a different file than the pinned commit",
     )
 
 
@@ -170,9 +207,13 @@ def _download_once(
     entry: FileEntry,
     tell: Callable[[int], None],
 ) -> None:
+    """One download. It stops reading as soon as the file exceeds its pinned size (a Content-Length
+    above it is refused before any byte of the body), so an endless or oversized body costs at most
+    ``entry.size`` bytes on disk and a few network chunks of memory."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     tmp = Path(tmp_name)
+    secrets = query_secrets(url) + list(split_userinfo(url)[1] or ())
     try:
         digest = hashlib.sha256()
         received = 0
@@ -184,22 +225,29 @@ def _download_once(
                     if response.status_code != 200:
                         raise DataError(
                             f"could not download {dataset}/{entry.path}: HTTP {response.status_code} "
-                            f"from {url}",
+                            f"from {redact_url(url)}",
                             "check --base-url / LLMPSYCH_DATA_BASE_URL",
                         )
-                    for chunk in response.iter_bytes():
+                    coding = response.headers.get("content-encoding")
+                    length = response.headers.get("content-length", "")
+                    identity = (coding or "identity").strip().lower() == "identity"
+                    if identity and length.isdigit() and int(length) > entry.size:
+                        raise _too_big(dataset, entry, url, f"Content-Length {length}")
+                    for chunk in _decoded(response.iter_raw(), coding):
+                        received += len(chunk)
+                        if received > entry.size:
+                            raise _too_big(dataset, entry, url, f"more than {entry.size} bytes sent")
                         fh.write(chunk)
                         digest.update(chunk)
-                        received += len(chunk)
-                        tell(min(received, entry.size))
+                        tell(received)
             except httpx.TransportError as exc:
-                raise _Retryable(f"{type(exc).__name__}: {exc}") from exc
+                raise _Retryable(scrub(f"{type(exc).__name__}: {exc}", secrets)) from exc
             fh.flush()
             os.fsync(fh.fileno())
         got = digest.hexdigest()
         if got != entry.sha256:
             raise ChecksumError(
-                f"checksum mismatch for {dataset}/{entry.path} from {url}: "
+                f"checksum mismatch for {dataset}/{entry.path} from {redact_url(url)}: "
                 f"expected sha256 {entry.sha256}, got {got} ({received} bytes, expected {entry.size})",
                 "the file was not saved; the server may hold a different version of the data",
             )
