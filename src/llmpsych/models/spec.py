@@ -57,7 +57,7 @@ class ModelSpec:
         return self.text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ResolvedEndpoint:
     """Everything needed to call an HTTP endpoint; the key never leaves this object.
 
@@ -76,6 +76,10 @@ class ResolvedEndpoint:
     basic: SecretStr | None = field(default=None, repr=False)  # "user:password" from the URL's userinfo
     key_source: str | None = None  # where the credential came from (never the credential)
     url_source: str = "built-in"  # where the base URL came from
+
+    def __repr__(self) -> str:
+        key = f"key from {self.key_source}"
+        return f"ResolvedEndpoint({self.name!r}, {self.public_url!r}, {self.model!r}, {key})"
 
     @property
     def identity(self) -> str:
@@ -108,7 +112,7 @@ class ResolvedEndpoint:
             out.append(self.api_key.get_secret_value())
         if self.basic is not None:
             basic = self.basic.get_secret_value()
-            out += [basic, basic.partition(":")[2]]
+            out += [basic, basic.partition(":")[2], base64.b64encode(basic.encode("utf-8")).decode("ascii")]
         return out
 
     def describe(self) -> dict[str, str | None]:

@@ -74,6 +74,24 @@ class RunConfig(BaseModel):
     data_dir: Path | None = None
     options: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("models", mode="before")
+    @classmethod
+    def _role_tables(cls, value: Any) -> Any:
+        """Validate each role table as a :class:`RoleModel` here, so a mistake is named by its own field
+        (not by the string alternative of the union)."""
+        if not isinstance(value, dict):
+            return value
+        out = dict(value)
+        for role, item in value.items():
+            if isinstance(item, dict):
+                try:
+                    out[role] = RoleModel.model_validate(item)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = ".".join(str(p) for p in first["loc"])
+                    raise ValueError(f"{role}.{where}: {first['msg']}") from None
+        return out
+
     def role_specs(self) -> dict[str, str]:
         """Model spec per role; the main model is the 'subject'."""
         return {role: r.model for role, r in self.roles().items()}

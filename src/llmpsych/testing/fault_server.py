@@ -70,6 +70,7 @@ class FaultServer:
         self.faults: Counter[str] = Counter()
         self.fault_log: Counter[str] = Counter()
         self.authorization_headers: list[str] = []
+        self.paths: list[str] = []  # request targets of the POSTs (with any query)
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
@@ -151,10 +152,11 @@ class FaultServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 server.authorization_headers.append(self.headers.get("Authorization") or "")
+                server.paths.append(self.path)
                 if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
                     self._send(401, b'{"error": {"message": "invalid api key"}}')
                     return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                if not self.path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
                 try:
