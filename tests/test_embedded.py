@@ -54,7 +54,7 @@ def test_in_process_answer_with_logprobs_and_usage() -> None:
 
 def test_loopback_server_answers_the_official_openai_client_identically(tmp_path: Path) -> None:
     model = load_embedded(catalog.model_file("qwen2.5-0.5b"), EmbeddedSettings())
-    http = openai.OpenAI(base_url=model.base_url, api_key="unused", max_retries=0)
+    http = openai.OpenAI(base_url=model.base_url, api_key=model.api_key.get_secret_value(), max_retries=0)
     via_http = http.chat.completions.create(
         model="qwen2.5-0.5b", messages=QUESTION, max_tokens=8, temperature=0
     )
@@ -86,14 +86,15 @@ def test_loopback_server_answers_the_official_openai_client_identically(tmp_path
     assert results[0] == results[1] and len(results[0]) == 3
 
 
-def test_serve_command_exposes_an_openai_endpoint() -> None:
+def test_serve_command_exposes_an_openai_endpoint(tmp_path: Path) -> None:
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    token = tmp_path / "token"
     process = subprocess.Popen(
-        [sys.executable, "-m", "llmpsych", "serve", "--port", str(port)],
+        [sys.executable, "-m", "llmpsych", "serve", "--port", str(port), "--token-file", str(token)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -105,7 +106,8 @@ def test_serve_command_exposes_an_openai_endpoint() -> None:
             line = process.stdout.readline()
             assert line or process.poll() is None, "serve exited early"
         assert f"127.0.0.1:{port}" in line
-        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0)
+        key = token.read_text().strip()
+        client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=key, max_retries=0)
         answer = client.chat.completions.create(model="x", messages=QUESTION, max_tokens=4, temperature=0)
         assert answer.choices[0].message.content.strip()
     finally:
