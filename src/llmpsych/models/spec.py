@@ -10,6 +10,10 @@
 ``local/<name>``                an embedded model from the catalog (``llmpsych models list``)
 ``gguf:<path>``                 any GGUF file, run in-process by llama.cpp
 ==============================  ===========================================================
+
+A key belongs to its endpoint: a base URL given by a flag, a run config or a role fills in the URL of
+``openai-compatible/`` (and of config-file endpoints without ``base_url``) and is refused for any endpoint
+with a URL of its own, so no config file can send ``OPENAI_API_KEY`` to another server.
 """
 
 from __future__ import annotations
