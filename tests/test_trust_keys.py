@@ -391,3 +391,59 @@ def test_credentials_in_a_url_become_basic_auth_and_never_the_identity() -> None
     assert "p:w" not in repr(endpoint) and "tok123" not in repr(endpoint)
     plain = resolve_endpoint(spec, "http://127.0.0.1:9/v1/")
     assert plain.identity == "http://127.0.0.1:9/v1#m"  # plain URLs: identities (cache keys) unchanged
+
+
+class RedirectingServer:
+    """Answers every POST with a 307 to ``target`` (another host's chat endpoint)."""
+
+    def __init__(self, target: str) -> None:
+        self.hits = 0
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                server.hits += 1
+                self.send_response(307)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+
+@pytest.mark.parametrize("query", ["", "?api-version=1"])  # the built-in HTTP/1.1 client, and aiohttp
+def test_a_redirect_to_another_host_is_not_followed(
+    query: str, monkeypatch: pytest.MonkeyPatch, servers: tuple[FaultServer, FaultServer, FaultServer]
+) -> None:
+    import asyncio
+
+    from llmpsych.models import open_client
+    from llmpsych.models.client import RequestFailed
+
+    *_, evil = servers
+    redirector = RedirectingServer(f"{evil.base_url}/chat/completions")
+    monkeypatch.setenv("LLMPSYCH_API_KEY", "redirect-canary-1")
+
+    async def ask() -> None:
+        client = open_client("openai-compatible/m", base_url=redirector.base_url + query, max_retries=0)
+        try:
+            await client.complete([{"role": "user", "content": "hi"}])
+        finally:
+            await client.aclose()
+
+    with pytest.raises(RequestFailed):
+        asyncio.run(ask())
+    redirector.httpd.shutdown()
+    assert redirector.hits == 1 and evil.authorization_headers == []
