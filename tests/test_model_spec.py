@@ -84,3 +84,48 @@ def test_malformed_config_file_is_one_line(tmp_path: Path) -> None:
     bad.write_text('[endpoints.lab]\nbase_url = "x"\nconcurrency = -3\n')
     with pytest.raises(ConfigError, match="endpoints.lab.concurrency"):
         load_user_config(bad)
+
+
+def test_a_base_url_reaches_only_endpoints_without_their_own(
+    user_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openai/, openrouter/, vllm/ and a config-file endpoint with base_url refuse any base URL; a config-file
+    endpoint without one takes it, with its key; the key source is named, never the key."""
+    from llmpsych.models.spec import accepts_base_url
+
+    user_config.write_text(
+        '[endpoints.lab]\nbase_url = "http://10.0.0.5:8000/v1"\napi_key_env = "LAB_KEY"\n'
+        '[endpoints.byurl]\napi_key_env = "BYURL_KEY"\n'
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    monkeypatch.setenv("OPENROUTER_API_KEY", "or-x")
+    monkeypatch.setenv("BYURL_KEY", "by-x")
+    for text in ("openai/m", "openrouter/a/b", "vllm/m", "ollama/m", "lab/m"):
+        spec = parse_model_spec(text)
+        assert not accepts_base_url(spec)
+        with pytest.raises(ModelSpecError, match="cannot redirect") as info:
+            resolve_endpoint(spec, "http://evil.example/v1")
+        assert "\n" not in str(info.value) and "sk-x" not in str(info.value)
+    endpoint = resolve_endpoint(parse_model_spec("byurl/m"), "http://mine:1/v1", url_source="--base-url")
+    assert endpoint.base_url == "http://mine:1/v1" and endpoint.key_source == "env:BYURL_KEY"
+    assert endpoint.describe() == {
+        "provider": "byurl",
+        "endpoint": "http://mine:1/v1",
+        "url": "http://mine:1/v1",
+        "url_from": "--base-url",
+        "key_from": "env:BYURL_KEY",
+    }
+    assert resolve_endpoint(parse_model_spec("openai/m")).key_source == "env:OPENAI_API_KEY"
+    with pytest.raises(ModelSpecError, match="http"):
+        resolve_endpoint(parse_model_spec("openai-compatible/m"), "file:///etc/passwd")
+
+
+def test_redacted_urls() -> None:
+    from llmpsych.models.urls import endpoint_address, redact_url, scrub
+
+    assert redact_url("http://h:1/v1") == "http://h:1/v1"
+    assert redact_url("https://u:p@h/v1?api-version=2&access_token=t#frag") == (
+        "https://***@h/v1?api-version=2&access_token=***#***"
+    )
+    assert endpoint_address("https://u:p@H.example/v1/?k=1") == "https://h.example:443/v1"
+    assert scrub("key sk-abcdef echoed, sk-abcdef", ["sk-abcdef", "abc"]) == "key *** echoed, ***"

@@ -311,6 +311,8 @@ def serve(
 
     Every request needs the bearer token this process makes (written to a 0600 file, never printed); no
     CORS header lets a web page use the model."""
+    from urllib.parse import urlsplit
+
     from .models.catalog import model_file
     from .models.embedded import EmbeddedSettings, load_embedded, write_token_file
     from .models.spec import gguf_path, parse_model_spec
@@ -321,8 +323,8 @@ def serve(
         raise LlmpsychError(f"serve runs embedded models (local/<name> or gguf:<path>), not {model}")
     path = model_file(spec.model) if spec.endpoint == "local" else gguf_path(spec)
     served = load_embedded(path, EmbeddedSettings(n_parallel=n_parallel, port=port))
-    address = served.base_url.split("//", 1)[1].split("/", 1)[0].replace(":", "-")
-    token_path = token_file or cache_dir() / "serve" / f"{address}.token"
+    where = urlsplit(served.base_url)
+    token_path = token_file or cache_dir() / "serve" / f"{where.hostname}-{where.port}.token"
     write_token_file(token_path, served.api_key)
     console.print(f"serving {model} at [bold]{served.base_url}[/bold] (OpenAI-compatible; Ctrl-C to stop)")
     console.print(f"bearer token (mode 0600): {token_path}", highlight=False)

@@ -152,7 +152,8 @@ def _endpoint_changes(manifest: dict[str, Any], clients: dict[str, ModelClient])
     for role, client in clients.items():
         now = client.describe()
         old = before.get(role, {})
-        if any(old.get(f) != now.get(f) for f in _ENDPOINT_FIELDS):
+        # a manifest written by an older llmpsych lacks some fields: only those it has are compared
+        if any(f in old and old[f] != now.get(f) for f in _ENDPOINT_FIELDS) or not old:
             changed[role] = now
     return changed
 
