@@ -22,6 +22,7 @@ import base64
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr
@@ -193,7 +194,9 @@ def check_base_url(url: str, source: str = "base URL") -> None:
         )
 
 
-def refuse_redirect(spec: ModelSpec, base_url: str, source: str, config: UserConfig | None = None) -> None:
+def refuse_redirect(
+    spec: ModelSpec, base_url: str, source: str, config: UserConfig | None = None
+) -> NoReturn:
     """The one line that refuses to point an endpoint with its own URL (and key) at another URL."""
     url = own_url(spec, config)
     env = key_env_of(spec, config)

@@ -51,7 +51,7 @@ def new_run_dir(parent: Path, task: str) -> Path:
 
 
 def _plan_roles(config: RunConfig, roles: set[str] | None) -> dict[str, tuple[RoleModel, str | None, str]]:
-    """Each role's endpoint: (role, its base URL or None, where that URL came from).
+    """Each role's endpoint: (the role, the base URL it gets or None, where that URL came from).
 
     A role's own ``base_url`` is its own (refused later for an endpoint with its own URL); the run's
     ``base_url`` goes only to roles naming an endpoint without a URL that set none themselves.
