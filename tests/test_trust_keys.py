@@ -232,10 +232,16 @@ def test_a_game_without_model_seats_loads_no_model(tmp_path: Path) -> None:
         )
 
 
-def test_python_seats_are_named_before_they_are_imported(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_python_seats_are_named_before_they_are_imported_and_analysis_imports_none(
+    tmp_path: Path, home: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "received_seat.py").write_text("def guess(decision):\n    return 50\n")
+    """A received config's ``python:`` seat: start and resume print which code they import before
+    importing it; ``analyze`` of the run folder imports nothing."""
+    marker = tmp_path / "imported"
+    (tmp_path / "received_seat.py").write_text(
+        f"from pathlib import Path\nPath({str(marker)!r}).write_text('yes')\n"
+        "def guess(decision):\n    return 50\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = {
         "task": "gamabench",
@@ -248,8 +254,15 @@ def test_python_seats_are_named_before_they_are_imported(
     assert (
         "imports and runs Python code: seat 'python:received_seat:guess' imports 'received_seat:guess'" in err
     )
-    resume_run(tmp_path / "run", False)
-    assert "imports and runs Python code" in capsys.readouterr().err
+    assert marker.exists()
+    marker.unlink()
+    env = {**home, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    analysed = llmpsych("analyze", str(tmp_path / "run"), env=env)
+    assert analysed.returncode == 0, analysed.stderr
+    assert not marker.exists()  # re-analysis ran no seat code
+    resumed = llmpsych("run", "--resume", str(tmp_path / "run"), "--no-progress", env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.startswith("this run imports and runs Python code") and marker.exists()
 
 
 # -- 2. no secret is stored ---------------------------------------------------------------------------------

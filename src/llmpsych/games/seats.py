@@ -112,15 +112,22 @@ class CallableSeat(Seat):
 
     kind = "python"
 
-    def __init__(self, spec: str, target: str) -> None:
+    def __init__(self, spec: str, target: str, load: bool = True) -> None:
         super().__init__(spec)
         module_name, _, attr = target.partition(":")
+        self.function: Callable[..., Any] | None = None
+        if not load:  # checking a config (re-analysis): nothing is imported
+            if not module_name or not attr:
+                raise ConfigError(f"seat {spec!r}: use python:<module>:<function>")
+            return
         try:
-            self.function: Callable[..., Any] = getattr(importlib.import_module(module_name), attr)
+            self.function = getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError, ValueError) as exc:
             raise ConfigError(f"seat {spec!r}: cannot load {target!r} ({exc})") from None
 
     async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
+        if self.function is None:
+            raise ConfigError(f"seat {self.spec!r} was built without loading its code")
         value = self.function(decision)
         if inspect.isawaitable(value):
             value = await value
@@ -182,8 +189,8 @@ class HumanSeat(Seat):
         return line.strip()
 
 
-def parse_seat(spec: str) -> Seat:
-    """Build a seat from its spec string."""
+def parse_seat(spec: str, load: bool = True) -> Seat:
+    """Build a seat from its spec string; ``load=False`` checks a ``python:`` seat without importing it."""
     kind, _, rest = spec.strip().partition(":")
     kind = kind.lower()
     if kind in {"llm", "model"}:
@@ -193,7 +200,7 @@ def parse_seat(spec: str) -> Seat:
     if kind == "strategy":
         return StrategySeat(spec, rest or "ne")
     if kind == "python":
-        return CallableSeat(spec, rest)
+        return CallableSeat(spec, rest, load)
     if kind in {"human", "user"}:
         return HumanSeat(spec)
     raise ConfigError(
@@ -202,8 +209,11 @@ def parse_seat(spec: str) -> Seat:
     )
 
 
-def build_seats(spec: list[str] | dict[int, str] | None, players: int, default: str = "llm") -> list[Seat]:
-    """One seat per player from a list (one spec per player) or a {player index: spec} mapping."""
+def build_seats(
+    spec: list[str] | dict[int, str] | None, players: int, default: str = "llm", load: bool = True
+) -> list[Seat]:
+    """One seat per player from a list (one spec per player) or a {player index: spec} mapping
+    (``load=False``: ``python:`` seats are checked, not imported)."""
     if not spec:
         specs = [default] * players
     elif isinstance(spec, dict):
@@ -215,4 +225,4 @@ def build_seats(spec: list[str] | dict[int, str] | None, players: int, default: 
         if len(spec) != players:
             raise ConfigError(f"seats: {len(spec)} seats given for {players} players")
         specs = list(spec)
-    return [parse_seat(s) for s in specs]
+    return [parse_seat(s, load) for s in specs]

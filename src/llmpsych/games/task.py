@@ -96,7 +96,9 @@ class GamaBenchTask(Task):
         super().__init__(config)
         self.params = {name: self._params(name) for name in self.options.games()}
         roles = config.role_specs()
-        for seat in build_seats(self.options.seats, self.options.players):  # fail early on a bad seat
+        # Fail early on a bad seat, importing nothing: a task is also built to re-analyse a run someone
+        # sent, and that must not run its python: seats (a run imports them, after naming them).
+        for seat in build_seats(self.options.seats, self.options.players, load=False):
             if isinstance(seat, LLMSeat) and seat.role not in roles:
                 raise ConfigError(
                     f"seat {seat.spec!r}: no model role {seat.role!r}",
@@ -115,7 +117,8 @@ class GamaBenchTask(Task):
         ]
 
     def model_roles(self) -> set[str]:
-        """The roles of the model seats: a game without one loads no model."""
+        """The roles of the model seats: a game without one loads no model. Called when a run executes,
+        it also imports the ``python:`` seats (a bad one stops the run before any unit)."""
         seats = build_seats(self.options.seats, self.options.players)
         return {seat.role for seat in seats if isinstance(seat, LLMSeat)}
 
