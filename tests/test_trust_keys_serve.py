@@ -88,10 +88,10 @@ def test_serve_needs_the_token_from_a_private_file(tmp_path: Path) -> None:
         assert token not in "".join(printed)  # written to the file, never printed
         assert_closed_to_browsers(f"http://127.0.0.1:{port}/v1", token)
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=60)[0]
     assert token not in rest
-    assert not token_file.exists()  # removed when the server stops
+    assert not token_file.exists()  # removed when the server stops, by Ctrl-C or `kill`
 
 
 def test_the_in_run_loopback_server_is_closed_and_our_client_finds_its_token() -> None:

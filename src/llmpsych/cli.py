@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from pathlib import Path
@@ -334,6 +335,7 @@ def serve(
         highlight=False,
         markup=False,
     )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # `kill` also removes the token file
     try:
         while True:
             time.sleep(3600)
