@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -201,6 +202,34 @@ def test_resume_with_another_base_url_uses_it_and_records_it(
     assert manifest["models"]["subject"]["endpoint"] == endpoint_address(dead)
     assert manifest["endpoint_changes"][-1]["models"]["subject"]["endpoint"] == endpoint_address(b.base_url)
     assert json.loads((run_dir / "manifest.json").read_text()) == manifest
+
+    # A unit half done on B, resumed on A: its stored answer replays (not re-sent), the rest goes to A.
+    a = servers[0]
+    two_turns = tmp_path / "two"
+    args = ["--task", "echo", "-m", "openai-compatible/m", "-O", "units=2", "-O", "turns=2", "--no-progress"]
+    assert (
+        llmpsych(
+            "run", *args, "--no-cache", "--base-url", b.base_url, "--out", str(two_turns), env=home
+        ).returncode
+        == 0
+    )
+    store = RunStore.in_dir(two_turns)
+    try:
+        before = {u.unit_id: u.result for u in store.units()}
+        with sqlite3.connect(two_turns / "run.sqlite") as db:  # as if the run had been killed mid-unit
+            db.execute("UPDATE units SET status = 'failed' WHERE unit_id = 'u000001'")
+            db.execute("DELETE FROM calls WHERE unit_id = 'u000001' AND seq = 2")
+    finally:
+        store.close()
+    sent_to_b = len(b.authorization_headers)
+    resumed = llmpsych("run", "--resume", str(two_turns), "--base-url", a.base_url, "--no-progress", env=home)
+    assert resumed.returncode == 0, resumed.stderr
+    assert len(a.authorization_headers) == 1 and len(b.authorization_headers) == sent_to_b
+    store = RunStore.in_dir(two_turns)
+    try:
+        assert {u.unit_id: u.result for u in store.units()} == before  # both servers answer alike
+    finally:
+        store.close()
 
     embedded_only = tmp_path / "fixed"
     cfg = {

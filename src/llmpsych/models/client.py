@@ -62,6 +62,9 @@ class ModelClient:
         self.spec = spec
         self.backend = backend
         self.identity = identity
+        #: The endpoint label in run-store call keys: a resumed run keeps the one it started with, so its
+        #: stored answers replay even when it now reaches the role at another URL.
+        self.call_identity = identity
         self.request_model = request_model
         self.concurrency = concurrency
         self.policy = policy
@@ -100,7 +103,7 @@ class ModelClient:
 
     def call_key(self, encoded_body: str, sample: str) -> str:
         """A run store's key for a request: this model, the canonical body and the sample label."""
-        text = "\x00".join((self.identity, self.request_model, sample, encoded_body))
+        text = "\x00".join((self.call_identity, self.request_model, sample, encoded_body))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def key(self, messages: list[Message], params: GenerationParams, sample: str = "0") -> str:

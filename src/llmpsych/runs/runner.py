@@ -177,7 +177,14 @@ async def _execute(
         manifest = store.get_meta("manifest")
         if manifest is None:
             _write_manifest(store, build_manifest(config, clients, task.data_files(), len(units)))
-        elif changed := _endpoint_changes(manifest, clients):
+        else:
+            # The run store's call keys keep naming each role's first endpoint: a resumed run replays
+            # every stored answer, wherever the role is reached now.
+            for role, client in clients.items():
+                first = manifest.get("models", {}).get(role, {}).get("identity")
+                if first:
+                    client.call_identity = first
+        if manifest is not None and (changed := _endpoint_changes(manifest, clients)):
             # A resumed run that reaches a role elsewhere (a new --base-url, environment or config file)
             # says so, and the manifest keeps both: the first endpoints and each change with its time.
             stamp = datetime.now(UTC).isoformat(timespec="seconds")
