@@ -45,7 +45,7 @@ def base_url_from(base_url: str | None = None) -> str:
     """The download base URL: argument > ``$LLMPSYCH_DATA_BASE_URL`` > raw.githubusercontent.com."""
     base = (base_url or os.environ.get(ENV_BASE_URL, "").strip() or DEFAULT_BASE_URL).rstrip("/")
     if not base.startswith(("http://", "https://")):
-        raise DataError(f"data base URL must start with http:// or https://, got {base!r}")
+        raise DataError(f"data base URL must start with http:// or https://, got {redact_url(base)!r}")
     return base
 
 
