@@ -230,6 +230,13 @@ def test_resume_with_another_base_url_uses_it_and_records_it(
         assert {u.unit_id: u.result for u in store.units()} == before  # both servers answer alike
     finally:
         store.close()
+    with pytest.raises(ModelSpecError, match="not an http"):
+        resume_run(two_turns, False, base_url="ftp://127.0.0.1/v1")
+    store = RunStore.in_dir(two_turns)
+    try:
+        assert store.get_meta("config")["base_url"] == a.base_url  # a refused URL is not kept
+    finally:
+        store.close()
 
     embedded_only = tmp_path / "fixed"
     cfg = {

@@ -168,10 +168,12 @@ def _open_cache(config: RunConfig) -> ResponseCache | None:
 
 
 async def _execute(
-    task: Task, store: RunStore, config: RunConfig, show_progress: bool, debug: bool
+    task: Task, store: RunStore, config: RunConfig, show_progress: bool, debug: bool, save_config: bool
 ) -> RunSummary:
     cache = _open_cache(config)
     clients = open_clients(config, cache, task.model_roles())
+    if save_config:  # a resume's new base URL, kept once every role's endpoint resolved
+        store.set_meta("config", config.stored())
     try:
         units = task.units()
         manifest = store.get_meta("manifest")
@@ -275,19 +277,23 @@ def resume_run(
             )
         _announce_code(config)
         task = task_class(config.task)(config)
-        if base_url is not None:
-            store.set_meta("config", config.stored())
     except BaseException:
         store.close()
         raise
-    return _finish(task, store, config, run_dir, show_progress, debug)
+    return _finish(task, store, config, run_dir, show_progress, debug, save_config=base_url is not None)
 
 
 def _finish(
-    task: Task, store: RunStore, config: RunConfig, run_dir: Path, show_progress: bool, debug: bool
+    task: Task,
+    store: RunStore,
+    config: RunConfig,
+    run_dir: Path,
+    show_progress: bool,
+    debug: bool,
+    save_config: bool = False,
 ) -> RunOutcome:
     try:
-        summary = asyncio.run(_execute(task, store, config, show_progress, debug))
+        summary = asyncio.run(_execute(task, store, config, show_progress, debug, save_config))
     except KeyboardInterrupt:
         counts = store.unit_counts()
         raise RunInterrupted(
