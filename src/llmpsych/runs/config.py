@@ -17,6 +17,13 @@ from ..models.urls import redact_url
 DEFAULT_MODEL = f"local/{DEFAULT_EMBEDDED_MODEL}"
 
 
+def _message(error: Any) -> str:
+    """A pydantic error's message, without the "Value error, " pydantic puts before a validator's own."""
+    if error.get("type") == "value_error" and "error" in error.get("ctx", {}):
+        return str(error["ctx"]["error"])
+    return str(error["msg"])
+
+
 class RoleModel(BaseModel):
     """One model role as a whole endpoint, as inspect_ai's model roles are: its spec, its own base URL
     (for ``openai-compatible/...`` or another endpoint without a URL of its own), request parameters that
@@ -35,7 +42,11 @@ class RoleModel(BaseModel):
     @field_validator("params")
     @classmethod
     def _known_params(cls, value: dict[str, Any]) -> dict[str, Any]:
-        GenerationParams.model_validate(value)  # names and ranges as in the run's params
+        try:
+            GenerationParams.model_validate(value)  # names and ranges as in the run's params
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {_message(first)}") from None
         return value
 
     @field_validator("base_url")
@@ -89,7 +100,7 @@ class RunConfig(BaseModel):
                 except ValidationError as exc:
                     first = exc.errors()[0]
                     where = ".".join(str(p) for p in first["loc"])
-                    raise ValueError(f"{role}.{where}: {first['msg']}") from None
+                    raise ValueError(f"{role}.{where}: {_message(first)}") from None
         return out
 
     def role_specs(self) -> dict[str, str]:
@@ -116,7 +127,7 @@ def _validation_message(exc: ValidationError, source: str) -> str:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(top level)"
     more = f" (and {len(exc.errors()) - 1} more problems)" if len(exc.errors()) > 1 else ""
-    return f"{source}: {where}: {first['msg']}{more}"
+    return f"{source}: {where}: {_message(first)}{more}"
 
 
 def parse_run_config(data: dict[str, Any], source: str = "run config") -> RunConfig:
