@@ -129,3 +129,17 @@ def test_redacted_urls() -> None:
     )
     assert endpoint_address("https://u:p@H.example/v1/?k=1") == "https://h.example:443/v1"
     assert scrub("key sk-abcdef echoed, sk-abcdef", ["sk-abcdef", "abc"]) == "key *** echoed, ***"
+
+
+def test_a_config_file_holding_a_key_must_be_private(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[endpoints.lab]\nbase_url = "http://h/v1"\napi_key = "lab-secret-1"\n')
+    path.chmod(0o644)
+    load_user_config(path)
+    err = capsys.readouterr().err
+    assert "chmod 600" in err and "644" in err and "lab-secret-1" not in err
+    path.chmod(0o600)
+    load_user_config(path)
+    assert capsys.readouterr().err == ""

@@ -15,6 +15,9 @@ Example ``~/.config/llmpsych/config.toml``::
 
 from __future__ import annotations
 
+import os
+import stat
+import sys
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -66,11 +69,26 @@ def load_user_config(path: Path | None = None) -> UserConfig:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     try:
-        return UserConfig.model_validate(raw)
+        config = UserConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"config file {path}: {where}: {first['msg']}") from None
+    _warn_if_readable(path, config)
+    return config
+
+
+def _warn_if_readable(path: Path, config: UserConfig) -> None:
+    """One line on stderr when the file holds a key (``api_key``) and others may read it."""
+    if os.name != "posix" or not any(e.api_key is not None for e in config.endpoints.values()):
+        return
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        print(
+            f"warning: config file {path} holds an API key and other users may read it "
+            f"(mode {mode:o}); run: chmod 600 {path}",
+            file=sys.stderr,
+        )
 
 
 @lru_cache(maxsize=1)
