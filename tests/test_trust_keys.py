@@ -391,6 +391,10 @@ def test_no_secret_is_stored_anywhere(
     assert set(cfg_server.authorization_headers) == {f"Bearer {canaries['config']}"}
     assert set(env_server.authorization_headers) == {f"Bearer {canaries['env']}"}
 
+    exported = llmpsych("export", str(tmp_path / "runs" / "ok"), env=env)
+    outputs.append(exported)
+    assert exported.returncode == 0 and (tmp_path / "runs" / "ok" / "export" / "calls.csv").is_file()
+
     echo = EchoingAuthServer()
     rejected = f"http://alice:{canaries['userinfo']}@127.0.0.1:{echo.port}/v1?api_key={canaries['query']}"
     denied = llmpsych(
