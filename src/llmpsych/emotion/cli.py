@@ -99,6 +99,66 @@ def human(
     typer.echo(human_frame(table, _factor_names(data_dir)).to_markdown(index=False))
 
 
+@app.command("crowd")
+def crowd(
+    by: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--by", help="age, gender, region, education or employment (repeatable; default: all five)."
+        ),
+    ] = None,
+    min_n: Annotated[
+        int,
+        typer.Option("--min-n", min=1, help="Flag groups with fewer people (34: the authors' power target)."),
+    ] = 34,
+    survey_year: Annotated[
+        int, typer.Option("--survey-year", min=1901, max=2100, help="Age = this year - year of birth.")
+    ] = 2023,
+    data_dir: DataDirOpt = None,
+    alpha: AlphaOpt = 0.01,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Folder for crowd-<by>.md/.csv/.png tables and figures."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The human subjects by demographic group (thesis Figs. 5.3-5.7): n and PANAS before/after per group."""
+    from .crowd import crowd_path, load_crowd
+    from .demographics import DIMENSIONS, group_chart, group_csv_frame, group_markdown, group_table
+    from .scales import load_scales as load_emotionbench_scales
+
+    chosen = list(dict.fromkeys(b.strip().lower() for b in (by or DIMENSIONS)))
+    unknown = [b for b in chosen if b not in DIMENSIONS]
+    if unknown:
+        raise LlmpsychError(f"unknown --by {unknown[0]!r} (use {', '.join(DIMENSIONS)})")
+    panas = load_emotionbench_scales(data_dir)["PANAS"]
+    people = load_crowd(crowd_path(data_dir), panas)
+    tables = {
+        b: group_table(people, panas, b, alpha=alpha, min_n=min_n, survey_year=survey_year) for b in chosen
+    }
+    if as_json:
+        _print_json({b: [r.to_json() for r in rows] for b, rows in tables.items()})
+        return
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    for b, rows in tables.items():
+        text = group_markdown(rows, b, min_n)
+        small = sum(r.small for r in rows[:-1])
+        if out is None:
+            typer.echo(f"## By {b} ({len(rows) - 1} groups, {small} with n < {min_n})\n\n{text}\n")
+            continue
+        png = group_chart(rows, b, out / f"crowd-{b}.png", min_n)
+        image = f"\n\n![by {b}]({png.name})" if png is not None else ""
+        (out / f"crowd-{b}.md").write_text(f"# Human subjects by {b}\n\n{text}{image}\n", encoding="utf-8")
+        group_csv_frame(rows, b).to_csv(out / f"crowd-{b}.csv", index=False)
+        written = [out / f"crowd-{b}.md", out / f"crowd-{b}.csv", *([png] if png is not None else [])]
+        console.print(
+            f"by {b}: {len(rows) - 1} groups, {small} with n < {min_n}; wrote "
+            + ", ".join(str(w) for w in written),
+            markup=False,
+        )
+
+
 def _factor_names(data_dir: Path | None) -> dict[str, str]:
     from .situations import load_situations
 

@@ -46,6 +46,8 @@ class Respondent:
     default: dict[int, int]
     evoked: dict[int, int]
     info: dict[str, Any] = field(default_factory=dict)
+    #: Where each ``info`` answer sits, for errors: ``crowd.xlsx: sheet Raw cell C3 (respondent ...)``.
+    info_cells: dict[str, str] = field(default_factory=dict)
 
 
 def crowd_path(data_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -137,10 +139,16 @@ def load_crowd(path: str | os.PathLike[str], panas: Scale) -> list[Respondent]:
                 out[item] = _cell(file, r, col, header[col], value, panas)
             return out
 
-        info = {key: rows[r][col] for key, r in info_rows.items()}
+        info = {key: rows[r][col] if col < len(rows[r]) else None for key, r in info_rows.items()}
+        cells = {
+            key: f"{file}: sheet Raw cell {_letters(col + 1)}{r + 1} (respondent {header[col]})"
+            for key, r in info_rows.items()
+        }
         fid = factor_id(match.group("emotion"), int(match.group("factor")))
         people.append(
-            Respondent(fid, int(match.group("situation")), answers(default_rows), answers(evoked_rows), info)
+            Respondent(
+                fid, int(match.group("situation")), answers(default_rows), answers(evoked_rows), info, cells
+            )
         )
     return people
 
@@ -227,12 +235,8 @@ def human_table_json(table: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def demographics(people: Sequence[Respondent]) -> dict[str, dict[str, int]]:
-    """Counts per demographic answer (gender, country, employment, education)."""
-    out: dict[str, dict[str, int]] = {}
-    for key in ("gender", "country", "employment", "education"):
-        counts: dict[str, int] = {}
-        for person in people:
-            value = str(person.info.get(key, "")).strip() or "(none)"
-            counts[value] = counts.get(value, 0) + 1
-        out[key] = dict(sorted(counts.items(), key=lambda kv: -kv[1]))
-    return out
+    """People per group for the thesis's five groupings (age, gender, region, education, employment);
+    see :mod:`llmpsych.emotion.demographics` for the groups and their PANAS tables."""
+    from .demographics import demographic_counts
+
+    return demographic_counts(people)
