@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..instruments.scale import STORED_HINT, ScoringError
+from ..report.html import fenced
 from ..report.markdown import write_report
 from ..runs.store import RunStore
 from .changes import change_table, measures, score_answers, summary_json, table_json
@@ -169,6 +170,7 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     else:
         summary = summarize_runs(task, frame, task.config.model)
     summary["failed_units"] = len(failed)
+    summary["prompt"] = prompt_record(task)
     factor_names = task.situation_set.names()
     sections: list[tuple[str, str]] = []
     human = _load_human(task) if "factors" in summary else None
@@ -193,6 +195,22 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
         f"{len(failed)} units failed. Invalid runs per group: {summary.get('invalid_runs') or 'none'}."
     )
     sections.append(("Valid runs", validity))
+    wording = summary["prompt"]
+    kind = f"Version {wording['version']}"
+    shown = f"{wording['system']}\n\n{wording['instructions']}"
+    if wording["template"]:
+        kind = (
+            f"Built-in template {wording['template']} (our own words, standing in for "
+            f"{wording['template_stands_in_for']}; it replaces the {wording['version']} prompt)"
+        )
+    sections.append(
+        (
+            "Prompt",
+            f"{kind}{', stable' if wording['stable'] else ''}. A default run's system message and "
+            "instructions (the numbered statements follow; an evoked run puts the situation line first):"
+            f"\n\n{fenced(shown)}",
+        )
+    )
     if task.situation_set.warnings:
         summary["situation_warnings"] = list(task.situation_set.warnings)
         differences = "; ".join(task.situation_set.warnings)
@@ -221,6 +239,28 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     written.append(run_dir / "summary.json")
     written.append(write_report(run_dir / "report.md", f"EmotionBench: {task.config.model}", sections))
     return written
+
+
+def prompt_record(task: EmotionBenchTask) -> dict[str, Any]:
+    """Which wording the run used: version, built-in template, stable, and a default run's prompt."""
+    from .prompts import TEMPLATES, build_prompt
+
+    settings = task.prompt_settings
+    system, instructions = build_prompt(task.scale, None, settings)
+    builtin = TEMPLATES.get(settings.template or "")
+    return {
+        "version": settings.version,
+        "template": settings.template,
+        "template_stands_in_for": builtin.stands_in_for if builtin else None,
+        "stable": settings.stable,
+        "own_templates": [
+            k
+            for k in ("situation_template", "system_template", "instructions_template")
+            if getattr(settings, k)
+        ],
+        "system": system,
+        "instructions": instructions,
+    }
 
 
 def _agreement_text(summary: dict[str, Any]) -> str:

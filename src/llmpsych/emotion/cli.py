@@ -197,6 +197,13 @@ def run(
     stable: Annotated[
         bool, typer.Option("--stable", help="Ask the model to keep its emotions stable.")
     ] = False,
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template",
+            help="Built-in alternative wording: romero, serapio-1 or serapio-2 (our own words; see docs).",
+        ),
+    ] = None,
     positive: Annotated[Path | None, typer.Option("--positive", help="Positive rewrites file (RQ2).")] = None,
     situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
@@ -227,6 +234,7 @@ def run(
         "factors": _split(factors),
         "prompt": prompt,
         "stable": stable,
+        "template": template,
         "positive": str(positive) if positive else None,
         "situations_file": str(situations) if situations else None,
         "shuffle": not keep_order,

@@ -15,6 +15,8 @@ as in the released runs). Temperature is the run config's (0 by default).
 
 from __future__ import annotations
 
+import re
+import sys
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -33,6 +35,7 @@ from .prompts import PromptSettings, build_prompt
 from .scales import load_scales
 from .situations import (
     EMOTIONS,
+    CountWarning,
     PositivePair,
     Situation,
     SituationSet,
@@ -56,6 +59,24 @@ SCALE_EMOTION: dict[str, str] = {
 }
 
 
+_SAID: set[str] = set()
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def say_warnings(caught: list[warnings.WarningMessage]) -> None:
+    """Show each :class:`CountWarning` as one line on stderr (``warning: CountWarning: ...``), once per
+    process (a run and its analysis load the file twice); other warnings go back to :mod:`warnings`."""
+    for entry in caught:
+        if not issubclass(entry.category, CountWarning):
+            warnings.warn_explicit(entry.message, entry.category, entry.filename, entry.lineno)
+            continue
+        text = " ".join(_CONTROL.sub(" ", str(entry.message)).split())  # one line, no terminal escapes
+        if text not in _SAID:
+            _SAID.add(text)
+            sys.stderr.write(f"warning: CountWarning: {text}\n")
+            sys.stderr.flush()
+
+
 class EmotionBenchOptions(BaseModel):
     """What to administer and how (``docs/emotionbench.md``)."""
 
@@ -73,6 +94,10 @@ class EmotionBenchOptions(BaseModel):
     )
     shuffle: bool = Field(default=True, description="shuffle items per run (False: original order)")
     prompt: Literal["official", "v2"] = "official"
+    template: Literal["romero", "serapio-1", "serapio-2"] | None = Field(
+        default=None,
+        description="a built-in alternative wording (000:2004; llmpsych's own words), instead of prompt",
+    )
     stable: bool = Field(default=False, description="ask the model to keep its emotions stable")
     situation_template: str | None = None
     system_template: str | None = None
@@ -105,7 +130,10 @@ class EmotionBenchTask(Task):
     @cached_property
     def scale(self) -> Scale:
         """The administered scale, from the EmotionBench data file."""
-        scales = load_scales(self.config.data_dir)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            scales = load_scales(self.config.data_dir)
+        say_warnings(caught)
         for name, scale in scales.items():
             if name.lower() == self.options.scale.strip().lower():
                 return scale
@@ -115,12 +143,16 @@ class EmotionBenchTask(Task):
 
     @cached_property
     def situation_set(self) -> SituationSet:
-        """The situations (official, or the user's file); count differences only warn."""
-        with warnings.catch_warnings(record=True):
+        """The situations (official, or the user's file). Count differences only warn: the loader's
+        :class:`CountWarning` is shown as one console line (once per process), the report repeats it."""
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             if self.options.situations_file:
-                return load_situations_file(self.options.situations_file)
-            return load_situations(self.config.data_dir)
+                loaded = load_situations_file(self.options.situations_file)
+            else:
+                loaded = load_situations(self.config.data_dir)
+        say_warnings(caught)
+        return loaded
 
     @property
     def emotions(self) -> list[str]:
@@ -167,7 +199,7 @@ class EmotionBenchTask(Task):
         """The prompt wording of this run."""
         o = self.options
         return PromptSettings(
-            o.prompt, o.stable, o.situation_template, o.system_template, o.instructions_template
+            o.prompt, o.stable, o.situation_template, o.system_template, o.instructions_template, o.template
         )
 
     # -- units -----------------------------------------------------------------------------------
