@@ -9,6 +9,7 @@ row (thesis Table 5.10: ↓ (-5.1) / ↑ (+10.4)).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,6 +169,21 @@ def test_a_bad_year_of_birth_is_an_error_naming_the_cell(
     assert message in text and "sheet Raw cell E3" in text and "crowd.xlsx" in text
 
 
+def test_the_command_refuses_a_bad_year_in_one_line(seed_data: Path, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    crowd_dir = data / "EmotionBench/results/PANAS_Test"
+    crowd_dir.mkdir(parents=True)
+    _small_crowd(seed_data, tmp_path, {("birth", 1): "19x0"}).rename(crowd_dir / "crowd.xlsx")
+    questionnaires = (seed_data / "EmotionBench/questionnaires.json").read_bytes()
+    (data / "EmotionBench/questionnaires.json").write_bytes(questionnaires)  # a run-time copy, in tmp
+    base = [sys.executable, "-m", "llmpsych", "emotionbench", "crowd", "--data-dir", str(data)]
+    done = subprocess.run([*base, "--by", "age"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    assert "sheet Raw cell D3" in done.stderr and "year of birth '19x0' is not a whole number" in done.stderr
+    fine = subprocess.run([*base, "--by", "gender"], capture_output=True, text=True, check=False)
+    assert fine.returncode == 0 and re.search(r"^\| All respondents +\| +6 \|", fine.stdout, flags=re.M)
+
+
 def test_odd_answers_become_one_line_labels_and_tiny_groups_do_not_break(
     seed_data: Path, tmp_path: Path
 ) -> None:
@@ -195,5 +211,5 @@ def test_odd_answers_become_one_line_labels_and_tiny_groups_do_not_break(
     table_lines = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table_lines) == 2 + len(rows)  # header, rule, one line per group: nothing injected
     assert all(line.count("|") - line.count("\\|") == 10 for line in table_lines)
-    assert "n/a" in text  # a group of one has no sd and no test
+    assert "n/a" in text and "no test (" in text  # a group of one has no sd and no test
     assert group_chart(rows, "gender", tmp_path / "g.png") == tmp_path / "g.png"

@@ -95,6 +95,29 @@ def test_own_templates_with_unknown_placeholders_are_one_line_errors(template: s
     assert fill("{{literal}} {min}", "x", min=1) == "{literal} 1"
 
 
+def test_a_bad_own_template_stops_the_run_before_any_request(tmp_path: Path, seed_data: Path) -> None:
+    bodies: list[dict[str, Any]] = []
+    out = tmp_path / "r"
+    with FaultServer(responder=answer_all(bodies)) as server:
+        args = [
+            "run",
+            "--task",
+            "emotionbench",
+            "-m",
+            "openai-compatible/scripted",
+            "--base-url",
+            server.base_url,
+        ]
+        args += ["-O", "instructions_template=Rate {levels} {min.__class__}", "-O", "factors=[Fear-5]"]
+        args += ["-O", "runs=1", "-O", "default_runs=2", "--no-cache", "--no-progress"]
+        done = llmpsych(*args, "--data-dir", str(seed_data), "--out", str(out))
+    assert done.returncode == 2 and bodies == [] and not out.exists()
+    assert done.stderr.strip().splitlines() == [
+        "error: instructions_template: placeholder {min.__class__} is not one of {min}, {max}, {levels}, "
+        "{situation}"
+    ]
+
+
 def test_a_template_run_records_it_in_the_manifest_and_sends_its_wording(
     tmp_path: Path, seed_data: Path
 ) -> None:

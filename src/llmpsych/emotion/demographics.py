@@ -214,7 +214,9 @@ def _fmt(mean: float, sd: float) -> str:
 
 
 def _change(cell: PairedCell) -> str:
-    return "n/a" if math.isnan(cell.change) else f"{cell.mark} ({cell.change:+.1f})"
+    if math.isnan(cell.change):
+        return "n/a"
+    return f"{cell.mark if cell.n >= 2 else 'no test'} ({cell.change:+.1f})"
 
 
 def group_frame(rows: Sequence[GroupRow], by: str) -> pd.DataFrame:

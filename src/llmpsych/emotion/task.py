@@ -204,6 +204,8 @@ class EmotionBenchTask(Task):
 
     # -- units -----------------------------------------------------------------------------------
     def units(self) -> list[WorkUnit]:
+        for probe in (None, "a situation"):  # a bad own template fails here, before any request
+            build_prompt(self.scale, probe, self.prompt_settings)
         units = [
             WorkUnit(f"default/run{r:03d}", {"kind": "default", "run": r})
             for r in range(1, self.n_default + 1)
