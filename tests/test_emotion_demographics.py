@@ -121,6 +121,11 @@ def test_the_command_writes_tables_and_a_figure(seed_data: Path, tmp_path: Path)
     assert [r["group"] for r in data["employment"]] == ["Student", "Employed", "Unemployed", "Retired", ALL]
     bad = subprocess.run([*cmd[:5], "--by", "shoe-size"], capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "unknown --by 'shoe-size'" in bad.stderr
+    (tmp_path / "a-file").write_text("keep me")
+    args = [*cmd[:5], "--by", "age", "--data-dir", str(seed_data), "--out", str(tmp_path / "a-file")]
+    on_file = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert on_file.returncode != 0 and "is a file; give a folder" in on_file.stderr
+    assert (tmp_path / "a-file").read_text() == "keep me"
 
 
 # -- hostile files ------------------------------------------------------------------------------------

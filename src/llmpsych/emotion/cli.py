@@ -140,6 +140,8 @@ def crowd(
         _print_json({b: [r.to_json() for r in rows] for b, rows in tables.items()})
         return
     if out is not None:
+        if out.exists() and not out.is_dir():
+            raise LlmpsychError(f"--out {out} is a file; give a folder for the tables and figures")
         out.mkdir(parents=True, exist_ok=True)
     for b, rows in tables.items():
         text = group_markdown(rows, b, min_n)
