@@ -9,9 +9,11 @@ scale and the problem.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +21,7 @@ import yaml
 
 from ..errors import DataError
 from .numbers import whole_number
-from .official import load_official_file, read_json
+from .official import load_official_file, read_json, scale_from_official
 from .scale import Correction, Item, NormGroup, Scale, Subscale
 
 FORMAT_KEY = "llmpsych_scale"
@@ -70,6 +72,89 @@ def detect_format(data: Any) -> FileFormat:
     return "native"
 
 
+#: Largest scale file a run records inside its config (a 1,000-item scale in YAML is about 100 KB).
+MAX_SCALE_FILE_BYTES = 2_000_000
+
+
+@dataclass(frozen=True)
+class ScaleFileRecord:
+    """A user scale file as a run keeps it: its absolute path, the sha256 of its bytes, and its text.
+
+    The run config stores all three, so a run's scales come from the run itself (a moved or deleted
+    file does not stop analysis), and a resume can refuse a file that changed since the run started.
+    """
+
+    path: str
+    sha256: str
+    content: str
+
+    @property
+    def name(self) -> str:
+        """The file name, for reports."""
+        return Path(self.path).name
+
+    def scales(self) -> list[Scale]:
+        """The file's scales, parsed from the recorded text (never from the disk)."""
+        return load_scale_text(self.content, origin=self.path, suffix=Path(self.path).suffix)
+
+
+def record_scale_file(path: str | os.PathLike[str]) -> ScaleFileRecord:
+    """Read a scale file once, check that it loads, and return its record (one error line otherwise)."""
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"{file}: scale file not found")
+    raw = file.read_bytes()
+    if len(raw) > MAX_SCALE_FILE_BYTES:
+        raise DataError(
+            f"{file}: {len(raw):,} bytes, more than a scale file may hold ({MAX_SCALE_FILE_BYTES:,})"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{file}: not UTF-8 text") from None
+    record = ScaleFileRecord(str(file.resolve()), hashlib.sha256(raw).hexdigest(), text)
+    record.scales()
+    return record
+
+
+def sha256_text(text: str) -> str:
+    """The sha256 of ``text`` as UTF-8 bytes (equal to the file's when the text was read from it)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_scale_text(text: str, *, origin: str, suffix: str = ".yaml") -> list[Scale]:
+    """The scales of a file's text (native or official format; JSON for ``.json``, YAML otherwise)."""
+    data = _parse_json_text(text, origin) if suffix.lower() == ".json" else _parse_yaml_text(text, origin)
+    if detect_format(data) == "official":
+        entries = data if isinstance(data, list) else [data]
+        scales = [scale_from_official(e, origin=origin) for e in entries]
+        names = [s.name for s in scales]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise DataError(f"{origin}: scale {duplicated[0]!r} is defined more than once")
+        return scales
+    return scales_from_native(data, origin=origin)
+
+
+def _parse_json_text(text: str, origin: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+
+
+def _parse_yaml_text(text: str, origin: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise DataError(f"{origin}: invalid YAML{at}: {problem}") from None
+
+
 def read_structured(path: Path) -> Any:
     """Parse a YAML or JSON file (by suffix; YAML otherwise), one :class:`DataError` line on failure."""
     if path.suffix.lower() == ".json":
@@ -80,13 +165,7 @@ def read_structured(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise DataError(f"{path}: not UTF-8 text") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise DataError(f"{path}: invalid YAML{at}: {problem}") from None
+    return _parse_yaml_text(text, str(path))
 
 
 def scales_from_native(data: Any, *, origin: str) -> list[Scale]:

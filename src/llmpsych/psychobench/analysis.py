@@ -387,13 +387,20 @@ def _report(
         mode = f"{chunks}, up to {options.max_reasks} re-asks for missing or invalid answers"
     names = ", ".join(summary["scale"].unique()) or "no scale"
     measured = (
-        f"Model `{config.model}` answered {names} of PsychoBench "
+        f"Model `{config.model}` answered {names} "
         f"({options.runs} run(s) per scale, each with its own item order; seed {config.seed}, temperature "
         f"{config.params.temperature:g}). Persona: {task.persona.name}; Caesar cipher: "
         f"{'on (shift ' + str(options.cipher_shift) + ')' if options.cipher else 'off'}; {mode}. "
-        "Prompts and norms are read from the official questionnaires.json (with llmpsych's documented "
-        f"corrections). Every conversation: [{TRANSCRIPTS}]({TRANSCRIPTS})."
+        f"{scale_sources(task, summary)} Every conversation: [{TRANSCRIPTS}]({TRANSCRIPTS})."
     )
+    if options.imported:
+        source = options.imported
+        measured = (
+            f"Answers to {names} imported from `{source.get('file')}` (sha256 {source.get('sha256')}, "
+            f"{source.get('rows')} rows) with `llmpsych psychobench import-answers`, labelled "
+            f"`{config.model}`: no model was called here, so persona, cipher and item order are whatever "
+            f"produced that file. {scale_sources(task, summary)}"
+        )
     what_n = (
         "**n** for the model is the number of runs whose subscale could be scored (every item validly "
         "answered); a run is one complete administration in its own item order. The runs are repeated "
@@ -404,6 +411,14 @@ def _report(
         f"two-sided, alpha = {options.alpha:g}; Hedges' g (model − human, pooled SD) with a 95 % CI; "
         f"Holm's correction over all {len(comparisons)} comparisons of this run."
     )
+    if options.imported:
+        what_n = (
+            "**n** is the number of runs (or respondents: the file's `run` column) whose subscale could be "
+            "scored (every item validly answered). If the file holds people, a test compares two samples of "
+            "people; if it holds a model's repeated runs, read it as for a run: the runs are samples from "
+            "one model, not a sample of people. Human n is the norm sample's size as given in the scale "
+            "file. " + what_n[what_n.index("Tests:") :]
+        )
     if options.mode == "logprob":
         what_n += (
             " In logprob mode every statement is asked on its own, so item order cannot matter: runs differ "
@@ -440,7 +455,7 @@ def _report(
         sections.append(("Charts", intro + "\n\n".join(f"![{c.stem}]({c.name})" for c in charts)))
     if skipped:
         sections.append(("Not tested", "\n".join(f"- {line}" for line in skipped)))
-    sections.append(("Valid answers", _valid_text(valid, n_calls, failed)))
+    sections.append(("Valid answers", _valid_text(valid, n_calls, failed, imported=bool(options.imported))))
     files = (
         "Tidy tables, as CSV and Parquet: answers (scale, run, item), scores (scale, run, subscale), valid "
         "(scale, run), summary (scale, subscale), comparisons (one row per test), norms (scale, subscale, "
@@ -458,6 +473,28 @@ def _report(
         files += f"\n\n{parquet_note}"
     sections.append(("Files", files))
     return write_report(run_dir / "report.md", "PsychoBench report", sections)
+
+
+def scale_sources(task: PsychoBenchTask, summary: pd.DataFrame) -> str:
+    """Where each reported scale's items, prompts and norms came from: the official file or a scale file."""
+    files: dict[str, list[str]] = {}
+    official: list[str] = []
+    for name in summary["scale"].unique():
+        record = task.scale_source(str(name))
+        if record is None:
+            official.append(str(name))
+        else:
+            files.setdefault(f"`{record.name}` (sha256 {record.sha256[:12]}…)", []).append(str(name))
+    parts = [f"{', '.join(names)} from {file}" for file, names in files.items()]
+    if official:
+        parts.insert(
+            0,
+            f"{', '.join(official)} from PsychoBench's official questionnaires.json (with llmpsych's "
+            "documented corrections)",
+        )
+    if not parts:
+        return ""
+    return "Items, prompts and norms: " + "; ".join(parts) + "."
 
 
 def _chart(scale: Scale, summary: pd.DataFrame, run_dir: Path, model: str) -> Path | None:
@@ -533,7 +570,7 @@ def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str]) -> str:
+def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str], *, imported: bool = False) -> str:
     if valid.empty:
         return "No run finished."
     per_scale = (
@@ -560,6 +597,12 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str]) -> str:
         f"range, not contradicted) after re-asking; {n_calls} model calls. Per run: valid.csv; each run's "
         f"conversation is one click away in the transcripts column.",
     ]
+    if imported:
+        lines = [
+            f"{int(valid['valid'].sum())} of {int(valid['items'].sum())} items have an answer in the "
+            "imported file (every one checked: a whole number in range; an empty cell is no answer). "
+            "Per run: valid.csv."
+        ]
     if "from_logprobs" in valid and int(valid["from_text"].sum()):
         lines.append(
             f"{int(valid['from_text'].sum())} item(s) had no usable top_logprobs and were scored from the "

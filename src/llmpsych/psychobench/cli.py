@@ -124,7 +124,16 @@ def run(
             "--model", "-m", help="Model spec; repeat for several models (default local/qwen2.5-0.5b)."
         ),
     ] = None,
-    scales: Annotated[str, typer.Option("--scales", help="Comma-separated scales, or all.")] = "all",
+    scales: Annotated[
+        str | None,
+        typer.Option("--scales", help="Comma-separated scales, or all (the default without --scale-file)."),
+    ] = None,
+    scale_file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--scale-file", help="Your own scale file (YAML/JSON, docs/own-instruments.md); repeatable."
+        ),
+    ] = None,
     runs: Annotated[int, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale.")] = 10,
     persona: Annotated[
         str, typer.Option("--persona", help="default, psychopath, liar, ordinary, hero, or role text.")
@@ -172,8 +181,12 @@ def run(
     custom = report_settings(None, **changes) if any(v is not None for v in changes.values()) else None
 
     models = model or ["local/qwen2.5-0.5b"]
+    chosen = parse_scales(scales)
+    if scale_file and scales is not None and chosen is None:
+        chosen = ["all"]  # --scales all next to a scale file: every official scale as well
     options: dict[str, Any] = {
-        "scales": parse_scales(scales),
+        "scales": chosen,
+        **({"scale_files": [str(p) for p in scale_file]} if scale_file else {}),
         "runs": runs,
         "persona": persona,
         "mode": mode,
@@ -285,3 +298,40 @@ def report(
         save_settings(run_dir, settings)
         for path in analyze_run(run_dir):
             console.print(f"wrote {path}")
+
+
+@app.command("import-answers")
+def import_answers_command(
+    answers: Annotated[
+        Path, typer.Argument(help="CSV or JSONL of item-level answers: scale, run, item, answer[, position].")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The run folder to create.")],
+    scale_file: Annotated[
+        list[Path] | None,
+        typer.Option("--scale-file", help="The scale file the answers belong to; repeatable."),
+    ] = None,
+    scales: Annotated[
+        str | None, typer.Option("--scales", help="Official PsychoBench scales the answers belong to.")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option("--data-dir", help="Folder holding PsychoBench/ (for official scales).")
+    ] = None,
+    label: Annotated[
+        str | None, typer.Option("--label", help="Name of the answerer in tables (default imported:FILE).")
+    ] = None,
+) -> None:
+    """Check answers produced elsewhere against their scale and write a run folder analysed like a run."""
+    from .imports import import_answers
+
+    if not scale_file and scales is None:
+        raise LlmpsychError("name the answers' scale", "use --scale-file my.yaml or --scales BFI")
+    paths = import_answers(
+        answers,
+        out,
+        scale_files=list(scale_file or []),
+        scales=parse_scales(scales),
+        data_dir=data_dir,
+        label=label,
+    )
+    for path in paths:
+        console.print(f"wrote {path}")

@@ -3,20 +3,25 @@
 One work unit is one (scale, run). The wording comes from the official data file: the scale's
 ``inner_setting`` is the system prompt and its ``prompt`` the instructions before the numbered
 statements; a persona (ours) goes before the system prompt, and the cipher wraps the whole exchange.
+Scales from the user's own files (``scale_files``, ``docs/own-instruments.md``) run the same way; the
+run config records each file's path, sha256 and text, so the run never needs the file again and a
+resume refuses a file that changed.
 Temperature and other sampling parameters are the run config's (temperature 0 by default, as in the
 paper). ``mode="logprob"`` asks one statement per request and reads the option probabilities instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..instruments.administration import administer, item_block
+from ..instruments.native import ScaleFileRecord, record_scale_file, sha256_text
 from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
@@ -28,12 +33,55 @@ from .logprob import read_item
 from .personas import Persona, resolve_persona
 
 
+class ScaleFile(BaseModel):
+    """A user scale file as the run config stores it; given as a path, it is read once and recorded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if isinstance(value, str | Path):
+            record = record_scale_file(value)
+            return {"path": record.path, "sha256": record.sha256, "content": record.content}
+        return value
+
+    @model_validator(mode="after")
+    def _intact(self) -> ScaleFile:
+        if sha256_text(self.content) != self.sha256:
+            raise ConfigError(
+                f"the stored text of scale file {self.path} does not match its sha256",
+                "was run.sqlite edited? start a new run from the file",
+            )
+        return self
+
+    @property
+    def record(self) -> ScaleFileRecord:
+        return ScaleFileRecord(self.path, self.sha256, self.content)
+
+
 class PsychoBenchOptions(BaseModel):
     """What to administer and how (``docs/psychobench.md``)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    scales: list[str] | None = Field(default=None, description="scale names; default: every scored scale")
+    scales: list[str] | None = Field(
+        default=None,
+        description="scale names ('all': every scored official scale); default: every scored official "
+        "scale, or only the scale files' scales when scale_files is given",
+    )
+    scale_files: list[ScaleFile] = Field(
+        default_factory=list,
+        description="your own scale files (native or official format); all their scales run",
+    )
+    imported: dict[str, Any] | None = Field(
+        default=None,
+        description="set by `psychobench import-answers`: the answers file these results came from",
+    )
     runs: int = Field(default=10, ge=1, le=1000, description="independent runs (item orders) per scale")
     chunk_size: int | None = Field(
         default=None, ge=1, description="statements per turn (None: whole scale; the official code used 30)"
@@ -62,26 +110,76 @@ class PsychoBenchTask(Task):
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)
+        if self.options.scale_files:  # the stored config keeps each file's text: the run is self-contained
+            config.options["scale_files"] = [f.model_dump() for f in self.options.scale_files]
         self.scales  # noqa: B018 - read the data and check the scale names before a run directory exists
 
     # -- data ------------------------------------------------------------------------------------
     def data_files(self) -> list[Path]:
-        return [official_file("PsychoBench", self.config.data_dir)]
+        files = [official_file("PsychoBench", self.config.data_dir)] if self._uses_official else []
+        return files + [Path(f.path) for f in self.options.scale_files if Path(f.path).is_file()]
+
+    @cached_property
+    def file_scales(self) -> dict[str, tuple[Scale, ScaleFileRecord]]:
+        """Every scale of the scale files, by name, with the file it came from (from the stored text)."""
+        found: dict[str, tuple[Scale, ScaleFileRecord]] = {}
+        for file in self.options.scale_files:
+            record = file.record
+            for scale in record.scales():
+                twin = next((n for n in found if n.lower() == scale.name.lower()), None)
+                if twin is not None:
+                    raise ConfigError(
+                        f"{record.path}: scale {scale.name!r} is also defined in {found[twin][1].path}",
+                        "names identify scales in every table; rename one",
+                    )
+                if scale.unscored:
+                    raise ConfigError(
+                        f"{record.path}: scale {scale.name!r} cannot be scored: {scale.unscored_reason}"
+                    )
+                found[scale.name] = (scale, record)
+        return found
+
+    @property
+    def _uses_official(self) -> bool:
+        """Whether the official data file is needed: no scale file, or a name no scale file defines."""
+        if not self.options.scale_files:
+            return True
+        own = {name.lower() for name in self.file_scales}
+        return any(n.strip().lower() not in own for n in self.options.scales or [])
+
+    @cached_property
+    def official_scales(self) -> dict[str, Scale]:
+        """Every scale in the official data file, by name (corrections applied); {} when none is asked."""
+        return load_psychobench_scales(self.config.data_dir) if self._uses_official else {}
 
     @cached_property
     def all_scales(self) -> dict[str, Scale]:
-        """Every scale in the data file, by name (corrections applied)."""
-        return load_psychobench_scales(self.config.data_dir)
+        """Every scale this run can name: the official file's (if used) and the scale files', by name."""
+        official = self.official_scales
+        by_lower = {name.lower(): name for name in official}
+        for name, (_, record) in self.file_scales.items():
+            if name.lower() in by_lower:
+                raise ConfigError(
+                    f"{record.path}: scale {name!r} has the name of an official PsychoBench scale",
+                    "names identify scales in every table; rename yours (e.g. " + f"{name}-own)",
+                )
+        return {**official, **{name: scale for name, (scale, _) in self.file_scales.items()}}
 
     @cached_property
     def scales(self) -> list[Scale]:
-        """The scales this run administers, in the order asked (default: file order, scored only)."""
+        """The scales this run administers: those named (in order; ``all`` = every scored official scale),
+        then every scale of the scale files; with neither, every scored official scale."""
         available = self.all_scales
+        own = [scale for scale, _ in self.file_scales.values()]
+        scored_official = [s for s in self.official_scales.values() if not s.unscored]
         if self.options.scales is None:
-            return [s for s in available.values() if not s.unscored]
+            return own or scored_official
         by_lower = {name.lower(): scale for name, scale in available.items()}
         chosen: list[Scale] = []
         for name in self.options.scales:
+            if name.strip().lower() == "all":
+                chosen.extend(s for s in scored_official if s not in chosen)
+                continue
             scale = by_lower.get(name.strip().lower())
             scored = ", ".join(n for n, s in available.items() if not s.unscored)
             if scale is None:
@@ -90,9 +188,27 @@ class PsychoBenchTask(Task):
                 raise ConfigError(f"scale {scale.name!r} cannot be scored: {scale.unscored_reason}")
             if scale not in chosen:
                 chosen.append(scale)
+        chosen.extend(s for s in own if s not in chosen)
         if not chosen:
             raise ConfigError("option 'scales' is empty", "leave it out to run every scored scale")
         return chosen
+
+    def scale_source(self, name: str) -> ScaleFileRecord | None:
+        """The scale file a scale came from (None: the official data file)."""
+        found = self.file_scales.get(name)
+        return found[1] if found else None
+
+    def check_scale_files(self) -> None:
+        """Refuse a resume whose scale file changed on disk since the run recorded it (one line)."""
+        for file in self.options.scale_files:
+            path = Path(file.path)
+            if path.is_file():
+                now = hashlib.sha256(path.read_bytes()).hexdigest()
+                if now != file.sha256:
+                    raise ConfigError(
+                        f"{path} changed since this run started (sha256 {file.sha256[:12]}… now {now[:12]}…)",
+                        "restore the file to finish this run, or start a new run with the changed file",
+                    )
 
     @property
     def persona(self) -> Persona:
@@ -100,7 +216,16 @@ class PsychoBenchTask(Task):
         return resolve_persona(self.options.persona)
 
     # -- units -----------------------------------------------------------------------------------
+    def model_roles(self) -> set[str] | None:
+        return set() if self.options.imported else None
+
     def units(self) -> list[WorkUnit]:
+        if self.options.imported:
+            raise ConfigError(
+                f"this run was imported from {self.options.imported.get('file')!r}; there is no model to run",
+                "rebuild its report with `llmpsych report RUN_DIR`",
+            )
+        self.check_scale_files()  # units() starts every run and resume; analysis never calls it
         return [
             WorkUnit(f"{scale.name}-run{run:03d}", {"scale": scale.name, "run": run})
             for scale in self.scales
@@ -125,7 +250,7 @@ class PsychoBenchTask(Task):
             params=self._params(max_tokens=8 * min(size, len(order)) + 128),
             reask_template=DEFAULT_REASK_WORDING,
             system_prompt=system_prompt or "",
-            instructions=scale.instructions or "",
+            instructions=self._instructions(scale),
             chunk_size=self.options.chunk_size,
             max_reasks=self.options.max_reasks,
             sample=run,
@@ -143,7 +268,7 @@ class PsychoBenchTask(Task):
                     *head,
                     {
                         "role": "user",
-                        "content": f"{scale.instructions or ''}\n\n{item_block(scale, [i])}".strip(),
+                        "content": f"{self._instructions(scale)}\n\n{item_block(scale, [i])}".strip(),
                     },
                 ],
                 params,
@@ -165,6 +290,12 @@ class PsychoBenchTask(Task):
             "texts": [reply.text for reply in replies],
         }
 
+    def _instructions(self, scale: Scale) -> str:
+        """The scale's own instructions; ours for a scale file without any (official scales: as given)."""
+        if scale.instructions is not None or self.scale_source(scale.name) is None:
+            return scale.instructions or ""
+        return default_instructions(scale)
+
     def _params(self, *, max_tokens: int, **extra: Any) -> GenerationParams:
         base = self.config.params.model_dump()
         if base.get("max_tokens") is None:
@@ -176,3 +307,16 @@ class PsychoBenchTask(Task):
         from .analysis import analyze_run_dir
 
         return analyze_run_dir(self, run_dir)
+
+
+def default_instructions(scale: Scale) -> str:
+    """Our instructions for a scale file without its own: the range, any level labels, the answer form.
+
+    Official scales always carry theirs (``prompt``); a native file may leave ``instructions`` out.
+    """
+    labels = "; ".join(f"{level} = {text}" for level, text in sorted(scale.level_labels.items()))
+    return (
+        f"Rate each statement below with one whole number from {scale.response_min} to "
+        f"{scale.response_max}" + (f" ({labels})" if labels else "") + ". Reply with one line per "
+        "statement in the form 'number: score', for example '1: " + f"{scale.response_min}'."
+    )
