@@ -318,5 +318,5 @@ def default_instructions(scale: Scale) -> str:
     return (
         f"Rate each statement below with one whole number from {scale.response_min} to "
         f"{scale.response_max}" + (f" ({labels})" if labels else "") + ". Reply with one line per "
-        "statement in the form 'number: score', for example '1: " + f"{scale.response_min}'."
+        "statement in the form 'number: score' and nothing else."
     )
