@@ -400,6 +400,8 @@ HOSTILE_JSONL = {
     "boolean": ('{"run": true, "item": 1, "answer": 3}', "run must be a JSON whole number"),
     "not an object": ("[1, 1, 3]", "expected a JSON object, got list"),
     "broken JSON": ('{"run": 1,', "invalid JSON"),
+    "huge run": ('{"run": 10000000000000000, "item": 1, "answer": 3}', "run must be a JSON whole number"),
+    "unknown key": ('{"run": 1, "item": 1, "answer": 3, "rt_ms": 850}', "unknown column 'rt_ms'"),
 }
 
 

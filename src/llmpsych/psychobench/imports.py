@@ -36,6 +36,8 @@ from ..runs.store import STORE_FILE, RunStore, finish_unit_statements
 COLUMNS = ("scale", "run", "item", "answer", "position")
 #: An import holds at most this many rows (a million rows is 10,000 people x 100 items).
 MAX_ROWS = 1_000_000
+#: Largest answers file read (a million rows of ``SCALE,1000,100,5`` take about 20 MB).
+MAX_BYTES = 200_000_000
 #: Runs (respondents) per scale, the bound of ``--runs``.
 MAX_RUNS = 1000
 _FORMULA_START = ("=", "+", "@", "\t", "\r")
@@ -110,6 +112,9 @@ def read_answer_rows(path: Path, scales: dict[str, Scale]) -> list[AnswerRow]:
     """Every row of a CSV or JSON Lines answers file, each checked against its scale."""
     if not path.is_file():
         raise DataError(f"{path}: answers file not found")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise DataError(f"{path}: {size:,} bytes, more than an answers file may hold ({MAX_BYTES:,})")
     raw = path.read_bytes()
     try:
         text = raw.decode("utf-8-sig")
@@ -297,7 +302,8 @@ def _whole(value: Any, where: str, jsonl: bool) -> int | None:
     if value is None:
         return None
     if jsonl:
-        if isinstance(value, bool) or not isinstance(value, int):  # "3", 3.0 and NaN arrive as text
+        if isinstance(value, bool) or not isinstance(value, int) or abs(value) >= 10**15:
+            # "3", 3.0 and NaN arrive as text (numbers.loads_strict); 15 digits as in whole_number
             raise DataError(f"{where} must be a JSON whole number, got {str(value)[:40]!r}")
         return value
     if not value.strip():
