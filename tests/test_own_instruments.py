@@ -473,3 +473,33 @@ def test_scale_file_on_the_embedded_model(tmp_path: Path) -> None:
     answers = pd.read_csv(tmp_path / "run" / "answers.csv")
     assert answers["answer"].dropna().between(1, 5).all()
     assert "tiny.yaml" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_which_scales_run_with_scale_files(tmp_path: Path, seed_data: Path) -> None:
+    """Without `scales` only the files run (no data folder read); `all` adds every scored official scale."""
+    from llmpsych.psychobench.task import PsychoBenchTask
+    from llmpsych.runs import parse_run_config
+
+    scale_path = tidy_file(tmp_path, "yaml")
+    nowhere = tmp_path / "no-data-here"
+
+    def task(**options):
+        data = {
+            "task": "psychobench",
+            "data_dir": str(nowhere),
+            "options": {"scale_files": [str(scale_path)]},
+        }
+        data["options"] |= options
+        return PsychoBenchTask(parse_run_config(data))
+
+    only = task()
+    assert [s.name for s in only.scales] == ["TIDY"] and only.data_files() == [scale_path.resolve()]
+    assert [s.name for s in task(scales=["tidy"]).scales] == ["TIDY"]  # a file's scale, named: still no data
+    with pytest.raises(DataError):  # an official name needs the data folder, which is not there
+        task(scales=["BFI"])
+    config = {"task": "psychobench", "data_dir": str(seed_data)}
+    both = PsychoBenchTask(
+        parse_run_config({**config, "options": {"scales": ["all"], "scale_files": [str(scale_path)]}})
+    )
+    names = [s.name for s in both.scales]
+    assert len(names) == 14 and names[-1] == "TIDY" and "16P" not in names and "BFI" in names
