@@ -503,3 +503,34 @@ def test_which_scales_run_with_scale_files(tmp_path: Path, seed_data: Path) -> N
     )
     names = [s.name for s in both.scales]
     assert len(names) == 14 and names[-1] == "TIDY" and "16P" not in names and "BFI" in names
+
+
+def test_import_answers_to_an_official_scale(app, tmp_path: Path, seed_data: Path) -> None:
+    """People's BFI answers (all 3s, then all 5s before keying) tested against the data file's norms."""
+    source = tmp_path / "bfi.csv"
+    rows = ["scale,run,item,answer"] + [
+        f"bfi,{run},{i},{value}" for run, value in ((1, 3), (2, 5)) for i in range(1, 45)
+    ]
+    source.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["psychobench", "import-answers", str(source), "--scales", "BFI", "--data-dir", str(seed_data),
+         "--out", str(out), "--label", "two people"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    scores = pd.read_csv(out / "scores.csv").set_index(["run", "subscale"])["score"]
+    assert scores[(1, "Openness")] == 3.0
+    # run 2 answered 5 everywhere: a subscale's reverse-keyed items count 1, so its score lies below 5
+    assert 1 < scores[(2, "Extraversion")] < 5
+    comparisons = pd.read_csv(out / "comparisons.csv")
+    assert len(comparisons) == 5 and set(comparisons["model_n"]) == {2}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert str(source) in manifest["data"] and any(
+        p.endswith("questionnaires.json") for p in manifest["data"]
+    )
+    assert "BFI from PsychoBench's official questionnaires.json" in (out / "report.md").read_text()
+    missing = CliRunner().invoke(
+        app, ["psychobench", "import-answers", str(source), "--out", str(tmp_path / "x")]
+    )
+    assert missing.exit_code != 0 and "name the answers' scale" in str(missing.exception)
