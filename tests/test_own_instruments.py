@@ -534,3 +534,46 @@ def test_import_answers_to_an_official_scale(app, tmp_path: Path, seed_data: Pat
         app, ["psychobench", "import-answers", str(source), "--out", str(tmp_path / "x")]
     )
     assert missing.exit_code != 0 and "name the answers' scale" in str(missing.exception)
+
+
+def test_wide_people_file_imports_like_the_long_one(tmp_path: Path) -> None:
+    """One row per respondent, one column per item: the same tables as the long file of the same answers."""
+    scale_path = tidy_file(tmp_path, "yaml")
+    people = {3: [5, 1, 4, 4, 5, 2], 8: [2, 4, 1, 3, 3, 4], 9: [4, 2, 5, 5, "", 1]}
+    wide = tmp_path / "wide.csv"
+    wide.write_text(
+        "run,1,2,3,4,5,6\n" + "".join(f"{p},{','.join(map(str, v))}\n" for p, v in people.items()),
+        encoding="utf-8",
+    )
+    long = tmp_path / "long.csv"
+    long.write_text(
+        "run,item,answer\n"
+        + "".join(f"{p},{i},{a}\n" for p, v in people.items() for i, a in enumerate(v, start=1)),
+        encoding="utf-8",
+    )
+    import_answers(wide, tmp_path / "w", scale_files=[scale_path], label="people")
+    import_answers(long, tmp_path / "l", scale_files=[scale_path], label="people")
+    for name in TABLES:
+        pd.testing.assert_frame_equal(
+            pd.read_csv(tmp_path / "w" / f"{name}.csv"), pd.read_csv(tmp_path / "l" / f"{name}.csv")
+        )
+
+    # the same checks, each naming the row as a spreadsheet shows it
+    cases = {
+        "run,1,2,3,4,5,6\n1,5,1,4,4,5,9\n": "row 2: answer 9 to item 6 is outside",
+        "run,1,2,3,4,5,6\n1,5,1,4,4,5,2\n2,5,1,4.0,4,5,2\n": "row 3: answer to item 3 must be a whole number",
+        "run,1,2,3,4,5,7\n1,5,1,4,4,5,2\n": "row 2: scale 'TIDY' has no item '7'",
+        "run,1,2,3,4,5\n1,5,1,4,4,5\n": "row 2: scale 'TIDY' run 1 has no row for item 6",
+        "run,1,2,3,4,5,6\n1,5,1,4,4,5,2\n1,5,1,4,4,5,2\n": "row 3: scale 'TIDY' run 1 item 1 again (first in",
+        "run,1,2,3,4,5,6\n1,5,1,=4,4,5,2\n": "row 2: answer '=4' looks like a spreadsheet formula",
+        "run,1,1,2,3,4,5,6\n": "row 1: a wide file names each column once",
+        "respondent,1,2,3,4,5,6\n": "row 1: unknown column 'respondent'",
+    }
+    for number, (text, message) in enumerate(cases.items()):
+        source = tmp_path / f"bad{number}.csv"
+        source.write_text(text, encoding="utf-8")
+        with pytest.raises(DataError) as refused:
+            import_answers(source, tmp_path / f"bad{number}", scale_files=[scale_path])
+        assert str(refused.value).startswith(f"{source}, ") and message in str(refused.value), str(
+            refused.value
+        )

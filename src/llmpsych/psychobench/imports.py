@@ -3,12 +3,15 @@
 The answers file is long and tidy, like the ``answers.csv`` a run writes: one row per (scale, run, item)
 with the columns ``scale`` (optional when one scale is imported), ``run`` (a positive whole number: a
 run, a respondent), ``item``, ``answer`` and optionally ``position``. CSV or JSON Lines (``.jsonl``, one
-object per line with the same keys). Every cell is checked against the scale by the strict whole-number
-rule (``instruments/numbers.py``); nothing is coerced: ``3.0``, ``NaN``, ``99`` on a 1-5 scale, a
-formula (``=1+2``), an unknown item or scale, a duplicate row and a (scale, run) without a row for each
-of its items each stop the import with one line naming the file and the row (as a spreadsheet counts
-it, the header being row 1). An empty answer cell (JSON ``null``) is an item without a valid answer, as
-in a run's ``answers.csv``, so that file imports back unchanged.
+object per line with the same keys). A CSV may also be wide, as people's data often is: ``run``
+(and ``scale``), then one column per item number, one row per run or respondent.
+
+Every cell is checked against the scale by the strict whole-number rule (``instruments/numbers.py``);
+nothing is coerced: ``3.0``, ``NaN``, ``99`` on a 1-5 scale, a formula (``=1+2``), an unknown item or
+scale, a duplicate row and a (scale, run) without a row for each of its items each stop the import
+with one line naming the file and the row (as a spreadsheet counts it, the header being row 1). An
+empty answer cell (JSON ``null``) is an item without a valid answer, as in a run's ``answers.csv``, so
+that file imports back unchanged.
 
 The result is an ordinary run folder (``run.sqlite`` with the config, one done unit per (scale, run),
 ``manifest.json``) analysed by the PsychoBench analysis itself, so ``llmpsych report`` and
@@ -155,7 +158,7 @@ def build_results(path: Path, rows: list[AnswerRow], scales: dict[str, Scale]) -
             raise DataError(
                 f"{path}, row {members[0].row}: scale {name!r} run {run} has no row for item {absent[0]} "
                 f"({len(absent)} item(s) missing)",
-                "every item needs a row; leave its answer empty when there is no valid answer",
+                "every item needs a row (a column in a wide file); an empty answer means no valid answer",
             )
         with_position = [r for r in members if r.position is not None]
         if with_position and len(with_position) != len(members):
@@ -207,7 +210,11 @@ def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
         if header is None:
             raise DataError(f"{path}: empty file", f"the first row names the columns: {', '.join(COLUMNS)}")
         columns = [c.strip() for c in header]
-        _check_columns(path, columns)
+        items = wide_items(columns)
+        if items is None:
+            _check_columns(path, columns)
+        elif "run" not in columns or len(set(columns)) != len(columns):
+            raise DataError(f"{path}, row 1: a wide file names each column once and has a 'run' column")
         records = []
         for cells in reader:
             if not any(c.strip() for c in cells):
@@ -216,10 +223,24 @@ def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
                 raise DataError(
                     f"{path}, row {reader.line_num}: {len(cells)} cells, the header has {len(columns)}"
                 )
-            records.append((reader.line_num, dict(zip(columns, cells, strict=True))))
+            record = dict(zip(columns, cells, strict=True))
+            if items is None:
+                records.append((reader.line_num, record))
+                continue
+            ids = {key: record[key] for key in ("scale", "run") if key in record}
+            records += [(reader.line_num, {**ids, "item": item, "answer": record[item]}) for item in items]
     except csv.Error as exc:
         raise DataError(f"{path}, row {reader.line_num}: not valid CSV ({exc})") from None
     return records
+
+
+def wide_items(columns: list[str]) -> list[str] | None:
+    """The item columns of a wide file (``run`` [, ``scale``], then one column per item number, one row
+    per run or respondent); None for the long format."""
+    rest = [c for c in columns if c not in ("scale", "run")]
+    if not rest or "item" in columns or "answer" in columns:
+        return None
+    return rest if all(whole_number(c) is not None for c in rest) else None
 
 
 def _jsonl_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
