@@ -21,8 +21,19 @@ from .released_logs import (
     released_runs,
     score_released,
 )
-from .score_logs import GAME_KEYS, collect, score_runs, to_json
+from .score_logs import GAME_KEYS, Collected, collect, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, VERSIONS, RunSummary, ScoringVersion, score
+from .variant_logs import (
+    Cell,
+    VariantTable,
+    as_variant_runs,
+    build_tables,
+    cells_frame,
+    compare,
+    render,
+    scores_frame,
+    tables_markdown,
+)
 
 app = typer.Typer(
     help="GAMA-Bench games: scoring of official logs and of the released leaderboard.",
@@ -175,14 +186,25 @@ def score_logs_cmd(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="List every skipped file on stderr, not just counts.")
     ] = False,
+    thesis: Annotated[
+        bool,
+        typer.Option("--thesis", help="Compare the variant tables with the thesis's printed cells."),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Write variant_tables.md, variant_scores.csv and thesis_variants.csv here."
+        ),
+    ] = None,
 ) -> None:
-    """Score official GAMA-Bench logs as finished games: each model's game scores and overall.
+    """Score official GAMA-Bench logs as finished games: the leaderboard and the variant tables.
 
-    Only leaderboard runs count: [<model>_]<game>_v1_<run>.json with the default parameters.
+    Leaderboard runs: [<model>_]<game>_v1_<run>.json with the default parameters.
+
+    Variant logs (temperatures _t<i>, prompt versions v2-v5, _cot1/_role<i>, sweeps, jailbreak, El Farol
+    explicit, second-price auction) are scored and grouped by setting in the thesis's table layout.
 
     The model is the file-name prefix (gpt-3.5-turbo-0125 when there is none).
-
-    Other logs (prompt versions, temperatures, sweeps, CoT, El Farol explicit, ...) are skipped with a note.
 
     A malformed log is an error naming the file; --skip-malformed makes it a warning.
     """
@@ -203,11 +225,31 @@ def score_logs_cmd(
                 f"note: skipped {count} file(s), {escape(reason)} (e.g. {escape(str(example))}; "
                 "--verbose lists them)"
             )
-    if not found.runs:
+    for exc in found.unscored:
+        err.print(f"[yellow]warning:[/yellow] not scored: {escape(str(exc))}")
+    if not found.runs and not found.variants:
         raise LlmpsychError(
-            "no GAMA-Bench leaderboard runs found in " + ", ".join(str(p) for p in paths),
-            "expected [<model>_]<game>_v1_<run>.json logs with the default parameters",
+            "no GAMA-Bench logs found in " + ", ".join(str(p) for p in paths),
+            "expected [<model>_]<game>_v<k>[_<tag>].json logs",
         )
+    tables = build_tables([*as_variant_runs(found.runs), *found.variants])
+    compared = compare(tables)
+    if out is not None:
+        _write_variants(out, found, tables, compared)
+    for v in found.variants:
+        if v.above_range:
+            err.print(
+                f"note: {escape(str(v.path))}: {len(v.above_range)} answer(s) above the asked range kept "
+                f"({escape(v.above_range[0])})"
+            )
+    if found.variants:
+        err.print(f"note: {len(found.variants)} variant log(s) scored, grouped by setting")
+    if not found.runs:
+        if not as_json:
+            _print_variants(tables, compared, thesis)
+        else:
+            typer.echo(json.dumps({}))
+        return
     scores = score_runs(found.runs)
     for s in scores.values():
         if s.note:
@@ -242,6 +284,47 @@ def score_logs_cmd(
         f"mean ± sample SD over runs; {mode} scoring; "
         "overall = mean of the 8 games, SD over the per-run overall scores."
     )
+    _print_variants(tables, compared, thesis)
+
+
+def _print_variants(tables: list[VariantTable], cells: list[Cell], thesis: bool) -> None:
+    """The variant tables in the thesis's layout (multiple runs of the default protocol too when any other
+    table is shown), then with ``--thesis`` the comparison with the printed cells."""
+    console = Console()
+    shown = [t for t in tables if t.family != "runs" or t.mode != "default"]
+    if shown:
+        shown = tables
+    for t in shown:
+        rows = render(t)
+        table = Table(title=escape(t.title))
+        for i, head in enumerate(rows[0]):
+            table.add_column(
+                escape(head), justify="left" if i == 0 or t.family in {"sweep", "other"} else "right"
+            )
+        for row in rows[1:]:
+            table.add_row(*(escape(c) for c in row))
+        console.print(table)
+    if thesis:
+        found = [c for c in cells if c.recomputed is not None]
+        ok = sum(c.reproduced for c in cells)
+        typer.echo(
+            f"thesis variant tables: {ok} of {len(cells)} printed cells reproduced at the printed precision "
+            f"({len(cells) - len(found)} without a released log)"
+        )
+        for c in cells:
+            if not c.reproduced:
+                typer.echo(f"  {c.describe()}")
+
+
+def _write_variants(out: Path, found: Collected, tables: list[VariantTable], cells: list[Cell]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "variant_tables.md").write_text(
+        "# GAMA-Bench variant tables\n\n" + tables_markdown(tables), encoding="utf-8"
+    )
+    scores_frame([*as_variant_runs(found.runs), *found.variants]).to_csv(
+        out / "variant_scores.csv", index=False
+    )
+    cells_frame(cells).to_csv(out / "thesis_variants.csv", index=False)
 
 
 # -- presets and the leaderboard of live runs --------------------------------------------------------------

@@ -4,16 +4,17 @@ Each ``.json`` log is one finished game played by ten agents. Files and folders 
 are collected, each log is read with :mod:`llmpsych.games.released_logs` (the game is detected from its
 round records) and scored with :func:`llmpsych.games.scoring.score`, the scorer of the live games.
 
-Which files count. Only leaderboard runs do (thesis §6.4: five ``v1`` runs per model and game with the
-default parameters): a file named ``[<model>_]<game>_v1_<run>.json`` whose ``meta`` holds the default
-parameters of its game (10 players; El Farol in the implicit mode; the first-price auction; ...). Other
-logs the authors released with the same format (prompt versions ``v2``-``v5``, temperatures ``_t<i>``,
-generalisation sweeps ``_r<i>``/``_g<i>``/..., ``_cot1``, ``_role<i>``, jailbreaks, the explicit El Farol
-and second-price auction) are skipped with a note, as are ``.json`` files whose name does not follow the
-convention. A log that cannot be read or lacks a field its scorer needs is an error naming the file.
-A value outside its game's rules (see :mod:`llmpsych.games.released_logs`) is an error naming the file,
-the round and the player; answers above the asked bound that the reference game accepted are kept and
-counted per model and game (``above_range`` in the JSON, a note on stderr).
+Which files count. Leaderboard runs (thesis §6.4: five ``v1`` runs per model and game with the
+default parameters) are files named ``[<model>_]<game>_v1_<run>.json`` whose ``meta`` holds the default
+parameters of its game (10 players; El Farol in the implicit mode; the first-price auction; ...). The
+other logs the authors released in the same format (prompt versions ``v2``-``v5``, temperatures
+``_t<i>``, generalisation sweeps ``_r<i>``/``_g<i>``/..., ``_cot1``, ``_role<i>``, jailbreaks, the
+explicit El Farol and second-price auction) are variant logs: each is read and scored the same way and
+grouped by its setting (:mod:`llmpsych.games.variant_logs`). ``.json`` files whose name does not follow
+the convention are skipped with a note. A log that cannot be read or lacks a field its scorer needs is an
+error naming the file. A value outside its game's rules (see :mod:`llmpsych.games.released_logs`) is an
+error naming the file, the round and the player; answers above the asked bound that the reference game
+accepted are kept and counted per model and game (``above_range`` in the JSON, a note on stderr).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .scoring import (
     score,
     summarize,
 )
+from .variant_logs import Setting, VariantRun, classify
 
 #: The output key of each game (``scoring.GAMES`` order).
 GAME_KEYS: dict[str, str] = {
@@ -79,13 +81,6 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "battle_royale": {"base_hit_rate": 35, "interval": 5},
     "pirate_game": {"gold": 100},
 }
-_TAG_KINDS = (
-    (re.compile(r"t\d+"), "temperature run"),
-    (re.compile(r"(r|g|p|vr|h)\d+"), "generalisation sweep"),
-    (re.compile(r"cot\d+"), "chain-of-thought run"),
-    (re.compile(r"role\d+"), "persona run"),
-    (re.compile(r"jailbreak\d*"), "jailbreak run"),
-)
 
 
 @dataclass(frozen=True)
@@ -103,10 +98,14 @@ class LogRun:
 
 @dataclass
 class Collected:
-    """The leaderboard runs found, the skipped files with their reasons, and unreadable files (with
-    ``skip_malformed``)."""
+    """The leaderboard runs found, the variant logs (every other released setting), the skipped files
+    with their reasons, unreadable files (with ``skip_malformed``), and variant logs the scorer refuses
+    (valid logs the chosen formula cannot score, e.g. Guess 2/3 with MIN > 0 under the published
+    formula: the released ``guessing_game_v1_m4``/``m6``; ``--corrected`` scores them)."""
 
     runs: list[LogRun] = field(default_factory=list)
+    variants: list[VariantRun] = field(default_factory=list)
+    unscored: list[DataError] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
     malformed: list[DataError] = field(default_factory=list)
 
@@ -177,13 +176,6 @@ def _variant(game: str, meta: Mapping[str, Any], path: Path) -> str | None:
     return "non-default parameters " + ", ".join(differing)
 
 
-def _tag_kind(tag: str | None) -> str:
-    for pattern, kind in _TAG_KINDS:
-        if tag is not None and pattern.fullmatch(tag):
-            return kind
-    return f"variant run '{tag}'" if tag else "no run number"
-
-
 def collect(
     paths: Iterable[Path],
     *,
@@ -191,12 +183,14 @@ def collect(
     compat: bool = True,
     skip_malformed: bool = False,
 ) -> Collected:
-    """Read and score (:func:`scoring.score`) the leaderboard runs among the given files and folders.
+    """Read and score (:func:`scoring.score`) the leaderboard runs and variant logs among the given files
+    and folders.
 
     Files whose name does not follow ``[<model>_]<game>_v<k>[_<tag>].json`` are skipped unread; the
     others are read (a malformed one raises a one-line DataError naming it, or with ``skip_malformed``
-    is recorded and skipped), and kept when they are ``v1_<run>`` files with the default parameters.
-    A leaderboard log the scorer rejects counts as malformed. Two files for the same model, game and run
+    is recorded and skipped); ``v1_<run>`` files with the default parameters are leaderboard runs, the
+    others variant logs grouped by setting. A leaderboard log the scorer rejects counts as malformed; a
+    variant log it rejects is recorded in ``unscored``. Two files for the same model, game and run
     are an error.
     """
     out = Collected()
@@ -220,30 +214,32 @@ def collect(
             out.malformed.append(exc)
             continue
         tag = match["tag"]
-        if match["version"] != "v1":
-            reason = f"prompt version {match['version']}"
-        elif tag is None or not tag.isdigit():
-            reason = _tag_kind(tag)
-        else:
-            reason = _variant(game, data.get("meta") or {}, path)
-        if reason is not None:
-            out.skipped.append((path, f"not a leaderboard run: {reason}"))
-            continue
+        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
         model = match["model"] or DEFAULT_MODEL
+        setting = classify(game, match["version"], tag, meta, path)
+        leaderboard = setting.family == "runs" and _variant(game, meta, path) is None
+        try:
+            value = score(log, version=version, compat=compat)
+        except ValueError as exc:
+            error = DataError(f"GAMA-Bench log {path} cannot be scored: {exc}")
+            if not leaderboard:  # a valid log the chosen formula cannot score: counted, not fatal
+                out.unscored.append(error)
+                continue
+            if not skip_malformed:
+                raise error from None
+            out.malformed.append(error)
+            continue
+        if not leaderboard:
+            if setting.family == "runs" and setting.mode == "default":
+                setting = Setting("other", f"{_variant(game, meta, path)}, run {tag}", 1e6)
+            out.variants.append(VariantRun(model, game, setting, path, value, tuple(above_range(log))))
+            continue
         key = (model, game, int(tag))
         if key in owners:
             raise DataError(
                 f"two logs for {model} {game} run {int(tag)}: {owners[key]} and {path}",
                 "give each run once",
             )
-        try:
-            value = score(log, version=version, compat=compat)
-        except ValueError as exc:
-            error = DataError(f"GAMA-Bench log {path} cannot be scored: {exc}")
-            if not skip_malformed:
-                raise error from None
-            out.malformed.append(error)
-            continue
         owners[key] = path
         out.runs.append(LogRun(model, game, int(tag), path, log, value, above_range=tuple(above_range(log))))
     return out
