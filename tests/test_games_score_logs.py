@@ -6,6 +6,7 @@ library against (kept once, in ``llmpsych.games.released_logs``).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -86,10 +87,11 @@ def test_folder_reproduces_the_thesis_leaderboard(folder_result, seed_data: Path
     assert max(deviations.values()) <= 0.05 + 1e-6  # in fact every cell matches to the printed digit
 
 
-def test_folder_skips_the_non_leaderboard_logs_with_notes(folder_result) -> None:
+def test_folder_scores_the_explicit_and_second_price_logs_as_variants(folder_result) -> None:
+    """The 40 El Farol explicit / second-price logs are no longer skipped: they are variant logs."""
     err = folder_result.stderr
-    assert "skipped 20 file(s), not a leaderboard run: El Farol explicit mode" in err
-    assert "skipped 20 file(s), not a leaderboard run: second-price auction" in err
+    assert "skipped" not in err
+    assert "note: 40 variant log(s) scored, grouped by setting" in err
 
 
 def test_single_file(raw_results: Path) -> None:
@@ -139,7 +141,7 @@ def test_malformed_file_is_one_error_line_naming_it(raw_results: Path, tmp_path:
     assert json.loads(result.stdout)[DEFAULT_MODEL]["divide_dollar"]["runs"] == 1
 
 
-def test_variant_and_unnamed_logs_are_skipped(raw_results: Path, tmp_path: Path) -> None:
+def test_variant_logs_are_scored_apart_and_unnamed_logs_skipped(raw_results: Path, tmp_path: Path) -> None:
     src = "guessing_game/guessing_game_v1_1.json"
     _copy(raw_results, src, tmp_path / "guessing_game_v1_1.json")
     _copy(raw_results, src, tmp_path / "guessing_game_v1_t0.json")
@@ -149,14 +151,20 @@ def test_variant_and_unnamed_logs_are_skipped(raw_results: Path, tmp_path: Path)
     data = json.loads(sweep.read_text())
     data["meta"]["ratio"] = 0.5
     sweep.write_text(json.dumps(data))
-    result = cli("gamabench", "score-logs", tmp_path, "--json", "--verbose")
+    out = tmp_path / "out"
+    result = cli("gamabench", "score-logs", tmp_path, "--json", "--verbose", "--out", out)
     assert result.returncode == 0, result.stderr
+    # only run 1 is a leaderboard run; the three others are variant logs, not leaderboard runs
     assert json.loads(result.stdout)[DEFAULT_MODEL]["guess_2_3"]["runs"] == 1
     err = result.stderr
-    assert "guessing_game_v1_t0.json: not a leaderboard run: temperature run" in err
-    assert "guessing_game_v2_1.json: not a leaderboard run: prompt version v2" in err
-    assert "guessing_game_v1_2.json: not a leaderboard run: non-default parameters ratio=0.5" in err
     assert "notes.json: file name is not" in err
+    assert "note: 3 variant log(s) scored, grouped by setting" in err
+    with (out / "variant_scores.csv").open(newline="") as f:
+        settings = {(r["family"], r["mode"], r["game"], r["setting"]) for r in csv.DictReader(f)}
+    assert ("temperature", "default", "guessing_game", "0.0") in settings
+    assert ("other", "default", "guessing_game", "v2_1") in settings
+    assert ("other", "default", "guessing_game", "non-default parameters ratio=0.5, run 2") in settings
+    assert ("runs", "default", "guessing_game", "T1") in settings
 
 
 def test_table_arxiv_scoring_and_aliases(raw_results: Path, seed_data: Path) -> None:
