@@ -246,7 +246,7 @@ def score_logs_cmd(
         err.print(f"note: {len(found.variants)} variant log(s) scored, grouped by setting")
     if not found.runs:
         if not as_json:
-            _print_variants(tables, compared, thesis)
+            _print_variants(tables, compared, thesis, verbose)
         else:
             typer.echo(json.dumps({}))
         return
@@ -284,10 +284,12 @@ def score_logs_cmd(
         f"mean ± sample SD over runs; {mode} scoring; "
         "overall = mean of the 8 games, SD over the per-run overall scores."
     )
-    _print_variants(tables, compared, thesis)
+    _print_variants(tables, compared, thesis, verbose)
 
 
-def _print_variants(tables: list[VariantTable], cells: list[Cell], thesis: bool) -> None:
+def _print_variants(
+    tables: list[VariantTable], cells: list[Cell], thesis: bool, verbose: bool = False
+) -> None:
     """The variant tables in the thesis's layout (multiple runs of the default protocol too when any other
     table is shown), then with ``--thesis`` the comparison with the printed cells."""
     console = Console()
@@ -305,15 +307,21 @@ def _print_variants(tables: list[VariantTable], cells: list[Cell], thesis: bool)
             table.add_row(*(escape(c) for c in row))
         console.print(table)
     if thesis:
-        found = [c for c in cells if c.recomputed is not None]
+        missing = [c for c in cells if c.recomputed is None]
         ok = sum(c.reproduced for c in cells)
         typer.echo(
             f"thesis variant tables: {ok} of {len(cells)} printed cells reproduced at the printed precision "
-            f"({len(cells) - len(found)} without a released log)"
+            f"({len(missing)} without a released log)"
         )
         for c in cells:
-            if not c.reproduced:
+            if c.recomputed is not None and not c.reproduced:
                 typer.echo(f"  {c.describe()}")
+        if len(missing) <= 20 or verbose:
+            for c in missing:
+                typer.echo(f"  {c.describe()}")
+        else:
+            tables = ", ".join(dict.fromkeys(c.table for c in missing))
+            typer.echo(f"  no released log for {len(missing)} cells of {tables} (--verbose lists them)")
 
 
 def _write_variants(out: Path, found: Collected, tables: list[VariantTable], cells: list[Cell]) -> None:
