@@ -148,6 +148,8 @@ def test_mode_from_the_folder_of_older_logs() -> None:
         ("sealed_bid_auction", {"valuation_min": 0, "valuation_max": 400}, "(0,400]"),
         ("battle_royale", {"base_hit_rate": 51, "interval": 1}, "[51,60]"),
         ("battle_royale", {"base_hit_rate": "x"}, "[?]"),
+        ("sealed_bid_auction", {"valuation_max": "[red]x[/red]" * 1000}, "(0,?]"),  # no text from a log
+        ("divide_dollar", {"golds": True}, "G=?"),
         ("pirate_game", {"gold": 4}, "G=4"),
     ],
 )  # fmt: skip
@@ -236,6 +238,16 @@ def test_a_variant_log_is_validated_like_a_leaderboard_log(raw_results: Path, tm
         "0.4",
         "1",
     )
+
+
+def test_two_logs_of_one_setting_are_an_error(raw_results: Path, tmp_path: Path) -> None:
+    source = raw_results / "bar_game_explicit" / "mixtral-8x7b_bar_game_explicit_v1_3.json"
+    for sub in ("a", "b"):
+        (tmp_path / sub).mkdir()
+        shutil.copy(source, tmp_path / sub / source.name)
+    result = cli("gamabench", "score-logs", tmp_path)
+    assert result.returncode != 0
+    assert "two logs for mixtral-8x7b bar_game runs T3 (explicit)" in result.stderr
 
 
 # -- the authors' full log folder ------------------------------------------------------------------------

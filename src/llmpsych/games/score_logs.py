@@ -190,11 +190,12 @@ def collect(
     others are read (a malformed one raises a one-line DataError naming it, or with ``skip_malformed``
     is recorded and skipped); ``v1_<run>`` files with the default parameters are leaderboard runs, the
     others variant logs grouped by setting. A leaderboard log the scorer rejects counts as malformed; a
-    variant log it rejects is recorded in ``unscored``. Two files for the same model, game and run
-    are an error.
+    variant log it rejects is recorded in ``unscored``. Two files for the same model, game and run, or
+    the same model, game and variant setting, are an error.
     """
     out = Collected()
     owners: dict[tuple[str, str, int], Path] = {}
+    variant_owners: dict[tuple[str, ...], Path] = {}
     for path in find_files(paths):
         match = _NAME.match(path.name)
         if match is None:
@@ -232,6 +233,14 @@ def collect(
         if not leaderboard:
             if setting.family == "runs" and setting.mode == "default":
                 setting = Setting("other", f"{_variant(game, meta, path)}, run {tag}", 1e6)
+            where = (model, game, setting.family, setting.mode, setting.column)
+            if where in variant_owners:
+                raise DataError(
+                    f"two logs for {model} {game} {setting.family} {setting.column} ({setting.mode}): "
+                    f"{variant_owners[where]} and {path}",
+                    "give each setting once",
+                )
+            variant_owners[where] = path
             out.variants.append(VariantRun(model, game, setting, path, value, tuple(above_range(log))))
             continue
         key = (model, game, int(tag))

@@ -35,7 +35,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .score_logs import LogRun
 
 from .published_variants import JAILBREAK, JAILBREAK_LINE, PUBLISHED_VARIANTS, SETTINGS, decimals
 from .scoring import GAME_TITLES, GAMES
@@ -75,11 +80,17 @@ class Setting:
 
 
 def _num(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
+    """A finite JSON number, else None (text such as ``"NaN"`` included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
+    number = float(value)
     return number if math.isfinite(number) else None
+
+
+def _g(meta: Mapping[str, Any], key: str) -> str:
+    """A numeric meta value as text (``400``, ``0.5``); ``?`` for anything else: no label carries text."""
+    number = _num(meta.get(key))
+    return "?" if number is None else f"{number:g}"
 
 
 def sweep_label(game: str, meta: Mapping[str, Any]) -> str:
@@ -91,21 +102,22 @@ def sweep_label(game: str, meta: Mapping[str, Any]) -> str:
         r = _num(meta.get("ratio"))
         return "R=?" if r is None else f"R={round(r * 100)}%"
     if game == "divide_dollar":
-        return f"G={meta.get('golds', '?')}"
+        return f"G={_g(meta, 'golds')}"
     if game == "public_goods":
         r = _num(meta.get("ratio"))
         return "R=?" if r is None else f"R={r:.1f}"
     if game == "diner_dilemma":
         keys = ("cheap_cost", "cheap_utility", "exp_cost", "exp_utility")
-        return "(" + ",".join(str(meta.get(k, "?")) for k in keys) + ")"
+        return "(" + ",".join(_g(meta, k) for k in keys) + ")"
     if game == "sealed_bid_auction":
-        return f"({meta.get('valuation_min', 0)},{meta.get('valuation_max', '?')}]"
+        low = _g(meta, "valuation_min") if "valuation_min" in meta else "0"
+        return f"({low},{_g(meta, 'valuation_max')}]"
     if game == "battle_royale":
         base, step = _num(meta.get("base_hit_rate")), _num(meta.get("interval"))
         if base is None or step is None:
             return "[?]"
         return f"[{base:g},{base + 9 * step:g}]"
-    return f"G={meta.get('gold', '?')}"
+    return f"G={_g(meta, 'gold')}"
 
 
 def mode_of(game: str, meta: Mapping[str, Any], path: Path) -> str:
@@ -366,7 +378,7 @@ def compare(tables: Sequence[VariantTable]) -> list[Cell]:
 
 
 # -- outputs -------------------------------------------------------------------------------------------
-def as_variant_runs(runs: Iterable[Any]) -> list[VariantRun]:
+def as_variant_runs(runs: Iterable[LogRun]) -> list[VariantRun]:
     """Leaderboard runs (``score_logs.LogRun``) as the "multiple runs" family of the default mode."""
     return [
         VariantRun(r.model, r.game, Setting("runs", f"T{r.run}", r.run), r.path, r.score, r.above_range)
@@ -374,7 +386,7 @@ def as_variant_runs(runs: Iterable[Any]) -> list[VariantRun]:
     ]
 
 
-def scores_frame(runs: Iterable[VariantRun]) -> Any:
+def scores_frame(runs: Iterable[VariantRun]) -> pd.DataFrame:
     """One row per scored variant log (tidy: model, family, mode, game, setting, score, file)."""
     import pandas as pd
 
@@ -397,7 +409,7 @@ def scores_frame(runs: Iterable[VariantRun]) -> Any:
     )
 
 
-def cells_frame(cells: Iterable[Cell]) -> Any:
+def cells_frame(cells: Iterable[Cell]) -> pd.DataFrame:
     """The thesis comparison, one row per printed cell."""
     import pandas as pd
 
