@@ -108,8 +108,8 @@ def test_published_rows_are_the_seed_lines() -> None:
         ("pirate_game", "v3", "2", {}, Setting("other", "v3_2", 1e6)),
         ("diner_dilemma", "v1", "cot1", {}, Setting("reasoning", "CoT", 1)),
         ("diner_dilemma", "v1", "role2", {}, Setting("reasoning", "Selfish", 3)),
-        ("diner_dilemma", "v1", "jailbreak3", {}, Setting("jailbreak", "run 3", 13)),
-        ("bar_game", "v1", "jailbreak3_v2", {}, Setting("jailbreak", "run 3 (v2)", 23)),
+        ("diner_dilemma", "v1", "jailbreak3", {}, Setting("jailbreak", "J3", 13)),
+        ("bar_game", "v1", "jailbreak3_v2", {}, Setting("jailbreak", "J3 v2", 23)),
         ("guessing_game", "v1", "r1", {"ratio": 1 / 6}, Setting("sweep", "R=1/6", 1)),
         ("divide_dollar", "v1", "g1", {"golds": 50}, Setting("sweep", "G=50", 1)),
         ("divide_dollar", "v1", "r1", {"golds": 50}, Setting("other", "r1", 1e6)),  # not its sweep tag
@@ -319,6 +319,10 @@ def test_full_logs_through_the_command(full_logs: Path, tmp_path: Path) -> None:
     # Table 6.4's Guess row and Overall, as the thesis prints them (000:2885, 2893)
     assert "| Guess 2/3 of the Average | 48.0 | 50.0 | 49.8 | 54.7 | 61.7 | 65.4 | 54.9 ± 7.1 |" in md
     assert "| Overall | 38.1 | 36.7 | 41.9 | 39.9 | 43.2 | 45.9 | 41.0 ± 3.4 |" in md
+    # §6.6.2's Diner figures, and the unpublished El Farol ones (second batch: the spec's 60.3 ± 12.5)
+    assert "| Diner's Dilemma | 7.5 | 13.5 | 2.0 | 6.5 | 8.0 | - | - | - | - | - | 7.5 ± 4.1 | - |" in md
+    bar = "| El Farol Bar | 63.3 | 54.2 | 73.3 | 54.2 | 66.7 | 66.7 | 77.5 | 45.0 | 59.2 | 53.3 |"
+    assert bar + " 62.3 ± 8.3 | 60.3 ± 12.5 |" in md
     # one game only: the same cells, the others of that table are "no log"
     one = tmp_path / "one"
     shutil.copytree(full_logs / "pirate_game", one)

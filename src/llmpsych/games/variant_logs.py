@@ -13,7 +13,7 @@ none, ``v1`` ... ``v5``    prompt version V1-V5                               Ta
 ``cot1``, ``role1-3``      CoT; cooperative, selfish, mathematician persona   Table 6.6 (with V1 default)
 ``r``/``g``/``p``/``vr``/  the game's generalisability sweep, value i          Tables 6.7/6.13/6.17/6.21
 ``h`` + i
-``jailbreak<n>[_v2]``      CipherChat run n (a second batch: ``_v2``)          §6.6.2 (000:2581)
+``jailbreak<n>[_v2]``      CipherChat run n, J1-J5 (a second batch: ``_v2``)   §6.6.2 (000:2581)
 =========================  ==================================================  ==========================
 
 The El Farol mode (``bar_game_explicit``) and the auction's price rule (``second_price``) are a second
@@ -74,7 +74,7 @@ class Setting:
     """Where a log belongs: its family, the column within it, and the game's mode."""
 
     family: str  # runs, temperature, version, reasoning, sweep, jailbreak, other
-    column: str  # "T1", "0.2", "V3", "CoT", "R=1/6", "run 2 (v2)", ...
+    column: str  # "T1", "0.2", "V3", "CoT", "R=1/6", "J2 v2", ...
     order: float  # column order within the family
     mode: str = "default"  # default, explicit (El Farol), second-price (auction)
 
@@ -153,8 +153,8 @@ def classify(game: str, version: str, tag: str | None, meta: Mapping[str, Any], 
     if tag in PERSONAS:
         return Setting("reasoning", PERSONAS[tag], 1 + int(tag[-1]), mode)
     if m := re.fullmatch(r"jailbreak(\d+)(?:_v(\d+))?", tag):
-        batch = f" (v{m[2]})" if m[2] else ""
-        return Setting("jailbreak", f"run {int(m[1])}{batch}", int(m[1]) + 10 * int(m[2] or 1), mode)
+        batch = f" v{m[2]}" if m[2] else ""
+        return Setting("jailbreak", f"J{int(m[1])}{batch}", int(m[1]) + 10 * int(m[2] or 1), mode)
     if (m := re.fullmatch(r"([a-z]+)(\d+)", tag)) and m[1] == SWEEP_TAGS[game]:
         return Setting("sweep", sweep_label(game, meta), int(m[2]), mode)
     return Setting("other", tag, 1e6, mode)
@@ -271,7 +271,20 @@ def render(table: VariantTable) -> list[list[str]]:
                 avg, sd = table.spread(table.cells[g])
                 rows.append([GAME_TITLES[g], "Avg ± Std", pm(avg, sd)])
         return rows
-    spread = table.family not in {"reasoning", "jailbreak"}
+    if table.family == "jailbreak":  # mean ± SD per batch of runs, as §6.6.2 prints them
+        batches = sorted({c.partition(" ")[2] for c in table.columns})
+        heads = [f"Avg ± Std {b}".strip() for b in batches]
+        rows = [["game", *table.columns, *heads]]
+        for g in GAMES:
+            if g in table.cells:
+                values = table.cells[g]
+                row = [GAME_TITLES[g], *(f(values.get(c)) for c in table.columns)]
+                for b in batches:
+                    xs = [v for c, v in values.items() if c.partition(" ")[2] == b]
+                    row.append(pm(math.fsum(xs) / len(xs), _sd(xs)) if xs else "-")
+                rows.append(row)
+        return rows
+    spread = table.family != "reasoning"
     rows = [["game", *table.columns, *(["Avg ± Std"] if spread else [])]]
     for g in GAMES:
         if g not in table.cells:
@@ -363,7 +376,7 @@ def compare(tables: Sequence[VariantTable]) -> list[Cell]:
     jail, runs = _find(tables, "gpt-4o", "jailbreak"), _find(tables, "gpt-4o", "runs")
     for game, _, (m0, s0), (m1, s1) in JAILBREAK:
         before = list((runs.cells.get(game, {}) if runs else {}).values())
-        after = [v for c, v in (jail.cells.get(game, {}) if jail else {}).items() if "(v" not in c]
+        after = [v for c, v in (jail.cells.get(game, {}) if jail else {}).items() if " " not in c]
         for column, xs, printed in (
             ("w/o jailbreak Avg", before, m0),
             ("w/o jailbreak Std", before, s0),
