@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -91,7 +92,8 @@ def test_folder_scores_the_explicit_and_second_price_logs_as_variants(folder_res
     """The 40 El Farol explicit / second-price logs are no longer skipped: they are variant logs."""
     err = folder_result.stderr
     assert "skipped" not in err
-    assert "note: 40 variant log(s) scored, grouped by setting" in err
+    scored = re.search(r"note: (\d+) variant log\(s\) scored, grouped by setting", err)
+    assert scored and int(scored[1]) >= 40, err  # 40 in the seed data, 925 in the authors' full folder
 
 
 def test_single_file(raw_results: Path) -> None:

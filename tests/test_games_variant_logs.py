@@ -23,7 +23,7 @@ import pytest
 
 from llmpsych.games.published_variants import PUBLISHED_VARIANTS
 from llmpsych.games.released_logs import read_log
-from llmpsych.games.score_logs import collect
+from llmpsych.games.score_logs import _NAME, collect
 from llmpsych.games.scoring import GAMES, score
 from llmpsych.games.variant_logs import (
     Setting,
@@ -67,8 +67,8 @@ def full_logs(raw_results: Path) -> Path:
     )
 
 
-def _cells(folder: Path):  # type: ignore[no-untyped-def]
-    found = collect([folder])
+def _cells(paths: Path | list[Path]):  # type: ignore[no-untyped-def]
+    found = collect(paths if isinstance(paths, list) else [paths])
     return found, compare(build_tables([*as_variant_runs(found.runs), *found.variants]))
 
 
@@ -158,11 +158,30 @@ def test_sweep_label_is_read_from_meta(game: str, meta: dict[str, object], label
 
 
 # -- on the seed data (leaderboard, El Farol explicit and second-price logs) -----------------------------
+def _numbered_runs(raw_results: Path) -> list[Path]:
+    """The 280 logs the seed data has from the start (``*_v1_<n>.json``: six models' leaderboard runs, four
+    models' El Farol explicit and second-price runs), so these tests say the same whether or not the
+    variant logs were added to it."""
+    four = {"gemini-1.5-pro", "gpt-3.5-turbo-1106", "llama-3.1-70b", "mixtral-8x7b"}
+    six = four | {None, "gpt-4o"}
+    out = []
+    for path in raw_results.rglob("*.json"):
+        m = _NAME.match(path.name)
+        if m is None or not (m["tag"] or "").isdigit() or m["version"] != "v1":
+            continue
+        variant = path.parent.name in {"bar_game_explicit", "second_price"}
+        if m["model"] in (four if variant else six):
+            out.append(path)
+    return sorted(out)
+
+
 def test_explicit_and_second_price_logs_are_scored_as_their_own_tables(
     raw_results: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    result = cli("gamabench", "score-logs", raw_results, "--out", out)
+    files = _numbered_runs(raw_results)
+    assert len(files) == 280
+    result = cli("gamabench", "score-logs", *files, "--out", out)
     assert result.returncode == 0, result.stderr
     assert "gemini-1.5-pro: multiple runs, El Farol explicit" in result.stdout
     assert "mixtral-8x7b: multiple runs, second-price auction" in result.stdout
@@ -184,7 +203,7 @@ def test_explicit_and_second_price_logs_are_scored_as_their_own_tables(
 
 def test_seed_data_reproduces_the_multiple_runs_tables(raw_results: Path) -> None:
     """Tables 6.3/6.10/6.14/6.18 and the jailbreak's "w/o" column come from the leaderboard logs."""
-    _, cells = _cells(raw_results)
+    _, cells = _cells(_numbered_runs(raw_results))
     assert len(cells) == 1039
     have = [c for c in cells if c.recomputed is not None]
     assert len(have) == 4 * 63 + 4
