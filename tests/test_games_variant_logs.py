@@ -223,6 +223,10 @@ def test_variant_logs_alone_are_scored_not_refused(raw_results: Path, tmp_path: 
     assert "thesis variant tables: 0 of 1039 printed cells reproduced" in result.stdout
     assert json.loads(cli("gamabench", "score-logs", folder, "--json").stdout) == {}
     assert cli("gamabench", "score-logs", tmp_path).returncode != 0  # nothing at all is still an error
+    (tmp_path / "a-file").write_text("keep me")
+    on_file = cli("gamabench", "score-logs", folder, "--out", tmp_path / "a-file")
+    assert on_file.returncode != 0 and "is a file; give a folder" in on_file.stderr
+    assert (tmp_path / "a-file").read_text() == "keep me"
 
 
 def test_a_variant_log_is_validated_like_a_leaderboard_log(raw_results: Path, tmp_path: Path) -> None:

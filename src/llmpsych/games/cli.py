@@ -21,18 +21,16 @@ from .released_logs import (
     released_runs,
     score_released,
 )
-from .score_logs import GAME_KEYS, Collected, collect, score_runs, to_json
+from .score_logs import GAME_KEYS, collect, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, VERSIONS, RunSummary, ScoringVersion, score
 from .variant_logs import (
-    Cell,
     VariantTable,
     as_variant_runs,
     build_tables,
-    cells_frame,
     compare,
+    comparison_lines,
     render,
-    scores_frame,
-    tables_markdown,
+    write_outputs,
 )
 
 app = typer.Typer(
@@ -232,10 +230,14 @@ def score_logs_cmd(
             "no GAMA-Bench logs found in " + ", ".join(str(p) for p in paths),
             "expected [<model>_]<game>_v<k>[_<tag>].json logs",
         )
-    tables = build_tables([*as_variant_runs(found.runs), *found.variants])
+    if out is not None and out.exists() and not out.is_dir():
+        raise LlmpsychError(f"--out {out} is a file; give a folder for the variant tables")
+    every = [*as_variant_runs(found.runs), *found.variants]
+    tables = build_tables(every)
     compared = compare(tables)
+    lines = comparison_lines(compared, verbose) if thesis else []
     if out is not None:
-        _write_variants(out, found, tables, compared)
+        write_outputs(out, every, tables, compared)
     for v in found.variants:
         if v.above_range:
             err.print(
@@ -246,7 +248,7 @@ def score_logs_cmd(
         err.print(f"note: {len(found.variants)} variant log(s) scored, grouped by setting")
     if not found.runs:
         if not as_json:
-            _print_variants(tables, compared, thesis, verbose)
+            _print_variants(tables, lines)
         else:
             typer.echo(json.dumps({}))
         return
@@ -284,55 +286,25 @@ def score_logs_cmd(
         f"mean ± sample SD over runs; {mode} scoring; "
         "overall = mean of the 8 games, SD over the per-run overall scores."
     )
-    _print_variants(tables, compared, thesis, verbose)
+    _print_variants(tables, lines)
 
 
-def _print_variants(
-    tables: list[VariantTable], cells: list[Cell], thesis: bool, verbose: bool = False
-) -> None:
-    """The variant tables in the thesis's layout (multiple runs of the default protocol too when any other
-    table is shown), then with ``--thesis`` the comparison with the printed cells."""
+def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:
+    """The variant tables in the thesis's layout (with the default protocol's multiple runs when any other
+    table is shown), then the comparison lines of ``--thesis``."""
     console = Console()
-    shown = [t for t in tables if t.family != "runs" or t.mode != "default"]
-    if shown:
-        shown = tables
-    for t in shown:
-        rows = render(t)
-        table = Table(title=escape(t.title))
-        for i, head in enumerate(rows[0]):
-            table.add_column(
-                escape(head), justify="left" if i == 0 or t.family in {"sweep", "other"} else "right"
-            )
-        for row in rows[1:]:
-            table.add_row(*(escape(c) for c in row))
-        console.print(table)
-    if thesis:
-        missing = [c for c in cells if c.recomputed is None]
-        ok = sum(c.reproduced for c in cells)
-        typer.echo(
-            f"thesis variant tables: {ok} of {len(cells)} printed cells reproduced at the printed precision "
-            f"({len(missing)} without a released log)"
-        )
-        for c in cells:
-            if c.recomputed is not None and not c.reproduced:
-                typer.echo(f"  {c.describe()}")
-        if len(missing) <= 20 or verbose:
-            for c in missing:
-                typer.echo(f"  {c.describe()}")
-        else:
-            tables = ", ".join(dict.fromkeys(c.table for c in missing))
-            typer.echo(f"  no released log for {len(missing)} cells of {tables} (--verbose lists them)")
-
-
-def _write_variants(out: Path, found: Collected, tables: list[VariantTable], cells: list[Cell]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "variant_tables.md").write_text(
-        "# GAMA-Bench variant tables\n\n" + tables_markdown(tables), encoding="utf-8"
-    )
-    scores_frame([*as_variant_runs(found.runs), *found.variants]).to_csv(
-        out / "variant_scores.csv", index=False
-    )
-    cells_frame(cells).to_csv(out / "thesis_variants.csv", index=False)
+    if any(t.family != "runs" or t.mode != "default" for t in tables):
+        for t in tables:
+            rows = render(t)
+            table = Table(title=escape(t.title))
+            for i, head in enumerate(rows[0]):
+                left = i == 0 or t.family in {"sweep", "other"}
+                table.add_column(escape(head), justify="left" if left else "right")
+            for row in rows[1:]:
+                table.add_row(*(escape(c) for c in row))
+            console.print(table)
+    for line in lines:
+        typer.echo(line)
 
 
 # -- presets and the leaderboard of live runs --------------------------------------------------------------

@@ -443,13 +443,45 @@ def cells_frame(cells: Iterable[Cell]) -> pd.DataFrame:
     )
 
 
-def tables_markdown(tables: Sequence[VariantTable]) -> str:
-    """Every table in Markdown, one section each."""
-    parts = []
-    for t in tables:
-        rows = render(t)
-        head, body = rows[0], rows[1:]
-        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        lines += ["| " + " | ".join(r) + " |" for r in body]
-        parts.append(f"## {t.title}\n\n" + "\n".join(lines))
-    return "\n\n".join(parts) + "\n"
+def tables_markdown(table: VariantTable) -> str:
+    """One table in Markdown."""
+    rows = render(table)
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows[1:])])
+
+
+def comparison_lines(cells: Sequence[Cell], verbose: bool = False) -> list[str]:
+    """The comparison with the thesis as text: the count, every cell that differs, and the cells without
+    a log (listed when at most 20, or with ``verbose``; else counted per table)."""
+    missing = [c for c in cells if c.recomputed is None]
+    lines = [
+        f"thesis variant tables: {sum(c.reproduced for c in cells)} of {len(cells)} printed cells "
+        f"reproduced at the printed precision ({len(missing)} without a released log)"
+    ]
+    lines += [f"  {c.describe()}" for c in cells if c.recomputed is not None and not c.reproduced]
+    if len(missing) <= 20 or verbose:
+        lines += [f"  {c.describe()}" for c in missing]
+    else:
+        names = ", ".join(dict.fromkeys(c.table for c in missing))
+        lines.append(f"  no released log for {len(missing)} cells of {names} (--verbose lists them)")
+    return lines
+
+
+def write_outputs(
+    out: Path, runs: Sequence[VariantRun], tables: Sequence[VariantTable], cells: Sequence[Cell]
+) -> list[Path]:
+    """``variant_tables.md`` (every table), ``variant_scores.csv`` (one row per log) and
+    ``thesis_variants.csv`` (one row per printed thesis cell) in ``out``."""
+    from ..report.markdown import write_report
+    from ..report.tables import write_tables
+
+    out.mkdir(parents=True, exist_ok=True)
+    report = write_report(
+        out / "variant_tables.md",
+        "GAMA-Bench variant tables",
+        [(t.title, tables_markdown(t)) for t in tables],
+    )
+    paths, _ = write_tables(
+        [("variant_scores", scores_frame(runs)), ("thesis_variants", cells_frame(cells))], out, parquet=False
+    )
+    return [report, *paths]
