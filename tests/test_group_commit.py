@@ -17,7 +17,7 @@ from llmpsych.runs.task import Task, WorkUnit
 
 
 def _store(tmp_path: Path, units: int = 3) -> RunStore:
-    store = RunStore(tmp_path / "run.sqlite")
+    store = RunStore(tmp_path / "run.sqlite", create=True)
     store.add_units((f"u{i}", {}) for i in range(units))
     return store
 

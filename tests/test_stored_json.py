@@ -49,7 +49,7 @@ def test_finite_trusts_the_caller_and_keeps_nulls() -> None:
 
 def test_a_unit_result_with_nan_reads_back_through_the_store(tmp_path: Path) -> None:
     """A unit result holding NaN comes back from the store as NaN, not None."""
-    store = RunStore(tmp_path / "run.sqlite")
+    store = RunStore(tmp_path / "run.sqlite", create=True)
     try:
         store.add_units([("u1", {})])
         store.write(finish_unit_statements("u1", {"mean": math.nan, "n": 0}))

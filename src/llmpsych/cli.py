@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import __version__
-from .errors import LlmpsychError, RunInterrupted
+from .errors import LlmpsychError, RunInterrupted, terminal_text
 
 app = typer.Typer(
     name="llmpsych",
@@ -80,21 +80,22 @@ def main_options(
 def _print_outcome(outcome: Any) -> None:
     s = outcome.summary
     console.print(
-        f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} units done"
+        f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} units done"
         + (f", [red]{s.failed} failed[/red]" if s.failed else "")
         + f"; {s.calls_sent} requests sent, {s.calls_cached} answered from the cache, "
         f"{s.calls_replayed} from the run store; {s.seconds:.1f} s",
         soft_wrap=True,
     )
     for line in s.errors[:5]:
-        err_console.print(f"[red]failed[/red] {line.splitlines()[0]}")
+        first = line.splitlines()[0] if line.strip() else line
+        err_console.print(f"[red]failed[/red] {terminal_text(first, one_line=True)}")
     if s.failed:
         err_console.print(
             f"[yellow]{s.failed} units failed; fix the cause and run "
-            f"`llmpsych run --resume {outcome.run_dir}`[/yellow]"
+            f"`llmpsych run --resume {terminal_text(outcome.run_dir)}`[/yellow]"
         )
     for path in outcome.outputs:
-        console.print(f"  wrote {path}")
+        console.print(f"  wrote {terminal_text(path)}")
 
 
 def _exit_if_failed(outcome: Any) -> None:
@@ -176,7 +177,7 @@ def analyze(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -
     from .runs import analyze_run
 
     for path in analyze_run(run_dir):
-        console.print(f"wrote {path}")
+        console.print(f"wrote {terminal_text(path)}")
 
 
 @app.command()
@@ -190,7 +191,7 @@ def export(
     from .runs.export import export_run
 
     for path in export_run(run_dir, out):
-        console.print(f"wrote {path}")
+        console.print(f"wrote {terminal_text(path)}")
 
 
 @app.command()
@@ -235,7 +236,7 @@ def quickstart(
         console.print(line, highlight=False)
     report = outcome.run_dir / "report.md"
     if report.exists():
-        console.print(f"\n[bold]Report:[/bold] {report}")
+        console.print(f"\n[bold]Report:[/bold] {terminal_text(report)}")
     _exit_if_failed(outcome)
 
 
@@ -287,7 +288,7 @@ def models_test(
             )
         finally:
             await client.aclose()
-        console.print(f"[bold]{model}[/bold]: {result.text!r}")
+        console.print(f"[bold]{terminal_text(model)}[/bold]: {terminal_text(repr(result.text))}")
         console.print(
             f"{result.latency_s:.2f} s, {result.usage.prompt_tokens} prompt + "
             f"{result.usage.completion_tokens} completion tokens, {result.attempts} attempt(s)"
@@ -360,9 +361,9 @@ CachePathOpt = Annotated[Path | None, typer.Option("--path", help="Cache file (d
 def cache_stats(path: CachePathOpt = None) -> None:
     """How many responses are cached, per model, and the cache size."""
     stats = _cache(path).stats()
-    console.print(f"cache {stats.path}: {stats.entries} responses, {stats.bytes / 1e6:.1f} MB")
+    console.print(f"cache {terminal_text(stats.path)}: {stats.entries} responses, {stats.bytes / 1e6:.1f} MB")
     for model, count in sorted(stats.by_model.items()):
-        console.print(f"  {model}: {count}")
+        console.print(f"  {terminal_text(model)}: {count}")
 
 
 @cache_app.command("clear")
@@ -412,7 +413,7 @@ def main() -> None:
         if _state["debug"]:
             raise
         prefix = "" if isinstance(exc, RunInterrupted) else "[red]error:[/red] "
-        err_console.print(f"{prefix}{exc}", highlight=False, soft_wrap=True, markup=True)
+        err_console.print(f"{prefix}{terminal_text(exc, one_line=True)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print(
@@ -423,6 +424,8 @@ def main() -> None:
         if _state["debug"]:
             raise
         err_console.print(
-            f"[red]internal error:[/red] {type(exc).__name__}: {exc} (run with --debug for details)"
+            f"[red]internal error:[/red] {type(exc).__name__}: {terminal_text(exc, one_line=True)} "
+            "(run with --debug for details)",
+            highlight=False,
         )
         sys.exit(1)

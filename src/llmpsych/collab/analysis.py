@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..instruments.scale import STORED_HINT
+from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import RunStore
 
@@ -148,9 +149,9 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
             100 * sum(r.get("closer_to_correct", 0) for r in results) / len(results)
         )
     outputs = [run_dir / "results.csv", run_dir / "summary.json", run_dir / "transcripts.md"]
-    frame.to_csv(outputs[0], index=False)
-    outputs[1].write_text(json.dumps(summary, indent=1) + "\n")
-    outputs[2].write_text("\n\n".join(transcript_markdown(r) for r in results) + "\n", encoding="utf-8")
+    write_csv(frame, outputs[0])
+    atomic_write_text(outputs[1], json.dumps(summary, indent=1) + "\n")
+    atomic_write_text(outputs[2], "\n\n".join(transcript_markdown(r) for r in results) + "\n")
     overview = pd.DataFrame(
         [
             {

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.charts import pyplot
+from ..report.files import output_dir, save_figure, write_csv
 from ..report.markdown import table, write_report
 from .reference import PAPER_BY_STRUCTURE, PAPER_BY_TASK
 
@@ -411,7 +412,7 @@ def _chart(values: pd.Series, path: Path, title: str) -> Path | None:
     ax.set_title(title)
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -478,10 +479,9 @@ def _model_sections(frame: pd.DataFrame, model: str, out: Path) -> tuple[list[tu
 
 def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
     """Write comparison.md (+ runs.csv and charts) from finished runs, one set of tables per model."""
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     frame = load_summaries(run_dirs)
-    outputs = [out / "runs.csv"]
-    frame.to_csv(outputs[0], index=False)
+    outputs = [write_csv(frame, out / "runs.csv")]
     if frame.empty:
         outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", [("Runs", "none")]))
         return outputs

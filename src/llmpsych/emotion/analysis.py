@@ -17,8 +17,9 @@ import pandas as pd
 
 from ..errors import DataError
 from ..instruments.scale import STORED_HINT, ScoringError
+from ..report.files import atomic_open, atomic_write_text, write_csv
 from ..report.html import fenced
-from ..report.markdown import write_report
+from ..report.markdown import markdown_cells, write_report
 from ..runs.store import RunStore
 from .changes import change_table, measures, score_answers, summary_json, table_json
 from .report import alignment, heatmap, human_frame
@@ -147,7 +148,7 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     results = [u.result for u in done]
     written: list[Path] = []
     transcripts = run_dir / "transcripts.jsonl"
-    with transcripts.open("w", encoding="utf-8") as handle:
+    with atomic_open(transcripts) as handle:
         for unit in done:
             entry = {"unit_id": unit.unit_id, **{k: unit.result.get(k) for k in ("kind", "factor", "text")}}
             call = last_calls.get(unit.unit_id)
@@ -160,10 +161,10 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
         return written
     names = measures(task.scale)
     frame = run_frame(task, results)
-    frame.drop(columns=["text"]).to_csv(run_dir / "runs.csv", index=False)
+    write_csv(frame.drop(columns=["text"]), run_dir / "runs.csv")
     written.append(run_dir / "runs.csv")
     details = situation_frame(frame, names)
-    details.to_csv(run_dir / "situations.csv", index=False)
+    write_csv(details, run_dir / "situations.csv")
     written.append(run_dir / "situations.csv")
     if frame[(frame["kind"] == "default") & frame["valid"]].shape[0] < 2:
         summary: dict[str, Any] = {"error": "fewer than two valid default runs; no tests possible"}
@@ -219,11 +220,13 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
         )
     if human is not None:
         cells, agreement = alignment(summary, human)
-        cells.to_csv(run_dir / "alignment.csv", index=False)
+        write_csv(cells, run_dir / "alignment.csv")
         written.append(run_dir / "alignment.csv")
         summary["human_alignment"] = agreement
         sections.append(("Model against humans (crowd.xlsx, paired test)", _agreement_text(agreement)))
-        sections.append(("Human table", human_frame(human, factor_names).to_markdown(index=False)))
+        sections.append(
+            ("Human table", markdown_cells(human_frame(human, factor_names)).to_markdown(index=False))
+        )
         columns = {
             "model P": {f: c["positive"]["change"] for f, c in summary["factors"].items()},
             "humans P": {f: c["positive"].change for f, c in human["factors"].items()},
@@ -235,7 +238,7 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
             written.append(png)
             sections.append(("Heatmap", "![shifts](heatmap.png)"))
     sections.append(("Per situation", markdown(details)))
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     written.append(run_dir / "summary.json")
     written.append(write_report(run_dir / "report.md", f"EmotionBench: {task.config.model}", sections))
     return written

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ..errors import LlmpsychError
+from ..errors import LlmpsychError, terminal_text
+from ..report.files import atomic_write_text
 
 app = typer.Typer(
     help="EmotionBench: how situations shift a model's emotions, against 1,266 humans.",
@@ -322,8 +323,10 @@ def compare(
         shifts = {k: {f: v for f, v in col.items() if v is not None} for k, col in shifts.items()}
         png = heatmap(shifts, out.with_suffix(".png"), "Change from default")
         image = f"\n\n![shifts]({png.name})" if png is not None else ""
-        out.write_text(f"# EmotionBench comparison\n\n{text}{image}\n", encoding="utf-8")
-        console.print(f"wrote {out}" + (f" and {png}" if png is not None else ""))
+        atomic_write_text(out, f"# EmotionBench comparison\n\n{text}{image}\n")
+        console.print(
+            f"wrote {terminal_text(out)}" + (f" and {terminal_text(png)}" if png is not None else "")
+        )
     else:
         typer.echo(text)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..report.charts import pyplot
+from ..report.files import save_figure
 from ..stats import hedges_g
 from .changes import ordered_factors
 
@@ -144,7 +145,7 @@ def heatmap(
     fig.colorbar(image, ax=ax, shrink=0.6)
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..report.markdown import markdown_cells
+
 MEASURE_LABELS = {"positive": "P", "negative": "N", "total": "Total"}
 
 
@@ -71,7 +73,7 @@ def paper_table(
 
 def markdown(frame: pd.DataFrame) -> str:
     """GitHub-flavoured Markdown of a table of strings."""
-    return frame.to_markdown(index=False) if not frame.empty else "_(no rows)_"
+    return markdown_cells(frame).to_markdown(index=False) if not frame.empty else "_(no rows)_"
 
 
 def parity_rows(

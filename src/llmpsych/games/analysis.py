@@ -16,6 +16,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import RunStore
 from .plots import write_plots
@@ -153,9 +154,9 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
         )
     games = pd.DataFrame(game_rows)
     outputs = [run_dir / "decisions.csv", run_dir / "rounds.csv", run_dir / "games.csv"]
-    decisions.to_csv(outputs[0], index=False)
-    rounds.to_csv(outputs[1], index=False)
-    games.to_csv(outputs[2], index=False)
+    write_csv(decisions, outputs[0])
+    write_csv(rounds, outputs[1])
+    write_csv(games, outputs[2])
     titles = {game: GAME_TITLES.get(game_class(game).folder, game) for game in task.params}
     plots = write_plots(results, run_dir / "plots", titles)
     outputs += [path for files in plots.values() for path in files.values()]
@@ -207,10 +208,10 @@ def write_transcripts(
     for result in results:
         if not result.get("transcripts"):
             continue
-        out_dir.mkdir(parents=True, exist_ok=True)
+        output_dir(out_dir.parent, out_dir.name)  # RUN/transcripts: a link there is replaced by a folder
         path = out_dir / f"{result['game']}-run{result['run']:02d}.md"
         title = titles.get(result["game"], result["game"])
-        path.write_text(transcript_markdown(result, title), encoding="utf-8")
+        atomic_write_text(path, transcript_markdown(result, title))
         written.setdefault(result["game"], []).append(path)
     return written
 

@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..errors import LlmpsychError
 from ..report.charts import pyplot
+from ..report.files import atomic_write_text, output_dir, save_figure, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
 from . import scoring
@@ -306,7 +307,7 @@ def leaderboard_chart(scores: Mapping[str, ModelScores], path: Path, title: str)
     ax.set_title(title)
     ax.legend(fontsize="small", ncols=min(3, max(1, len(names))), loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -324,13 +325,13 @@ def write_leaderboard(
 ) -> list[Path]:
     """Write ``leaderboard.md`` (with the chart and the runs left out), ``leaderboard.csv``,
     ``leaderboard.json``, ``left_out.csv`` and ``leaderboard.png`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     left_out = left_out_frame(infos, label, first_column)
     frame = leaderboard_frame(scores, first_column, left_out)
     paths = [out / "leaderboard.csv", out / "leaderboard.json", out / "left_out.csv"]
-    frame.to_csv(paths[0], index=False)
-    left_out.to_csv(paths[2], index=False)
-    paths[1].write_text(json.dumps(to_json(scores), indent=1), encoding="utf-8")
+    write_csv(frame, paths[0])
+    write_csv(left_out, paths[2])
+    atomic_write_text(paths[1], json.dumps(to_json(scores), indent=1))
     chart = leaderboard_chart(scores, out / "leaderboard.png", title)
     notes = [s.note for s in scores.values() if s.note]
     runs_table = pd.DataFrame(

@@ -29,6 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.charts import pyplot
+from ..report.files import output_dir, save_figure, write_csv
 from .pirate import optimal_plan
 
 COLUMNS = ["panel", "series", "run", "x", "y", "player"]
@@ -225,7 +226,7 @@ def draw(game: str, data: pd.DataFrame, path: Path, title: str) -> Path | None:
             ax.legend(unique.values(), unique.keys(), fontsize=7, loc="best")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -234,14 +235,14 @@ def write_plots(
     results: list[dict[str, Any]], out_dir: Path, titles: dict[str, str]
 ) -> dict[str, dict[str, Path]]:
     """For each game in ``results``: ``<game>.csv`` (the plotted data) and ``<game>.png`` when possible."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(out_dir.parent, out_dir.name)  # RUN/plots: a link there is replaced by a folder
     written: dict[str, dict[str, Path]] = {}
     for game in dict.fromkeys(r["game"] for r in results):
         if game not in PANELS:
             continue
         data = plot_data(game, [r for r in results if r["game"] == game])
         files = {"csv": out_dir / f"{game}.csv"}
-        data.to_csv(files["csv"], index=False)
+        write_csv(data, files["csv"])
         png = draw(game, data, out_dir / f"{game}.png", titles.get(game, game))
         if png is not None:
             files["png"] = png

@@ -21,6 +21,7 @@ import pandas as pd
 
 from ..errors import ConfigError, LlmpsychError
 from ..report.charts import pyplot
+from ..report.files import atomic_write_text, save_figure, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
 from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
@@ -385,11 +386,11 @@ def execute(
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(run, outcome)
-    (out / "preset.json").write_text(
+    atomic_write_text(
+        out / "preset.json",
         json.dumps(
             [{"directory": r.directory, "model": r.model, "setting": r.setting} for r in runs], indent=1
         ),
-        encoding="utf-8",
     )
     return outcomes
 
@@ -412,8 +413,7 @@ def summarize(preset: Preset, runs: Sequence[PresetRun], out: Path) -> list[Path
     labels = {r.directory: f"{r.model} | {r.setting}" for r in present}
     scores = score_runs(log_runs(infos, {out / d: label for d, label in labels.items()}))
     frame = _settings_frame(present, scores, labels, preset)
-    paths = [out / "summary.csv"]
-    frame.to_csv(paths[0], index=False)
+    paths = [write_csv(frame, out / "summary.csv")]
     sections = [("Preset", intro), ("Scores (mean ± SD over runs)", table(frame))]
     if preset.summary == "settings":
         chart = leaderboard_chart(scores, out / "summary.png", f"GAMA-Bench {preset.name}")
@@ -534,8 +534,7 @@ def _fixed_summary(
             }
         )
     frame = pd.DataFrame(rows)
-    paths = [out / "summary.csv"]
-    frame.to_csv(paths[0], index=False)
+    paths = [write_csv(frame, out / "summary.csv")]
     sections = [
         ("Preset", intro),
         (
@@ -569,6 +568,6 @@ def _fixed_chart(curves: dict[tuple[str, str], list[float]], path: Path) -> Path
         ax.set_ylabel("model seats' mean action")
         ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 
 from ..errors import DataError
+from ..report.files import atomic_write_text
 from .numbers import whole_number
 from .official import load_official_file, read_json, scale_from_official
 from .scale import Correction, Item, NormGroup, Scale, Subscale
@@ -296,9 +297,9 @@ def write_scale_file(scales: Iterable[Scale], path: str | os.PathLike[str]) -> P
     documents = [scale_to_native(s) for s in scales]
     payload: Any = documents[0] if len(documents) == 1 else {"scales": documents}
     if file.suffix.lower() == ".json":
-        file.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write_text(file, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        file.write_text(yaml.safe_dump(payload, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        atomic_write_text(file, yaml.safe_dump(payload, sort_keys=False, allow_unicode=True))
     return file
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from ..errors import LlmpsychError
 from ..instruments.numbers import checked_csv
 from ..report.charts import Bar, grouped_bar_chart
+from ..report.files import output_dir
 from ..report.html import write_html
 from ..report.markdown import table, write_report
 from ..report.tables import write_tables
@@ -198,7 +199,7 @@ def comparison_charts(tidy: pd.DataFrame, norms: pd.DataFrame, out_dir: Path) ->
 def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     """Write ``comparison.md``/``.html``, tidy ``comparison.csv`` (``.parquet``) and a chart per scale."""
     display, tidy = comparison_frames(run_dirs)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    output_dir(out_dir)
     outputs, parquet_note = write_tables([("comparison", tidy)], out_dir)
     norms_parts = [
         checked_csv(d / "norms.csv", _NORMS, ("mean", "sd", "n"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..report.files import atomic_write_text
 from ..report.html import fenced, slug
 
 TRANSCRIPTS = "transcripts.md"
@@ -78,5 +79,4 @@ def write_transcripts(path: Path, model: str, results: list[dict[str, Any]], not
                 lines += _logprob_section(result)
             else:
                 lines += _generate_section(result)
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
+    return atomic_write_text(path, "\n".join(lines))

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..instruments.administration import AdministrationResult, administer
 from ..models.types import GenerationParams
+from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import bar_chart, table, write_report
 from ..runs.store import RunStore
 from ..runs.task import Task, WorkUnit
@@ -133,8 +134,8 @@ class QuickstartTask(Task):
         answers = pd.DataFrame(answer_rows)
         scores = pd.DataFrame(score_rows)
         outputs = [run_dir / "answers.csv", run_dir / "scores.csv"]
-        answers.to_csv(outputs[0], index=False)
-        scores.to_csv(outputs[1], index=False)
+        write_csv(answers, outputs[0])
+        write_csv(scores, outputs[1])
         summary = _summary(scores, scale.subscale_names) if not scores.empty else pd.DataFrame()
         chart = (
             bar_chart(
@@ -184,7 +185,7 @@ class QuickstartTask(Task):
             sections.insert(-1, game_section)
             outputs.extend(game_files)
         outputs.append(write_report(run_dir / "report.md", "llmpsych quickstart report", sections))
-        (run_dir / "summary.json").write_text(json.dumps(summary.to_dict(orient="records"), indent=1))
+        atomic_write_text(run_dir / "summary.json", json.dumps(summary.to_dict(orient="records"), indent=1))
         outputs.append(run_dir / "summary.json")
         return outputs
 
@@ -222,7 +223,7 @@ def game_report(result: dict[str, Any], run_dir: Path) -> tuple[tuple[str, str],
     ]
     frame = pd.DataFrame(rows)
     files = [run_dir / "game.csv", run_dir / "game.json"]
-    frame.to_csv(files[0], index=False)
+    write_csv(frame, files[0])
     plot = choices_plot(result, run_dir / "game.png")
     summary = {
         "game": "Guess 2/3 of the Average",
@@ -233,7 +234,7 @@ def game_report(result: dict[str, Any], run_dir: Path) -> tuple[tuple[str, str],
         "fallbacks": result["fallbacks"],
         "plot": None if plot is None else str(plot),
     }
-    files[1].write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    atomic_write_text(files[1], json.dumps(summary, indent=1))
     score_text = "not computable" if score is None else f"{score:.1f}"
     body = (
         f"{result['players']} seats of the same model played {len(result['rounds'])} rounds of Guess 2/3 of "

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..report.charts import pyplot
+from ..report.files import save_figure
 from .published import DIMENSIONS, LEVEL_NAMES, PROFILE_TARGET, profile_short
 from .reanalysis import Reanalysis, map_region
 
@@ -25,7 +26,7 @@ def _base(plt, result: Reanalysis, title: str):  # noqa: ANN001, ANN202
 
 def _save(plt, fig, path: Path) -> Path:  # noqa: ANN001
     # fixed margins set with the axes: tight_layout measured every tick label again (~15 % of a map)
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 

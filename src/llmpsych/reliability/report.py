@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.markdown import table, write_report
 from .analysis import METHOD_NOTES, validity_by_level
 from .plots import all_maps
@@ -43,13 +44,12 @@ def write_reanalysis(
     result: Reanalysis, out: Path, default: pd.DataFrame | None = None, detail: pd.DataFrame | None = None
 ) -> list[Path]:
     """Write the tables (CSV), the maps (PNG) and ``report.md`` into ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
+    output_dir(out)
     written: list[Path] = []
 
     def csv(frame: pd.DataFrame | None, name: str) -> None:
         if frame is not None and not frame.empty:
-            frame.to_csv(out / name, index=False)
-            written.append(out / name)
+            written.append(write_csv(frame, out / name))
 
     points = result.frame.drop(columns=["answers"], errors="ignore").assign(
         pc1=result.coords[:, 0], pc2=result.coords[:, 1], outlier=result.outliers
@@ -126,8 +126,7 @@ def write_reanalysis(
         )
     )
     written.append(write_report(out / "report.md", "llmpsych scale reliability report", sections))
-    (out / "summary.json").write_text(json.dumps(result.to_json(), indent=1))
-    written.append(out / "summary.json")
+    written.append(atomic_write_text(out / "summary.json", json.dumps(result.to_json(), indent=1)))
     return written
 
 

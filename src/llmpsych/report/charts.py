@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .files import save_figure
+
 Bar = tuple[float, float] | None  # (mean, sd); None: no value for this category
 
 _COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -88,6 +90,6 @@ def grouped_bar_chart(
     elif len(names) > 1:  # beside the axes, so it never hides a bar
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

@@ -1,6 +1,7 @@
 """Markdown reports as self-contained HTML pages (markdown-it-py, already a dependency of rich).
 
-Raw HTML in the Markdown is *not* passed through (model answers and user text stay text). Headings get
+Raw HTML in the Markdown is *not* passed through (model answers and user text stay text: ``<script>``
+is shown, escaped, never run), and only PNGs inside the report's folder are embedded. Headings get
 GitHub-style ``id`` slugs, so ``transcripts.md#bfi-run-1`` works both on GitHub and, rewritten to
 ``transcripts.html#bfi-run-1``, in the HTML page. Local PNGs are embedded as data URIs by default, so the
 page can be sent on its own; links to other files stay relative.
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
+
+from .files import atomic_write_text
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72rem;margin:2rem auto;
@@ -61,7 +64,7 @@ def _rewrite(body: str, base_dir: Path, embed_images: bool, md_links: Sequence[s
     def image(match: re.Match[str]) -> str:
         src = html.unescape(match.group(1))
         path = base_dir / src
-        if embed_images and "://" not in src and src.lower().endswith(".png") and path.is_file():
+        if embed_images and "://" not in src and src.lower().endswith(".png") and _within(path, base_dir):
             data = base64.b64encode(path.read_bytes()).decode("ascii")
             return f'src="data:image/png;base64,{data}"'
         return match.group(0)
@@ -74,6 +77,15 @@ def _rewrite(body: str, base_dir: Path, embed_images: bool, md_links: Sequence[s
 
     body = re.sub(r'src="([^"]+)"', image, body)
     return re.sub(r'href="([^"#:]+\.md)(#[^"]*)?"', link, body)
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is a file inside ``folder`` once links are followed: an image reference in a
+    model's answer (``![x](../../secret.png)``) must not pull a file from elsewhere into the page."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve()) and path.is_file()
+    except OSError:
+        return False
 
 
 def markdown_to_html(
@@ -100,14 +112,10 @@ def write_html(
     if title is None:
         first = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
         title = first or md_path.stem
-    out = md_path.with_suffix(".html")
-    out.write_text(
-        markdown_to_html(
-            text, title=title, base_dir=md_path.parent, embed_images=embed_images, md_links=md_links
-        ),
-        encoding="utf-8",
+    page = markdown_to_html(
+        text, title=title, base_dir=md_path.parent, embed_images=embed_images, md_links=md_links
     )
-    return out
+    return atomic_write_text(md_path.with_suffix(".html"), page)
 
 
 def fenced(text: str, info: str = "text") -> str:

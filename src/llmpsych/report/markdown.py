@@ -7,22 +7,47 @@ from pathlib import Path
 import pandas as pd
 
 from .charts import pyplot
+from .files import atomic_write_text, save_figure
+
+
+def cell_text(value: object) -> object:
+    """A text cell that stays inside its table cell: ``|`` escaped as ``\\|``, line breaks as spaces.
+
+    A model's answer, a file name or a label can hold either; unescaped, a ``|`` opens a new column
+    and a newline ends the table. Other values are returned as they are.
+    """
+    if not isinstance(value, str):
+        return value
+    return " ".join(value.replace("\\", "\\\\").replace("|", "\\|").splitlines())
+
+
+def markdown_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell passed through :func:`cell_text` (numeric columns untouched)."""
+    out = frame
+    for column in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[column].dtype):
+            continue
+        if out is frame:
+            out = frame.copy()
+        out[column] = frame[column].astype(object).map(cell_text)
+    if any(isinstance(name, str) and ("|" in name or "\n" in name) for name in frame.columns):
+        out = out.rename(columns=lambda name: cell_text(name))
+    return out
 
 
 def table(frame: pd.DataFrame, floatfmt: str = ".2f") -> str:
-    """A GitHub-flavoured Markdown table."""
+    """A GitHub-flavoured Markdown table; text cells cannot break out of their cell (:func:`cell_text`)."""
     if frame.empty:
         return "_(no rows)_"
-    return frame.to_markdown(index=False, floatfmt=floatfmt)
+    return markdown_cells(frame).to_markdown(index=False, floatfmt=floatfmt)
 
 
 def write_report(path: Path, title: str, sections: list[tuple[str, str]]) -> Path:
-    """Write ``# title`` followed by ``## heading`` / body sections."""
+    """Write ``# title`` followed by ``## heading`` / body sections (atomically)."""
     parts = [f"# {title}", ""]
     for heading, body in sections:
         parts += [f"## {heading}", "", body.rstrip(), ""]
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return atomic_write_text(path, "\n".join(parts))
 
 
 def bar_chart(
@@ -40,6 +65,6 @@ def bar_chart(
     ax.set_ylim(*ylim)
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from .files import write_csv, write_parquet
+
 PARQUET_MISSING = "Parquet files not written: pyarrow is not installed (`pip install 'llmpsych[parquet]'`)."
 
 
@@ -20,12 +22,15 @@ def write_tables(
     frames: Iterable[tuple[str, pd.DataFrame]], out_dir: Path, *, parquet: bool = True
 ) -> tuple[list[Path], str | None]:
     """Write ``<name>.csv`` (and ``<name>.parquet``) per frame; return the paths and a note if Parquet
-    was asked for but could not be written."""
+    was asked for but could not be written.
+
+    Files are written atomically; CSV text cells that a spreadsheet would run as formulas get a leading
+    ``'`` (:func:`~llmpsych.report.files.neutralise_cell`), Parquet keeps every value exactly."""
     paths: list[Path] = []
     frames = list(frames)
     for name, frame in frames:
         path = out_dir / f"{name}.csv"
-        frame.to_csv(path, index=False)
+        write_csv(frame, path)
         paths.append(path)
     if not parquet:
         return paths, None
@@ -33,6 +38,6 @@ def write_tables(
         return paths, PARQUET_MISSING
     for name, frame in frames:
         path = out_dir / f"{name}.parquet"
-        frame.to_parquet(path, index=False)
+        write_parquet(frame, path)
         paths.append(path)
     return paths, None

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+from contextlib import nullcontext
 from pathlib import Path
 
 import pandas as pd
 
-from .store import RunStore
+from ..report.files import output_dir, write_csv, write_lines
+from .store import RunStore, run_lock
 
 
 def calls_frame(run_dir: Path) -> pd.DataFrame:
@@ -57,18 +60,28 @@ def units_frame(run_dir: Path) -> pd.DataFrame:
 
 
 def export_run(run_dir: Path, out_dir: Path | None = None) -> list[Path]:
-    """Write ``transcripts.jsonl``, ``calls.csv`` and ``units.csv`` into ``out_dir`` (default: the run)."""
-    out_dir = out_dir or run_dir / "export"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write ``transcripts.jsonl``, ``calls.csv`` and ``units.csv`` into ``out_dir`` (default RUN/export).
+
+    Each file is written atomically; CSV text cells are neutralised against spreadsheet formulas
+    (:func:`~llmpsych.report.files.neutralise_cell`), the JSONL keeps every text exactly. Writing into
+    the run folder holds the run's lock. A folder without a run store is an error and nothing is created.
+    """
     store = RunStore.in_dir(run_dir)
-    transcripts = out_dir / "transcripts.jsonl"
+    inside = out_dir is None or _inside(out_dir, run_dir)
     try:
-        with transcripts.open("w", encoding="utf-8") as handle:
-            for call in store.calls():
-                handle.write(json.dumps(call, ensure_ascii=False) + "\n")
+        with run_lock(run_dir) if inside else nullcontext():
+            folder = output_dir(run_dir, "export") if out_dir is None else output_dir(out_dir)
+            transcripts = write_lines(
+                folder / "transcripts.jsonl",
+                (json.dumps(call, ensure_ascii=False) + "\n" for call in store.calls()),
+            )
+            calls_csv = write_csv(calls_frame(run_dir), folder / "calls.csv")
+            units_csv = write_csv(units_frame(run_dir), folder / "units.csv")
     finally:
         store.close()
-    calls_csv, units_csv = out_dir / "calls.csv", out_dir / "units.csv"
-    calls_frame(run_dir).to_csv(calls_csv, index=False)
-    units_frame(run_dir).to_csv(units_csv, index=False)
     return [transcripts, calls_csv, units_csv]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, base]) == base

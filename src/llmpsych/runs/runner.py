@@ -19,10 +19,11 @@ from ..models.embedded import EmbeddedSettings
 from ..models.spec import accepts_base_url, parse_model_spec, refuse_redirect
 from ..models.types import GenerationParams
 from ..models.urls import is_redacted
+from ..report.files import atomic_write_text
 from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
 from .manifest import build_manifest
-from .store import STORE_FILE, RunStore
+from .store import STORE_FILE, RunStore, run_lock
 from .task import Task, task_class
 
 MANIFEST_FILE = "manifest.json"
@@ -160,7 +161,7 @@ def _endpoint_changes(manifest: dict[str, Any], clients: dict[str, ModelClient])
 
 def _write_manifest(store: RunStore, manifest: dict[str, Any]) -> None:
     store.set_meta("manifest", manifest)
-    (store.path.parent / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+    atomic_write_text(store.path.parent / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
 
 
 def _open_cache(config: RunConfig) -> ResponseCache | None:
@@ -216,24 +217,35 @@ async def _execute(
 def start_run(
     config: RunConfig, run_dir: Path, show_progress: bool = True, debug: bool = False
 ) -> RunOutcome:
-    """Create a run directory, record the config, execute and analyse."""
-    if (run_dir / STORE_FILE).exists():
-        raise ConfigError(
-            f"{run_dir} already holds a run", "use --resume to continue it, or choose a new --out"
-        )
+    """Create a run directory, record the config, execute and analyse (holding the run's lock)."""
+    _refuse_existing(run_dir)
     _announce_code(config)
     task = task_class(config.task)(config)
     created = not run_dir.exists()
-    store = RunStore.in_dir(run_dir)
-    store.set_meta("config", config.stored())
     try:
-        return _finish(task, store, config, run_dir, show_progress, debug)
-    except LlmpsychError:
-        # A set-up error (data, model file, checkpoint, ...) before any unit was registered: leave no
-        # half-made run behind, so the corrected command can reuse the same --out.
-        if created and _nothing_registered(run_dir):
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the run directory {run_dir}: {exc.strerror}") from None
+    with run_lock(run_dir):
+        _refuse_existing(run_dir)  # another process may have started a run here meanwhile
+        store = RunStore.in_dir(run_dir, create=True)
+        store.set_meta("config", config.stored())
+        try:
+            return _finish(task, store, config, run_dir, show_progress, debug)
+        except LlmpsychError:
+            # A set-up error (data, model file, checkpoint, ...) before any unit was registered: leave no
+            # half-made run behind, so the corrected command can reuse the same --out.
+            if created and _nothing_registered(run_dir):
+                shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+
+
+def _refuse_existing(run_dir: Path) -> None:
+    store_file = run_dir / STORE_FILE
+    if store_file.exists() or store_file.is_symlink():
+        raise ConfigError(
+            f"{run_dir} already holds a run", "use --resume to continue it, or choose a new --out"
+        )
 
 
 def _nothing_registered(run_dir: Path) -> bool:
@@ -247,40 +259,41 @@ def _nothing_registered(run_dir: Path) -> bool:
 def resume_run(
     run_dir: Path, show_progress: bool = True, debug: bool = False, base_url: str | None = None
 ) -> RunOutcome:
-    """Finish an interrupted run without re-sending completed requests.
+    """Finish an interrupted run without re-sending completed requests (holding the run's lock).
 
     ``base_url`` (``--resume DIR --base-url URL``) replaces the run's base URL for the roles it applies to;
     the stored config takes it (credentials removed) and the manifest records the new endpoints. Given for
     a run in which no role takes a base URL, it is refused. A run started with credentials in its base URL
     needs ``--base-url`` again, since they were never stored.
     """
-    if not (run_dir / STORE_FILE).exists():
-        raise ConfigError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
-    store = RunStore.in_dir(run_dir)
-    try:
-        raw = store.get_meta("config")
-        if raw is None:
-            raise ConfigError(f"the run in {run_dir} has no stored config; it cannot be resumed")
-        config = parse_run_config(raw, f"{run_dir} (stored config)")
-        if base_url is not None:
-            config = config.model_copy(update={"base_url": base_url})
-            if not base_url_roles(config):
+    RunStore.in_dir(run_dir).close()  # a missing, foreign or damaged store: one clear error, nothing made
+    with run_lock(run_dir):
+        store = RunStore.in_dir(run_dir)
+        try:
+            raw = store.get_meta("config")
+            if raw is None:
+                raise ConfigError(f"the run in {run_dir} has no stored config; it cannot be resumed")
+            config = parse_run_config(raw, f"{run_dir} (stored config)")
+            if base_url is not None:
+                config = config.model_copy(update={"base_url": base_url})
+                if not base_url_roles(config):
+                    raise ConfigError(
+                        f"--base-url applies to no model role of the run in {run_dir}",
+                        "it replaces the URL of roles naming openai-compatible/... (or another endpoint "
+                        "without a URL of its own); this run has none",
+                    )
+            elif is_redacted(config.base_url):
                 raise ConfigError(
-                    f"--base-url applies to no model role of the run in {run_dir}",
-                    "it replaces the URL of roles naming openai-compatible/... (or another endpoint "
-                    "without a URL of its own); this run has none",
+                    f"the run in {run_dir} was started with credentials in its base URL, which are never "
+                    "stored",
+                    "resume it with --base-url and the full URL",
                 )
-        elif is_redacted(config.base_url):
-            raise ConfigError(
-                f"the run in {run_dir} was started with credentials in its base URL, which are never stored",
-                "resume it with --base-url and the full URL",
-            )
-        _announce_code(config)
-        task = task_class(config.task)(config)
-    except BaseException:
-        store.close()
-        raise
-    return _finish(task, store, config, run_dir, show_progress, debug, save_config=base_url is not None)
+            _announce_code(config)
+            task = task_class(config.task)(config)
+        except BaseException:
+            store.close()
+            raise
+        return _finish(task, store, config, run_dir, show_progress, debug, save_config=base_url is not None)
 
 
 def _finish(
@@ -308,7 +321,10 @@ def _finish(
 
 
 def analyze_run(run_dir: Path) -> list[Path]:
-    """Re-analyse a run from its store alone (never calls a model)."""
+    """Re-analyse a run from its store alone (never calls a model), holding the run's lock.
+
+    A folder without a run store is an error, and nothing is created in it.
+    """
     store = RunStore.in_dir(run_dir)
     try:
         raw = store.get_meta("config")
@@ -317,4 +333,6 @@ def analyze_run(run_dir: Path) -> list[Path]:
     if raw is None:
         raise LlmpsychError(f"no run config stored in {run_dir}")
     config = parse_run_config(raw, f"{run_dir} (stored config)")
-    return task_class(config.task)(config).analyze(run_dir)
+    task = task_class(config.task)(config)
+    with run_lock(run_dir):
+        return task.analyze(run_dir)

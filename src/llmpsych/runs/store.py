@@ -4,20 +4,36 @@ Tables
     meta(key, value)              the manifest and config, as JSON
     units(unit_id, ...)           one row per work unit: status, result, error, timings
     calls(unit_id, call_key, ...) one row per completed model request, written the moment it completes
+
+A run folder may come from someone else, so opening a store checks what it opens: ``run.sqlite`` must be
+a regular file (not a link, not a folder), hold these tables, and have been written by a store version
+this llmpsych reads (``PRAGMA user_version``); any other file, and any damage found later (a truncated
+file: "database disk image is malformed"), is a :class:`~llmpsych.errors.DataError` naming the file.
+
+While a process executes, resumes or re-analyses a run it holds the run's lock (:func:`run_lock`): an
+``flock`` on ``run.lock`` in the run folder, which the operating system releases when the process
+ends, however it ends (SIGKILL included), so a lock is never left stale.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from ..errors import DataError, RunLockedError
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -57,6 +73,18 @@ CREATE TABLE IF NOT EXISTS failures (
 """
 
 STORE_FILE = "run.sqlite"
+LOCK_FILE = "run.lock"
+
+#: The store layout this llmpsych writes (``PRAGMA user_version``). 0 is a store written before the
+#: version was recorded, with the same layout as 1; a higher number is refused (a newer llmpsych wrote it).
+STORE_VERSION = 1
+
+#: Columns each table must have, for a file to be taken as a run store.
+_COLUMNS = {
+    "meta": {"key", "value"},
+    "units": {"unit_id", "position", "payload", "status", "result", "error", "attempts"},
+    "calls": {"unit_id", "call_key", "seq", "role", "model", "request", "response", "created"},
+}
 
 #: One SQL write and its arguments; the ``*_statements`` functions build them for :meth:`RunStore.write`
 #: (one transaction now) or :class:`~llmpsych.runs.group_commit.GroupCommit` (one transaction per loop turn).
@@ -135,6 +163,75 @@ def put_call_statements(
     return [("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", row)]
 
 
+_HELD: dict[str, tuple[int, int]] = {}  # real run folder -> (lock file descriptor, nesting depth)
+_HELD_GUARD = threading.Lock()
+
+
+def _lock_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        text = ""
+    return f"process {text}" if text.isdigit() else "another process"
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run's lock for the block: one process executes, resumes or re-analyses a run at a time.
+
+    ``run.lock`` is opened without following links (``O_NOFOLLOW``) and locked with ``flock``; the
+    holder writes its pid into it so that a second process can name it. The lock is re-entrant within
+    a process (a run analyses itself at its end) and the file is left in place: removing it would let a
+    third process lock a new file while the second still waits on the old one.
+    """
+    key = os.path.realpath(run_dir)
+    with _HELD_GUARD:
+        if key in _HELD:
+            fd, depth = _HELD[key]
+            _HELD[key] = (fd, depth + 1)
+        else:
+            _HELD[key] = (_acquire(Path(run_dir)), 1)
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            fd, depth = _HELD[key]
+            if depth > 1:
+                _HELD[key] = (fd, depth - 1)
+            else:
+                del _HELD[key]
+                os.close(fd)  # releases the flock
+
+
+def _acquire(run_dir: Path) -> int:
+    path = run_dir / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise DataError(
+                f"{path} is a symbolic link", "remove it; llmpsych makes its own lock file"
+            ) from None
+        if exc.errno == errno.EISDIR:
+            raise DataError(f"{path} is a folder", "remove it; llmpsych makes its own lock file") from None
+        raise DataError(f"cannot lock the run {run_dir}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = _lock_holder(fd)
+        os.close(fd)
+        raise RunLockedError(
+            f"the run {run_dir} is in use by {holder}",
+            "one process at a time runs, resumes or analyses a run; wait for it to end or stop it",
+        ) from None
+    except OSError as exc:
+        os.close(fd)
+        raise DataError(f"cannot lock the run {run_dir}: {exc.strerror}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 @dataclass
 class UnitRow:
     """A work unit as stored."""
@@ -148,38 +245,123 @@ class UnitRow:
 
 
 class RunStore:
-    """Durable record of one run; safe to read while the run is going on."""
+    """Durable record of one run; safe to read while the run is going on.
 
-    def __init__(self, path: Path) -> None:
+    ``create=False`` (the default) opens an existing store and never creates a file or folder: a missing,
+    linked, foreign, damaged or newer store is a :class:`DataError` naming the file.
+    """
+
+    def __init__(self, path: Path, *, create: bool = False) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(SCHEMA)
         self._lock = threading.Lock()
+        self._check_file(create)
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            if create:
+                self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            else:  # mode=rw: SQLite must not create a missing file
+                uri = self.path.absolute().as_uri() + "?mode=rw"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise self._damaged(exc) from None
+        try:
+            self._open_schema(create)
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_file(self, create: bool) -> None:
+        """Refuse a store that is a link or not a regular file, and SQLite side files that are links."""
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            path = self.path.with_name(self.path.name + suffix)
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                if suffix == "" and not create:
+                    raise DataError(
+                        f"no run found in {self.path.parent}", f"expected the run store {self.path}"
+                    ) from None
+                continue
+            except OSError as exc:
+                raise DataError(f"cannot open the run store {path}: {exc.strerror}") from None
+            if stat.S_ISLNK(info.st_mode):
+                raise DataError(
+                    f"{path} is a symbolic link; a run store and its side files must be regular files",
+                    "copy the run folder without links",
+                )
+            if stat.S_ISDIR(info.st_mode):
+                raise DataError(f"{path} is a folder, not a run store")
+            if not stat.S_ISREG(info.st_mode):
+                raise DataError(f"{path} is not a regular file, so not a run store")
+
+    def _open_schema(self, create: bool) -> None:
+        with self._guard():
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {
+                name: {row[1] for row in self._db.execute(f"PRAGMA table_info({name})")} for name in _COLUMNS
+            }
+            if version > STORE_VERSION:
+                raise DataError(
+                    f"{self.path} was written by a newer llmpsych (store version {version}; this one reads "
+                    f"up to {STORE_VERSION})",
+                    "upgrade llmpsych to read it",
+                )
+            fresh = not any(tables.values())
+            if not (create and fresh):
+                for name, columns in _COLUMNS.items():
+                    if not tables[name]:
+                        raise DataError(
+                            f"{self.path} is not an llmpsych run store (it has no table {name!r})"
+                        )
+                    if missing := sorted(columns - tables[name]):
+                        raise DataError(
+                            f"{self.path} is not an llmpsych run store (table {name!r} lacks "
+                            f"{', '.join(missing)})"
+                        )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(SCHEMA)
+            if fresh:
+                self._db.execute(f"PRAGMA user_version={STORE_VERSION}")
+
+    def _damaged(self, exc: Exception) -> DataError:
+        return DataError(f"run store {self.path}: {' '.join(str(exc).split())}", "is the file damaged?")
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """SQLite damage and stored text that is not JSON, as one clear error naming the file."""
+        try:
+            yield
+        except (sqlite3.DatabaseError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise self._damaged(exc) from None
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock, self._guard():
+            yield
 
     @classmethod
-    def in_dir(cls, run_dir: Path) -> RunStore:
-        """Open the store of a run directory."""
-        return cls(Path(run_dir) / STORE_FILE)
+    def in_dir(cls, run_dir: Path, *, create: bool = False) -> RunStore:
+        """Open the store of a run directory (create it only with ``create=True``)."""
+        return cls(Path(run_dir) / STORE_FILE, create=create)
 
     # -- meta --------------------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``."""
-        with self._lock:
+        with self._locked():
             self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         """Read a JSON value."""
-        with self._lock:
+        with self._locked():
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else json.loads(row[0])
+            return default if row is None else json.loads(row[0])
 
     # -- units -------------------------------------------------------------------------------------
     def add_units(self, units: Iterable[tuple[str, dict[str, Any]]]) -> int:
         """Register units (idempotent: existing ids are kept as they are)."""
-        with self._lock:
+        with self._locked():
             start = self._db.execute("SELECT COUNT(*) FROM units").fetchone()[0]
             self._db.execute("BEGIN")
             cursor = self._db.executemany(
@@ -196,21 +378,21 @@ class RunStore:
         if status:
             query += " WHERE status = ?"
             args = (status,)
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(query + " ORDER BY position", args).fetchall()
-        return [
-            UnitRow(uid, json.loads(p), s, json.loads(r) if r is not None else None, e, a)
-            for uid, p, s, r, e, a in rows
-        ]
+            return [
+                UnitRow(uid, json.loads(p), s, json.loads(r) if r is not None else None, e, a)
+                for uid, p, s, r, e, a in rows
+            ]
 
     def unit_counts(self) -> dict[str, int]:
         """How many units have each status."""
-        with self._lock:
+        with self._locked():
             return dict(self._db.execute("SELECT status, COUNT(*) FROM units GROUP BY status").fetchall())
 
     def write(self, statements: Iterable[Statement]) -> None:
         """Execute write statements in one transaction (one commit for all of them)."""
-        with self._lock:
+        with self._locked():
             self._db.execute("BEGIN")
             try:
                 for sql, args in statements:
@@ -223,16 +405,16 @@ class RunStore:
     # -- calls -------------------------------------------------------------------------------------
     def units_with_calls(self) -> set[str]:
         """Ids of the units that have at least one stored call (only these can replay on resume)."""
-        with self._lock:
+        with self._locked():
             return {row[0] for row in self._db.execute("SELECT DISTINCT unit_id FROM calls")}
 
     def get_call(self, unit_id: str, call_key: str) -> dict[str, Any] | None:
         """A completed call's stored response, if any."""
-        with self._lock:
+        with self._locked():
             row = self._db.execute(
                 "SELECT response FROM calls WHERE unit_id=? AND call_key=?", (unit_id, call_key)
             ).fetchone()
-        return None if row is None else json.loads(row[0])
+            return None if row is None else json.loads(row[0])
 
     def put_call(
         self,
@@ -249,20 +431,22 @@ class RunStore:
 
     def calls(self) -> Iterator[dict[str, Any]]:
         """Every stored call, in completion order."""
-        with self._lock:
+        with self._locked():
             rows = self._db.execute(
                 "SELECT unit_id, call_key, seq, role, model, request, response, latency_s, prompt_tokens, "
                 "completion_tokens, attempts, cached, created FROM calls ORDER BY created, unit_id, seq"
             ).fetchall()
         for row in rows:
+            with self._guard():
+                request, response = json.loads(row[5]), json.loads(row[6])
             yield {
                 "unit_id": row[0],
                 "call_key": row[1],
                 "seq": row[2],
                 "role": row[3],
                 "model": row[4],
-                "request": json.loads(row[5]),
-                "response": json.loads(row[6]),
+                "request": request,
+                "response": response,
                 "latency_s": row[7],
                 "prompt_tokens": row[8],
                 "completion_tokens": row[9],
@@ -273,7 +457,7 @@ class RunStore:
 
     def call_count(self) -> int:
         """Number of stored calls."""
-        with self._lock:
+        with self._locked():
             return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models.types import GenerationParams
+from ..report.files import atomic_write_text
 from ..runs.store import RunStore
 from ..runs.task import Task, WorkUnit
 
@@ -61,7 +62,7 @@ class EchoTask(Task):
         finally:
             store.close()
         out = run_dir / "echo-summary.json"
-        out.write_text(
-            json.dumps({"units": counts, "answers": {u.unit_id: u.result for u in done}}, indent=1)
+        atomic_write_text(
+            out, json.dumps({"units": counts, "answers": {u.unit_id: u.result for u in done}}, indent=1)
         )
         return [out]
