@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ..errors import LlmpsychError
+from ..errors import LlmpsychError, terminal_text
 
 app = typer.Typer(
     help="PsychoBench: thirteen psychometric scales, compared with human norms.",
@@ -173,6 +173,7 @@ def run(
     from ..paths import runs_dir
     from ..runs import analyze_run, parse_run_config, start_run
     from ..runs.runner import new_run_dir
+    from ..runs.store import run_lock
     from .analysis import save_settings
     from .compare import write_comparison
 
@@ -217,17 +218,19 @@ def run(
     for cfg, run_dir in zip(configs, run_dirs, strict=True):
         outcome = start_run(cfg, run_dir, progress)
         if custom is not None and (run_dir / "summary.csv").is_file():
-            save_settings(run_dir, custom)  # then rebuild the report with them (no model call)
-            analyze_run(run_dir)
+            with run_lock(run_dir):
+                save_settings(run_dir, custom)  # then rebuild the report with them (no model call)
+                analyze_run(run_dir)
         s = outcome.summary
         console.print(
-            f"[bold]{cfg.model}[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} runs done, "
+            f"[bold]{terminal_text(cfg.model)}[/bold] {terminal_text(outcome.run_dir)}: "
+            f"{s.done + s.skipped}/{s.total} runs done, "
             f"{s.failed} failed; {s.calls_sent} requests sent; {s.seconds:.1f} s"
         )
     analysed = [d for d in run_dirs if (d / "summary.csv").is_file()]
     if analysed:
         for path in write_comparison(analysed, parent):
-            console.print(f"  wrote {path}")
+            console.print(f"  wrote {terminal_text(path)}")
 
 
 @app.command("compare")
@@ -244,10 +247,10 @@ def compare(
 
     if out is not None:
         for path in write_comparison(run_dirs, out):
-            console.print(f"wrote {path}")
+            console.print(f"wrote {terminal_text(path)}")
         return
     display, _ = comparison_frames(run_dirs)
-    typer.echo(table(display))
+    typer.echo(terminal_text(table(display), markup=False))
 
 
 @app.command("report")
@@ -270,13 +273,11 @@ def report(
     The settings are stored in the run, so a later `llmpsych report RUN_DIR` gives the same report.
     """
     from ..runs import RunStore, analyze_run
-    from ..runs.store import STORE_FILE
+    from ..runs.store import run_lock
     from .analysis import save_settings
 
     for run_dir in run_dirs:
-        if not (run_dir / STORE_FILE).is_file():
-            raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
-        store = RunStore.in_dir(run_dir)
+        store = RunStore.in_dir(run_dir)  # a folder without a run: one clear error, nothing created
         try:
             task = (store.get_meta("config") or {}).get("task")
         finally:
@@ -295,9 +296,10 @@ def report(
             parquet=parquet,
             html=html,
         )
-        save_settings(run_dir, settings)
-        for path in analyze_run(run_dir):
-            console.print(f"wrote {path}")
+        with run_lock(run_dir):  # the settings go into the store: one writer at a time
+            save_settings(run_dir, settings)
+            for path in analyze_run(run_dir):
+                console.print(f"wrote {terminal_text(path)}")
 
 
 @app.command("import-answers")
@@ -334,4 +336,4 @@ def import_answers_command(
         label=label,
     )
     for path in paths:
-        console.print(f"wrote {path}")
+        console.print(f"wrote {terminal_text(path)}")

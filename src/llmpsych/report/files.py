@@ -124,9 +124,15 @@ def neutralise_cell(value: object) -> object:
     """``'`` + ``value`` when ``value`` is text a spreadsheet would run as a formula, else ``value``.
 
     The rule (OWASP's): a text cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
-    return gets a leading single quote, unless the whole cell is a plain number such as ``-5``.
+    return gets a leading single quote, unless the whole cell is a plain number such as ``-5`` or a
+    single character (the ``-`` the tables write for "no value"), which no spreadsheet runs.
     """
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS) and not _PLAIN_NUMBER.fullmatch(value):
+    if (
+        isinstance(value, str)
+        and len(value) > 1
+        and value.startswith(FORMULA_STARTS)
+        and not _PLAIN_NUMBER.fullmatch(value)
+    ):
         return "'" + value
     return value
 

@@ -391,8 +391,11 @@ class RunStore:
             return dict(self._db.execute("SELECT status, COUNT(*) FROM units GROUP BY status").fetchall())
 
     def write(self, statements: Iterable[Statement]) -> None:
-        """Execute write statements in one transaction (one commit for all of them)."""
-        with self._locked():
+        """Execute write statements in one transaction (one commit for all of them).
+
+        SQLite errors reach the caller as they are (the engine and :class:`GroupCommit` handle them).
+        """
+        with self._lock:
             self._db.execute("BEGIN")
             try:
                 for sql, args in statements:
