@@ -59,14 +59,48 @@ class UserConfig(BaseModel):
     cache: CacheSettings = CacheSettings()
 
 
+#: Largest config file read (a run config or the user config is a few kB): a larger file, e.g. a data
+#: file named by mistake, is refused before it is read.
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a config file: a regular file of at most :data:`MAX_CONFIG_BYTES`, in UTF-8.
+
+    Anything else (a folder, a device, a 100 MB file, a PNG renamed ``config.toml``) is a
+    :class:`ConfigError` naming the file and what is wrong.
+    """
+    if path.is_dir():
+        raise ConfigError(f"config file {path} is a folder")
+    if not path.exists():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"config file {path} is larger than {MAX_CONFIG_BYTES:,} bytes; is it a config file?"
+        )
+    if b"\0" in data:
+        raise ConfigError(f"config file {path} is binary, not a text config (it holds NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {exc.start} cannot be decoded)"
+        ) from None
+
+
 def load_user_config(path: Path | None = None) -> UserConfig:
     """Read the user config file; a missing file means defaults."""
     path = path or config_file()
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return UserConfig()
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raw = tomllib.loads(read_config_text(path))
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     try:
         config = UserConfig.model_validate(raw)

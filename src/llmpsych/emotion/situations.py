@@ -226,6 +226,8 @@ def situations_from_csv(path: Path, check_counts: bool = True) -> SituationSet:
             rows = list(csv.reader(handle))
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror})") from None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{path}: cannot read as UTF-8 CSV ({exc})") from None
     if len(rows) < 2:
         raise DataError(f"{path}: expected a header row and a row of factor names")
     header, names, body = rows[0], rows[1], rows[2:]

@@ -164,7 +164,10 @@ def _template_body(path: Path) -> str:
         raise DataError(
             f"template not found: {path}", "check --data-dir, or run `llmpsych data fetch LLMPersonality`"
         )
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
     parts = TEMPLATE_MARKER.split(text, maxsplit=1)
     if len(parts) < 5:
         raise DataError(f"{path} has no comment-block marker line; it is not a prompt template")
@@ -211,3 +214,5 @@ def _read_json(path: Path) -> Any:
         ) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{path} is not valid JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None

@@ -56,6 +56,10 @@ def load_save(path: Path | str) -> ReleasedSave:
         raise DataError(f"save file not found: {path}") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{path} is not JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):
         raise DataError(f"{path} is not a reliability save (expected {{'meta': ..., 'data': [...]}})")
     rows = []

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..config import read_config_text
 from ..errors import ConfigError
 from ..models.catalog import DEFAULT_EMBEDDED_MODEL
 from ..models.types import GenerationParams
@@ -138,24 +139,51 @@ def parse_run_config(data: dict[str, Any], source: str = "run config") -> RunCon
         raise ConfigError(_validation_message(exc, source)) from None
 
 
+#: Most values a config may expand to. YAML aliases share one node however often they are used, so a
+#: 1 kB "billion laughs" file loads in microseconds but expands to 10^9 values when validated or stored.
+MAX_CONFIG_VALUES = 100_000
+
+
+def _count_values(data: Any, path: Path) -> None:
+    """Walk ``data`` as it would be expanded, stopping with an error past :data:`MAX_CONFIG_VALUES`."""
+    budget = MAX_CONFIG_VALUES
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        budget -= 1
+        if budget < 0:
+            raise ConfigError(
+                f"config file {path} expands to more than {MAX_CONFIG_VALUES:,} values "
+                "(repeated YAML aliases?)"
+            )
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+
+
 def read_config_file(path: Path) -> dict[str, Any]:
-    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a mapping."""
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    """Read a TOML (.toml) or YAML (.yaml/.yml) file into a mapping.
+
+    The file is read by :func:`~llmpsych.config.read_config_text` (size cap, text only); YAML is read
+    with ``safe_load`` (no ``!!python/...`` tags) and its expanded size is bounded
+    (:data:`MAX_CONFIG_VALUES`).
+    """
+    suffix = path.suffix.lower()
+    if suffix not in {".toml", ".yaml", ".yml"}:
+        raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
+    text = read_config_text(path)
     try:
-        if path.suffix.lower() == ".toml":
-            data = tomllib.loads(text)
-        elif path.suffix.lower() in {".yaml", ".yml"}:
-            data = yaml.safe_load(text)
-        else:
-            raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
+        data = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"config file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path} is nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings at the top level")
+    _count_values(data, path)
     return data
 
 
@@ -165,10 +193,21 @@ def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunC
     for key, value in (overrides or {}).items():
         if value is None:
             continue
-        if key == "options":
-            data["options"] = {**data.get("options", {}), **value}
-        elif key == "params":
-            data["params"] = {**data.get("params", {}), **value}
+        if key in {"options", "params"}:
+            if not isinstance(data.get(key, {}), dict):
+                raise ConfigError(
+                    f"{path}: {key}: must be a table of settings, not {type(data[key]).__name__}"
+                )
+            data[key] = {**data.get(key, {}), **value}
         else:
             data[key] = value
-    return parse_run_config(data, str(path))
+    config = parse_run_config(data, str(path))
+    from .task import task_class  # here: the task module imports this one
+
+    try:
+        task_class(config.task).validate_options(config.options, str(path))
+    except ConfigError as exc:
+        if str(path) in exc.message:
+            raise
+        raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
+    return config

@@ -36,12 +36,18 @@ class Task(ABC):
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
+        self.options = self.validate_options(config.options)
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any], source: str | None = None) -> BaseModel:
+        """The task's options from a mapping; ConfigError naming ``source`` (e.g. the config file)."""
         try:
-            self.options = self.Options.model_validate(config.options)
+            return cls.Options.model_validate(options)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(f"options for task {self.name!r}: {where}: {first['msg']}") from None
+            prefix = f"{source}: " if source else ""
+            raise ConfigError(f"{prefix}options for task {cls.name!r}: {where}: {first['msg']}") from None
 
     @classmethod
     def code_imports(cls, config: RunConfig) -> list[str]:
