@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from . import __version__
 from .errors import LlmpsychError, RunInterrupted, terminal_text
+from .report.terminal import InertConsole
 
 app = typer.Typer(
     name="llmpsych",
@@ -27,8 +27,8 @@ cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(cache_app, name="cache")
 
-console = Console(soft_wrap=True)  # long paths stay on one line
-err_console = Console(stderr=True, soft_wrap=True)
+console = InertConsole(soft_wrap=True)  # long paths stay on one line
+err_console = InertConsole(stderr=True, soft_wrap=True)
 _state = {"debug": False}
 
 ModelOpt = Annotated[
@@ -233,7 +233,7 @@ def quickstart(
     from .quickstart.task import console_lines
 
     for line in console_lines(outcome.run_dir):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, markup=False)
     report = outcome.run_dir / "report.md"
     if report.exists():
         console.print(f"\n[bold]Report:[/bold] {terminal_text(report)}")

@@ -6,17 +6,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from ..errors import LlmpsychError
+from ..errors import LlmpsychError, terminal_text
+from ..report.terminal import InertConsole
 
 app = typer.Typer(
     help="MAS-Resilience: multi-agent systems with faulty agents, and defences.",
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(soft_wrap=True)  # long paths stay on one line
+console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 
 @app.callback()
@@ -205,11 +205,12 @@ def run(
     outcome = start_run(cfg, out or new_run_dir(runs_dir(), f"mas-{system}-{task}"), progress)
     s = outcome.summary
     console.print(
-        f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} items, {s.failed} failed, "
+        f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} items, "
+        f"{s.failed} failed, "
         f"{s.calls_sent} requests sent, {s.seconds:.1f} s"
     )
     for path in outcome.outputs:
-        console.print(f"  wrote {path}")
+        console.print(f"  wrote {terminal_text(path)}")
 
 
 @app.command("systems")
@@ -246,7 +247,7 @@ def compare(
     from .experiments import compare_runs
 
     for path in compare_runs(run_dirs, out):
-        console.print(f"wrote {path}")
+        console.print(f"wrote {terminal_text(path)}")
 
 
 @app.command("preset")
@@ -278,7 +279,7 @@ def preset(
     )
     if dry_run:
         for run_name, options in plan:
-            console.print(f"{run_name}: {options}")
+            console.print(terminal_text(f"{run_name}: {options}"))
         return
     common = {
         "model": model,
@@ -288,4 +289,4 @@ def preset(
         "max_tokens": max_tokens,
     }
     for path in run_preset(plan, out, **common):
-        console.print(f"wrote {path}")
+        console.print(f"wrote {terminal_text(path)}")

@@ -20,6 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ..report.terminal import InertConsole
 from .fetch import ENV_BASE_URL, fetch_datasets
 from .registry import DATASETS, resolve_names
 from .sources import ENV_DATA_DIR, data_status, default_data_dir, resolve_data_dir
@@ -33,7 +34,7 @@ app = typer.Typer(
 
 def _console() -> Console:
     """A console made per command, so it sees the current terminal width and output stream."""
-    return Console()
+    return InertConsole()
 
 
 DataDirOpt = Annotated[

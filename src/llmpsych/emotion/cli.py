@@ -8,17 +8,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from ..errors import LlmpsychError, terminal_text
 from ..report.files import atomic_write_text
+from ..report.terminal import InertConsole, echo
 
 app = typer.Typer(
     help="EmotionBench: how situations shift a model's emotions, against 1,266 humans.",
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(soft_wrap=True)  # long paths stay on one line
+console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 DataDirOpt = Annotated[
     Path | None,
@@ -38,7 +38,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a t
 
 
 def _print_json(data: Any) -> None:
-    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
 @app.callback()
@@ -71,8 +71,11 @@ def score_results(
         _print_json(result)
         return
     names = _factor_names(data_dir)
-    console.print(f"[bold]{result['file']}[/bold]: {chosen.name}, scoring {scoring}, alpha {alpha}")
-    typer.echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
+    console.print(
+        f"[bold]{terminal_text(result['file'])}[/bold]: {terminal_text(chosen.name)}, scoring {scoring}, "
+        f"alpha {alpha}"
+    )
+    echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
     if result["invalid_runs"]:
         console.print(
             f"invalid runs left out: {result['invalid_runs']} ({result['invalid_reasons']})", markup=False
@@ -97,7 +100,7 @@ def human(
     if as_json:
         _print_json(human_table_json(table))
         return
-    typer.echo(human_frame(table, _factor_names(data_dir)).to_markdown(index=False))
+    echo(human_frame(table, _factor_names(data_dir)).to_markdown(index=False))
 
 
 @app.command("crowd")
@@ -260,12 +263,13 @@ def run(
     outcome = start_run(cfg, out or new_run_dir(runs_dir(), "emotionbench"), progress)
     s = outcome.summary
     console.print(
-        f"[bold]run[/bold] {outcome.run_dir}: {s.done + s.skipped}/{s.total} runs done, {s.failed} failed; "
+        f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} runs done, "
+        f"{s.failed} failed; "
         f"{s.calls_sent} requests sent; {s.seconds:.1f} s",
         soft_wrap=True,
     )
     for path in outcome.outputs:
-        console.print(f"  wrote {path}")
+        console.print(f"  wrote {terminal_text(path)}")
 
 
 @app.command("compare")
@@ -328,7 +332,7 @@ def compare(
             f"wrote {terminal_text(out)}" + (f" and {terminal_text(png)}" if png is not None else "")
         )
     else:
-        typer.echo(text)
+        echo(text)
 
 
 def _split(value: str | None) -> list[str] | None:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from ..errors import LlmpsychError
+from ..report.terminal import InertConsole, echo
 from .released_logs import (
     PUBLISHED,
     PUBLISHED_ARXIV,
@@ -148,7 +148,7 @@ def score_released_cmd(
         raise LlmpsychError("no released GAMA-Bench leaderboard logs found in the data directory")
     if model is not None and model not in models:
         raise LlmpsychError(f"no released logs for model {model!r}", f"models found: {', '.join(models)}")
-    console = Console()
+    console = InertConsole()
     compat = not corrected
     if model is None:
         console.print(_leaderboard(models, data_dir, scoring, compat))
@@ -210,7 +210,7 @@ def score_logs_cmd(
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     version: ScoringVersion = scoring  # type: ignore[assignment]
     found = collect(paths, version=version, compat=not corrected, skip_malformed=skip_malformed)
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for exc in found.malformed:
         err.print(f"[yellow]warning:[/yellow] skipped: {escape(str(exc))}")
     if verbose:
@@ -263,7 +263,7 @@ def score_logs_cmd(
                 f"as the reference game accepted them ({escape(r.above_range[0])})"
             )
     if as_json:
-        typer.echo(json.dumps(to_json(scores), indent=2))
+        echo(json.dumps(to_json(scores), indent=2))
         return
     # games as rows and models as columns, as in the thesis Tables 6.8/6.9
     table = Table(title=f"GAMA-Bench scores of {len(found.runs)} logs ({scoring} scoring)")
@@ -280,9 +280,9 @@ def score_logs_cmd(
             cells.append(_mean_sd(None if summary is None else summary.mean, sd))
         table.add_row(f"{GAME_TITLES[game]} [dim]{GAME_KEYS[game]}[/dim]", *cells)
     table.add_row("Overall", *(_mean_sd(s.overall_mean, s.overall_sd) for s in scores.values()))
-    Console().print(table)
+    InertConsole().print(table)
     mode = "corrected" if corrected else "published (reference-code)"
-    typer.echo(
+    echo(
         f"mean ± sample SD over runs; {mode} scoring; "
         "overall = mean of the 8 games, SD over the per-run overall scores."
     )
@@ -327,10 +327,8 @@ def presets_cmd() -> None:
         }
         for p in PRESETS.values()
     ]
-    typer.echo(md_table(pd.DataFrame(rows)))
-    typer.echo(
-        "Run one with: llmpsych gamabench preset NAME --model SPEC [--model SPEC2] [--out DIR] [--dry-run]"
-    )
+    echo(md_table(pd.DataFrame(rows)))
+    echo("Run one with: llmpsych gamabench preset NAME --model SPEC [--model SPEC2] [--out DIR] [--dry-run]")
 
 
 def _games_list(value: str | None) -> list[str] | None:
@@ -412,12 +410,12 @@ def preset_cmd(
         options=_parse_options(option or []),
     )
     planned = expand(preset, settings)
-    console = Console(soft_wrap=True, highlight=False)
+    console = InertConsole(soft_wrap=True, highlight=False)
     if dry_run:
-        typer.echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
-        typer.echo(md_table(describe(planned)))
+        echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
+        echo(md_table(describe(planned)))
         plays = sum(r.n_games for r in planned)
-        typer.echo(f"{len(planned)} run directories, {plays} games; nothing was run (--dry-run).")
+        echo(f"{len(planned)} run directories, {plays} games; nothing was run (--dry-run).")
         return
     parent = out or new_run_dir(runs_dir(), f"gamabench-{preset.name}")
 
@@ -470,16 +468,16 @@ def leaderboard_cmd(
             "no finished, scorable game in " + ", ".join(str(d) for d in run_dirs),
             "; ".join(left_out_notes(left_out)[:3]) or None,
         )
-    err = Console(stderr=True, soft_wrap=True, highlight=False)
+    err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for s in scores.values():
         if s.note:
             err.print(f"note: {escape(s.note)}")
     for note in left_out_notes(left_out, limit=20):
         err.print(f"note: {escape(note)}")
     if as_json:
-        typer.echo(json.dumps(to_json(scores), indent=2))
+        echo(json.dumps(to_json(scores), indent=2))
     else:
-        typer.echo(md_table(leaderboard_frame(scores, left_out=left_out)))
+        echo(md_table(leaderboard_frame(scores, left_out=left_out)))
     rules = "published Pirate/Diner rules" if published else "llmpsych's corrected Pirate/Diner rules"
     for path in write_leaderboard(
         scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ..errors import ConfigError, LlmpsychError
+from ..errors import ConfigError, LlmpsychError, terminal_text
 from ..models.types import Message
 
 if TYPE_CHECKING:
@@ -176,8 +176,8 @@ class HumanSeat(Seat):
         out = self.stdout or sys.stderr
         inp = self.stdin or sys.stdin
         print(f"\n===== player {decision.player} ({decision.kind}), round {decision.round} =====", file=out)
-        for message in messages:
-            print(f"[{message['role']}]\n{message['content']}\n", file=out)
+        for message in messages:  # other seats' replies and the rules: shown inert (no terminal escapes)
+            print(terminal_text(f"[{message['role']}]\n{message['content']}\n", markup=False), file=out)
         print(f"Please type your answer for {decision.primary}: ", end="", file=out, flush=True)
         line = inp.readline()
         if not line:

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from ..errors import DataError, LlmpsychError
+from ..errors import DataError, LlmpsychError, terminal_text
+from ..report.terminal import InertConsole
 from .native import load_scale_file
 from .official import DATASETS, load_dataset_scales
 from .scale import Scale
@@ -19,7 +19,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(soft_wrap=True)  # long paths stay on one line
+console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 DataDirOpt = Annotated[
     Path | None,
@@ -126,30 +126,36 @@ def show_scale(
 
 
 def _print_scale(scale: Scale, with_items: bool) -> None:
-    console.print(f"[bold]{scale.name}[/bold]" + (f" — {scale.title}" if scale.title else ""))
+    console.print(
+        f"[bold]{terminal_text(scale.name)}[/bold]"
+        + (f" — {terminal_text(scale.title)}" if scale.title else "")
+    )
     console.print(f"  items: {scale.n_items}; response range {_range(scale)}; scoring {scale.scoring}")
     reverse = ", ".join(map(str, scale.reverse_indices)) or "none"
     console.print(f"  reverse-keyed items: {reverse}")
     if scale.filler_indices and not scale.unscored:
         console.print(f"  unscored filler items: {', '.join(map(str, scale.filler_indices))}")
     if scale.unscored:
-        console.print(f"  [yellow]not scored by llmpsych[/yellow]: {scale.unscored_reason}")
+        console.print(f"  [yellow]not scored by llmpsych[/yellow]: {terminal_text(scale.unscored_reason)}")
     for label, value in (("source", scale.source), ("license", scale.license), ("reference", scale.citation)):
         if value:
-            console.print(f"  {label}: {value}")
+            console.print(f"  {label}: {terminal_text(value)}")
     for sub in scale.subscales:
         low, high = scale.subscale_range(sub.name)
         console.print(
-            f"  subscale [bold]{sub.name}[/bold] ({len(sub.item_indices)} items, score {low:g}-{high:g}): "
-            + ", ".join(map(str, sub.item_indices)),
+            f"  subscale [bold]{terminal_text(sub.name)}[/bold] ({len(sub.item_indices)} items, "
+            f"score {low:g}-{high:g}): " + ", ".join(map(str, sub.item_indices)),
             highlight=False,
         )
         for group in sub.norms:
             console.print(
-                f"    norm {group.label}: {group.mean:g} ± {group.sd:g}, n = {group.n}", highlight=False
+                f"    norm {terminal_text(group.label)}: {group.mean:g} ± {group.sd:g}, n = {group.n}",
+                highlight=False,
             )
     for correction in scale.corrections:
-        console.print(f"  corrected {correction.field}: {correction.old!r} -> {correction.new!r}")
+        console.print(
+            terminal_text(f"  corrected {correction.field}: {correction.old!r} -> {correction.new!r}")
+        )
     if with_items:
         for item in scale.items:
             flag = " (reversed)" if item.reverse else ""
@@ -184,9 +190,9 @@ def validate_file(
     for scale in scales:
         norms = sum(len(s.norms) for s in scale.subscales)
         console.print(
-            f"  {scale.name}: {scale.n_items} items, range {_range(scale)}, {scale.scoring}, "
+            f"  {terminal_text(scale.name)}: {scale.n_items} items, range {_range(scale)}, {scale.scoring}, "
             f"{len(scale.subscales)} subscale(s), {norms} norm group(s), "
             f"{len(scale.reverse_indices)} reverse-keyed item(s)",
             highlight=False,
         )
-    console.print(f"[green]{file}: {len(scales)} valid scale(s)[/green]", highlight=False)
+    console.print(f"[green]{terminal_text(file)}: {len(scales)} valid scale(s)[/green]", highlight=False)

@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from ..errors import LlmpsychError, terminal_text
+from ..report.terminal import InertConsole, echo
 
 app = typer.Typer(
     help="PsychoBench: thirteen psychometric scales, compared with human norms.",
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(soft_wrap=True)
+console = InertConsole(soft_wrap=True)
 
 
 @app.callback()
@@ -250,7 +250,7 @@ def compare(
             console.print(f"wrote {terminal_text(path)}")
         return
     display, _ = comparison_frames(run_dirs)
-    typer.echo(terminal_text(table(display), markup=False))
+    echo(terminal_text(table(display), markup=False))
 
 
 @app.command("report")

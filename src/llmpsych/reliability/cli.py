@@ -9,10 +9,10 @@ from typing import Annotated
 
 import pandas as pd
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from ..errors import LlmpsychError
+from ..errors import LlmpsychError, terminal_text
+from ..report.terminal import InertConsole, echo
 from .analysis import METHOD_NOTES, METHODS
 from .outliers import EPS, MIN_PTS
 from .published import DIMENSIONS, LEVEL_NAMES
@@ -24,7 +24,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(width=120)
+console = InertConsole(width=120)
 
 
 @app.callback()
@@ -105,11 +105,11 @@ def analyze(
         payload = result.to_json()
         payload["sources"] = [str(p) for p in paths]
         payload["written"] = [str(p) for p in written]
-        typer.echo(json.dumps(payload, indent=1))
+        echo(json.dumps(payload, indent=1))
         return
     _print(result)
     for path in written:
-        console.print(f"  wrote {path}")
+        console.print(f"  wrote {terminal_text(path)}")
 
 
 def _fmt(mean: float, sd: float) -> str:
@@ -341,7 +341,7 @@ def compare(
             "groups": {n: s.to_dict("records") for n, s in summaries.items()},
             "tests": tests.to_dict("records"),
         }
-        typer.echo(json.dumps(payload, indent=1, default=str))
+        echo(json.dumps(payload, indent=1, default=str))
         return
     table = Table(title="mean ± sd per group")
     table.add_column("group")
@@ -377,7 +377,7 @@ def retest(
 
     result = retest_extremes(_groups(paths))
     if as_json:
-        typer.echo(json.dumps(result.to_dict("records"), indent=1, default=str))
+        echo(json.dumps(result.to_dict("records"), indent=1, default=str))
         return
     table = Table(title="test-retest: extreme runs against the average (Student's t-test)")
     for col in ("dimension", "average", "side", "run", "extreme", "p", "equal mean?"):

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+
+from ..errors import terminal_text
+from .terminal import InertConsole
 
 app = typer.Typer(add_completion=False)
-console = Console(soft_wrap=True)
+console = InertConsole(soft_wrap=True)
 
 
 @app.callback(invoke_without_command=True)
@@ -33,4 +35,4 @@ def report(
             if md.with_suffix(".html") not in paths:
                 paths.append(write_html(md))
     for path in paths:
-        console.print(f"wrote {path}")
+        console.print(f"wrote {terminal_text(path)}")

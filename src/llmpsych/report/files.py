@@ -160,8 +160,13 @@ def neutralise_formulas(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def csv_text(frame: pd.DataFrame, *, index: bool = False) -> str:
-    """``frame`` as CSV text, formulas neutralised."""
-    return neutralise_formulas(frame).to_csv(index=index)
+    """``frame`` as CSV text, formulas neutralised, rows ended by CRLF (RFC 4180).
+
+    The CRLF matters: Python's CSV writer quotes a cell only for the characters of its line ending, so
+    with ``\n`` alone a bare ``\r`` in a model's reply went out unquoted, and a reader (Python's
+    ``csv``, a spreadsheet) started a new row there, with cells no neutralisation had seen.
+    """
+    return neutralise_formulas(frame).to_csv(index=index, lineterminator="\r\n")
 
 
 def write_csv(frame: pd.DataFrame, path: Path, *, index: bool = False) -> Path:
