@@ -237,6 +237,7 @@ RELEASED = {
     "binary": PNG,
     "latin-1": '{"player_data": "caf\xe9"}'.encode("latin-1"),
     "truncated": b'{"meta": {"name_exp": "guessing_game", "round_id": 3}, "player_data": [{"records": [1',
+    "deep": b"[" * 100_000 + b"]" * 100_000,
 }
 
 
@@ -271,3 +272,12 @@ def test_a_malformed_emotionbench_results_file_is_one_line(
         "emotionbench", "score-results", str(results), "--scale", "PANAS", "--data-dir", str(seed_data)
     )
     _one_clear_line(result, str(results))
+
+
+def test_a_billion_laughs_scale_file_is_refused(tmp_path: Path) -> None:
+    scale = tmp_path / "scale.yaml"
+    scale.write_text(
+        "name: X\nresponse: {min: 1, max: 5}\nscoring: sum\n"
+        + BILLION_LAUGHS.split("\n", 1)[1].replace("options: {x: *a8}", "items: *a8")
+    )
+    _one_clear_line(_cli("scales", "validate", str(scale)), str(scale), "expands to more than")

@@ -415,6 +415,15 @@ def main() -> None:
         prefix = "" if isinstance(exc, RunInterrupted) else "[red]error:[/red] "
         err_console.print(f"{prefix}{terminal_text(exc, one_line=True)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # the environment (a permission, a full disk, a vanished file), said in one line
+        if _state["debug"]:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        reason = exc.strerror or str(exc)
+        err_console.print(
+            f"[red]error:[/red] {terminal_text(where + reason, one_line=True)}", highlight=False
+        )
+        sys.exit(2)
     except KeyboardInterrupt:
         err_console.print(
             "interrupted; completed work is saved, continue with `llmpsych run --resume <run dir>`"

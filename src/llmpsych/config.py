@@ -64,6 +64,29 @@ class UserConfig(BaseModel):
 MAX_CONFIG_BYTES = 1_000_000
 
 
+#: Most values a YAML document may expand to. YAML aliases share one node however often they are used,
+#: so a 1 kB "billion laughs" file loads in microseconds but expands to 10^9 values when validated,
+#: iterated or stored.
+MAX_CONFIG_VALUES = 100_000
+
+
+def expands_beyond(data: object, limit: int) -> bool:
+    """Whether ``data``, expanded as a walk over it would see it, holds more than ``limit`` values
+    (the walk stops there, so it costs at most ``limit`` steps)."""
+    budget = limit
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        budget -= 1
+        if budget < 0:
+            return True
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def read_config_text(path: Path) -> str:
     """The text of a config file: a regular file of at most :data:`MAX_CONFIG_BYTES`, in UTF-8.
 

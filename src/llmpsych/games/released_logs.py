@@ -476,6 +476,8 @@ def read_log(path: Path, game: str | None = None) -> GameLog:
         raise DataError(f"cannot read GAMA-Bench log {path}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"GAMA-Bench log {path} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise DataError(f"GAMA-Bench log {path} is nested too deeply to be a log") from None
     try:
         if not isinstance(data, dict):
             raise _Malformed("the top level is not an object")

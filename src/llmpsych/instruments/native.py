@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
+from ..config import MAX_CONFIG_VALUES, expands_beyond
 from ..errors import DataError
 from ..report.files import atomic_write_text
 from .numbers import whole_number
@@ -148,12 +149,19 @@ def _parse_json_text(text: str, origin: str) -> Any:
 
 def _parse_yaml_text(text: str, origin: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise DataError(f"{origin}: invalid YAML: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         raise DataError(f"{origin}: invalid YAML{at}: {problem}") from None
+    if expands_beyond(data, MAX_CONFIG_VALUES):  # a "billion laughs" of YAML aliases
+        raise DataError(
+            f"{origin}: expands to more than {MAX_CONFIG_VALUES:,} values (repeated YAML aliases?)"
+        )
+    return data
 
 
 def read_structured(path: Path) -> Any:

@@ -271,6 +271,8 @@ def read_json(path: Path) -> Any:
         raise DataError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    except RecursionError:
+        raise DataError(f"{path}: invalid JSON: nested too deeply") from None
 
 
 # -- helpers ------------------------------------------------------------------------------------

@@ -168,6 +168,8 @@ def _template_body(path: Path) -> str:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+    except RecursionError:
+        raise DataError(f"{path} is nested too deeply") from None
     parts = TEMPLATE_MARKER.split(text, maxsplit=1)
     if len(parts) < 5:
         raise DataError(f"{path} has no comment-block marker line; it is not a prompt template")

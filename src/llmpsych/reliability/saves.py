@@ -58,6 +58,8 @@ def load_save(path: Path | str) -> ReleasedSave:
         raise DataError(f"{path} is not JSON: {exc}") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+    except RecursionError:
+        raise DataError(f"{path} is nested too deeply to be a save file") from None
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):

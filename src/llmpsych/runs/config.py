@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..config import read_config_text
+from ..config import MAX_CONFIG_VALUES, expands_beyond, read_config_text
 from ..errors import ConfigError
 from ..models.catalog import DEFAULT_EMBEDDED_MODEL
 from ..models.types import GenerationParams
@@ -139,29 +139,6 @@ def parse_run_config(data: dict[str, Any], source: str = "run config") -> RunCon
         raise ConfigError(_validation_message(exc, source)) from None
 
 
-#: Most values a config may expand to. YAML aliases share one node however often they are used, so a
-#: 1 kB "billion laughs" file loads in microseconds but expands to 10^9 values when validated or stored.
-MAX_CONFIG_VALUES = 100_000
-
-
-def _count_values(data: Any, path: Path) -> None:
-    """Walk ``data`` as it would be expanded, stopping with an error past :data:`MAX_CONFIG_VALUES`."""
-    budget = MAX_CONFIG_VALUES
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        budget -= 1
-        if budget < 0:
-            raise ConfigError(
-                f"config file {path} expands to more than {MAX_CONFIG_VALUES:,} values "
-                "(repeated YAML aliases?)"
-            )
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-
-
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML (.toml) or YAML (.yaml/.yml) file into a mapping.
 
@@ -183,7 +160,10 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is nested too deeply") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings at the top level")
-    _count_values(data, path)
+    if expands_beyond(data, MAX_CONFIG_VALUES):
+        raise ConfigError(
+            f"config file {path} expands to more than {MAX_CONFIG_VALUES:,} values (repeated YAML aliases?)"
+        )
     return data
 
 
