@@ -290,3 +290,16 @@ def test_output_dir_keeps_the_users_folder_link_but_replaces_its_own(tmp_path: P
     folder = output_dir(users, "plots")
     assert users.is_symlink() and folder.is_dir() and not folder.is_symlink()
     assert (real / "plots").is_dir() and not (real / "plots").is_symlink() and list(planted.iterdir()) == []
+
+
+def test_a_benchmarks_own_resume_is_refused_while_the_run_is_held(tmp_path: Path) -> None:
+    """`reliability run --resume` (and every preset, which resumes through the same ``resume_run``) meets
+    the lock of a run held by another process: here this test process holds it."""
+    from llmpsych.runs.store import run_lock
+
+    with FaultServer() as server:
+        start_run(_echo_config(server), tmp_path / "r", False)
+    with run_lock(tmp_path / "r"):
+        result = _cli("reliability", "run", "--resume", str(tmp_path / "r"), "--no-progress")
+    assert result.returncode == 2 and f"in use by process {os.getpid()}" in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1
