@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import LlmpsychError, terminal_text
-from ..report.files import atomic_write_text
+from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.terminal import InertConsole, echo
 
 app = typer.Typer(
@@ -146,17 +146,17 @@ def crowd(
     if out is not None:
         if out.exists() and not out.is_dir():
             raise LlmpsychError(f"--out {out} is a file; give a folder for the tables and figures")
-        out.mkdir(parents=True, exist_ok=True)
+        output_dir(out)
     for b, rows in tables.items():
         text = group_markdown(rows, b, min_n)
         small = sum(r.small for r in rows[:-1])
         if out is None:
-            typer.echo(f"## By {b} ({len(rows) - 1} groups, {small} with n < {min_n})\n\n{text}\n")
+            echo(f"## By {b} ({len(rows) - 1} groups, {small} with n < {min_n})\n\n{text}\n")
             continue
         png = group_chart(rows, b, out / f"crowd-{b}.png", min_n)
         image = f"\n\n![by {b}]({png.name})" if png is not None else ""
-        (out / f"crowd-{b}.md").write_text(f"# Human subjects by {b}\n\n{text}{image}\n", encoding="utf-8")
-        group_csv_frame(rows, b).to_csv(out / f"crowd-{b}.csv", index=False)
+        atomic_write_text(out / f"crowd-{b}.md", f"# Human subjects by {b}\n\n{text}{image}\n")
+        write_csv(group_csv_frame(rows, b), out / f"crowd-{b}.csv")
         written = [out / f"crowd-{b}.md", out / f"crowd-{b}.csv", *([png] if png is not None else [])]
         console.print(
             f"by {b}: {len(rows) - 1} groups, {small} with n < {min_n}; wrote "

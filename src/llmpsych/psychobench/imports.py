@@ -31,10 +31,11 @@ from typing import Any
 from ..errors import DataError, LlmpsychError
 from ..instruments.numbers import JsonFloat, loads_strict, whole_number
 from ..instruments.scale import Scale
+from ..report.files import atomic_write_text
 from ..runs.config import parse_run_config
 from ..runs.manifest import build_manifest
 from ..runs.runner import MANIFEST_FILE, analyze_run
-from ..runs.store import STORE_FILE, RunStore, finish_unit_statements
+from ..runs.store import STORE_FILE, RunStore, finish_unit_statements, run_lock
 
 COLUMNS = ("scale", "run", "item", "answer", "position")
 #: An import holds at most this many rows (a million rows is 10,000 people x 100 items).
@@ -93,7 +94,16 @@ def import_answers(
     config = parse_run_config({**base, "options": options}, "import-answers")
     PsychoBenchTask(config)  # the recorded scale files load again from their stored text
 
-    store = RunStore.in_dir(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with run_lock(out):
+        _write_store(out, config, results, [answers, *first.data_files()])
+        return analyze_run(out)
+
+
+def _write_store(out: Path, config: Any, results: list[dict[str, Any]], files: list[Path]) -> None:
+    if (out / STORE_FILE).exists() or (out / STORE_FILE).is_symlink():
+        raise LlmpsychError(f"{out} already holds a run", "choose a new --out")
+    store = RunStore.in_dir(out, create=True)
     try:
         store.set_meta("config", config.stored())
         units = [(f"{r['scale']}-run{r['run']:03d}", {"scale": r["scale"], "run": r["run"]}) for r in results]
@@ -103,12 +113,11 @@ def import_answers(
             for (uid, _), result in zip(units, results, strict=True)
             for s in finish_unit_statements(uid, result)
         )
-        manifest = build_manifest(config, {}, [answers, *first.data_files()], len(units))
+        manifest = build_manifest(config, {}, files, len(units))
         store.set_meta("manifest", manifest)
-        (out / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2) + "\n")
+        atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
     finally:
         store.close()
-    return analyze_run(out)
 
 
 def read_answer_rows(path: Path, scales: dict[str, Scale]) -> list[AnswerRow]:
