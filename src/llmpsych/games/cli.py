@@ -250,7 +250,7 @@ def score_logs_cmd(
         if not as_json:
             _print_variants(tables, lines)
         else:
-            typer.echo(json.dumps({}))
+            echo(json.dumps({}))
         return
     scores = score_runs(found.runs)
     for s in scores.values():
@@ -292,7 +292,7 @@ def score_logs_cmd(
 def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:
     """The variant tables in the thesis's layout (with the default protocol's multiple runs when any other
     table is shown), then the comparison lines of ``--thesis``."""
-    console = Console()
+    console = InertConsole()
     if any(t.family != "runs" or t.mode != "default" for t in tables):
         for t in tables:
             rows = render(t)
@@ -304,7 +304,7 @@ def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:
                 table.add_row(*(escape(c) for c in row))
             console.print(table)
     for line in lines:
-        typer.echo(line)
+        echo(line)
 
 
 # -- presets and the leaderboard of live runs --------------------------------------------------------------
