@@ -16,9 +16,9 @@ from .canonical import canonical_json
 from .catalog import DEFAULT_EMBEDDED_MODEL, catalog_entry, model_file
 from .embedded import EmbeddedBackend, EmbeddedSettings, load_embedded
 from .http_backend import HttpBackend
-from .retry import FatalRequestError, RetriesExhausted, RetryPolicy, call_with_retries
+from .retry import FatalRequestError, RetriesExhausted, RetryableError, RetryPolicy, call_with_retries
 from .spec import ModelSpec, gguf_path, parse_model_spec, resolve_endpoint
-from .types import ChatResult, GenerationParams, Message
+from .types import ChatResult, GenerationParams, MalformedReply, Message
 
 
 class Backend(Protocol):
@@ -141,22 +141,30 @@ class ModelClient:
             failed_attempts.append(reason)
             self._note_retry(attempt, reason)
 
+        if encoded is not None and send_encoded is not None:
+            send = partial(send_encoded, encoded.encode("utf-8"))
+        else:
+            send = partial(self.backend.send, body)
+
+        async def attempt() -> ChatResult:
+            """One attempt, read inside the retry loop: a reply without a message is retried."""
+            try:
+                return ChatResult.from_response(await send())
+            except MalformedReply as exc:
+                raise RetryableError(f"malformed response: {exc}") from None
+
         async with self._limit:
             started = time.perf_counter()
             try:
-                if encoded is not None and send_encoded is not None:
-                    attempt = partial(send_encoded, encoded.encode("utf-8"))
-                else:
-                    attempt = partial(self.backend.send, body)
-                response, attempts = await call_with_retries(attempt, self.policy, self._rng, note_retry)
+                result, attempts = await call_with_retries(attempt, self.policy, self._rng, note_retry)
             except RetriesExhausted as exc:
                 self.stats.failures += 1
                 raise RequestFailed(f"{self.spec}: {exc}") from None
             except FatalRequestError as exc:
                 self.stats.failures += 1
                 raise RequestFailed(f"{self.spec}: {exc}") from None
-            latency = time.perf_counter() - started
-        result = ChatResult.from_response(response, latency, attempts)
+            result.latency_s = time.perf_counter() - started
+        result.attempts = attempts
         result.errors = failed_attempts
         self.stats.requests += 1
         self.stats.prompt_tokens += result.usage.prompt_tokens

@@ -1,33 +1,42 @@
-"""Chat completions over HTTP against any OpenAI-compatible server.
+"""Chat completions over HTTP against any OpenAI-compatible server, on one HTTP stack (aiohttp).
 
-Two transports, one behaviour (same request bytes, limits, timeout and error mapping):
+Every response is bounded, whatever the server does (``docs/security.md`` section 3):
 
-* ``http://`` endpoints reached without a proxy - typically local servers (vLLM, llama.cpp, Ollama,
-  the fault server), where the client's own cost decides throughput - use a small built-in HTTP/1.1
-  keep-alive client on asyncio (:class:`_DirectHttp`). It writes each request from the calling task;
-  aiohttp on Python 3.11 writes the body from a newly scheduled task, one event-loop pass later, which
-  under 64 concurrent requests costs about 6 % of a 100 ms server's throughput
-  (``docs/performance.md``).
-* everything else (``https://``, proxies from ``HTTP_PROXY``/``HTTPS_PROXY``, URLs with a query or
-  credentials) goes through ``aiohttp`` (:class:`_AiohttpTransport`).
+* its body may be at most :data:`MAX_RESPONSE_BYTES` (32 MiB) on the wire and again after gzip/deflate
+  decoding, which this module does itself, in steps of at most 1 MiB of output, so a gzip bomb
+  (10 GB of zeros in 10 MB) stops after 32 MiB, not after the 10 GB;
+* one deadline (the endpoint's timeout, 120 s by default) covers waiting for a connection, connecting,
+  sending and reading the whole body, so an endless chunked stream or a server trickling one byte a
+  second ends with the deadline at the latest;
+* the body is parsed by orjson (the standard library only for what orjson refuses, such as lone
+  surrogates; its recursion limit stops deeply nested JSON).
 
-``HttpBackend.direct_http = False`` sends everything through aiohttp.
+An oversized body and an unsupported content coding fail the call at once; timeouts, dropped
+connections, 408/409/425/429/5xx and undecodable bodies are retried (``retry.py``); 3xx (redirects
+are not followed), other 4xx, an unsupported URL scheme and a certificate that does not verify are
+permanent and not retried.
+
+Until November 2026 plain-HTTP endpoints went through a second, hand-written HTTP/1.1 client that
+saved about 1 % of ideal throughput (``benchmarks/throughput_http.py``, ``docs/performance.md``); it
+was dropped so that one client carries the bounds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import ssl
 import zlib
 from contextlib import suppress
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, Protocol
-from urllib.parse import quote, urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+import orjson
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
@@ -38,21 +47,44 @@ from .urls import redact_url, scrub
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 USER_AGENT = f"llmpsych/{__version__}"
+#: Largest response body accepted, on the wire and after decoding (a 128k-token answer is ~0.5 MiB;
+#: 8k tokens with 20 top log-probabilities each ~ 20 MiB).
+MAX_RESPONSE_BYTES = 32 * 2**20
+#: Largest error body read for its message (a 4xx/5xx); the rest is not read.
+MAX_ERROR_BYTES = 64 * 2**10
+_INFLATE_STEP = 2**20  # most bytes one decompression step may produce
+
+
+class ResponseTooLarge(Exception):
+    """The body exceeded the byte cap (on the wire or decoded)."""
+
+
+class UnsupportedEncoding(Exception):
+    """A content coding this client did not ask for."""
+
+
+class UndecodableBody(Exception):
+    """A gzip/deflate body that does not decode (truncated or corrupt)."""
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date)."""
+    """Seconds from a Retry-After header (delta-seconds or HTTP date); the retry policy caps it."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return None if math.isnan(seconds) else max(0.0, seconds)
     try:
         when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
-    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    try:
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    except TypeError:  # a date without a time zone
+        return None
 
 
 def _ssl_context() -> ssl.SSLContext:
@@ -68,16 +100,18 @@ def _ssl_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
-class RemoteProtocolError(ConnectionError):
-    """The server broke HTTP/1.1 (malformed status line, headers, framing or encoding)."""
-
-
-class _Transport(Protocol):
-    async def post(self, payload: bytes) -> tuple[int, str | None, bytes]:
-        """POST ``payload``; (status, Retry-After header, decoded body)."""
-        ...
-
-    async def close(self) -> None: ...
+def _url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be sent to (an unsupported scheme, no host), or None."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return "the base URL is malformed"
+    if parts.scheme not in ("http", "https"):
+        return f"unsupported URL scheme {parts.scheme!r} (use http:// or https://)"
+    if not host:
+        return "the base URL has no host"
+    return None
 
 
 class HttpBackend:
@@ -87,24 +121,26 @@ class HttpBackend:
     later request runs in a different event loop); at most ``endpoint.concurrency`` at a time.
     """
 
-    direct_http = True  # plain-HTTP endpoints without a proxy use the built-in HTTP/1.1 client
+    #: Body cap in bytes, on the wire and decoded (tests lower it on an instance).
+    max_response_bytes = MAX_RESPONSE_BYTES
 
     def __init__(self, endpoint: ResolvedEndpoint) -> None:
         self.endpoint = endpoint
         self._url = chat_url(endpoint.base_url)
         self._headers = {"Content-Type": "application/json"}
-        self._bad_key = False
+        self._problem = _url_problem(self._url)
         self._secrets = endpoint.secrets()  # scrubbed from anything the server says back
         if (authorization := endpoint.authorization()) is not None:
-            self._bad_key = any(c in authorization for c in "\r\n\0") or not authorization.isascii()
+            if any(c in authorization for c in "\r\n\0") or not authorization.isascii():
+                self._problem = "the API key holds characters an HTTP header cannot carry"
             self._headers["Authorization"] = authorization
-        self._transport: _Transport | None = None
+        self._transport: _AiohttpTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"HttpBackend({redact_url(self._url)!r})"
 
-    def _open(self) -> _Transport:
+    def _open(self) -> _AiohttpTransport:
         loop = asyncio.get_running_loop()
         if self._transport is None or self._loop is not loop:
             # HTTP(S)_PROXY / NO_PROXY, looked up once: aiohttp's trust_env=True would do it (and a
@@ -113,19 +149,7 @@ class HttpBackend:
             proxy_auth: aiohttp.BasicAuth | None = None
             with suppress(LookupError):
                 proxy, proxy_auth = get_env_proxy_for_url(URL(self._url))
-            parts = urlsplit(self._url)
-            if (
-                self.direct_http
-                and proxy is None
-                and parts.scheme == "http"
-                and parts.hostname
-                and not (parts.query or parts.fragment or parts.username or parts.password)
-            ):
-                self._transport = _DirectHttp(self._url, self._headers, self.endpoint)
-            else:
-                self._transport = _AiohttpTransport(
-                    self._url, self._headers, self.endpoint, proxy, proxy_auth
-                )
+            self._transport = _AiohttpTransport(self._url, self._headers, self.endpoint, proxy, proxy_auth)
             self._loop = loop
         return self._transport
 
@@ -136,27 +160,41 @@ class HttpBackend:
 
     async def send_encoded(self, payload: bytes) -> dict[str, Any]:
         """:meth:`send` for a body already encoded as JSON (the run engine encodes each request once)."""
-        if self._bad_key:
-            raise FatalRequestError("the API key holds characters an HTTP header cannot carry")
+        if self._problem is not None:
+            raise FatalRequestError(self._problem)
         transport = self._open()
         try:
-            status, retry_after, raw = await transport.post(payload)
-        except TimeoutError:  # asyncio's timeout and aiohttp's ServerTimeoutError
+            status, retry_after, raw = await transport.post(payload, self.max_response_bytes)
+        except TimeoutError:  # aiohttp's total timeout covers connecting, sending and the whole body
             raise RetryableError(f"timeout after {self.endpoint.timeout:g} s") from None
-        except (aiohttp.ClientError, OSError) as exc:  # OSError: ConnectionError, RemoteProtocolError
+        except ResponseTooLarge:
+            limit = self.max_response_bytes
+            raise FatalRequestError(f"response body larger than {limit} bytes; not retried") from None
+        except UnsupportedEncoding as exc:
+            raise FatalRequestError(f"response in unsupported content-encoding {exc}") from None
+        except UndecodableBody as exc:
+            raise RetryableError(f"undecodable {exc} body") from None
+        except (
+            aiohttp.InvalidURL,
+            aiohttp.NonHttpUrlClientError,
+            aiohttp.ClientConnectorCertificateError,
+        ) as exc:
+            raise FatalRequestError(f"{type(exc).__name__}: not retried") from None
+        except (aiohttp.ClientError, OSError) as exc:  # OSError: ConnectionError and the like
             raise RetryableError(f"connection error: {type(exc).__name__}") from None
         if status in RETRYABLE_STATUS:
             raise RetryableError(f"HTTP {status}", parse_retry_after(retry_after))
-        if status >= 400:
+        if 300 <= status < 400:
+            raise FatalRequestError(
+                f"HTTP {status} from {self.endpoint.public_url}: redirects are not followed; "
+                "use the final address as the base URL"
+            )
+        if status >= 400 or status < 200:
             message = scrub(_error_message(raw), self._secrets)
             raise FatalRequestError(f"HTTP {status} from {self.endpoint.public_url}: {message}")
-        try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or not data.get("choices"):
-                raise ValueError("no choices")
-            data["choices"][0]["message"]  # noqa: B018 - shape check
-        except (ValueError, KeyError, IndexError, TypeError):  # JSONDecodeError, UnicodeDecodeError
-            raise RetryableError("malformed response body") from None
+        data = parse_json(raw)
+        if not isinstance(data, dict):
+            raise RetryableError("malformed response body")
         return data
 
     async def aclose(self) -> None:
@@ -172,20 +210,101 @@ def chat_url(base_url: str) -> str:
     return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/chat/completions", fragment=""))
 
 
-def _error_message(raw: bytes) -> str:
-    """The server's error message, shortened to one line."""
+def parse_json(raw: bytes | bytearray) -> Any:
+    """A response body's JSON, or None when it is not JSON this client can hold.
+
+    orjson first; the standard library reads what orjson refuses (lone surrogates such as ``\\ud800``,
+    numbers beyond a double such as ``1e999``) and gives up on nesting past Python's recursion limit.
+    """
     try:
-        data = json.loads(raw)
-        message = data.get("error", data)
-        if isinstance(message, dict):
-            message = message.get("message", message)
-        text = str(message)
-    except (ValueError, AttributeError):
-        text = raw.decode("utf-8", errors="replace")
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError
+        return None
+
+
+def _error_message(raw: bytes | bytearray) -> str:
+    """The server's error message, shortened to one line."""
+    data = parse_json(raw)
+    message = data.get("error", data) if isinstance(data, dict) else data
+    if isinstance(message, dict):
+        message = message.get("message", message)
+    if isinstance(message, str):
+        text = message
+    elif data is not None:
+        text = str(message)[:400]
+    else:
+        text = bytes(raw[:400]).decode("utf-8", errors="replace")
     return " ".join(text.split())[:200]
 
 
-# -- aiohttp: HTTPS, proxies, anything unusual ----------------------------------------------------------
+class _Inflater:
+    """gzip or deflate (zlib-wrapped or raw, as some servers send it), decoded in bounded steps."""
+
+    def __init__(self, coding: str) -> None:
+        self._gzip = coding != "deflate"
+        self._decoder: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if self._gzip else None
+
+    @property
+    def eof(self) -> bool:
+        return self._decoder is not None and self._decoder.eof
+
+    def feed(self, data: bytes, room: int) -> list[bytes]:
+        """Decode ``data``; raises ResponseTooLarge once the output exceeds ``room`` bytes."""
+        if self._decoder is None:  # deflate: a zlib header (RFC 1950) or raw deflate
+            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
+            self._decoder = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
+        out: list[bytes] = []
+        decoder = self._decoder
+        try:
+            while data and not decoder.eof:
+                chunk = decoder.decompress(data, min(_INFLATE_STEP, room + 1))
+                room -= len(chunk)
+                if room < 0:
+                    raise ResponseTooLarge
+                out.append(chunk)
+                data = decoder.unconsumed_tail
+        except zlib.error:
+            raise UndecodableBody("gzip" if self._gzip else "deflate") from None
+        return out
+
+
+async def _read_body(response: aiohttp.ClientResponse, limit: int) -> bytes | bytearray:
+    """The response body, decoded, at most ``limit`` bytes on the wire and after decoding."""
+    length = response.content_length
+    if length is not None and length > limit:
+        raise ResponseTooLarge
+    coding = response.headers.get("Content-Encoding", "").strip().lower()
+    if coding in ("", "identity"):
+        if length is not None:
+            return await response.read()  # framed by Content-Length: aiohttp stops there
+        inflater = None
+    elif coding in ("gzip", "x-gzip", "deflate"):
+        inflater = _Inflater(coding)
+    else:
+        raise UnsupportedEncoding(repr(coding[:40]))
+    body = bytearray()
+    received = 0
+    stream = response.content
+    while data := await stream.readany():
+        received += len(data)
+        if received > limit:
+            raise ResponseTooLarge
+        if inflater is None:
+            body += data
+            continue
+        for chunk in inflater.feed(data, limit - len(body)):
+            body += chunk
+        if inflater.eof:
+            break  # anything after the end of the gzip stream is not part of the body
+    if inflater is not None and not inflater.eof and received:
+        raise UndecodableBody(coding)
+    return body
+
+
 class _AiohttpTransport:
     def __init__(
         self,
@@ -201,273 +320,26 @@ class _AiohttpTransport:
         )
         self._session = aiohttp.ClientSession(
             connector=connector,
-            headers={"User-Agent": USER_AGENT, **headers},
+            # Only the codings _read_body decodes, in bounded steps (aiohttp would decode by itself).
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers},
             timeout=aiohttp.ClientTimeout(total=endpoint.timeout),
+            auto_decompress=False,
             proxy=proxy,
             proxy_auth=proxy_auth,
         )
 
-    async def post(self, payload: bytes) -> tuple[int, str | None, bytes]:
+    async def post(self, payload: bytes, limit: int) -> tuple[int, str | None, bytes | bytearray]:
+        """POST ``payload``; (status, Retry-After header, decoded body of at most ``limit`` bytes)."""
         async with self._session.post(self._url, data=payload, allow_redirects=False) as response:
-            return response.status, response.headers.get("Retry-After"), await response.read()
+            status = response.status
+            if 200 <= status < 300:
+                body = await _read_body(response, limit)
+            else:  # read for its error message (and to reuse the connection), up to 64 KiB
+                try:
+                    body = await _read_body(response, MAX_ERROR_BYTES)
+                except (ResponseTooLarge, UnsupportedEncoding, UndecodableBody):
+                    body = b""
+            return status, response.headers.get("Retry-After"), body
 
     async def close(self) -> None:
         await self._session.close()
-
-
-# -- the built-in HTTP/1.1 client for plain-HTTP endpoints ----------------------------------------------
-_MAX_LINE = 65536  # longest response head or chunk-size line accepted
-_DIGITS = frozenset("0123456789")
-_HEX = frozenset("0123456789abcdefABCDEF")
-_HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _TRAILERS, _TO_EOF, _DONE = range(7)
-
-
-class _DirectHttp:
-    """HTTP/1.1 keep-alive POSTs to one plain-HTTP URL: a pool of at most ``concurrency`` connections.
-
-    Responses may be framed by Content-Length, chunked transfer coding or the end of the connection,
-    and gzip/deflate-encoded; interim 1xx responses are skipped. Redirects are not followed. One
-    deadline (the endpoint's timeout) covers waiting for a connection, connecting, sending and reading.
-    """
-
-    def __init__(self, url: str, headers: dict[str, str], endpoint: ResolvedEndpoint) -> None:
-        parts = urlsplit(url)
-        assert parts.hostname is not None
-        self._host = parts.hostname
-        self._port = parts.port or 80
-        authority = f"[{self._host}]" if ":" in self._host else self._host
-        if parts.port is not None and parts.port != 80:
-            authority += f":{parts.port}"
-        target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~")
-        lines = [
-            f"POST {target} HTTP/1.1",
-            f"Host: {authority}",
-            "Accept: */*",
-            "Accept-Encoding: gzip, deflate",
-            "Connection: keep-alive",
-            f"User-Agent: {USER_AGENT}",
-            *(f"{name}: {value}" for name, value in headers.items()),
-            "Content-Length: ",
-        ]
-        self._head = "\r\n".join(lines).encode("ascii")
-        self._timeout = endpoint.timeout
-        self._slots = asyncio.Semaphore(endpoint.concurrency)
-        self._idle: list[_Connection] = []
-        self._open: set[_Connection] = set()
-
-    async def post(self, payload: bytes) -> tuple[int, str | None, bytes]:
-        request = b"%s%d\r\n\r\n%s" % (self._head, len(payload), payload)
-        async with asyncio.timeout(self._timeout), self._slots:
-            conn = self._checkout()
-            if conn is None:
-                loop = asyncio.get_running_loop()
-                _, conn = await loop.create_connection(_Connection, self._host, self._port)
-                self._open.add(conn)
-            try:
-                status, headers, body, keep_alive = await conn.exchange(request)
-            except BaseException:
-                self._discard(conn)
-                raise
-            if keep_alive and not conn.closed:
-                self._idle.append(conn)
-            else:
-                self._discard(conn)
-        return status, headers.get("retry-after"), _decode(body, headers.get("content-encoding"))
-
-    def _checkout(self) -> _Connection | None:
-        while self._idle:
-            conn = self._idle.pop()
-            if not conn.closed:
-                return conn
-            self._open.discard(conn)
-        return None
-
-    def _discard(self, conn: _Connection) -> None:
-        conn.close()
-        self._open.discard(conn)
-
-    async def close(self) -> None:
-        for conn in self._open:
-            conn.close()
-        self._open.clear()
-        self._idle.clear()
-
-
-def _decode(body: bytes, encoding: str | None) -> bytes:
-    coding = (encoding or "").strip().lower()
-    if coding in ("", "identity"):
-        return body
-    try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if coding == "deflate":
-            try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)  # raw deflate, as some servers send it
-    except zlib.error:
-        raise RemoteProtocolError(f"undecodable {coding} body") from None
-    raise RemoteProtocolError(f"unsupported content-encoding {coding!r}")
-
-
-class _Connection(asyncio.Protocol):
-    """One keep-alive connection; one request at a time, its response parsed as the bytes arrive."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self.closed = False
-        self._buffer = bytearray()
-        self._waiter: asyncio.Future[tuple[int, dict[str, str], bytes, bool]] | None = None
-        self._state = _DONE
-        self._status = 0
-        self._headers: dict[str, str] = {}
-        self._body = bytearray()
-        self._remaining = 0
-        self._keep_alive = False
-
-    def exchange(self, request: bytes) -> asyncio.Future[tuple[int, dict[str, str], bytes, bool]]:
-        """Send ``request``; the future gives (status, headers, body, reusable)."""
-        assert self.transport is not None and self._loop is not None
-        self._waiter = self._loop.create_future()
-        self._state = _HEAD
-        self._body = bytearray()
-        self.transport.write(request)
-        return self._waiter
-
-    def close(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.close()
-
-    # -- asyncio.Protocol ----------------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-        self._loop = asyncio.get_running_loop()
-
-    def data_received(self, data: bytes) -> None:
-        if self._state == _DONE:  # bytes nobody asked for (say, a 408 before closing): not reusable
-            self.close()
-            return
-        self._buffer += data
-        try:
-            self._parse()
-        except RemoteProtocolError as exc:
-            self._fail(exc)
-
-    def eof_received(self) -> bool:
-        if self._state == _TO_EOF:
-            self._finish()
-        return False  # close the transport; connection_lost follows
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if self._state == _TO_EOF and exc is None:
-            self._finish()
-        elif self._state != _DONE:
-            self._fail(exc or ConnectionResetError("the server closed the connection"))
-
-    # -- parsing ---------------------------------------------------------------------------------------
-    def _finish(self) -> None:
-        keep_alive = self._keep_alive and not self._buffer  # extra bytes: the framing is not to be trusted
-        self._state = _DONE
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result((self._status, self._headers, bytes(self._body), keep_alive))
-
-    def _fail(self, exc: BaseException) -> None:
-        self._state = _DONE
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_exception(exc)
-        self.close()
-
-    def _parse(self) -> None:
-        buf = self._buffer
-        while True:
-            state = self._state
-            if state == _HEAD:
-                end = buf.find(b"\r\n\r\n")
-                if end < 0:
-                    if len(buf) > _MAX_LINE:
-                        raise RemoteProtocolError("response head too long")
-                    return
-                head = buf[:end].decode("latin-1")
-                del buf[: end + 4]
-                self._start(head)
-            elif state == _LENGTH:
-                if len(buf) < self._remaining:
-                    return
-                self._body = buf[: self._remaining]
-                del buf[: self._remaining]
-                self._finish()
-                return
-            elif state in (_CHUNK_SIZE, _TRAILERS):
-                end = buf.find(b"\r\n")
-                if end < 0:
-                    if len(buf) > _MAX_LINE:
-                        raise RemoteProtocolError("chunk line too long")
-                    return
-                line = buf[:end].decode("latin-1")
-                del buf[: end + 2]
-                if state == _TRAILERS:
-                    if not line:
-                        self._finish()
-                        return
-                    continue
-                size = line.split(";", 1)[0].strip()
-                if not size or not _HEX.issuperset(size):
-                    raise RemoteProtocolError("malformed chunk size")
-                self._remaining = int(size, 16)
-                self._state = _CHUNK_DATA if self._remaining else _TRAILERS
-            elif state == _CHUNK_DATA:
-                if len(buf) < self._remaining + 2:
-                    return
-                if buf[self._remaining : self._remaining + 2] != b"\r\n":
-                    raise RemoteProtocolError("malformed chunk")
-                self._body += buf[: self._remaining]
-                del buf[: self._remaining + 2]
-                self._state = _CHUNK_SIZE
-            elif state == _TO_EOF:
-                self._body += buf
-                buf.clear()
-                return
-            else:
-                return
-
-    def _start(self, head: str) -> None:
-        """Status line and headers; sets how the body is framed."""
-        status_line, *lines = head.split("\r\n")
-        version, _, rest = status_line.partition(" ")
-        code = rest[:3]
-        if version not in ("HTTP/1.1", "HTTP/1.0") or len(code) != 3 or not _DIGITS.issuperset(code):
-            raise RemoteProtocolError("malformed status line")
-        status = int(code)
-        headers: dict[str, str] = {}
-        for line in lines:
-            name, sep, value = line.partition(":")
-            name = name.strip().lower()
-            if not sep or not name:
-                raise RemoteProtocolError("malformed header line")
-            value = value.strip()
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        if 100 <= status < 200:
-            return  # 100 Continue and the like: the final response follows
-        self._status, self._headers = status, headers
-        connection = headers.get("connection", "").lower()
-        self._keep_alive = "keep-alive" in connection if version == "HTTP/1.0" else "close" not in connection
-        coding = headers.get("transfer-encoding", "").lower()
-        if status in (204, 304):
-            self._finish()
-        elif coding:
-            if coding.rsplit(",", 1)[-1].strip() == "chunked":
-                self._state = _CHUNK_SIZE
-            else:  # another coding last: the body ends with the connection
-                self._state, self._keep_alive = _TO_EOF, False
-        elif "content-length" in headers:
-            values = {v.strip() for v in headers["content-length"].split(",")}
-            length = values.pop() if len(values) == 1 else ""
-            if not length or not _DIGITS.issuperset(length):
-                raise RemoteProtocolError("malformed content-length")
-            self._remaining = int(length)
-            self._state = _LENGTH
-        else:
-            self._state, self._keep_alive = _TO_EOF, False
