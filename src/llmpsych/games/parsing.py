@@ -34,12 +34,14 @@ def json_objects(text: str) -> list[dict[str, Any]]:
     while position != -1:
         try:
             value, end = _DECODER.raw_decode(cleaned, position)
+            if isinstance(value, dict):
+                found.append(value)
+                found.extend(_nested(value))
         except json.JSONDecodeError:
             position = cleaned.find("{", position + 1)
             continue
-        if isinstance(value, dict):
-            found.append(value)
-            found.extend(_nested(value))
+        except RecursionError:  # nested past Python's limit: no answer is; stop rather than rescan
+            break
         position = cleaned.find("{", end)
     return found
 
@@ -55,10 +57,15 @@ def _nested(value: Any) -> list[dict[str, Any]]:
     return out
 
 
+#: JSON objects are looked for in a reply's last 16,384 characters: each failed decode at position p
+#: costs O(p) (``JSONDecodeError`` counts the lines before p), so a 10 MB reply of ``{`` would take hours.
+JSON_SCAN_CHARS = 16_384
+
+
 def extract_fields(text: str, fields: list[str]) -> dict[str, Any]:
     """The last JSON object holding ``fields[0]`` (the primary field), else a regex reading of each field."""
     primary = fields[0]
-    candidates = [obj for obj in json_objects(text) if primary in obj]
+    candidates = [obj for obj in json_objects(text[-JSON_SCAN_CHARS:]) if primary in obj]
     if candidates:
         return candidates[-1]
     data: dict[str, Any] = {}

@@ -10,7 +10,6 @@ label is invalid, as are statement numbers or numerals in digits of another scri
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +52,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         value = loads_strict(text[start : end + 1])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, an integer of 4,300+ digits, nesting past the limit
         return None
     return value if isinstance(value, dict) else None
 

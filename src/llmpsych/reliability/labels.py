@@ -83,15 +83,15 @@ def position_of(fmt: str, text: object, n_levels: int) -> int | None:
     check_format(fmt)
     if isinstance(text, bool):
         return None
-    if isinstance(text, int):
-        value = str(text)
-    elif isinstance(text, float) and text.is_integer():
+    if isinstance(text, int):  # compared, not converted: str() refuses integers of 4,300+ digits
+        return text if fmt == "n" and 1 <= text <= n_levels else None
+    if isinstance(text, float) and text.is_integer():
         value = str(int(text))
     elif isinstance(text, str):
         value = unicodedata.normalize("NFKC", text).strip().strip(".)'\"*` ")
     else:
         return None
-    if fmt == "n" and re.fullmatch(r"[0-9]+", value):  # ASCII after NFKC: "٣" is not a label
+    if fmt == "n" and re.fullmatch(r"[0-9]{1,9}", value):  # ASCII after NFKC: "٣" is not a label
         number = int(value)
         return number if 1 <= number <= n_levels else None
     return _positions(fmt, n_levels).get(value)
