@@ -13,14 +13,13 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 
 * ``llmpsych`` - the full run engine: task ``echo`` with one request per unit, model
   ``openai-compatible/bench``, response cache off, ``concurrency`` = ``workers`` = 64, run store in a
-  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis). For this
-  ``http://`` server without a proxy, ``llmpsych.models.http_backend`` uses its built-in HTTP/1.1
-  client (HTTPS and proxies go through aiohttp);
+  temporary directory; timed around ``start_run`` (store, manifest, execution, analysis). Requests go
+  through ``llmpsych.models.http_backend``: aiohttp with the response bounds (32 MiB body cap, bounded
+  gzip decoding, one deadline);
 * ``raw`` - a minimal asyncio-streams HTTP/1.1 client: what the server allows, at almost no client cost;
 * ``aiohttp`` - a bare ``aiohttp.ClientSession`` with llmpsych's connection limit;
 * ``httpx`` - a bare ``httpx.AsyncClient`` with the same limits (the library llmpsych used before);
-* diagnostics: ``llmpsych+aiohttp`` (the run engine with ``HttpBackend.direct_http = False``: every
-  request through aiohttp, as for HTTPS endpoints), ``httpx2`` (httpx's API-compatible fork, bare),
+* diagnostics: ``httpx2`` (httpx's API-compatible fork, bare),
   ``llmpsych+httpx`` and ``llmpsych+httpx2`` (the run engine with ``HttpBackend.send`` replaced by the
   previous httpx-based implementation, on ``httpx`` or ``httpx2``) and ``llmpsych+nohttp``
   (``HttpBackend.send`` replaced by a 100 ms sleep: the run engine's own cost).
@@ -213,8 +212,7 @@ def measure_llmpsych(
 ) -> dict[str, Any]:
     """The full run engine: task echo, one request per unit.
 
-    ``transport=""`` is llmpsych as it is. Diagnostics: ``transport="aiohttp"`` sends every request
-    through aiohttp (``HttpBackend.direct_http = False``); ``"httpx"`` / ``"httpx2"`` put the previous
+    ``transport=""`` is llmpsych as it is. Diagnostics: ``"httpx"`` / ``"httpx2"`` put the previous
     httpx-based ``HttpBackend.send`` back (see :func:`use_httpx_backend`);
     ``transport="nohttp"`` replaces ``HttpBackend.send`` by ``asyncio.sleep(latency)`` and a canned
     answer, which leaves the cost of the run engine alone (store, unit context, client, task).
@@ -233,8 +231,6 @@ def measure_llmpsych(
             }
 
         http_backend.HttpBackend.send = send  # type: ignore[method-assign]
-    elif transport == "aiohttp":
-        http_backend.HttpBackend.direct_http = False
     elif transport:
         use_httpx_backend(http_backend.HttpBackend, transport)
     config = parse_run_config(
@@ -274,8 +270,7 @@ def measure_llmpsych(
 CLIENTS = {
     "raw": "minimal asyncio-streams HTTP/1.1 client (server capacity check)",
     "aiohttp": "bare aiohttp.ClientSession (llmpsych's HTTP library for HTTPS and proxies)",
-    "llmpsych": "full run engine, built-in HTTP/1.1 client (echo task, cache off, concurrency = workers)",
-    "llmpsych+aiohttp": "full run engine, every request through aiohttp (direct_http = False; diagnostic)",
+    "llmpsych": "full run engine, aiohttp with response bounds (echo task, cache off, concurrency = workers)",
     "httpx": "bare httpx.AsyncClient (the HTTP library llmpsych used before aiohttp)",
     "llmpsych+httpx": "full run engine with the previous httpx-based HttpBackend.send (diagnostic)",
     "httpx2": "bare httpx2.AsyncClient (diagnostic: fork with a linear-time connection pool)",
@@ -283,11 +278,11 @@ CLIENTS = {
     "llmpsych+nohttp": "full run engine, HttpBackend.send replaced by a 100 ms sleep (diagnostic: no HTTP)",
 }
 FULL_PLAN = (
-    "asyncio:raw,asyncio:llmpsych,asyncio:aiohttp,asyncio:llmpsych+aiohttp,asyncio:httpx,asyncio:llmpsych+httpx,"
+    "asyncio:raw,asyncio:llmpsych,asyncio:aiohttp,asyncio:httpx,asyncio:llmpsych+httpx,"
     "asyncio:httpx2,asyncio:llmpsych+httpx2,asyncio:llmpsych+nohttp,fault:raw,fault-nodelay:raw"
 )
 
-SWEEP_PLAN = "asyncio:llmpsych,asyncio:llmpsych+aiohttp,asyncio:httpx,asyncio:llmpsych+httpx"
+SWEEP_PLAN = "asyncio:llmpsych,asyncio:httpx,asyncio:llmpsych+httpx"
 
 
 def measure(client: str, base_url: str, requests: int, concurrency: int, profile: str | None) -> dict:

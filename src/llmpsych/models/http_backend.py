@@ -324,6 +324,8 @@ class _AiohttpTransport:
             headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers},
             timeout=aiohttp.ClientTimeout(total=endpoint.timeout),
             auto_decompress=False,
+            # No cookies: a server's Set-Cookie headers would pile up in the jar for the whole run.
+            cookie_jar=aiohttp.DummyCookieJar(),
             proxy=proxy,
             proxy_auth=proxy_auth,
         )
