@@ -185,3 +185,17 @@ def test_hostile_modes_are_named_for_the_command_line() -> None:
         assert callable(hostile_reply(name))
     with pytest.raises(KeyError):
         hostile_reply("nosuch")
+
+
+def test_error_message_from_the_server_is_storable() -> None:
+    """A 400 whose message holds a lone surrogate: the one-line error (stored with the unit) is clean."""
+    payload = b'{"error": {"message": "bad \\ud800 request"}}'
+
+    def reply(body: dict) -> RawReply:
+        return RawReply(400, {"Content-Length": str(len(payload))}, [payload])
+
+    with FaultServer(hostile=reply) as server, pytest.raises(EndpointError, match="HTTP 400") as info:
+        _ask(_client(server))
+    message = str(info.value)
+    assert "bad \ufffd request" in message
+    message.encode("utf-8")  # a lone surrogate would raise here, and in SQLite

@@ -43,6 +43,7 @@ from yarl import URL
 from .. import __version__
 from .retry import FatalRequestError, RetryableError
 from .spec import ResolvedEndpoint
+from .types import clean_text
 from .urls import redact_url, scrub
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
@@ -238,7 +239,7 @@ def _error_message(raw: bytes | bytearray) -> str:
         text = str(message)[:400]
     else:
         text = bytes(raw[:400]).decode("utf-8", errors="replace")
-    return " ".join(text.split())[:200]
+    return clean_text(" ".join(text.split())[:200])  # it is stored with the failed unit
 
 
 class _Inflater:
