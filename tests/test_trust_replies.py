@@ -230,3 +230,27 @@ def test_reply_body_function_is_called_per_request() -> None:
     reply({})
     reply({})
     assert len(calls) == 2
+
+
+def test_replies_of_any_backend_are_read_by_the_same_rules() -> None:
+    """The embedded backend hands the client dicts, not bytes: the same reading and retry rules apply."""
+    from llmpsych.models.client import ModelClient
+    from llmpsych.models.spec import parse_model_spec
+
+    class Scripted:  # stands for EmbeddedBackend: send() returns llama.cpp's response dict
+        def __init__(self, replies: list) -> None:
+            self.replies = replies
+
+        async def send(self, body: dict) -> dict:
+            return self.replies.pop(0)
+
+        async def aclose(self) -> None:
+            pass
+
+    backend = Scripted([{}, {"choices": []}, {"choices": [{"message": {"content": [{"text": "\ud800x"}]}}]}])
+    client = ModelClient(
+        parse_model_spec("openai-compatible/m"), backend, "test", "m", 1, RetryPolicy(2, base_delay=0.0)
+    )
+    result = asyncio.run(client.complete([{"role": "user", "content": "q"}]))
+    assert result.text == "\ufffdx" and result.attempts == 3
+    assert result.errors == ["malformed response: no choices"] * 2
