@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from llmpsych.errors import EndpointError
+from llmpsych.errors import EndpointError, LlmpsychError
 from llmpsych.models import open_client
-from llmpsych.models.http_backend import MAX_RESPONSE_BYTES, parse_retry_after
+from llmpsych.models.http_backend import MAX_RESPONSE_BYTES, _url_problem, parse_retry_after
 from llmpsych.models.retry import RetryPolicy
 from llmpsych.testing.fault_server import (
     FaultServer,
@@ -162,7 +162,11 @@ def test_transient_statuses_keep_bounded_retries(status: int) -> None:
 
 @pytest.mark.parametrize("url", ["ftp://127.0.0.1/v1", "file:///etc", "gopher://x/v1", "http:///v1"])
 def test_unsupported_url_fails_at_once_without_a_connection(url: str) -> None:
-    client = open_client("openai-compatible/m", base_url=url)
+    """Refused when the endpoint is resolved (``spec.check_base_url``); the backend checks again."""
+    with pytest.raises(LlmpsychError, match="not an http:// or https:// URL with a host"):
+        open_client("openai-compatible/m", base_url=url)
+    client = open_client("openai-compatible/m", base_url="http://127.0.0.1:9/v1")
+    client.backend._problem = _url_problem(f"{url}/chat/completions")  # as if it had slipped through
     with pytest.raises(EndpointError, match="unsupported URL scheme|no host"):
         _ask(client)
     assert client.stats.retries == 0
