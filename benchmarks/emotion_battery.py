@@ -7,10 +7,9 @@ The server (in its own process, asyncio, HTTP/1.1 keep-alive) answers every requ
 valid PANAS reply (``index: score`` for each listed statement), so every run is one query. The client is
 the full run engine in a fresh Python process per size: task ``emotionbench`` (PANAS, items shuffled,
 official data from ``../shared/seed-data``), model ``openai-compatible/bench``, cache off,
-concurrency = workers = 64. Each size runs with llmpsych as it is (``stock``: its built-in HTTP/1.1
-client for plain-HTTP endpoints) and with the ``aiohttp`` diagnostic (``HttpBackend.direct_http = False``,
-the path HTTPS endpoints and proxies take); a bare ``aiohttp`` client sending 1,800 requests to the same
-server shows what that HTTP stack alone allows. Measured: wall time of the
+concurrency = workers = 64. Each size runs with llmpsych as it is (``stock``: aiohttp, the one HTTP stack
+since the hand-written HTTP/1.1 client was dropped); a bare ``aiohttp`` client sending 1,800 requests to the
+same server shows what that HTTP stack alone allows. Measured: wall time of the
 execution (``ideal`` = queries x 0.1 s / 64, ``ratio`` = wall / ideal, target <= 1.2), the time of the
 analysis that follows (tables, human data, heatmap), and the client's peak RSS at two battery sizes
 (memory must not grow with the number of situations).
@@ -61,16 +60,9 @@ async def _serve(port: int, latency: float) -> None:
 
 # -- client ---------------------------------------------------------------------------------------------
 def measure(base_url: str, per_factor: int, transport: str = "stock") -> dict[str, Any]:
-    """One battery in this process; returns timings, counts and peak RSS.
-
-    ``transport="aiohttp"`` is a diagnostic: every request goes through aiohttp
-    (``HttpBackend.direct_http = False``), as it does for HTTPS endpoints and proxies.
-    """
-    import llmpsych.models.http_backend as http_backend
+    """One battery in this process; returns timings, counts and peak RSS."""
     from llmpsych.runs import parse_run_config, start_run
 
-    if transport == "aiohttp":
-        http_backend.HttpBackend.direct_http = False
     from llmpsych.emotion.task import EmotionBenchTask
 
     execution_rss: list[float] = []
@@ -184,7 +176,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=LATENCY_S)
     parser.add_argument("--base-url")
     parser.add_argument("--per-factor", type=int, default=5)
-    parser.add_argument("--transport", default="stock", choices=["stock", "aiohttp"])
+    parser.add_argument("--transport", default="stock", choices=["stock"])
     parser.add_argument("--wait", type=float, default=180.0, help="seconds to wait for an idle machine")
     args = parser.parse_args()
     if args.mode == "serve":
@@ -199,7 +191,7 @@ def main() -> None:
     with ServerProcess("emotion", LATENCY_S, __file__, ["serve"]) as server:
         load = _wait_for_quiet(args.wait)
         sizes = [1] if args.quick else [1, 5]
-        runs = [_child(server.base_url, k, t) for t in ("stock", "aiohttp") for k in sizes]
+        runs = [_child(server.base_url, k, t) for t in ("stock",) for k in sizes]
         runs.append(_child(server.base_url, 0, "bare"))
     data = {
         "benchmark": "emotion_battery",

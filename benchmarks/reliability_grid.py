@@ -9,9 +9,8 @@ is scored. The client is the real task through ``start_run`` (run store, manifes
 analysis with its map and report), response cache off, ``concurrency`` = ``workers`` = 64. Each unit
 asks its two chunks one after the other, as one conversation.
 
-Transports: ``llmpsych`` (the HTTP backend as it is: its built-in HTTP/1.1 client for plain-HTTP
-endpoints) and, as a diagnostic, ``aiohttp`` (``HttpBackend.direct_http = False``: every request through
-aiohttp, as for HTTPS endpoints and proxies).
+Transport: ``llmpsych`` (the HTTP backend as it is: aiohttp, the one HTTP stack since the hand-written
+HTTP/1.1 client was dropped).
 
 Reported: wall time of ``start_run``, its execution part, its analysis part (statistics, maps, CSV
 tables and report), the rest (setup: grid, store, manifest), the ideal time (requests x latency /
@@ -92,17 +91,10 @@ def serve(port: int, latency: float) -> None:
 
 
 def measure(quick: bool, transport: str = "llmpsych") -> dict:
-    """Run the grid once through the run engine and time it (in a fresh process).
-
-    ``transport="aiohttp"`` is a diagnostic: every request goes through aiohttp
-    (``HttpBackend.direct_http = False``), as ``throughput_http.py``'s ``llmpsych+aiohttp`` row does.
-    """
-    import llmpsych.models.http_backend as http_backend
+    """Run the grid once through the run engine and time it (in a fresh process)."""
     from llmpsych.runs import parse_run_config, start_run
 
-    if transport == "aiohttp":
-        http_backend.HttpBackend.direct_http = False
-    elif transport != "llmpsych":
+    if transport != "llmpsych":
         raise ValueError(f"unknown transport {transport!r}")
 
     port = free_port()
@@ -185,7 +177,7 @@ def measure(quick: bool, transport: str = "llmpsych") -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", nargs="?", default="bench", choices=["bench", "serve", "child"])
-    parser.add_argument("--transport", default="llmpsych", choices=["llmpsych", "aiohttp"])
+    parser.add_argument("--transport", default="llmpsych", choices=["llmpsych"])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--latency", type=float, default=LATENCY_S)
@@ -197,7 +189,7 @@ def main() -> None:
         print(json.dumps(measure(args.quick, args.transport)))
         return
     runs = []
-    for transport in ("llmpsych", "aiohttp"):
+    for transport in ("llmpsych",):
         idle = check_quiet()
         cmd = [sys.executable, __file__, "child", "--transport", transport] + (
             ["--quick"] if args.quick else []
