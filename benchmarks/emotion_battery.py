@@ -61,9 +61,8 @@ async def _serve(port: int, latency: float) -> None:
 # -- client ---------------------------------------------------------------------------------------------
 def measure(base_url: str, per_factor: int, transport: str = "stock") -> dict[str, Any]:
     """One battery in this process; returns timings, counts and peak RSS."""
-    from llmpsych.runs import parse_run_config, start_run
-
     from llmpsych.emotion.task import EmotionBenchTask
+    from llmpsych.runs import parse_run_config, start_run
 
     execution_rss: list[float] = []
     analyze = EmotionBenchTask.analyze
