@@ -77,7 +77,11 @@ def main_options(
 
 
 # -- runs ----------------------------------------------------------------------------------------
-def _print_outcome(outcome: Any) -> None:
+def _print_outcome(outcome: Any, resume: str | None = None) -> None:
+    """What the execution did, the files written, then the shared end-of-run summary from the store
+    (units done / failed, valid answers, the first failure reasons, the resume command)."""
+    from .report.summary import print_run_summary
+
     s = outcome.summary
     console.print(
         f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} units done"
@@ -86,16 +90,9 @@ def _print_outcome(outcome: Any) -> None:
         f"{s.calls_replayed} from the run store; {s.seconds:.1f} s",
         soft_wrap=True,
     )
-    for line in s.errors[:5]:
-        first = line.splitlines()[0] if line.strip() else line
-        err_console.print(f"[red]failed[/red] {terminal_text(first, one_line=True)}")
-    if s.failed:
-        err_console.print(
-            f"[yellow]{s.failed} units failed; fix the cause and run "
-            f"`llmpsych run --resume {terminal_text(outcome.run_dir)}`[/yellow]"
-        )
     for path in outcome.outputs:
         console.print(f"  wrote {terminal_text(path)}")
+    print_run_summary(console, outcome.run_dir, resume, err_console)
 
 
 def _exit_if_failed(outcome: Any) -> None:

@@ -172,6 +172,7 @@ def run(
 ) -> None:
     """Run one system on one task under one condition and write its report."""
     from ..paths import runs_dir
+    from ..report.summary import print_run_summary
     from ..runs import start_run
     from ..runs.runner import new_run_dir
 
@@ -211,6 +212,8 @@ def run(
     )
     for path in outcome.outputs:
         console.print(f"  wrote {terminal_text(path)}")
+    if print_run_summary(console, outcome.run_dir):
+        raise typer.Exit(1)  # items failed: scripts and CI see it; the run stays resumable
 
 
 @app.command("systems")
@@ -268,6 +271,7 @@ def preset(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
 ) -> None:
     """Run one of the paper's experiments (every run, then the comparison report)."""
+    from ..report.summary import print_run_summary
     from .experiments import PRESETS, expand_preset, run_preset
 
     if name not in PRESETS:
@@ -290,3 +294,6 @@ def preset(
     }
     for path in run_preset(plan, out, **common):
         console.print(f"wrote {terminal_text(path)}")
+    again = f"llmpsych mas preset {terminal_text(name)} ... --out {terminal_text(out)}"
+    if print_run_summary(console, [out / run_name for run_name, _ in plan], again):
+        raise typer.Exit(1)  # the preset resumes its unfinished runs when run again with the same --out

@@ -228,6 +228,7 @@ def run(
 ) -> None:
     """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
     from ..paths import runs_dir
+    from ..report.summary import print_run_summary
     from ..runs import parse_run_config, start_run
     from ..runs.runner import new_run_dir
 
@@ -270,6 +271,8 @@ def run(
     )
     for path in outcome.outputs:
         console.print(f"  wrote {terminal_text(path)}")
+    if print_run_summary(console, outcome.run_dir):
+        raise typer.Exit(1)  # units failed: scripts and CI see it; the run stays resumable
 
 
 @app.command("compare")

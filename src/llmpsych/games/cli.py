@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import LlmpsychError
+from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
 from .released_logs import (
     PUBLISHED,
@@ -388,6 +388,7 @@ def preset_cmd(
     from ..cli import _parse_options
     from ..paths import runs_dir
     from ..report.markdown import table as md_table
+    from ..report.summary import print_run_summary
     from ..runs.runner import new_run_dir
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
@@ -428,9 +429,12 @@ def preset_cmd(
             + f"; {s.calls_sent} requests sent; {s.seconds:.1f} s"
         )
 
-    execute(planned, parent, progress=progress, on_outcome=report)
+    outcomes = execute(planned, parent, progress=progress, on_outcome=report)
     for path in summarize(preset, planned, parent):
         console.print(f"  wrote {escape(str(path))}")
+    again = f"llmpsych gamabench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
+    if print_run_summary(console, [o.run_dir for o in outcomes], again):
+        raise typer.Exit(1)  # games failed: scripts and CI see it; the same --out resumes them
 
 
 @app.command("leaderboard")

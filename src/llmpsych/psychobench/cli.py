@@ -171,6 +171,7 @@ def run(
     """Run PsychoBench on each model (one run directory per model), then compare them in one table."""
     from ..cli import _parse_options
     from ..paths import runs_dir
+    from ..report.summary import print_run_summary
     from ..runs import analyze_run, parse_run_config, start_run
     from ..runs.runner import new_run_dir
     from ..runs.store import run_lock
@@ -231,6 +232,8 @@ def run(
     if analysed:
         for path in write_comparison(analysed, parent):
             console.print(f"  wrote {terminal_text(path)}")
+    if print_run_summary(console, run_dirs):
+        raise typer.Exit(1)  # units failed: scripts and CI see it; each run stays resumable
 
 
 @app.command("compare")

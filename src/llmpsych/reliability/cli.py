@@ -100,7 +100,7 @@ def analyze(
     if out is not None:
         from .report import write_reanalysis
 
-        written = write_reanalysis(result, out, default_frame)
+        written = write_reanalysis(result, out, default_frame, points=frame)
     if as_json:
         payload = result.to_json()
         payload["sources"] = [str(p) for p in paths]
@@ -278,7 +278,9 @@ def run(
     from ..runs.runner import new_run_dir
 
     if resume is not None:
-        main_cli._print_outcome(resume_run(resume, progress, base_url=base_url))
+        outcome = resume_run(resume, progress, base_url=base_url)
+        main_cli._print_outcome(outcome, "llmpsych reliability run --resume {run_dir}")
+        main_cli._exit_if_failed(outcome)
         return
     options = run_options(
         languages=languages,
@@ -311,7 +313,9 @@ def run(
         "options": options,
     }
     cfg = parse_run_config({k: v for k, v in raw.items() if v is not None}, "reliability run")
-    main_cli._print_outcome(start_run(cfg, out or new_run_dir(runs_dir(), "reliability"), progress))
+    outcome = start_run(cfg, out or new_run_dir(runs_dir(), "reliability"), progress)
+    main_cli._print_outcome(outcome, "llmpsych reliability run --resume {run_dir}")
+    main_cli._exit_if_failed(outcome)
 
 
 def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:
