@@ -74,6 +74,7 @@ def test_psychobench_failed_model_is_counted_with_its_reason_and_exits_1(
     assert result.exit_code == 1, result.output
     good = summary_line(result.output, out / "openai-compatible_high")
     assert "2/2 units done" in good and "valid answers 24/24 (100.0%)" in good
+    assert re.search(r"│ DTDD\s+│ Narcissism\s+│\s+2 │ 9\.00 ± 0\.00 │", result.output), result.output
     bad = summary_line(result.output, out / "openai-compatible_broken")
     assert "0/2 units done, 2 failed" in bad
     assert re.search(r"failed .*400", result.output), result.output  # the reason, once (distinct)
@@ -120,6 +121,7 @@ def test_emotionbench_all_invalid_answers_show_a_zero_rate(tmp_path: Path, seed_
     assert result.exit_code == 0, result.output
     line = summary_line(result.output, out)
     assert "4/4 units done" in line and re.search(r"valid answers 0/\d+ \(0\.0%\)", line), line
+    assert f"{out}: no result: fewer than two valid default runs" in result.output
 
 
 def lettered(respondent: Respondent, body: dict[str, Any]) -> bool:

@@ -10,15 +10,18 @@ failed. Everything from the store (error texts come from servers and models) goe
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
 from ..errors import terminal_text
 
+HEADLINE_ROWS = 12  # rows of a run's summary.csv shown; the rest are in the file
 MAX_REASONS = 3  # distinct failure reasons shown; the rest are in the store (`llmpsych export`)
 REASON_CHARS = 300  # one reason is one line; a server's error page can be long
 
@@ -137,6 +140,47 @@ def summary_lines(tallies: Sequence[RunTally], resume: str | None = None) -> lis
     return lines
 
 
+def headline(run_dir: Path) -> Table | None:
+    """The run's headline table: the first rows of its ``summary.csv`` (label columns, n, mean ± sd), or
+    None when the task writes none (or no mean)."""
+    import pandas as pd
+
+    path = Path(run_dir) / "summary.csv"
+    if not path.is_file():
+        return None
+    try:
+        frame = pd.read_csv(path)
+    except (ValueError, OSError):
+        return None
+    if "mean" not in frame or frame.empty:
+        return None
+    labels = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])][:3]
+    table = Table(title=f"{terminal_text(Path(run_dir).name)}: summary.csv", title_justify="left")
+    for column in [*labels, "n", "mean ± sd"]:
+        table.add_column(column, justify="left" if column in labels else "right")
+    for row in frame.head(HEADLINE_ROWS).to_dict("records"):
+        sd = row.get("sd")
+        spread = "" if sd is None or pd.isna(sd) else f" ± {sd:.2f}"
+        mean = "–" if pd.isna(row["mean"]) else f"{row['mean']:.2f}{spread}"
+        n = row.get("n", row.get("runs"))
+        count = "" if n is None or pd.isna(n) else str(int(n))
+        table.add_row(*(terminal_text(row[c]) for c in labels), count, mean)
+    if len(frame) > HEADLINE_ROWS:
+        table.caption = f"… {len(frame) - HEADLINE_ROWS} more rows in {terminal_text(path)}"
+    return table
+
+
+def no_result(run_dir: Path) -> str | None:
+    """Why the analysis gave no result, when its ``summary.json`` says so (``error``)."""
+    path = Path(run_dir) / "summary.json"
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else None
+    except (ValueError, OSError):
+        return None
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error) if error else None
+
+
 def print_run_summary(
     console: Console,
     run_dirs: Iterable[Path] | Path,
@@ -154,6 +198,14 @@ def print_run_summary(
     errors = err_console or InertConsole(stderr=True, soft_wrap=True)
     dirs = [run_dirs] if isinstance(run_dirs, Path) else list(run_dirs)
     tallies = [tally(d) for d in dirs]
+    for t in tallies:
+        table = headline(t.run_dir)
+        if table is not None:
+            console.print(table)
+        reason = no_result(t.run_dir)
+        if reason:
+            why = terminal_text(reason, one_line=True)
+            console.print(f"[yellow]{terminal_text(t.run_dir)}: no result: {why}[/yellow]", soft_wrap=True)
     for line, is_error in summary_lines(tallies, resume):
         (errors if is_error else console).print(line, highlight=False, soft_wrap=True)
     return sum(t.failed for t in tallies)
