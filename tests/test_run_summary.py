@@ -242,3 +242,20 @@ def test_the_summary_neither_drives_the_terminal_nor_repeats_a_reason(
     errors.file.close()
     assert "0/3 units done, 3 failed" in (tmp_path / "summary.txt").read_text()
     assert (tmp_path / "errors.txt").read_text().count("failed RequestFailed") == 1
+
+
+def test_mas_preset_with_refused_requests_exits_1_and_names_every_run(
+    tmp_path: Path, seed_data: Path
+) -> None:
+    out = tmp_path / "preset"
+    with FaultServer(hostile=status_reply(400)) as server:
+        result = invoke(
+            ["mas", "preset", "main", "--systems", "mad", "--tasks", "ciar", "--items", "1"]
+            + ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
+            + ["--data-dir", str(seed_data), "--out", str(out)]
+        )
+    assert result.exit_code == 1, result.output
+    for run in ("mad_ciar_none", "mad_ciar_autotransform", "mad_ciar_autoinject_pe0.2-pm1.0-semantic"):
+        assert "0/1 units done, 1 failed" in summary_line(result.output, out / run)
+    assert len(re.findall(r"^\s+failed .*HTTP 400", result.output, flags=re.MULTILINE)) == 3
+    assert f"llmpsych mas preset main ... --out {out}" in result.output
