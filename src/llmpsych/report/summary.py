@@ -196,8 +196,10 @@ def print_run_summary(
     from .terminal import InertConsole
 
     errors = err_console or InertConsole(stderr=True, soft_wrap=True)
+    from ..runs.store import STORE_FILE
+
     dirs = [run_dirs] if isinstance(run_dirs, Path) else list(run_dirs)
-    tallies = [tally(d) for d in dirs]
+    tallies = [tally(d) for d in dirs if (Path(d) / STORE_FILE).is_file()]  # a preset run never started
     for t in tallies:
         table = headline(t.run_dir)
         if table is not None:
