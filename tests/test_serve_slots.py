@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from typer.testing import CliRunner
 
+from llmpsych.cli import app
 from llmpsych.models import GenerationParams, open_client
 from llmpsych.models.spec import DEFAULT_HTTP_CONCURRENCY
 
@@ -222,3 +226,26 @@ def test_a_props_reply_that_never_ends_keeps_the_default() -> None:
 def test_a_served_slot_count_is_used_up_to_its_number() -> None:
     server, client, results = run(reply({"total_slots": 3}), requests=9)
     assert len(results) == 9 and client.concurrency == 3 and server.peak <= 3
+
+
+def test_a_run_without_concurrency_records_the_servers_slots_in_its_manifest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented run command against a one-slot server: 8 units, none retried, manifest says why."""
+    loop = asyncio.new_event_loop()
+    server = OneSlotServer(reply({"total_slots": 1}))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.__aenter__(), loop).result(30)
+    try:
+        command = ["run", "--task", "echo", "--model", "openai-compatible/m", "--base-url", server.base_url]
+        command += ["--no-cache", "--no-progress", "-O", "units=8", "--out", str(tmp_path / "run")]
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 0, result.output
+    finally:
+        asyncio.run_coroutine_threadsafe(server.__aexit__(), loop).result(30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
+    model = json.loads((tmp_path / "run" / "manifest.json").read_text())["models"]["subject"]
+    assert model["concurrency"] == 1 and model["concurrency_from"] == "server slots"
+    assert server.peak == 1 and server.chats == 8 and server.props_hits == 1
