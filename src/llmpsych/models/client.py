@@ -57,7 +57,7 @@ class EndpointLimit:
 
     def __init__(
         self, concurrency: int, source: str, ask_slots: Callable[[], Awaitable[int | None]] | None = None
-    ):
+    ) -> None:
         self.concurrency = concurrency
         #: Where the concurrency came from: "set" (flag, config, run), "default" or "server slots".
         self.source = source
@@ -275,10 +275,10 @@ def open_client(
     if spec.kind == "http":
         endpoint = resolve_endpoint(spec, base_url, concurrency, timeout, max_retries, url_source=url_source)
         backend = HttpBackend(endpoint)
-        limit = EndpointLimit(endpoint.concurrency, "set")
-        if not endpoint.concurrency_set and spec.endpoint not in KEY_REQUIRED:  # hosted APIs have no slots
-            limit = EndpointLimit(endpoint.concurrency, "default", backend.server_slots)
-            limit.on_slots.append(partial(setattr, backend, "concurrency"))
+        ask = not endpoint.concurrency_set and spec.endpoint not in KEY_REQUIRED  # hosted APIs: no slots
+        source = "set" if endpoint.concurrency_set else "default"
+        limit = EndpointLimit(endpoint.concurrency, source, backend.server_slots if ask else None)
+        limit.on_slots.append(partial(setattr, backend, "concurrency"))
         client = ModelClient(
             spec,
             backend,
