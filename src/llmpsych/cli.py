@@ -299,7 +299,12 @@ def serve(
     model: ModelOpt = "local/qwen2.5-0.5b",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8080,
     n_parallel: Annotated[
-        int, typer.Option(min=1, max=64, help="llama.cpp slots (continuous batching).")
+        int,
+        typer.Option(
+            min=1,
+            max=64,
+            help="llama.cpp slots (continuous batching): requests answered at once; clients use as many.",
+        ),
     ] = 1,
     token_file: Annotated[
         Path | None,
@@ -327,6 +332,12 @@ def serve(
     write_token_file(token_path, served.api_key)
     console.print(f"serving {model} at [bold]{served.base_url}[/bold] (OpenAI-compatible; Ctrl-C to stop)")
     console.print(f"bearer token (mode 0600): {token_path}", highlight=False)
+    console.print(
+        f"parallel slots: {n_parallel} (--n-parallel; reported at /props as total_slots, and an llmpsych "
+        "client without --concurrency keeps this many requests in flight)",
+        highlight=False,
+        markup=False,
+    )
     console.print(
         f"use it with: LLMPSYCH_API_KEY=$(cat {token_path}) llmpsych run ... "
         f"--model openai-compatible/{spec.model} --base-url {served.base_url}",

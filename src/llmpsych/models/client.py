@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from .catalog import DEFAULT_EMBEDDED_MODEL, catalog_entry, model_file
 from .embedded import EmbeddedBackend, EmbeddedSettings, load_embedded
 from .http_backend import HttpBackend
 from .retry import FatalRequestError, RetriesExhausted, RetryableError, RetryPolicy, call_with_retries
-from .spec import ModelSpec, gguf_path, parse_model_spec, resolve_endpoint
+from .spec import KEY_REQUIRED, ModelSpec, gguf_path, parse_model_spec, resolve_endpoint
 from .types import ChatResult, GenerationParams, MalformedReply, Message
 
 
@@ -46,6 +47,55 @@ class ClientStats:
     retry_reasons: dict[str, int] = field(default_factory=dict)
 
 
+class EndpointLimit:
+    """The requests in flight to one server: at most ``concurrency``, or its own slots once it said them.
+
+    ``ask_slots`` (set when the user chose no concurrency) is awaited once, before the first request is
+    let through, and a positive answer replaces the default: with as many requests in flight as the
+    server has slots none waits in its queue, so no request's timeout runs out there (seen: 16 in
+    flight against 1 slot, 120 s timeouts, 15 attempts for 8 requests)."""
+
+    def __init__(
+        self, concurrency: int, source: str, ask_slots: Callable[[], Awaitable[int | None]] | None = None
+    ) -> None:
+        self.concurrency = concurrency
+        #: Where the concurrency came from: "set" (flag, config, run), "default" or "server slots".
+        self.source = source
+        self._ask_slots = ask_slots
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._asking: asyncio.Lock | None = None
+        #: Called with the server's slots once they are known (the HTTP backend sizes its connections).
+        self.on_slots: list[Callable[[int], None]] = []
+
+    async def settle(self) -> None:
+        """Ask the server for its slots now, if that is still to do (a manifest then records them)."""
+        if self._ask_slots is not None:
+            await self._settle()
+
+    async def _settle(self) -> None:
+        if self._asking is None:
+            self._asking = asyncio.Lock()
+        async with self._asking:  # the others wait here: no request passes the old limit meanwhile
+            if self._ask_slots is None:
+                return
+            try:
+                slots = await self._ask_slots()
+            finally:
+                self._ask_slots = None
+            if slots is not None:
+                self.concurrency, self.source = slots, "server slots"
+                self._semaphore = asyncio.Semaphore(slots)
+                for hook in self.on_slots:
+                    hook(slots)
+
+    async def __aenter__(self) -> None:
+        await self.settle()
+        await self._semaphore.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._semaphore.release()
+
+
 class ModelClient:
     """Concurrency-limited, retrying, caching chat client for one model."""
 
@@ -58,6 +108,7 @@ class ModelClient:
         concurrency: int,
         policy: RetryPolicy,
         cache: ResponseCache | None = None,
+        limit: EndpointLimit | None = None,
     ) -> None:
         self.spec = spec
         self.backend = backend
@@ -66,11 +117,10 @@ class ModelClient:
         #: stored answers replay even when it now reaches the role at another URL.
         self.call_identity = identity
         self.request_model = request_model
-        self.concurrency = concurrency
         self.policy = policy
         self.cache = cache
         self.stats = ClientStats()
-        self._limit = asyncio.Semaphore(concurrency)
+        self._limit = limit or EndpointLimit(concurrency, "set")
         self._rng = random.Random()
         self._params_fields: tuple[GenerationParams | None, dict[str, Any]] = (None, {})
         #: Request fields this role sets itself (a role's ``params``); they win over the task's.
@@ -83,10 +133,21 @@ class ModelClient:
         """What the concurrency limit is per: the server (HTTP) or the loaded model (embedded)."""
         return self.identity.split("#", 1)[0]
 
+    @property
+    def concurrency(self) -> int:
+        """Requests in flight at most (the server's slots once it reported them)."""
+        return self._limit.concurrency
+
+    async def settle_concurrency(self) -> None:
+        """Settle the concurrency before the first request (asks the server for its slots, see
+        :class:`EndpointLimit`), so that :meth:`describe` records the one the requests will get."""
+        await self._limit.settle()
+
     def share_limit_with(self, other: ModelClient) -> None:
         """Use ``other``'s concurrency limit (two models served by one endpoint share its limit)."""
         self._limit = other._limit
-        self.concurrency = other.concurrency
+        if isinstance(self.backend, HttpBackend):
+            self._limit.on_slots.append(partial(setattr, self.backend, "concurrency"))
 
     def body(self, messages: list[Message], params: GenerationParams) -> dict[str, Any]:
         """The chat-completions request body."""
@@ -184,6 +245,7 @@ class ModelClient:
             **self.endpoint_info,
             "identity": self.identity,
             "concurrency": self.concurrency,
+            "concurrency_from": self._limit.source,
             "max_retries": self.policy.max_retries,
             **({"params": self.overrides} if self.overrides else {}),
         }
@@ -212,14 +274,20 @@ def open_client(
     spec = parse_model_spec(spec_text)
     if spec.kind == "http":
         endpoint = resolve_endpoint(spec, base_url, concurrency, timeout, max_retries, url_source=url_source)
+        backend = HttpBackend(endpoint)
+        ask = not endpoint.concurrency_set and spec.endpoint not in KEY_REQUIRED  # hosted APIs: no slots
+        source = "set" if endpoint.concurrency_set else "default"
+        limit = EndpointLimit(endpoint.concurrency, source, backend.server_slots if ask else None)
+        limit.on_slots.append(partial(setattr, backend, "concurrency"))
         client = ModelClient(
             spec,
-            HttpBackend(endpoint),
+            backend,
             endpoint.identity,
             endpoint.model,
             endpoint.concurrency,
             RetryPolicy(max_retries=endpoint.max_retries),
             cache,
+            limit,
         )
         client.endpoint_info = endpoint.describe()
         return client
@@ -243,6 +311,7 @@ def open_client(
         concurrency or settings.n_parallel,
         RetryPolicy(max_retries=2 if max_retries is None else max_retries),
         cache,
+        EndpointLimit(concurrency or settings.n_parallel, "set" if concurrency else "slots (n_parallel)"),
     )
     client.endpoint_info = {"provider": "embedded", "endpoint": "in-process", "key_from": None}
     return client

@@ -54,6 +54,11 @@ USER_AGENT = f"llmpsych/{__version__}"
 MAX_RESPONSE_BYTES = 32 * 2**20
 #: Largest error body read for its message (a 4xx/5xx); the rest is not read.
 MAX_ERROR_BYTES = 64 * 2**10
+#: The server-slots question (``GET /props``): its reply is read up to 64 KiB and waited for 5 s at most.
+MAX_PROPS_BYTES = 64 * 2**10
+PROPS_TIMEOUT_S = 5.0
+#: Most slots believed from a server (the highest concurrency a run config accepts).
+MAX_SLOTS = 4096
 _INFLATE_STEP = 2**20  # most bytes one decompression step may produce
 
 
@@ -120,7 +125,8 @@ class HttpBackend:
     """Sends chat-completions bodies to ``{base_url}/chat/completions``.
 
     Connections need a running event loop, so they are opened on the first request (and again if a
-    later request runs in a different event loop); at most ``endpoint.concurrency`` at a time.
+    later request runs in a different event loop); at most :attr:`concurrency` at a time (the endpoint's,
+    or the server's slots when the client asked the server, :meth:`server_slots`).
     """
 
     #: Body cap in bytes, on the wire and decoded (tests lower it on an instance).
@@ -138,22 +144,63 @@ class HttpBackend:
             self._headers["Authorization"] = authorization
         self._transport: _AiohttpTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Connections open at most at once (set before the first request when the server's slots are known).
+        self.concurrency = endpoint.concurrency
 
     def __repr__(self) -> str:
         return f"HttpBackend({redact_url(self._url)!r})"
 
+    def _proxy(self) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+        # HTTP(S)_PROXY / NO_PROXY, looked up once: aiohttp's trust_env=True would do it (and a
+        # ~/.netrc lookup) in a worker thread on every request, doubling the client's CPU time.
+        with suppress(LookupError):
+            return get_env_proxy_for_url(URL(self._url))
+        return None, None
+
     def _open(self) -> _AiohttpTransport:
         loop = asyncio.get_running_loop()
         if self._transport is None or self._loop is not loop:
-            # HTTP(S)_PROXY / NO_PROXY, looked up once: aiohttp's trust_env=True would do it (and a
-            # ~/.netrc lookup) in a worker thread on every request, doubling the client's CPU time.
-            proxy: URL | None = None
-            proxy_auth: aiohttp.BasicAuth | None = None
-            with suppress(LookupError):
-                proxy, proxy_auth = get_env_proxy_for_url(URL(self._url))
-            self._transport = _AiohttpTransport(self._url, self._headers, self.endpoint, proxy, proxy_auth)
+            proxy, proxy_auth = self._proxy()
+            self._transport = _AiohttpTransport(
+                self._url, self._headers, self.endpoint, self.concurrency, proxy, proxy_auth
+            )
             self._loop = loop
         return self._transport
+
+    async def server_slots(self) -> int | None:
+        """The parallel slots the server reports (llama.cpp: ``total_slots`` of ``GET /props``), or None.
+
+        Asked once per endpoint, with the request's own credentials, no redirect followed, at most
+        :data:`PROPS_TIMEOUT_S` seconds and :data:`MAX_PROPS_BYTES` of reply; any failure (no such route,
+        401, a timeout, not JSON, not a positive integer) is None and the configured default stays."""
+        if self._problem is not None:
+            return None
+        proxy, proxy_auth = self._proxy()
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(
+                limit=1, ssl=_ssl_context() if self._url.startswith("https:") else True
+            ),
+            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **self._headers},
+            timeout=aiohttp.ClientTimeout(total=min(PROPS_TIMEOUT_S, self.endpoint.timeout)),
+            auto_decompress=False,
+            cookie_jar=aiohttp.DummyCookieJar(),
+            proxy=proxy,
+            proxy_auth=proxy_auth,
+        )
+        try:
+            async with session.get(props_url(self.endpoint.base_url), allow_redirects=False) as response:
+                if response.status != 200:
+                    return None
+                raw = await _read_body(response, MAX_PROPS_BYTES)
+        except Exception:  # whatever goes wrong (refused, timeout, too large), the default stays
+            return None
+        finally:
+            await session.close()
+        data = parse_json(raw)
+        slots = data.get("total_slots") if isinstance(data, dict) else None
+        if type(slots) is not int or not 1 <= slots <= MAX_SLOTS:
+            return None
+        return slots
 
     async def send(self, body: dict[str, Any]) -> dict[str, Any]:
         """One attempt; raises RetryableError or FatalRequestError on failure."""
@@ -210,6 +257,14 @@ def chat_url(base_url: str) -> str:
     """``{base_url}/chat/completions``, keeping a query (``?api_key=...``) after the path."""
     parts = urlsplit(base_url)
     return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/')}/chat/completions", fragment=""))
+
+
+def props_url(base_url: str) -> str:
+    """llama.cpp's ``/props`` beside a base URL (``.../v1`` dropped), keeping a query after the path."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    path = path[: -len("/v1")] if path.endswith("/v1") else path
+    return urlunsplit(parts._replace(path=f"{path}/props", fragment=""))
 
 
 def parse_json(raw: bytes | bytearray) -> Any:
@@ -313,12 +368,13 @@ class _AiohttpTransport:
         url: str,
         headers: dict[str, str],
         endpoint: ResolvedEndpoint,
+        concurrency: int,
         proxy: URL | None,
         proxy_auth: aiohttp.BasicAuth | None,
     ) -> None:
         self._url = url
         connector = aiohttp.TCPConnector(
-            limit=endpoint.concurrency, ssl=_ssl_context() if url.startswith("https:") else True
+            limit=concurrency, ssl=_ssl_context() if url.startswith("https:") else True
         )
         self._session = aiohttp.ClientSession(
             connector=connector,

@@ -81,6 +81,9 @@ class ResolvedEndpoint:
     basic: SecretStr | None = field(default=None, repr=False)  # "user:password" from the URL's userinfo
     key_source: str | None = None  # where the credential came from (never the credential)
     url_source: str = "built-in"  # where the base URL came from
+    #: Whether the user chose the concurrency (flag, run, role or config file); if not, a client asks the
+    #: server for its slots (``HttpBackend.server_slots``) and uses them instead of the default.
+    concurrency_set: bool = True
 
     def __repr__(self) -> str:
         key = f"key from {self.key_source}"
@@ -271,6 +274,7 @@ def resolve_endpoint(
         model=spec.model,
         api_key=key,
         concurrency=concurrency or settings.concurrency or DEFAULT_HTTP_CONCURRENCY,
+        concurrency_set=bool(concurrency or settings.concurrency),
         timeout=timeout or settings.timeout or DEFAULT_TIMEOUT_S,
         max_retries=max_retries
         if max_retries is not None

@@ -177,6 +177,8 @@ async def _execute(
         store.set_meta("config", config.stored())
     try:
         units = task.units()
+        for client in clients.values():  # a server's slots, asked once, recorded in the manifest
+            await client.settle_concurrency()
         manifest = store.get_meta("manifest")
         if manifest is None:
             _write_manifest(store, build_manifest(config, clients, task.data_files(), len(units)))
