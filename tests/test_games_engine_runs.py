@@ -21,6 +21,7 @@ from llmpsych.games.task import GAMES, game_class
 from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultRates, FaultServer
 from llmpsych.testing.game_player import game_answer
+from llmpsych.testing.runs import unit_results as _results
 
 
 def scripted(body: dict[str, Any]) -> str:
@@ -41,14 +42,6 @@ def _config(server: FaultServer, **options: Any) -> Any:
             **extra,
         }
     )
-
-
-def _results(run_dir: Path) -> dict[str, Any]:
-    store = RunStore.in_dir(run_dir)
-    try:
-        return {u.unit_id: u.result for u in store.units()}
-    finally:
-        store.close()
 
 
 def test_ten_player_twenty_round_game_asks_each_round_concurrently(tmp_path: Path) -> None:

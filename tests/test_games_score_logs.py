@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from llmpsych.games.released_logs import DEFAULT_MODEL, PUBLISHED, PUBLISHED_ARXIV, released_models
 from llmpsych.games.score_logs import GAME_KEYS
+from llmpsych.testing.runs import run_cli as cli
 
 #: The brief's acceptance tolerance against the printed (one-decimal) thesis values.
 TOL = 0.1
@@ -32,17 +31,6 @@ KEYS = {
     "battle_royale",
     "pirate",
 }
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")

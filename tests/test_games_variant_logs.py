@@ -17,8 +17,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,20 +33,10 @@ from llmpsych.games.variant_logs import (
     compare,
     sweep_label,
 )
+from llmpsych.testing.runs import run_cli as cli
 
 SEEDS = Path(__file__).resolve().parents[2] / "shared" / "seeds"
 SPEC = Path(__file__).resolve().parents[2] / "shared" / "specs" / "gamabench.md"
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,8 @@ import pytest
 from llmpsych.errors import ConfigError
 from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultRates, FaultServer
+from llmpsych.testing.runs import call_keys as _call_keys
+from llmpsych.testing.runs import unit_results as _results
 
 
 def _config(server: FaultServer, **options) -> object:
@@ -30,19 +32,6 @@ def _config(server: FaultServer, **options) -> object:
             "max_retries": 8,
         }
     )
-
-
-def _results(run_dir: Path) -> dict[str, object]:
-    store = RunStore.in_dir(run_dir)
-    try:
-        return {u.unit_id: u.result for u in store.units()}
-    finally:
-        store.close()
-
-
-def _call_keys(run_dir: Path) -> list[tuple[str, str]]:
-    with sqlite3.connect(run_dir / "run.sqlite") as db:
-        return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
 
 
 def _run_in_background(

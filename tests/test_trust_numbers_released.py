@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,17 +26,7 @@ from llmpsych.reliability.saves import load_save
 from llmpsych.stats import summarize
 from llmpsych.stats.descriptive import StatsError
 from llmpsych.stats.reliability import cronbach_alpha
-
-
-def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "250"}
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+from llmpsych.testing.runs import run_cli as cli
 
 
 def one_error_line(result: subprocess.CompletedProcess[str]) -> str:

@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 
 from llmpsych.report.files import atomic_open, atomic_write_text, output_dir
-from llmpsych.runs import RunStore, parse_run_config, start_run
+from llmpsych.runs import parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer, echo_responder
 from llmpsych.testing.game_player import game_answer
+from llmpsych.testing.runs import call_keys as _call_keys
+from llmpsych.testing.runs import unit_results as _results
 
 UNITS, TURNS = 30, 2
 
@@ -44,19 +46,6 @@ def _echo_config(server: FaultServer) -> Any:
             "options": {"units": UNITS, "turns": TURNS},
         }
     )
-
-
-def _results(run_dir: Path) -> dict[str, Any]:
-    store = RunStore.in_dir(run_dir)
-    try:
-        return {u.unit_id: u.result for u in store.units()}
-    finally:
-        store.close()
-
-
-def _call_keys(run_dir: Path) -> list[tuple[str, str]]:
-    with sqlite3.connect(run_dir / "run.sqlite") as db:
-        return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
 
 
 def _wait(condition: Any, process: subprocess.Popen[bytes], what: str) -> None:

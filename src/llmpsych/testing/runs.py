@@ -1,0 +1,38 @@
+"""Small readers of a finished run and a CLI runner, shared by the test suite and the benchmarks."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from llmpsych.runs.store import RunStore
+
+
+def unit_results(run_dir: Path) -> dict[str, Any]:
+    """Each stored unit's result, by unit id."""
+    store = RunStore.in_dir(run_dir)
+    try:
+        return {u.unit_id: u.result for u in store.units()}
+    finally:
+        store.close()
+
+
+def call_keys(run_dir: Path) -> list[tuple[str, str]]:
+    """Every stored call as (unit id, call key), read straight from SQLite (duplicates would show)."""
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
+
+
+def run_cli(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """``python -m llmpsych ARGS`` in a fresh process, wide enough that tables do not wrap."""
+    return subprocess.run(
+        [sys.executable, "-m", "llmpsych", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+        timeout=timeout,
+    )
