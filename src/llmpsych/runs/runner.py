@@ -213,6 +213,15 @@ async def _execute(
             with suppress(Exception):
                 await client.aclose()
         if cache is not None:
+            if cache.broken:
+                notice(
+                    f"the response cache {cache.path} is damaged ({cache.broken}); the run went on without it"
+                )
+            if cache.bad_rows:
+                notice(
+                    f"{cache.bad_rows} damaged entries in the response cache {cache.path} were not "
+                    "replayed: asked again and replaced"
+                )
             cache.close()
 
 
