@@ -251,6 +251,19 @@ def start_run(
             raise
 
 
+def refuse_linked_run_dir(out: Path, run_dir: Path) -> None:
+    """Refuse a run folder below ``out`` that llmpsych names itself (a preset's) when it, or a folder
+    between, is a symbolic link: a link planted there would make the run write, or resume, elsewhere."""
+    folder = out
+    for part in run_dir.relative_to(out).parts:
+        folder = folder / part
+        if folder.is_symlink():
+            raise ConfigError(
+                f"{folder} is a symbolic link; the run folders in {out} are llmpsych's own",
+                "remove the link, or choose another --out",
+            )
+
+
 def _refuse_existing(run_dir: Path) -> None:
     store_file = run_dir / STORE_FILE
     if store_file.exists() or store_file.is_symlink():
