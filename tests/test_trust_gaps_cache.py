@@ -213,6 +213,11 @@ def test_decode_row_refuses_what_to_json_does_not_write(text: str) -> None:
     assert decode_row(text) is None
 
 
+def test_a_row_of_an_older_llmpsych_without_newer_fields_is_read() -> None:
+    back = decode_row('{"text": "C", "usage": {"prompt_tokens": 3, "completion_tokens": 1}}')
+    assert back is not None and back.text == "C" and back.errors == [] and back.usage.prompt_tokens == 3
+
+
 def test_decode_row_reads_back_what_to_json_writes() -> None:
     result = ChatResult(text="B", finish_reason="stop", logprobs=[{"token": "B", "logprob": -0.1}])
     back = decode_row(json.dumps(result.to_json()))

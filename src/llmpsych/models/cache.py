@@ -77,12 +77,26 @@ class CacheStats:
     by_model: dict[str, int]
 
 
+#: The fields :meth:`ChatResult.to_json` writes, with the value of a row that lacks one.
+_FIELDS: dict[str, Any] = {
+    "text": "",
+    "finish_reason": None,
+    "usage": {"prompt_tokens": 0, "completion_tokens": 0},
+    "latency_s": 0.0,
+    "attempts": 1,
+    "cached": False,
+    "logprobs": None,
+    "errors": [],
+}
+
+
 def _int(value: Any) -> bool:
     return type(value) is int and 0 <= value < 2**53
 
 
 def decode_row(text: Any) -> ChatResult | None:
-    """The result stored in a row, or None unless it is exactly what :meth:`ChatResult.to_json` writes.
+    """The result stored in a row, or None unless it is what :meth:`ChatResult.to_json` writes (an older
+    llmpsych's row may lack a field).
 
     Strict on purpose: a row that was damaged or planted with other types would otherwise be replayed as
     an answer (or crash the unit on every resume), while a miss only costs one request.
@@ -93,10 +107,9 @@ def decode_row(text: Any) -> ChatResult | None:
         data = json.loads(text)
     except (ValueError, RecursionError):  # garbage, or nested deeper than Python's recursion limit
         return None
-    if not isinstance(data, dict) or set(data) != {
-        "text", "finish_reason", "usage", "latency_s", "attempts", "cached", "logprobs", "errors",
-    }:  # fmt: skip
+    if not isinstance(data, dict) or "text" not in data or not set(data) <= _FIELDS.keys():
         return None
+    data = {**_FIELDS, **data}  # a row written before a field existed lacks it
     usage, finish, latency, logprobs, errors = (
         data["usage"], data["finish_reason"], data["latency_s"], data["logprobs"], data["errors"],
     )  # fmt: skip
@@ -123,7 +136,7 @@ def decode_row(text: Any) -> ChatResult | None:
         attempts=data["attempts"],
         cached=True,
         logprobs=logprobs,
-        errors=errors,
+        errors=list(errors),
     )
 
 
