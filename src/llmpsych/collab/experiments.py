@@ -94,11 +94,13 @@ def run_preset(
 ) -> list[Path]:
     """Run (or resume, or skip when finished) every run of a plan, then write the comparison."""
     from ..runs import parse_run_config, resume_run, start_run
+    from ..runs.runner import refuse_linked_run_dir
     from ..runs.store import STORE_FILE
 
     dirs = []
     for run_name, options in plan:
         run_dir = out / run_name
+        refuse_linked_run_dir(out, run_dir)
         dirs.append(run_dir)
         if (run_dir / "summary.json").exists():
             continue

@@ -65,6 +65,12 @@ def _by_factor(frame: pd.DataFrame, kind: str, names: tuple[str, ...]) -> dict[s
     return {fid: {m: group[m].tolist() for m in names} for fid, group in part.groupby("factor", sort=False)}
 
 
+def invalid_runs(frame: pd.DataFrame) -> dict[str, int]:
+    """Invalid runs per group (``default`` or the factor), for the summary and the report."""
+    groups = frame["kind"].where(frame["kind"] == "default", frame["factor"])
+    return dict(Counter(groups[~frame["valid"].astype(bool)].tolist()))
+
+
 def summarize_runs(task: EmotionBenchTask, frame: pd.DataFrame, model: str) -> dict[str, Any]:
     """The score-shaped summary of a run (same keys as ``score-results``), plus validity and RQ2."""
     names = measures(task.scale)
@@ -73,8 +79,7 @@ def summarize_runs(task: EmotionBenchTask, frame: pd.DataFrame, model: str) -> d
     default = {m: valid_default[m].tolist() for m in names}
     evoked = _by_factor(frame, "evoked", names) or _by_factor(frame, "negative", names)
     table = change_table(default, evoked, names, alpha=opts.alpha, published=opts.published_test)
-    groups = frame["kind"].where(frame["kind"] == "default", frame["factor"])
-    invalid = Counter(groups[~frame["valid"]].tolist())
+    invalid = invalid_runs(frame)
     out: dict[str, Any] = {
         "model": model,
         "scale": task.scale.name,
@@ -84,7 +89,7 @@ def summarize_runs(task: EmotionBenchTask, frame: pd.DataFrame, model: str) -> d
         "stable": opts.stable,
         "runs": len(frame),
         "valid_runs": int(frame["valid"].sum()),
-        "invalid_runs": dict(invalid),
+        "invalid_runs": invalid,
         "default": {m: summary_json(default[m]) for m in names},
         **table_json(table),
     }
@@ -167,7 +172,13 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     write_csv(details, run_dir / "situations.csv")
     written.append(run_dir / "situations.csv")
     if frame[(frame["kind"] == "default") & frame["valid"]].shape[0] < 2:
-        summary: dict[str, Any] = {"error": "fewer than two valid default runs; no tests possible"}
+        # the validity counts still hold (a hostile server's unusable replies: every run invalid)
+        summary: dict[str, Any] = {
+            "error": "fewer than two valid default runs; no tests possible",
+            "runs": len(frame),
+            "valid_runs": int(frame["valid"].sum()),
+            "invalid_runs": invalid_runs(frame),
+        }
     else:
         summary = summarize_runs(task, frame, task.config.model)
     summary["failed_units"] = len(failed)
@@ -191,9 +202,10 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
                     markdown(paper_table({"RQ2": rq2}, factor_names)),
                 )
             )
+    per_group = ", ".join(f"{group} {n}" for group, n in (summary.get("invalid_runs") or {}).items())
     validity = (
         f"{summary.get('valid_runs', int(frame['valid'].sum()))} of {len(frame)} runs valid; "
-        f"{len(failed)} units failed. Invalid runs per group: {summary.get('invalid_runs') or 'none'}."
+        f"{len(failed)} units failed. Invalid runs per group: {per_group or 'none'}."
     )
     sections.append(("Valid runs", validity))
     wording = summary["prompt"]

@@ -361,12 +361,13 @@ def execute(
     fields; the stored config then takes this invocation's endpoint, data folder, ...); returns the
     outcomes."""
     from ..runs import parse_run_config, resume_run, start_run
-    from ..runs.runner import base_url_roles
+    from ..runs.runner import base_url_roles, refuse_linked_run_dir
 
     configs = [parse_run_config(r.config, f"preset run {r.directory}") for r in runs]
     outcomes = []
     for run, config in zip(runs, configs, strict=True):
         run_dir = out / run.directory
+        refuse_linked_run_dir(out, run_dir)
         if (run_dir / STORE_FILE).is_file():
             planned = config.stored()
             store = RunStore.in_dir(run_dir)

@@ -213,6 +213,15 @@ async def _execute(
             with suppress(Exception):
                 await client.aclose()
         if cache is not None:
+            if cache.broken:
+                notice(
+                    f"the response cache {cache.path} is damaged ({cache.broken}); the run went on without it"
+                )
+            if cache.bad_rows:
+                notice(
+                    f"{cache.bad_rows} damaged entries in the response cache {cache.path} were not "
+                    "replayed: asked again and replaced"
+                )
             cache.close()
 
 
@@ -240,6 +249,19 @@ def start_run(
             if created and _nothing_registered(run_dir):
                 shutil.rmtree(run_dir, ignore_errors=True)
             raise
+
+
+def refuse_linked_run_dir(out: Path, run_dir: Path) -> None:
+    """Refuse a run folder below ``out`` that llmpsych names itself (a preset's) when it, or a folder
+    between, is a symbolic link: a link planted there would make the run write, or resume, elsewhere."""
+    folder = out
+    for part in run_dir.relative_to(out).parts:
+        folder = folder / part
+        if folder.is_symlink():
+            raise ConfigError(
+                f"{folder} is a symbolic link; the run folders in {out} are llmpsych's own",
+                "remove the link, or choose another --out",
+            )
 
 
 def _refuse_existing(run_dir: Path) -> None:
