@@ -101,7 +101,8 @@ def extremes_panel(
             if mask.any():
                 ax.scatter(*result.coords[mask].T, s=5, color=colour, label=f"{side}: {names[0]}", zorder=2)
         ax.set_title(dim, fontsize=10)
-        ax.legend(loc="upper right", fontsize=6)
+        if ax.get_legend_handles_labels()[0]:  # a dimension whose profiles were not run has no legend
+            ax.legend(loc="upper right", fontsize=6)
     return _save(plt, fig, path)
 
 
