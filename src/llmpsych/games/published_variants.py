@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmpsych.games.scoring import GAMES
+
 #: Setting columns of each family, in the thesis's order.
 SETTINGS: dict[str, tuple[str, ...]] = {
     "runs": ("T1", "T2", "T3", "T4", "T5"),
@@ -42,18 +44,6 @@ class PublishedRow:
     std: str = "-"
 
 
-_G = (
-    "guessing_game",
-    "bar_game",
-    "divide_dollar",
-    "public_goods",
-    "diner_dilemma",
-    "sealed_bid_auction",
-    "battle_royale",
-    "pirate_game",
-)
-
-
 def _sweeps(table: str, model: str, text: str) -> list[PublishedRow]:
     """Sweep rows, one line each: game, seed line, the values in the sweep's order, then ``avg[±std]``."""
     rows = []
@@ -72,7 +62,7 @@ def _table(table: str, model: str, family: str, first_line: int, text: str) -> l
         avg, std = ("-", "-")
         if parts[-1].count("±"):
             avg, std = parts.pop().split("±")
-        game = _G[i] if i < len(_G) else "overall"
+        game = GAMES[i] if i < len(GAMES) else "overall"
         rows.append(PublishedRow(table, model, family, game, first_line + i, tuple(parts), avg, std))
     return rows
 
