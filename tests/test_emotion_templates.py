@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from llmpsych.emotion.situations import CountWarning, load_situations_file
 from llmpsych.errors import ConfigError
 from llmpsych.instruments.official import load_emotionbench_scales
 from llmpsych.testing.fault_server import FaultServer
+from llmpsych.testing.runs import run_cli as llmpsych
 
 
 def answer_all(bodies: list[dict[str, Any]]) -> Any:
@@ -38,12 +37,6 @@ def answer_all(bodies: list[dict[str, Any]]) -> Any:
         return "\n".join(f"{k}: 3" for k in re.findall(r"^(\d+)\. ", last, flags=re.MULTILINE))
 
     return responder
-
-
-def llmpsych(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *args], capture_output=True, text=True, check=False
-    )
 
 
 def test_the_three_templates_differ_and_keep_the_situation_line_and_levels(seed_data: Path) -> None:

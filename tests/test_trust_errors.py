@@ -9,7 +9,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import zlib
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from llmpsych.runs import parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
+from llmpsych.testing.runs import run_cli as _cli
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + zlib.compress(bytes(range(256)) * 8)
 BILLION_LAUGHS = "\n".join(
@@ -24,16 +24,6 @@ BILLION_LAUGHS = "\n".join(
     + [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
     + ["options: {x: *a8}"]
 )
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def _one_clear_line(result: subprocess.CompletedProcess[str], *needles: str) -> str:

@@ -7,10 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,6 +22,7 @@ from llmpsych.report.markdown import table
 from llmpsych.report.terminal import InertConsole
 from llmpsych.runs import parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
+from llmpsych.testing.runs import run_cli as _cli
 
 #: Clear screen, clipboard write (OSC 52), hyperlink (OSC 8), bell, carriage-return overwrite, one-byte
 #: CSI (U+009B), a bidi override, and Rich markup.
@@ -55,16 +53,6 @@ def _serve_hostile_errors() -> ThreadingHTTPServer:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileErrors)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
-
-
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def _assert_inert(output: str, styled: bool = False, markup: str = "[bold red]PWNED[/bold red]") -> None:

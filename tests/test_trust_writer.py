@@ -24,15 +24,10 @@ from llmpsych.runs import parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer, echo_responder
 from llmpsych.testing.game_player import game_answer
 from llmpsych.testing.runs import call_keys as _call_keys
+from llmpsych.testing.runs import run_cli as _cli
 from llmpsych.testing.runs import unit_results as _results
 
 UNITS, TURNS = 30, 2
-
-
-def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llmpsych", *args], capture_output=True, text=True, timeout=timeout
-    )
 
 
 def _echo_config(server: FaultServer) -> Any:

@@ -27,12 +27,15 @@ def call_keys(run_dir: Path) -> list[tuple[str, str]]:
         return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
 
 
-def run_cli(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m llmpsych ARGS`` in a fresh process, wide enough that tables do not wrap."""
+def run_cli(
+    *args: str | Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python -m llmpsych ARGS`` in a fresh process (``env`` added to this one's), wide enough that
+    tables do not wrap."""
     return subprocess.run(
         [sys.executable, "-m", "llmpsych", *map(str, args)],
         capture_output=True,
         text=True,
-        env={**os.environ, "COLUMNS": "250"},
+        env={**os.environ, "COLUMNS": "250", **(env or {})},
         timeout=timeout,
     )
