@@ -92,29 +92,23 @@ def run_preset(
     max_tokens: int | None = None,
     show_progress: bool = True,
 ) -> list[Path]:
-    """Run (or resume, or skip when finished) every run of a plan, then write the comparison."""
-    from ..runs import parse_run_config, resume_run, start_run
-    from ..runs.runner import refuse_linked_run_dir
-    from ..runs.store import STORE_FILE
+    """Run every run of a plan through the one sweep runner (:mod:`llmpsych.runs.sweep`: a folder holding
+    the same run is resumed, a finished one sends nothing, a different one is refused), then write the
+    comparison."""
+    from ..runs import parse_run_config
+    from ..runs.sweep import PlannedRun, run_sweep
 
-    dirs = []
+    extra = {k: v for k, v in {"items": items, "max_tokens": max_tokens}.items() if v is not None}
+    planned = []
     for run_name, options in plan:
-        run_dir = out / run_name
-        refuse_linked_run_dir(out, run_dir)
-        dirs.append(run_dir)
-        if (run_dir / "summary.json").exists():
-            continue
-        if (run_dir / STORE_FILE).exists():
-            resume_run(run_dir, show_progress, base_url=base_url)
-            continue
-        extra = {k: v for k, v in {"items": items, "max_tokens": max_tokens}.items() if v is not None}
-        config = {"task": "mas", "model": model, "options": {**options, **extra}}
+        config: dict[str, Any] = {"task": "mas", "model": model, "options": {**options, **extra}}
         if base_url:
             config["base_url"] = base_url
         if data_dir:
             config["data_dir"] = str(data_dir)
-        start_run(parse_run_config(config, run_name), run_dir, show_progress)
-    return compare_runs(dirs, out)
+        planned.append(PlannedRun(run_name, parse_run_config(config, run_name)))
+    run_sweep(planned, out, progress=show_progress)
+    return compare_runs([out / run.directory for run in planned], out)
 
 
 def _metric_name(label: str | None, option: str | None) -> str:

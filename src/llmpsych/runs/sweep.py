@@ -1,0 +1,120 @@
+"""One sweep runner: many planned runs under one folder, with one resume rule.
+
+Presets (GAMA-Bench, MAS-Resilience), a benchmark run on several models and any other experiment that makes
+several runs plan them as :class:`PlannedRun` values and call :func:`run_sweep`. Run again with the same
+folder, a sweep continues where it stopped:
+
+* a run folder that does not exist yet is started;
+* a run folder holding the same run (same :data:`IDENTITY` fields) is resumed: finished units are not asked
+  again (a finished run sends nothing), and the stored config takes this invocation's endpoint, data folder,
+  concurrency and cache settings;
+* a run folder holding a different run is refused in one line, before anything is sent for it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..report.files import atomic_write_text
+from .config import RunConfig
+from .runner import RunOutcome, base_url_roles, refuse_linked_run_dir, resume_run, start_run
+from .store import STORE_FILE, RunStore, run_lock
+
+#: Config fields that define what a run measures; the others (endpoint, data folder, concurrency, cache)
+#: may change between invocations, and a resumed run takes the new values.
+IDENTITY = ("task", "model", "models", "seed", "options", "params")
+
+#: The file a sweep writes into its folder: the planned runs, in order.
+SWEEP_FILE = "sweep.json"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run of a sweep: its folder (relative to the sweep's folder), its config and a label for tables."""
+
+    directory: str
+    config: RunConfig
+    label: dict[str, Any] | None = None
+
+
+def same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
+    """Whether a stored config and a planned one describe the same measurement (:data:`IDENTITY`)."""
+    return all(stored.get(k) == planned.get(k) for k in IDENTITY)
+
+
+def _differences(stored: dict[str, Any], planned: dict[str, Any]) -> list[str]:
+    return [k for k in IDENTITY if stored.get(k) != planned.get(k)]
+
+
+def _adopt_stored(run_dir: Path, config: RunConfig) -> None:
+    """Check that ``run_dir`` holds the run ``config`` plans, then let it take this invocation's settings."""
+    planned = config.stored()
+    with run_lock(run_dir):
+        store = RunStore.in_dir(run_dir)
+        try:
+            stored = store.get_meta("config") or {}
+            if not same_run(stored, planned):
+                fields = ", ".join(_differences(stored, planned))
+                raise ConfigError(
+                    f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
+                    "choose another --out, or delete that directory",
+                )
+            store.set_meta("config", planned)
+        finally:
+            store.close()
+
+
+def run_sweep(
+    runs: Sequence[PlannedRun],
+    out: Path,
+    *,
+    progress: bool = True,
+    debug: bool = False,
+    on_outcome: Callable[[PlannedRun, RunOutcome], None] | None = None,
+) -> list[RunOutcome]:
+    """Start or resume every planned run under ``out`` (the module's rule), in order; returns the outcomes.
+
+    Every folder is checked before the first run starts, so a sweep that would meet a different run in its
+    third folder is refused before it sends anything. ``out/sweep.json`` lists the planned runs.
+    """
+    directories = [r.directory for r in runs]
+    if len(set(directories)) != len(directories):
+        raise ConfigError("two runs of this sweep would share a folder", ", ".join(sorted(directories)))
+    for run in runs:
+        run_dir = out / run.directory
+        refuse_linked_run_dir(out, run_dir)
+        if (run_dir / STORE_FILE).is_file():
+            store = RunStore.in_dir(run_dir)
+            try:
+                stored = store.get_meta("config") or {}
+            finally:
+                store.close()
+            if not same_run(stored, run.config.stored()):
+                fields = ", ".join(_differences(stored, run.config.stored()))
+                raise ConfigError(
+                    f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
+                    "choose another --out, or delete that directory",
+                )
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(
+        out / SWEEP_FILE,
+        json.dumps([{"directory": r.directory, "label": r.label} for r in runs], indent=1),
+    )
+    outcomes = []
+    for run in runs:
+        run_dir = out / run.directory
+        if (run_dir / STORE_FILE).is_file():
+            _adopt_stored(run_dir, run.config)
+            base_url = run.config.base_url if base_url_roles(run.config) else None  # never stored whole
+            outcome = resume_run(run_dir, progress, debug, base_url=base_url)
+        else:
+            outcome = start_run(run.config, run_dir, progress, debug)
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(run, outcome)
+    return outcomes
