@@ -1,0 +1,105 @@
+"""Serving the application with uvicorn on a socket this process binds itself.
+
+The socket is bound before uvicorn starts (port 0 gives a free port), so the URL printed is the one
+that answers, with no window in which another process could take the port.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import uvicorn
+
+from ..errors import ConfigError
+from .app import create_app
+from .security import TOKEN_PARAM, host_names, new_token
+
+#: uvicorn limits: at most this many connections at once, and request heads of at most 16 kB.
+LIMIT_CONCURRENCY = 64
+MAX_HEAD_BYTES = 16 * 1024
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: a free one); a clear error if that fails."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot bind {host!r}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(128)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}", "choose another --port") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_host(host: str) -> str:
+    """``host`` as written in a URL (the loopback address for a wildcard bind)."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def serve(
+    roots: list[Path],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    announce: Callable[[str], None] = print,
+) -> None:
+    """Serve the runs under ``roots`` until interrupted; ``announce`` gets the lines to show the user."""
+    for root in roots:
+        if not root.is_dir():
+            raise ConfigError(f"{root} is not a folder", "give the folder holding your run folders")
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    token = token or new_token()
+    app = create_app(roots, token=token, port=port, hosts=host_names(host))
+    url = f"http://{url_host(host)}:{port}/?{TOKEN_PARAM}={token}"
+    announce(f"llmpsych web: serving the runs in {', '.join(str(r) for r in roots)}")
+    announce(f"open {url}")
+    if is_loopback(host):
+        announce("only this machine can reach it (loopback); the token in the URL is needed to open it")
+    else:
+        announce(
+            f"WARNING: bound to {host}: anyone who can reach this machine on port {port} over the network "
+            "can connect; the token still guards every page, but the connection is plain HTTP (not "
+            "encrypted), so use it only on a network you trust"
+        )
+    announce("stop with Ctrl+C")
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        limit_concurrency=LIMIT_CONCURRENCY,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        server_header=False,
+        proxy_headers=False,
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

@@ -1,0 +1,188 @@
+"""The one place the web pages read a run store: SQLite opened read-only, never written, never locked.
+
+This adapter stands in for :func:`llmpsych.runs.read_run` (config, manifest, units, calls): the pages
+ask it for small slices (a page of units, one unit's calls) because a large run (2,500 units, 50,000
+calls) read whole takes seconds per page. A run that another process is writing is read safely: the
+store is in WAL mode, so a reader sees the last committed state and never blocks the writer.
+
+A run folder may come from someone else: ``run.sqlite`` and its side files must be regular files (a
+planted link is refused, as :class:`~llmpsych.runs.store.RunStore` refuses it), and the file is opened
+with ``mode=ro`` so nothing is created or changed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError
+from ..runs.store import STORE_FILE
+
+#: How long a read waits for a writer's checkpoint before giving up (milliseconds).
+BUSY_TIMEOUT_MS = 2000
+
+
+@dataclass(frozen=True)
+class UnitSummary:
+    """One unit's row without its payload and result (the units table of the run page)."""
+
+    unit_id: str
+    position: int
+    status: str
+    attempts: int
+    error: str | None
+    started: float | None
+    finished: float | None
+    calls: int
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One stored model call."""
+
+    call_key: str
+    seq: int
+    role: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any]
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    attempts: int | None
+    cached: bool
+    created: float
+
+
+def check_store_files(run_dir: Path) -> Path:
+    """``run_dir``'s store path once it and its side files are regular files (no link, no folder)."""
+    path = run_dir / STORE_FILE
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        side = path.with_name(path.name + suffix)
+        try:
+            mode = side.lstat().st_mode
+        except FileNotFoundError:
+            if suffix == "":
+                raise DataError(f"no run store in {run_dir}") from None
+            continue
+        if not stat.S_ISREG(mode):
+            raise DataError(f"{side} is not a regular file (a link or a folder); not read")
+    return path
+
+
+@contextmanager
+def connect(run_dir: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the run's store, closed after the block; damage is a DataError."""
+    path = check_store_files(run_dir)
+    uri = path.absolute().as_uri() + "?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True, check_same_thread=False)) as db:
+            db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            yield db
+    except sqlite3.Error as exc:
+        raise DataError(f"run store {path}: {' '.join(str(exc).split())}") from None
+
+
+def _loads(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return text  # shown as stored rather than not at all
+
+
+def read_meta(run_dir: Path) -> dict[str, Any]:
+    """The ``meta`` table (config, manifest, ...) as parsed JSON values."""
+    with connect(run_dir) as db:
+        return {key: _loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
+
+
+def unit_statuses(run_dir: Path) -> dict[str, str]:
+    """Each unit's status by id (cheap: no payload or result is read)."""
+    with connect(run_dir) as db:
+        return dict(db.execute("SELECT unit_id, status FROM units"))
+
+
+def unit_results(run_dir: Path, unit_ids: list[str]) -> dict[str, Any]:
+    """The stored results of the given units, by id."""
+    out: dict[str, Any] = {}
+    with connect(run_dir) as db:
+        for start in range(0, len(unit_ids), 500):
+            chunk = unit_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = db.execute(f"SELECT unit_id, result FROM units WHERE unit_id IN ({marks})", chunk)
+            out.update((uid, _loads(result)) for uid, result in rows)
+    return out
+
+
+def run_times(run_dir: Path) -> tuple[float | None, float | None, int]:
+    """(first unit start, last call or unit end, number of calls)."""
+    with connect(run_dir) as db:
+        started, finished = db.execute("SELECT MIN(started), MAX(finished) FROM units").fetchone()
+        last_call, calls = db.execute("SELECT MAX(created), COUNT(*) FROM calls").fetchone()
+    ends = [t for t in (finished, last_call) if t is not None]
+    return started, max(ends) if ends else None, calls
+
+
+def units_page(
+    run_dir: Path, *, status: str | None, offset: int, limit: int
+) -> tuple[list[UnitSummary], int]:
+    """One page of units in creation order (optionally of one status), and how many match in all."""
+    where, args = ("WHERE u.status = ?", [status]) if status else ("", [])
+    with connect(run_dir) as db:
+        total = db.execute(f"SELECT COUNT(*) FROM units u {where}", args).fetchone()[0]
+        rows = db.execute(
+            "SELECT u.unit_id, u.position, u.status, u.attempts, u.error, u.started, u.finished, "
+            "(SELECT COUNT(*) FROM calls c WHERE c.unit_id = u.unit_id) "
+            f"FROM units u {where} ORDER BY u.position LIMIT ? OFFSET ?",
+            [*args, limit, offset],
+        ).fetchall()
+    return [UnitSummary(*row) for row in rows], total
+
+
+def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRecord], list[str]] | None:
+    """One unit (its row as a dict), its calls in order and its failure log; None if there is no such unit."""
+    with connect(run_dir) as db:
+        row = db.execute(
+            "SELECT unit_id, position, payload, status, result, error, attempts, started, finished "
+            "FROM units WHERE unit_id = ?",
+            (unit_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        calls = db.execute(
+            "SELECT call_key, seq, role, model, request, response, latency_s, prompt_tokens, "
+            "completion_tokens, attempts, cached, created FROM calls WHERE unit_id = ? ORDER BY created, seq",
+            (unit_id,),
+        ).fetchall()
+        failures = [e for (e,) in db.execute("SELECT error FROM failures WHERE unit_id = ? ORDER BY id", (unit_id,))]
+    names = ("unit_id", "position", "payload", "status", "result", "error", "attempts", "started", "finished")
+    unit = dict(zip(names, row, strict=True))
+    unit["payload"], unit["result"] = _loads(unit["payload"]), _loads(unit["result"])
+    records = []
+    for key, seq, role, model, request, response, latency, p_tok, c_tok, attempts, cached, created in calls:
+        req, resp = _loads(request), _loads(response)
+        records.append(
+            CallRecord(
+                key,
+                seq,
+                role,
+                model,
+                req if isinstance(req, dict) else {"raw": req},
+                resp if isinstance(resp, dict) else {"text": str(resp)},
+                latency,
+                p_tok,
+                c_tok,
+                attempts,
+                bool(cached),
+                created,
+            )
+        )
+    return unit, records, failures
