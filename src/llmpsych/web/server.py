@@ -78,7 +78,6 @@ def serve(
     app = create_app(roots, token=token, port=port, hosts=host_names(host))
     url = f"http://{url_host(host)}:{port}/?{TOKEN_PARAM}={token}"
     announce(f"llmpsych web: serving the runs in {', '.join(str(r) for r in roots)}")
-    announce(f"open {url}")
     if is_loopback(host):
         announce("only this machine can reach it (loopback); the token in the URL is needed to open it")
     else:
@@ -87,7 +86,8 @@ def serve(
             "can connect; the token still guards every page, but the connection is plain HTTP (not "
             "encrypted), so use it only on a network you trust"
         )
-    announce("stop with Ctrl+C")
+    announce("stop with Ctrl+C; open this URL in your browser:")
+    announce(f"open {url}")
     config = uvicorn.Config(
         app,
         log_level="warning",
