@@ -22,6 +22,10 @@
       .then(function (data) {
         if (!data) return;
         var runs = data.runs || [data];
+        // a run that started since the page was made: the unfiltered runs page shows it by reloading
+        if (data.runs && !location.search && runs.some(function (run) {
+          return table.querySelector('[data-run="' + CSS.escape(run.id) + '"]') === null;
+        })) { location.reload(); return; }
         runs.forEach(function (run) {
           table.querySelectorAll('[data-run="' + CSS.escape(run.id) + '"]').forEach(function (row) { apply(row, run); });
           if (table.getAttribute("data-run") === run.id) apply(table, run);
