@@ -18,14 +18,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from llmpsych.web.catalog import _run_id  # noqa: E402
 from test_web_large import synthetic_run  # noqa: E402
 from test_web_security import WebServer  # noqa: E402
 
-from llmpsych.web.catalog import _run_id  # noqa: E402
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--units", type=int, default=2500)
     parser.add_argument("--calls", type=int, default=20, help="calls per unit")
     parser.add_argument("--repeat", type=int, default=5)
@@ -34,8 +35,10 @@ def main() -> None:
         started = time.perf_counter()
         synthetic_run(Path(tmp) / "big", args.units, args.calls)
         size = (Path(tmp) / "big" / "run.sqlite").stat().st_size
-        print(f"store: {args.units} units, {args.units * args.calls} calls, {size / 2**20:.0f} MB, "
-              f"written in {time.perf_counter() - started:.1f} s")
+        print(
+            f"store: {args.units} units, {args.units * args.calls} calls, {size / 2**20:.0f} MB, "
+            f"written in {time.perf_counter() - started:.1f} s"
+        )
         server = WebServer(Path(tmp))
         rid = _run_id(0, "big")
         try:

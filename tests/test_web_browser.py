@@ -96,7 +96,15 @@ def test_runs_page_lists_every_run_with_its_state_and_filters(page, web: WebServ
     rows = page.locator("table.runs tbody tr")
     assert rows.count() == 4
     text = page.locator("table.runs").inner_text()
-    for expected in ("pb-low", "pb-high", "games-a", "games-b", "psychobench", "openai-compatible/high", "done"):
+    for expected in (
+        "pb-low",
+        "pb-high",
+        "games-a",
+        "games-b",
+        "psychobench",
+        "openai-compatible/high",
+        "done",
+    ):
         assert expected in text
     assert "100.0% (24/24)" in text  # DTDD: 12 items x 2 runs, every answer valid
     page.select_option("select[name=task]", "gamabench")
@@ -160,7 +168,16 @@ def test_a_running_run_updates_live(browser, tmp_path: Path) -> None:
     root = tmp_path / "live"
     root.mkdir()
     with FaultServer(FaultRates(latency_s=0.15)) as server:
-        command = [sys.executable, "-m", "llmpsych", "run", "--task", "echo", "--model", "openai-compatible/m"]
+        command = [
+            sys.executable,
+            "-m",
+            "llmpsych",
+            "run",
+            "--task",
+            "echo",
+            "--model",
+            "openai-compatible/m",
+        ]
         command += ["--base-url", server.base_url, "--no-cache", "--concurrency", "1", "--no-progress"]
         command += ["-O", "units=40", "--out", str(root / "echo")]
         web = WebServer(root)
@@ -172,12 +189,15 @@ def test_a_running_run_updates_live(browser, tmp_path: Path) -> None:
             # the run appears by itself once its store exists (the page reloads for a new run)
             page.wait_for_selector("table.runs tbody tr[data-run]", timeout=60_000)
             page.wait_for_function(
-                "() => document.querySelector('[data-field=status]').textContent === 'running'", timeout=60_000
+                "() => document.querySelector('[data-field=status]').textContent === 'running'",
+                timeout=60_000,
             )
             first = page.locator("[data-field=progress]").inner_text()
             # the page changes by itself (no reload): the progress text moves on, then the run finishes
             page.wait_for_function(
-                "t => document.querySelector('[data-field=progress]').textContent !== t", arg=first, timeout=60_000
+                "t => document.querySelector('[data-field=progress]').textContent !== t",
+                arg=first,
+                timeout=60_000,
             )
             page.wait_for_function(
                 "() => document.querySelector('[data-field=status]').textContent === 'done'", timeout=120_000

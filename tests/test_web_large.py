@@ -16,14 +16,18 @@ from llmpsych.web.catalog import _run_id
 from test_web_security import WebServer
 
 
-def synthetic_run(run_dir: Path, units: int = 2500, calls_per_unit: int = 20, failed_every: int = 100) -> Path:
+def synthetic_run(
+    run_dir: Path, units: int = 2500, calls_per_unit: int = 20, failed_every: int = 100
+) -> Path:
     """A finished PsychoBench-shaped run written through the store's own statements: each unit one
     conversation of ``calls_per_unit`` turns (every request holds the history so far), every
     ``failed_every``-th unit failed."""
     store = RunStore.in_dir(run_dir, create=True)
     config = {"task": "psychobench", "model": "openai-compatible/synthetic", "options": {}}
     store.set_meta("config", config)
-    store.set_meta("manifest", {"task": "psychobench", "created": "2026-01-01T00:00:00+00:00", "units": units})
+    store.set_meta(
+        "manifest", {"task": "psychobench", "created": "2026-01-01T00:00:00+00:00", "units": units}
+    )
     store.add_units((f"u{i:05d}", {"index": i}) for i in range(units))
     now = time.time()
     statements = []
@@ -34,17 +38,31 @@ def synthetic_run(run_dir: Path, units: int = 2500, calls_per_unit: int = 20, fa
             history.append({"role": "user", "content": f"unit {i}, statement {turn}: I like order."})
             request = {"model": "synthetic", "messages": list(history), "temperature": 0}
             text = f"{turn}: {1 + (i + turn) % 5}"
-            response = {"text": text, "usage": {"prompt_tokens": 20 + turn, "completion_tokens": 3},
-                        "latency_s": 0.1, "attempts": 1}
-            statements += put_call_statements(uid, f"k{turn}#0", turn + 1, "subject", "synthetic", request, response)
+            response = {
+                "text": text,
+                "usage": {"prompt_tokens": 20 + turn, "completion_tokens": 3},
+                "latency_s": 0.1,
+                "attempts": 1,
+            }
+            statements += put_call_statements(
+                uid, f"k{turn}#0", turn + 1, "subject", "synthetic", request, response
+            )
             history.append({"role": "assistant", "content": text})
         if failed_every and i % failed_every == failed_every - 1:
-            statements.append(("UPDATE units SET status='failed', error=?, started=?, finished=? WHERE unit_id=?",
-                               ("HTTP 500 from the server", now, now + 1, uid)))
+            statements.append(
+                (
+                    "UPDATE units SET status='failed', error=?, started=?, finished=? WHERE unit_id=?",
+                    ("HTTP 500 from the server", now, now + 1, uid),
+                )
+            )
         else:
             result = {"answers": {str(t): 1 + (i + t) % 5 for t in range(calls_per_unit)}}
-            statements.append(("UPDATE units SET status='done', result=?, started=?, finished=? WHERE unit_id=?",
-                               (json.dumps(result), now, now + 1, uid)))
+            statements.append(
+                (
+                    "UPDATE units SET status='done', result=?, started=?, finished=? WHERE unit_id=?",
+                    (json.dumps(result), now, now + 1, uid),
+                )
+            )
     store.write(statements)
     store.close()
     return run_dir

@@ -249,7 +249,9 @@ class Pages:
         picked = [by_id[r] for r in chosen if r in by_id]
         context: dict[str, Any] = {
             "groups": {
-                task: [i for i in infos if i.task == task] for task in COMPARISONS if any(i.task == task for i in infos)
+                task: [i for i in infos if i.task == task]
+                for task in COMPARISONS
+                if any(i.task == task for i in infos)
             },
             "titles": {t: c.title for t, c in COMPARISONS.items()},
             "chosen": {i.run_id for i in picked},
@@ -296,9 +298,7 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     )
 
 
-def create_app(
-    roots: list[Path], *, token: str, port: int, hosts: set[str], rescan_s: float = 2.0
-) -> Gate:
+def create_app(roots: list[Path], *, token: str, port: int, hosts: set[str], rescan_s: float = 2.0) -> Gate:
     """The whole application for the runs under ``roots``, behind its :class:`Gate`."""
     pages = Pages(Catalog(roots, rescan_s))
     routes = [

@@ -9,6 +9,7 @@ inside the run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -225,10 +226,8 @@ class Catalog:
                 info.answers += counts[1]
         info.started, info.last, info.calls = store.run_times(info.run_dir)
         if info.started is None and isinstance(manifest.get("created"), str):
-            try:
+            with contextlib.suppress(ValueError):
                 info.started = datetime.fromisoformat(manifest["created"]).timestamp()
-            except ValueError:
-                pass
         if locked:
             info.status = "running"
         elif info.total and info.done == info.total:

@@ -43,8 +43,9 @@ def web(
     host: Annotated[
         str,
         typer.Option(
-            "--host", help="Address to listen on. Default loopback (this machine only); another address "
-            "lets others on the network connect."
+            "--host",
+            help="Address to listen on. Default loopback (this machine only); another address "
+            "lets others on the network connect.",
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (default: a free one).", min=0, max=65535)] = 0,

@@ -46,7 +46,9 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}", "choose another --port") from None
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror}", "choose another --port"
+        ) from None
     sock.set_inheritable(True)
     return sock
 

@@ -162,7 +162,9 @@ def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRec
             "completion_tokens, attempts, cached, created FROM calls WHERE unit_id = ? ORDER BY created, seq",
             (unit_id,),
         ).fetchall()
-        failures = [e for (e,) in db.execute("SELECT error FROM failures WHERE unit_id = ? ORDER BY id", (unit_id,))]
+        failures = [
+            e for (e,) in db.execute("SELECT error FROM failures WHERE unit_id = ? ORDER BY id", (unit_id,))
+        ]
     names = ("unit_id", "position", "payload", "status", "result", "error", "attempts", "started", "finished")
     unit = dict(zip(names, row, strict=True))
     unit["payload"], unit["result"] = _loads(unit["payload"]), _loads(unit["result"])
