@@ -230,6 +230,11 @@ def test_model_text_and_report_markup_are_shown_as_text(web: WebServer) -> None:
     assert 'src="/run/' + rid + '/file/plot.png"' in page  # the run's own image
     assert "secret.png" not in page.replace("![secret](../../secret.png)", "")  # not made an image
     assert f'href="/run/{rid}/file/transcripts.md"' in page
+    status, headers, body = web.request(f"/run/{rid}/file/report.md")  # a Markdown file, rendered
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b"&lt;script&gt;alert" in body and b"<script>alert" not in body
+    status, headers, body = web.request(f"/run/{rid}/file/report.md?raw=1")  # as text, never as HTML
+    assert status == 200 and headers["content-type"].startswith("text/plain") and b"<script>" in body
     status, _, body = web.request(f"/run/{rid}/unit?id=u000000")
     page = body.decode()
     assert status == 200 and page.count("&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;") == 2

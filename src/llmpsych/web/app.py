@@ -100,8 +100,8 @@ class Pages:
         self.catalog = catalog
         self.templates = _templates()
 
-    def _render(self, request: Request, name: str, code: int = 200, **context: Any) -> HTMLResponse:
-        return self.templates.TemplateResponse(request, name, context, status_code=code)
+    def _render(self, request: Request, template: str, code: int = 200, **context: Any) -> HTMLResponse:
+        return self.templates.TemplateResponse(request, template, context, status_code=code)
 
     def _run(self, request: Request) -> RunInfo:
         info = self.catalog.info(request.path_params["run_id"])

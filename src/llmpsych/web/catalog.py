@@ -32,7 +32,7 @@ _PRIVATE = {STORE_FILE, LOCK_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{
 #: What a run's files are served as; anything else is not listed.
 CONTENT_TYPES = {
     ".png": "image/png",
-    ".md": "text/markdown; charset=utf-8",
+    ".md": "text/plain; charset=utf-8",
     ".csv": "text/plain; charset=utf-8",
     ".json": "text/plain; charset=utf-8",
     ".txt": "text/plain; charset=utf-8",
@@ -202,10 +202,12 @@ class Catalog:
 
     def _read(self, info: RunInfo, locked: bool) -> None:
         meta = store.read_meta(info.run_dir)
-        config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
-        manifest = meta.get("manifest") if isinstance(meta.get("manifest"), dict) else {}
+        raw_config, raw_manifest = meta.get("config"), meta.get("manifest")
+        config: dict[str, Any] = raw_config if isinstance(raw_config, dict) else {}
+        manifest: dict[str, Any] = raw_manifest if isinstance(raw_manifest, dict) else {}
         info.task = str(config.get("task") or manifest.get("task") or "?")
-        models = manifest.get("models") if isinstance(manifest.get("models"), dict) else {}
+        raw_models = manifest.get("models")
+        models: dict[str, Any] = raw_models if isinstance(raw_models, dict) else {}
         specs = [str(m.get("spec")) for m in models.values() if isinstance(m, dict) and m.get("spec")]
         if not specs and config.get("model"):
             specs = [str(config["model"])]
