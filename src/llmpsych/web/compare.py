@@ -42,6 +42,7 @@ def _gamabench(run_dirs: list[Path], out: Path) -> Path:
 def _emotionbench(run_dirs: list[Path], out: Path) -> Path:
     from ..emotion.cli import compare
 
+    out.mkdir(parents=True, exist_ok=True)  # the command writes into an existing folder
     target = out / "comparison.md"
     with contextlib.redirect_stdout(io.StringIO()):
         compare(sources=run_dirs, scale=None, humans=False, data_dir=None, out=target)
