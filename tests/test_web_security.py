@@ -261,6 +261,7 @@ def test_binding_another_address_needs_host_and_warns(tmp_path: Path) -> None:
     server = WebServer(tmp_path, host="0.0.0.0")
     try:
         assert any("WARNING: bound to 0.0.0.0" in line and "plain HTTP" in line for line in server.lines)
+        assert any(line.startswith("from other machines: http://") for line in server.lines)
         assert server.request("/")[0] == 200
         assert server.request("/", host=f"evil.example:{server.port}")[0] == 421
     finally:
@@ -268,3 +269,20 @@ def test_binding_another_address_needs_host_and_warns(tmp_path: Path) -> None:
     deadline = time.time() + 10
     while server.process.poll() is None and time.time() < deadline:
         time.sleep(0.05)
+
+
+def test_reading_a_file_never_passes_a_link_on_the_way(tmp_path: Path) -> None:
+    from llmpsych.web.catalog import read_inside
+
+    run, outside = tmp_path / "run", tmp_path / "outside"
+    (run / "plots").mkdir(parents=True)
+    outside.mkdir()
+    (run / "plots" / "a.png").write_bytes(b"inside")
+    (outside / "a.png").write_bytes(b"TOP-SECRET")
+    assert read_inside(run, "plots/a.png") == b"inside"
+    shutil.rmtree(run / "plots")
+    os.symlink(outside, run / "plots")  # the folder swapped for a link after it was listed
+    assert read_inside(run, "plots/a.png") is None
+    os.symlink(outside / "a.png", run / "b.png")
+    for name in ("b.png", "../outside/a.png", "plots/../plots/a.png", "/etc/passwd", "", "plots//a.png"):
+        assert read_inside(run, name) is None, name

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jinja2
 from starlette.applications import Starlette
@@ -273,7 +274,9 @@ class Pages:
                     run_id = dirs.get(os.path.realpath(path.parent))
                     if run_id is None:
                         return None
-                    return f"/run/{run_id}" if path.name == "report.md" else f"/run/{run_id}/file/{path.name}"
+                    if path.name == "report.md":
+                        return f"/run/{run_id}"
+                    return f"/run/{run_id}/file/{quote(path.name)}"
 
                 try:
                     context["result"] = compare_html(task, [i.run_dir for i in picked], link)
@@ -287,7 +290,7 @@ class Pages:
 def _rendered(run_id: str, name: str, data: bytes, files: tuple[str, ...]) -> str:
     """A run's Markdown file as HTML (cached: a large report renders once per content)."""
     text = data.decode("utf-8", errors="replace")
-    return run_fragment(text, name, list(files), lambda path: f"/run/{run_id}/file/{path}")
+    return run_fragment(text, name, list(files), lambda path: f"/run/{run_id}/file/{quote(path)}")
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:

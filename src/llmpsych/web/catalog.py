@@ -40,6 +40,8 @@ CONTENT_TYPES = {
 }
 #: Largest file served (bytes): a report's PNG or table is far smaller.
 MAX_FILE_BYTES = 64 * 2**20
+#: Most files listed for one run (a game run writes one transcript per game; far fewer than this).
+MAX_FILES = 5000
 STATUSES = ("running", "done", "failed", "interrupted")
 
 
@@ -145,6 +147,7 @@ class Catalog:
         self._dirs: dict[str, tuple[Path, str]] = {}
         self._infos: dict[str, tuple[tuple[Any, ...], bool, RunInfo]] = {}
         self._counted: dict[str, dict[str, tuple[int, int] | None]] = {}
+        self._files: dict[str, tuple[float, list[str]]] = {}
 
     # -- discovery -----------------------------------------------------------------------------------
     def _scan(self) -> None:
@@ -242,29 +245,19 @@ class Catalog:
     # -- files ---------------------------------------------------------------------------------------
     def files(self, run_id: str) -> list[str]:
         """The run's files that may be shown: regular files of the known kinds, in the run folder or its
-        sub-folders (links skipped), as POSIX paths relative to the run folder."""
+        sub-folders (links skipped, at most :data:`MAX_FILES`), as POSIX paths relative to the run
+        folder; listed again when older than ``rescan_s``."""
         found = self.folder(run_id)
         if found is None:
             return []
-        run_dir = found[0]
-        out: list[str] = []
-        for folder, dirs, names in os.walk(run_dir):
-            here = Path(folder)
-            depth = len(here.relative_to(run_dir).parts)
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < 3)
-            if (here / STORE_FILE).exists() and here != run_dir:
-                dirs[:] = []  # a run inside a run is a run of its own
-                continue
-            for name in sorted(names):
-                if name in _PRIVATE or name.startswith(".") or Path(name).suffix.lower() not in CONTENT_TYPES:
-                    continue
-                try:
-                    if not stat.S_ISREG((here / name).lstat().st_mode):
-                        continue
-                except OSError:
-                    continue
-                out.append((here / name).relative_to(run_dir).as_posix())
-        return out
+        with self._lock:
+            cached = self._files.get(run_id)
+            if cached and time.monotonic() - cached[0] <= self.rescan_s:
+                return cached[1]
+        listed = list_files(found[0])
+        with self._lock:
+            self._files[run_id] = (time.monotonic(), listed)
+        return listed
 
     def read_file(self, run_id: str, name: str) -> bytes | None:
         """A listed file's bytes, or None when ``name`` is not one of :meth:`files`."""
@@ -274,18 +267,54 @@ class Catalog:
         return read_inside(found[0], name)
 
 
+def list_files(run_dir: Path) -> list[str]:
+    """The showable files of ``run_dir`` (see :meth:`Catalog.files`)."""
+    out: list[str] = []
+    for folder, dirs, names in os.walk(run_dir):  # never follows links into folders
+        here = Path(folder)
+        depth = len(here.relative_to(run_dir).parts)
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < 3)
+        if here != run_dir and STORE_FILE in names:
+            dirs[:] = []  # a run inside a run is a run of its own
+            continue
+        for name in sorted(names):
+            if name in _PRIVATE or name.startswith(".") or Path(name).suffix.lower() not in CONTENT_TYPES:
+                continue
+            try:
+                if not stat.S_ISREG((here / name).lstat().st_mode):
+                    continue
+            except OSError:
+                continue
+            out.append((here / name).relative_to(run_dir).as_posix())
+            if len(out) >= MAX_FILES:
+                return out
+    return out
+
+
 def read_inside(folder: Path, name: str) -> bytes | None:
-    """The bytes of ``folder/name`` if it is a regular file inside ``folder`` reached without any link."""
-    real = Path(os.path.realpath(folder))
-    path = folder / name
-    parent = Path(os.path.realpath(path.parent))
-    if parent != real and real not in parent.parents:
+    """The bytes of ``folder/name`` if it is a regular file reached from ``folder`` without any link.
+
+    Each folder on the way is opened relative to the previous one with ``O_NOFOLLOW`` (``openat``), so
+    a folder swapped for a link between the listing and the read is refused too."""
+    parts = name.split("/")
+    if not parts or any(p in ("", ".", "..") for p in parts):
         return None
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(folder, flags | os.O_DIRECTORY)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, flags | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        file_fd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=fd)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    with os.fdopen(file_fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
             return None

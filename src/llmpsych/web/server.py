@@ -83,6 +83,8 @@ def serve(
     if is_loopback(host):
         announce("only this machine can reach it (loopback); the token in the URL is needed to open it")
     else:
+        name = host if host not in ("0.0.0.0", "::") else socket.gethostname()
+        announce(f"from other machines: http://{url_host(name)}:{port}/?{TOKEN_PARAM}={token}")
         announce(
             f"WARNING: bound to {host}: anyone who can reach this machine on port {port} over the network "
             "can connect; the token still guards every page, but the connection is plain HTTP (not "
