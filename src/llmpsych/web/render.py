@@ -20,6 +20,7 @@ from ..report.html import markdown_parser
 from .catalog import read_inside
 
 Resolve = Callable[[str], str | None]
+_ANCHOR = re.compile(r"<p>&lt;a id=&quot;([A-Za-z0-9_-]{1,80})&quot;&gt;&lt;/a&gt;</p>")
 
 
 def _relative(base: str, target: str) -> str | None:
@@ -54,6 +55,9 @@ def markdown_fragment(text: str, *, image_src: Resolve, link_href: Resolve) -> s
 
     body = re.sub(r'src="([^"]*)"', image, body)
     body = re.sub(r'href="([^"]*)"', link, body)
+    # the anchors the game transcripts write as a paragraph of raw HTML (shown escaped, since raw HTML is
+    # off) become anchors again: only this exact shape, with an id of letters, digits, '-' and '_'
+    body = _ANCHOR.sub(r'<a id="\1"></a>', body)
     # table alignment as a class: the pages' Content-Security-Policy refuses inline styles
     return re.sub(r'style="text-align:(left|right|center)"', r'class="align-\1"', body)
 
