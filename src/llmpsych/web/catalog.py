@@ -157,6 +157,8 @@ class Catalog:
                 here = Path(folder)
                 depth = len(here.relative_to(root).parts)
                 dirs[:] = sorted(d for d in dirs if not d.startswith(".") and depth < MAX_DEPTH)
+                if STORE_FILE in files:
+                    dirs[:] = []  # a run's own sub-folders (plots, transcripts) hold no run
                 if STORE_FILE in files and stat.S_ISREG((here / STORE_FILE).lstat().st_mode):
                     relative = here.relative_to(root).as_posix()
                     label = relative if relative != "." else here.name
