@@ -286,3 +286,27 @@ def test_reading_a_file_never_passes_a_link_on_the_way(tmp_path: Path) -> None:
     os.symlink(outside / "a.png", run / "b.png")
     for name in ("b.png", "../outside/a.png", "plots/../plots/a.png", "/etc/passwd", "", "plots//a.png"):
         assert read_inside(run, name) is None, name
+
+
+def test_a_run_holding_links_is_not_compared(tmp_path: Path, seed_data: Path) -> None:
+    from test_web_browser import scores_responder
+
+    root = tmp_path / "runs"
+    with FaultServer(responder=scores_responder) as server:
+        for name in ("a", "b"):
+            config = {"task": "psychobench", "model": "openai-compatible/low", "base_url": server.base_url}
+            config |= {"cache": False, "data_dir": str(seed_data), "options": {"scales": ["DTDD"], "runs": 1}}
+            start_run(parse_run_config(config), root / name, False)
+    (tmp_path / "secret.csv").write_text("scale,subscale,group,mean,sd,n\nTOP-SECRET,x,y,1,1,1\n")
+    (root / "b" / "norms.csv").unlink()
+    os.symlink(tmp_path / "secret.csv", root / "b" / "norms.csv")  # read by name by the comparison
+    server = WebServer(root)
+    try:
+        status, _, body = server.request(f"/compare?run={run_id('a')}&run={run_id('b')}")
+        assert status == 200 and b"b holds symbolic links (norms.csv)" in body and b"TOP-SECRET" not in body
+        (root / "b" / "norms.csv").unlink()
+        shutil.copy(root / "a" / "norms.csv", root / "b" / "norms.csv")
+        status, _, body = server.request(f"/compare?run={run_id('a')}&run={run_id('b')}")
+        assert status == 200 and b"PsychoBench comparison" in body and b"symbolic" not in body
+    finally:
+        server.stop()

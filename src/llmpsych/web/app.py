@@ -30,7 +30,7 @@ from starlette.templating import Jinja2Templates
 
 from ..errors import LlmpsychError
 from . import store
-from .catalog import CONTENT_TYPES, STATUSES, Catalog, RunInfo
+from .catalog import CONTENT_TYPES, STATUSES, Catalog, RunInfo, links_in
 from .compare import COMPARISONS, compare_html
 from .render import run_fragment
 from .security import Gate
@@ -266,6 +266,11 @@ class Pages:
             tasks = {i.task for i in picked}
             if len(tasks) > 1:
                 context["error"] = f"choose runs of one benchmark (chosen: {', '.join(sorted(tasks))})"
+            elif linked := [(i.label, links_in(i.run_dir)) for i in picked if links_in(i.run_dir)]:
+                label, links = linked[0]
+                context["error"] = (
+                    f"{label} holds symbolic links ({', '.join(links)}); runs with links are not compared"
+                )
             else:
                 task = tasks.pop()
                 dirs = {os.path.realpath(i.run_dir): i.run_id for i in infos}

@@ -293,6 +293,22 @@ def list_files(run_dir: Path) -> list[str]:
     return out
 
 
+def links_in(run_dir: Path, limit: int = 3) -> list[str]:
+    """Up to ``limit`` symbolic links in ``run_dir`` or its sub-folders (relative POSIX paths).
+
+    The comparisons read a run's files by name (``summary.json``, ``norms.csv``) and would follow a
+    planted link out of the run, so a run holding links is not compared."""
+    found: list[str] = []
+    for folder, dirs, names in os.walk(run_dir):
+        here = Path(folder)
+        for name in [*dirs, *names]:
+            if (here / name).is_symlink():
+                found.append((here / name).relative_to(run_dir).as_posix())
+                if len(found) >= limit:
+                    return found
+    return found
+
+
 def read_inside(folder: Path, name: str) -> bytes | None:
     """The bytes of ``folder/name`` if it is a regular file reached from ``folder`` without any link.
 
