@@ -6,6 +6,7 @@ command says how to install it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,18 +21,19 @@ INSTALL_HINT = 'pip install "llmpsych[web]"'
 
 
 def serve_runs(
-    runs: list[Path] | None = None, host: str = "127.0.0.1", port: int = 0, announce: object = None
+    runs: list[Path] | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve the runs under ``runs`` (default: the runs folder) on ``host:port`` until interrupted."""
+    """Serve the runs under ``runs`` (default: the runs folder) on ``host:port`` until interrupted;
+    ``announce`` gets the lines for the user (default: printed)."""
     try:
         from .server import serve
     except ModuleNotFoundError as exc:
         raise ConfigError(f"llmpsych web needs {exc.name}, which is not installed", INSTALL_HINT) from None
     roots = list(runs) if runs else [runs_dir()]
-    if announce is None:
-        serve(roots, host=host, port=port, announce=lambda line: typer.echo(line, err=False))
-    else:
-        serve(roots, host=host, port=port, announce=announce)  # type: ignore[arg-type]
+    serve(roots, host=host, port=port, announce=announce or typer.echo)
 
 
 @app.callback(invoke_without_command=True)
