@@ -4,6 +4,7 @@ taxonomy and the headline reference values: presets and runs on a scripted serve
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -212,6 +213,18 @@ def test_rounds_preset_counts_messages_of_passed_and_failed_items(
             assert float(cells[5]) == pytest.approx(sum(passed) / len(passed))
     clean = unit_results(tmp_path / plan[0][0])
     assert all(r["passed"] and r["n_messages"] == 4 for r in clean)  # instruction, solution, done, final
+    # two folders with the same name (from different sweeps) keep their own items
+    shutil.copytree(tmp_path / plan[1][0], tmp_path / "other" / plan[0][0])
+    compare_runs([tmp_path / plan[0][0], tmp_path / "other" / plan[0][0]], tmp_path / "cmp")
+    both = (
+        (tmp_path / "cmp" / "comparison.md").read_text().split("passed vs failed", 1)[1].split("\n## ", 1)[0]
+    )
+    rows = [line.split("|")[1:] for line in both.split("\n") if line.startswith(f"| {plan[0][0]} ")]
+    for row, (name, _) in zip(rows, plan, strict=True):
+        stored = unit_results(tmp_path / name)
+        assert int(row[4]) == sum(bool(r["passed"]) for r in stored)
+        assert int(row[6]) == sum(not r["passed"] for r in stored)
+    assert [row[3].strip() for row in rows] == ["none", "autoinject(pe=0.2,pm=1.0,semantic)"]
     assert "9.79" in text and "11.44" in text  # the thesis's and the released files' failed-item means
 
 

@@ -458,7 +458,7 @@ def condition_name(row: Any) -> str:
     return name
 
 
-def distraction(frame: pd.DataFrame, results: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
+def distraction(frame: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) -> pd.DataFrame:
     """Fig. 7.6b probe (one model): per system, the score and the share of items whose result kept an
     injected line, with the corrupted lines bare (AutoInject) and marked as corrected (+ comment).
 
@@ -479,8 +479,8 @@ def distraction(frame: pd.DataFrame, results: dict[str, list[dict[str, Any]]]) -
             & (same.defence == probe.defence)
         ]
         clean = same[(same.fault == "none") & (same.defence == "none")]
-        kept_plain, n_plain = kept_share([r for run in plain.run for r in results.get(str(run), [])])
-        kept_probe, n_probe = kept_share(results.get(str(probe.run), []))
+        kept_plain, n_plain = kept_share([r for i in plain.index for r in results.get(i, [])])
+        kept_probe, n_probe = kept_share(results.get(probe.Index, []))
         rows.append(
             {
                 "system": probe.system,
@@ -549,7 +549,7 @@ def _metrics_section(frame: pd.DataFrame) -> str:
 
 
 def _model_sections(
-    frame: pd.DataFrame, model: str, out: Path, results: dict[str, list[dict[str, Any]]]
+    frame: pd.DataFrame, model: str, out: Path, results: dict[Any, list[dict[str, Any]]]
 ) -> tuple[list[tuple[str, str]], list[Path]]:
     """The Table 7.2-7.7 and Fig. 7.4 / 7.6b layouts and the drop charts of one model's runs."""
     structure, task = by_structure(frame), by_task(frame)
@@ -616,10 +616,8 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
         ("Settings where the faulty agent improved the score (Table 7.4 layout)", improved_body),
         ("Paper (Table 7.4, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_IMPROVED)),
     ]
-    results = {
-        row.run: unit_results(path)
-        for row, path in zip(frame.itertuples(), _paths(frame, run_dirs), strict=True)
-    }
+    # keyed by the frame's row (two folders may share a run name)
+    results = {i: unit_results(path) for i, path in zip(frame.index, _paths(frame, run_dirs), strict=True)}
     for model in models(frame):
         model_sections, charts = _model_sections(frame[frame.model == model], model, out, results)
         sections += model_sections

@@ -29,12 +29,13 @@ def unit_results(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def edits(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The AutoInject edits of one item, in message order."""
-    return [
-        edit
-        for message in result.get("transcript", [])
-        for edit in (message.get("meta", {}).get("injection") or {}).get("edits", [])
-    ]
+    """The AutoInject edits of one item, in message order (malformed records are skipped)."""
+    out = []
+    for message in result.get("transcript") or []:
+        injection = (message.get("meta") or {}).get("injection") if isinstance(message, dict) else None
+        if isinstance(injection, dict):
+            out += [e for e in injection.get("edits") or [] if isinstance(e, dict)]
+    return out
 
 
 def kept_injection(result: dict[str, Any]) -> bool | None:
@@ -43,7 +44,7 @@ def kept_injection(result: dict[str, Any]) -> bool | None:
     A line counts when its corrupted text (without any distraction comment), stripped, is a whole line of
     the result, so an agent that quietly repaired the line, or rewrote it, does not count.
     """
-    injected = {e["after"].strip() for e in edits(result) if e.get("after", "").strip()}
+    injected = {str(e.get("after", "")).strip() for e in edits(result)} - {""}
     if not injected:
         return None
     text = str(result.get("result", "")).replace(DISTRACTION["code"], "")
@@ -51,15 +52,19 @@ def kept_injection(result: dict[str, Any]) -> bool | None:
     return bool(injected & lines)
 
 
-def rounds(rows: pd.DataFrame, results: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
+def rounds(rows: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) -> pd.DataFrame:
     """Mean messages per item (both agents) of passed and failed items, one row per run with verdicts."""
     out = []
     for row in rows.itertuples():
-        items = [r for r in results.get(str(row.run), []) if r.get("passed") is not None]
+        items = [
+            r
+            for r in results.get(row.Index, [])
+            if isinstance(r.get("passed"), bool) and type(r.get("n_messages")) is int
+        ]
         if not items:
             continue
-        passed = [r.get("n_messages") or 0 for r in items if r["passed"]]
-        failed = [r.get("n_messages") or 0 for r in items if not r["passed"]]
+        passed = [r["n_messages"] for r in items if r["passed"]]
+        failed = [r["n_messages"] for r in items if not r["passed"]]
         out.append(
             {
                 "run": row.run,
@@ -81,14 +86,14 @@ def kept_share(results: list[dict[str, Any]]) -> tuple[float | None, int]:
     return (100 * sum(verdicts) / len(verdicts) if verdicts else None), len(verdicts)
 
 
-def error_records(rows: pd.DataFrame, results: dict[str, list[dict[str, Any]]]) -> pd.DataFrame:
+def error_records(rows: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) -> pd.DataFrame:
     """Every injected code edit of the semantic AutoInject runs, with its Table 7.8 category."""
     out = []
     picked = rows[(rows.task == "humaneval") & (rows.fault == "autoinject") & (rows.error_type == "semantic")]
     for row in picked.itertuples():
-        for result in results.get(str(row.run), []):
+        for result in results.get(row.Index, []):
             for edit in edits(result):
-                before, after = edit.get("before", ""), edit.get("after", "")
+                before, after = str(edit.get("before", "")), str(edit.get("after", ""))
                 out.append(
                     {
                         "run": row.run,
