@@ -97,6 +97,8 @@ def test_single_agent_preset_runs_every_task_resumes_and_compares(
     text = (tmp_path / "cmp" / "comparison.md").read_text()
     assert "single agent vs the systems, by task (Fig. 7.4 layout)" in text
     assert "APPROXIMATE" in text and "≈, from the figure" in text
+    turns = text.split("passed vs failed", 1)[1].split("\n## ", 1)[0]
+    assert "| camel" in turns and "| single" not in turns  # a single agent has no messages to count
 
 
 def test_single_agent_refuses_faults_and_defences(seed_data: Path, solutions: dict, tmp_path: Path) -> None:

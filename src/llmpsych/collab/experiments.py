@@ -622,7 +622,8 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
         model_sections, charts = _model_sections(frame[frame.model == model], model, out, results)
         sections += model_sections
         outputs += charts
-    turns = rounds(frame.assign(condition=[condition_name(r) for r in frame.itertuples()]), results)
+    teams = frame[frame.structure != "single"]  # a single agent sends no messages
+    turns = rounds(teams.assign(condition=[condition_name(r) for r in teams.itertuples()]), results)
     sections.append(("Rounds: messages per item, passed vs failed (section 7.4.6)", _fmt(turns)))
     records = error_records(standard(frame), results)
     if not records.empty:
