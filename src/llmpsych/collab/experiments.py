@@ -25,7 +25,14 @@ import pandas as pd
 from ..report.charts import pyplot
 from ..report.files import output_dir, save_figure, write_csv
 from ..report.markdown import table, write_report
-from .reference import PAPER_BY_STRUCTURE, PAPER_BY_TASK
+from .probes import error_records, kept_share, rounds, taxonomy_table, unit_results
+from .reference import (
+    HEADLINE_DROPS,
+    PAPER_BY_STRUCTURE,
+    PAPER_BY_TASK,
+    PAPER_ROUNDS,
+    PAPER_SINGLE_AGENT_APPROX,
+)
 
 ALL_SYSTEMS = ("metagpt", "selfcollab", "camel", "spp", "mad", "agentverse")
 GENERAL_SYSTEMS = ("metagpt", "camel", "mad", "agentverse")
@@ -34,13 +41,15 @@ CLEAN: dict[str, Any] = {"fault": "none"}
 AT: dict[str, Any] = {"fault": "autotransform"}
 AI: dict[str, Any] = {"fault": "autoinject", "p_m": 1.0, "p_e": 0.2, "error_type": "semantic"}
 RATES = ((0.2, 0.2), (0.2, 0.4), (0.2, 0.6), (0.4, 0.2), (0.6, 0.2), (0.2, 1.0), (0.4, 1.0), (0.6, 1.0))
-PRESETS = ("main", "error-rates", "error-types", "defences")
+PRESETS = ("main", "error-rates", "error-types", "defences", "single-agent", "distraction", "rounds")
 
 
 def _name(system: str, task: str, options: dict[str, Any]) -> str:
     parts = [system, task, options.get("fault", "none")]
     if options.get("fault") == "autoinject":
         parts.append(f"pe{options['p_e']}-pm{options['p_m']}-{options.get('error_type', 'semantic')}")
+    if options.get("distraction"):
+        parts.append("distraction")
     if options.get("defence"):
         parts.append("+".join(options["defence"]))
     return "_".join(parts)
@@ -79,6 +88,16 @@ def expand_preset(
             for condition in (CLEAN, AT, AI):
                 for defence in ([], ["challenger"], ["inspector"], ["challenger", "inspector"]):
                     add(system, "humaneval", {**condition, "defence": defence})
+    elif name == "single-agent":  # Fig. 7.4's single-agent bars (compare with the main preset's runs)
+        for task in TASKS:
+            add("single", task, CLEAN)
+    elif name == "distraction":  # Fig. 7.6b: corrupted lines, bare and marked as corrected
+        for system in ALL_SYSTEMS:
+            for condition in (CLEAN, AI, {**AI, "distraction": True}):
+                add(system, "humaneval", condition)
+    elif name == "rounds":  # section 7.4.6: Camel's messages, passed vs failed (first 50 problems)
+        for condition in (CLEAN, AI):
+            add("camel", "humaneval50", condition)
     return plan
 
 
@@ -143,6 +162,7 @@ def load_summaries(run_dirs: list[Path]) -> pd.DataFrame:
                 "p_e": o["p_e"] if o["fault"] == "autoinject" else None,
                 "error_type": o["error_type"] if o["fault"] == "autoinject" else None,
                 "defence": "+".join(o.get("defence") or []) or "none",
+                "distraction": bool(o.get("distraction")),
                 "n": s["n_items"],
                 "score": s["score"],
             }
@@ -188,8 +208,19 @@ def _task_label(frame: pd.DataFrame) -> pd.Series:
     return frame.task + " (" + frame.metric + ")"
 
 
+def standard(frame: pd.DataFrame) -> pd.DataFrame:
+    """The runs the paper's main tables hold: multi-agent systems, without the distraction probe."""
+    keep = pd.Series(True, index=frame.index)
+    if "structure" in frame:
+        keep &= frame.structure != "single"
+    if "distraction" in frame:
+        keep &= ~frame.distraction.astype(bool)
+    return frame[keep]
+
+
 def _conditions(frame: pd.DataFrame) -> pd.DataFrame:
     """Rows of the main conditions (clean, AutoTransform, default AutoInject), with any defence."""
+    frame = standard(frame)
     default_ai = (frame.fault == "autoinject") & (frame.p_m == 1.0) & (frame.p_e == 0.2)
     default_ai &= frame.error_type == "semantic"
     names = {"none": "clean", "autotransform": "AutoTransform", "autoinject": "AutoInject"}
@@ -330,6 +361,7 @@ def _rate_setting(p_e: float, p_m: float) -> str:
 
 def _rate_rows(frame: pd.DataFrame) -> pd.DataFrame:
     _one_model(frame)
+    frame = standard(frame)
     code = frame[(frame.task == "humaneval") & (frame.defence == "none")]
     clean = code[code.fault == "none"].assign(setting="vanilla")
     ai = code[(code.fault == "autoinject") & (code.error_type == "semantic")]
@@ -352,6 +384,7 @@ def error_rate_drops(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _type_rows(frame: pd.DataFrame) -> pd.DataFrame:
     _one_model(frame)
+    frame = standard(frame)
     code = frame[(frame.task == "humaneval") & (frame.defence == "none")]
     default = (code.p_e == 0.2) & (code.p_m == 1.0)
     picked = code[(code.fault == "none") | ((code.fault == "autoinject") & default)]
@@ -392,6 +425,79 @@ def defences(frame: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]
                 }
         out[system] = (scores, pd.DataFrame(rec).T)
     return out
+
+
+def single_vs_systems(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 7.4 layout (one model): per task, the single agent's clean score next to the systems' means
+    (clean, AutoTransform, default AutoInject). Empty without a single-agent run."""
+    _one_model(frame)
+    single = frame[(frame.structure == "single") & (frame.fault == "none")]
+    if single.empty:
+        return pd.DataFrame()
+    single = single.assign(label=_task_label(single))
+    out = single.groupby("label")["score"].mean().rename("single agent").to_frame()
+    systems = by_task(frame)
+    for condition in systems.index:
+        out[f"systems, {condition} (mean)"] = systems.loc[condition]
+    out["single − systems clean"] = out["single agent"] - out.get("systems, clean (mean)", math.nan)
+    tasks = dict(zip(single.label, single.task, strict=True))
+    out = out.loc[sorted(out.index, key=lambda label: _task_rank(str(tasks.get(label, label))))]
+    out.index.name = "task"
+    return out
+
+
+def condition_name(row: Any) -> str:
+    """A short condition name for a summary row, e.g. ``autoinject(pe=0.2,pm=1.0,semantic)+distraction``."""
+    name = str(row.fault)
+    if row.fault == "autoinject":
+        name += f"(pe={row.p_e},pm={row.p_m},{row.error_type})"
+    if getattr(row, "distraction", False):
+        name += "+distraction"
+    if row.defence != "none":
+        name += f"+{row.defence}"
+    return name
+
+
+def distraction(frame: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) -> pd.DataFrame:
+    """Fig. 7.6b probe (one model): per system, the score and the share of items whose result kept an
+    injected line, with the corrupted lines bare (AutoInject) and marked as corrected (+ comment).
+
+    A distraction run is set against the clean run (undefended) and the AutoInject run of the same system
+    with the same P_e, P_m, error type and defences. Empty without a distraction run.
+    """
+    _one_model(frame)
+    code = frame[frame.task == "humaneval"]
+    rows = []
+    for probe in code[code.distraction.astype(bool)].itertuples():
+        same = code[code.system == probe.system]
+        plain = same[
+            (same.fault == "autoinject")
+            & ~same.distraction.astype(bool)
+            & (same.p_e == probe.p_e)
+            & (same.p_m == probe.p_m)
+            & (same.error_type == probe.error_type)
+            & (same.defence == probe.defence)
+        ]
+        clean = same[(same.fault == "none") & (same.defence == "none")]
+        kept_plain, n_plain = kept_share([r for i in plain.index for r in results.get(i, [])])
+        kept_probe, n_probe = kept_share(results.get(probe.Index, []))
+        rows.append(
+            {
+                "system": probe.system,
+                "setting": f"P_e={probe.p_e}, P_m={probe.p_m}, {probe.error_type}",
+                "defence": probe.defence,
+                "clean": clean.score.mean() if len(clean) else None,
+                "AutoInject": plain.score.mean() if len(plain) else None,
+                "AutoInject + comment": probe.score,
+                "result kept an injected line (%)": kept_plain,
+                "... with the comment (%)": kept_probe,
+                "items with an injected line": f"{n_plain} / {n_probe}",
+            }
+        )
+    if not rows:
+        return pd.DataFrame()
+    out = pd.DataFrame(rows)
+    return out.iloc[sorted(range(len(out)), key=lambda i: _system_rank(out.system[i]))].set_index("system")
 
 
 def _chart(values: pd.Series, path: Path, title: str) -> Path | None:
@@ -442,8 +548,10 @@ def _metrics_section(frame: pd.DataFrame) -> str:
     return table(rows.rename(columns={"metric_label": "metric (run summary)"}))
 
 
-def _model_sections(frame: pd.DataFrame, model: str, out: Path) -> tuple[list[tuple[str, str]], list[Path]]:
-    """The Table 7.2, 7.3, 7.5, 7.6 and 7.7 layouts and the drop charts of one model's runs."""
+def _model_sections(
+    frame: pd.DataFrame, model: str, out: Path, results: dict[Any, list[dict[str, Any]]]
+) -> tuple[list[tuple[str, str]], list[Path]]:
+    """The Table 7.2-7.7 and Fig. 7.4 / 7.6b layouts and the drop charts of one model's runs."""
     structure, task = by_structure(frame), by_task(frame)
     s_drop, t_drop = drops(structure), drops(task)
     sections = [
@@ -459,6 +567,12 @@ def _model_sections(frame: pd.DataFrame, model: str, out: Path) -> tuple[list[tu
     for system, (scores, rec) in defences(frame).items():
         sections.append((f"{model}: defences, {system} (Table 7.7 layout)", _fmt(scores)))
         sections.append((f"{model}: recovery of lost performance, {system} (%)", _fmt(rec)))
+    single = single_vs_systems(frame)
+    if not single.empty:
+        sections.append((f"{model}: single agent vs the systems, by task (Fig. 7.4 layout)", _fmt(single)))
+    probe = distraction(frame, results)
+    if not probe.empty:
+        sections.append((f"{model}: distraction-comment probe, code (Fig. 7.6b)", _fmt(probe)))
     charts = []
     for name, drop in (("structure", s_drop), ("task", t_drop)):
         for condition in drop.index:
@@ -471,6 +585,11 @@ def _model_sections(frame: pd.DataFrame, model: str, out: Path) -> tuple[list[tu
                 charts.append(chart)
                 sections.append((f"{model}: chart, {condition} drop by {name}", f"![drop]({chart.name})"))
     return sections, charts
+
+
+def _paths(frame: pd.DataFrame, run_dirs: list[Path]) -> list[Path]:
+    """The folder of each row of :func:`load_summaries` (rows follow the folders that hold a summary)."""
+    return [Path(d) for d in run_dirs if (Path(d) / "summary.json").exists()][: len(frame)]
 
 
 def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
@@ -497,13 +616,41 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
         ("Settings where the faulty agent improved the score (Table 7.4 layout)", improved_body),
         ("Paper (Table 7.4, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_IMPROVED)),
     ]
+    # keyed by the frame's row (two folders may share a run name)
+    results = {i: unit_results(path) for i, path in zip(frame.index, _paths(frame, run_dirs), strict=True)}
     for model in models(frame):
-        model_sections, charts = _model_sections(frame[frame.model == model], model, out)
+        model_sections, charts = _model_sections(frame[frame.model == model], model, out, results)
         sections += model_sections
         outputs += charts
+    teams = frame[frame.structure != "single"]  # a single agent sends no messages
+    turns = rounds(teams.assign(condition=[condition_name(r) for r in teams.itertuples()]), results)
+    sections.append(("Rounds: messages per item, passed vs failed (section 7.4.6)", _fmt(turns)))
+    records = error_records(standard(frame), results)
+    if not records.empty:
+        outputs.append(write_csv(records, out / "injected-errors.csv"))
+        sections.append(
+            (
+                "Injected code errors by category (Table 7.8 layout)",
+                f"{len(records)} edits of the semantic AutoInject code runs, sorted by llmpsych's rule-based "
+                "classifier (`llmpsych.collab.taxonomy`; the thesis does not say how it sorted its 80); "
+                "each edit and its category is in injected-errors.csv.\n\n" + _fmt(taxonomy_table(records)),
+            )
+        )
     sections += [
         ("Paper (Table 7.2, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_BY_STRUCTURE)),
         ("Paper (Table 7.3, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_BY_TASK)),
+        (
+            "Paper: headline relative drop by structure (%), thesis vs ICML 2025 paper",
+            "The two versions of the study state different headline drops; both are shown, labelled. "
+            "Ours are in the relative-drop-by-structure tables above.\n\n" + _fmt(HEADLINE_DROPS),
+        ),
+        (
+            "Paper (Fig. 7.4): single agent, APPROXIMATE",
+            "The thesis prints no numbers for the single-agent bars. These are approximate (±1.5 points), "
+            "read off the figure of the paper version, whose other bars differ from the thesis's "
+            "Table 7.3.\n\n" + _fmt(PAPER_SINGLE_AGENT_APPROX),
+        ),
+        ("Paper: rounds analysis (Camel, HumanEval, GPT-3.5)", _fmt(PAPER_ROUNDS)),
     ]
     outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", sections))
     return outputs

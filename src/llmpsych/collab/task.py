@@ -51,6 +51,9 @@ class MasOptions(BaseModel):
     p_m: float = Field(default=1.0, ge=0.0, le=1.0)
     p_e: float = Field(default=0.2, ge=0.0, le=1.0)
     error_type: Literal["semantic", "syntactic"] = "semantic"
+    distraction: bool = Field(
+        default=False, description="AutoInject: mark each corrupted line as corrected (the Fig. 7.6b probe)"
+    )
     unit_mode: Literal["exact", "bernoulli"] = "exact"
     defence: list[Literal["challenger", "inspector"]] = Field(default_factory=list)
     challenge_policy: Literal["self_correct", "request_revision"] = "self_correct"
@@ -99,6 +102,10 @@ class MasTask(Task):
                 f"system {o.system} does not run {o.dataset} ({self.kind})",
                 f"{o.system} supports: {', '.join(sorted(self.system_cls.kinds))}",
             )
+        if not self.system_cls.takes_faults and (o.fault != "none" or o.defence):
+            raise ConfigError(f"system {o.system} sends no messages: faults and defences do not apply")
+        if o.distraction and o.fault != "autoinject":
+            raise ConfigError("distraction marks AutoInject's edits: it needs fault=autoinject")
         self.faulty = o.faulty_agent or self.system_cls.default_faulty
         names = [a.name for a in self.system_cls(self.kind).agents("")]
         if self.faulty not in names:
@@ -166,7 +173,7 @@ class MasTask(Task):
 
             profile.append(AutoTransform(self.faulty))
         if o.fault == "autoinject":
-            message.append(AutoInject(self.faulty, o.p_m, o.p_e, o.error_type, o.unit_mode))
+            message.append(AutoInject(self.faulty, o.p_m, o.p_e, o.error_type, o.unit_mode, o.distraction))
         if "inspector" in o.defence:
             message.append(Inspector())
         if "challenger" in o.defence:

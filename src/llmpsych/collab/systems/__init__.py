@@ -1,4 +1,5 @@
-"""The six collaboration systems, built in-house from the thesis's descriptions."""
+"""The six collaboration systems, built in-house from the thesis's descriptions, and the single-agent
+baseline."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ SYSTEMS: dict[str, str] = {
     "spp": "llmpsych.collab.systems.spp:SPP",
     "mad": "llmpsych.collab.systems.mad:MAD",
     "agentverse": "llmpsych.collab.systems.agentverse:AgentVerse",
+    "single": "llmpsych.collab.systems.single:Single",
 }
 
 

@@ -48,6 +48,8 @@ class System(ABC):
     kinds: ClassVar[frozenset[str]] = frozenset({"code", "math", "translation", "texteval"})
     final_agent: ClassVar[str]
     default_faulty: ClassVar[str]
+    #: Whether faults and defences apply (False for the single-agent baseline: it sends no messages).
+    takes_faults: ClassVar[bool] = True
     #: Documented turn and round limits (overridable with the task options).
     max_rounds: ClassVar[int] = 3
     max_messages: ClassVar[int] = 40
