@@ -342,11 +342,25 @@ SUBCOMMANDS = (
 )
 
 
-def _mount_subcommands() -> None:
-    """Mount the sub-command groups of the layers that are installed."""
+def _invoked(argv: list[str]) -> str | None:
+    """The sub-command an argument list invokes (its first word that is not an option)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _mount_subcommands(argv: list[str] | None = None) -> None:
+    """Mount the sub-command groups of the layers that are installed.
+
+    With ``argv`` (the command line), only the group it invokes is imported; the others are listed by
+    name and help alone, so ``llmpsych --help`` and ``llmpsych run ...`` import no research package (its
+    libraries cost about a second). Without it, every group is imported (tests, documentation).
+    """
     import importlib
 
+    wanted = _invoked(argv) if argv is not None else None
     for module_name, name, help_text in SUBCOMMANDS:
+        if argv is not None and name != wanted:
+            app.add_typer(typer.Typer(add_completion=False), name=name, help=help_text)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -358,7 +372,7 @@ def _mount_subcommands() -> None:
 
 def main() -> None:
     """Entry point: one clear line for user errors, a traceback only with --debug."""
-    _mount_subcommands()
+    _mount_subcommands(sys.argv[1:])
     try:
         app()
     except LlmpsychError as exc:

@@ -6,32 +6,20 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
+from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
-from .released_logs import (
-    PUBLISHED,
-    PUBLISHED_ARXIV,
-    released_models,
-    released_runs,
-    score_released,
-)
-from .score_logs import GAME_KEYS, collect, score_runs, to_json
-from .scoring import GAME_TITLES, GAMES, VERSIONS, RunSummary, ScoringVersion, score
-from .variant_logs import (
-    VariantTable,
-    as_variant_runs,
-    build_tables,
-    compare,
-    comparison_lines,
-    render,
-    write_outputs,
-)
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from .scoring import RunSummary, ScoringVersion
+    from .variant_logs import VariantTable
 
 app = typer.Typer(
     help="GAMA-Bench games: scoring of official logs and of the released leaderboard.",
@@ -68,7 +56,7 @@ CorrectedOpt = Annotated[
 
 
 @app.callback()
-def games() -> None:
+def games(debug: kit.DebugOpt = False) -> None:
     """GAMA-Bench games: scoring of official logs and of the released leaderboard."""
 
 
@@ -77,6 +65,8 @@ TOLERANCE = 0.05 + 1e-6
 
 
 def _published(version: str) -> dict[str, dict[str, tuple[float, float]]]:
+    from .released_logs import PUBLISHED, PUBLISHED_ARXIV
+
     return PUBLISHED if version == "thesis" else PUBLISHED_ARXIV
 
 
@@ -94,6 +84,11 @@ def _cell(summary: RunSummary | None, published: tuple[float, float] | None, che
 
 
 def _leaderboard(models: list[str], data_dir: Path | None, version: str, compat: bool) -> Table:
+    from rich.table import Table
+
+    from .released_logs import score_released
+    from .scoring import GAME_TITLES, GAMES
+
     published = _published(version)
     table = Table(title=f"GAMA-Bench leaderboard recomputed from the released logs ({version} scoring)")
     table.add_column("model", style="bold")
@@ -107,6 +102,11 @@ def _leaderboard(models: list[str], data_dir: Path | None, version: str, compat:
 
 
 def _detail(model: str, data_dir: Path | None, version: ScoringVersion, compat: bool) -> Table:
+    from rich.table import Table
+
+    from .released_logs import released_runs, score_released
+    from .scoring import GAME_TITLES, GAMES, score
+
     pub = _published(version).get(model, {})
     runs = {game: released_runs(game, model, data_dir) for game in GAMES}
     n_runs = max((len(r) for r in runs.values()), default=0)
@@ -141,6 +141,9 @@ def score_released_cmd(
     corrected: CorrectedOpt = False,
 ) -> None:
     """Score the released leaderboard logs (5 runs per game) and compare them with the published table."""
+    from .released_logs import released_models
+    from .scoring import VERSIONS
+
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     models = released_models(data_dir)
@@ -206,6 +209,12 @@ def score_logs_cmd(
 
     A malformed log is an error naming the file; --skip-malformed makes it a warning.
     """
+    from rich.table import Table
+
+    from .score_logs import GAME_KEYS, collect, score_runs, to_json
+    from .scoring import GAME_TITLES, GAMES, VERSIONS
+    from .variant_logs import as_variant_runs, build_tables, compare, comparison_lines, write_outputs
+
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     version: ScoringVersion = scoring  # type: ignore[assignment]
@@ -292,6 +301,10 @@ def score_logs_cmd(
 def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:
     """The variant tables in the thesis's layout (with the default protocol's multiple runs when any other
     table is shown), then the comparison lines of ``--thesis``."""
+    from rich.table import Table
+
+    from .variant_logs import render
+
     console = InertConsole()
     if any(t.family != "runs" or t.mode != "default" for t in tables):
         for t in tables:
@@ -385,7 +398,6 @@ def preset_cmd(
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
 ) -> None:
     """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
-    from ..cli import _parse_options
     from ..paths import runs_dir
     from ..report.markdown import table as md_table
     from ..report.summary import print_run_summary
@@ -408,7 +420,7 @@ def preset_cmd(
         data_dir=data_dir,
         seed=seed,
         cache=not no_cache,
-        options=_parse_options(option or []),
+        options=kit.parse_options(option or []),
     )
     planned = expand(preset, settings)
     console = InertConsole(soft_wrap=True, highlight=False)
@@ -462,6 +474,8 @@ def leaderboard_cmd(
     """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
     from ..report.markdown import table as md_table
     from .leaderboard import leaderboard, leaderboard_frame, left_out_frame, left_out_notes, write_leaderboard
+    from .score_logs import to_json
+    from .scoring import VERSIONS
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
