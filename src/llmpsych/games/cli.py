@@ -27,12 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", help="Folder holding GAMABench/ (default: $LLMPSYCH_DATA_DIR, else the cache)."
-    ),
-]
+DataDirOpt = kit.DataDirOpt
 ModelOpt = Annotated[
     str | None,
     typer.Option(
@@ -352,6 +347,7 @@ def _games_list(value: str | None) -> list[str] | None:
 
 @app.command("preset")
 def preset_cmd(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Preset name (`llmpsych gamabench presets` lists them).")],
     model: Annotated[
         list[str] | None,
@@ -385,26 +381,25 @@ def preset_cmd(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default 1024).")
     ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-O", help="Any other gamabench option key=value.")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
-    ] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
     data_dir: DataDirOpt = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed.")] = 0,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+    seed: kit.SeedOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
     from ..paths import runs_dir
     from ..report.markdown import table as md_table
-    from ..report.summary import print_run_summary
     from ..runs.runner import new_run_dir
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
     preset = get_preset(name)
+    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    kit.check_options("gamabench", options)
     if temperature is not None and preset.name == "temperatures":
         raise LlmpsychError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
     settings = PresetSettings(
@@ -418,9 +413,9 @@ def preset_cmd(
         base_url=base_url,
         concurrency=concurrency,
         data_dir=data_dir,
-        seed=seed,
+        seed=seed or 0,
         cache=not no_cache,
-        options=kit.parse_options(option or []),
+        options=options,
     )
     planned = expand(preset, settings)
     console = InertConsole(soft_wrap=True, highlight=False)
@@ -445,8 +440,7 @@ def preset_cmd(
     for path in summarize(preset, planned, parent):
         console.print(f"  wrote {escape(str(path))}")
     again = f"llmpsych gamabench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
-    if print_run_summary(console, [o.run_dir for o in outcomes], again):
-        raise typer.Exit(1)  # games failed: scripts and CI see it; the same --out resumes them
+    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
 
 
 @app.command("leaderboard")
