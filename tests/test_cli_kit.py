@@ -18,7 +18,7 @@ import pytest
 from llmpsych.clikit import parse_options
 from llmpsych.errors import ConfigError
 from llmpsych.runs import RunStore
-from llmpsych.testing.fault_server import FaultServer
+from llmpsych.testing.fault_server import FaultServer, status_reply
 from llmpsych.testing.runs import run_cli
 
 #: Libraries the research commands need and the command line itself must not load (seen in
@@ -182,6 +182,7 @@ def test_a_task_config_that_is_not_a_mapping_is_one_line(tmp_path: Path) -> None
         ["--debug", "mas", "run", "-O", "nope=1"],
         ["reliability", "run", "-O", "nope=1"],
         ["psychobench", "run", "-O", "nope=1"],
+        ["gamabench", "run", "-O", "nope=1"],
     ],
 )
 def test_debug_shows_the_traceback_in_every_sub_app(args: list[str]) -> None:
@@ -212,3 +213,30 @@ def test_resume_keeps_the_display_choice_and_refuses_what_it_cannot_change(tmp_p
         assert "2/2 units done" in resumed.stdout
         assert "units/s" not in resumed.stdout + resumed.stderr  # no progress bar, as at the start
         assert stored(run_dir, "display") == {"progress": False}
+
+
+def test_gamabench_run_plays_through_the_kit_and_exits_1_when_games_failed(tmp_path: Path) -> None:
+    from llmpsych.testing.game_player import game_answer
+
+    def scripted(body: dict[str, object]) -> str:
+        return game_answer(body, fenced=True)
+
+    args = ["gamabench", "run", "--game", "guessing", "--players", "2", "--rounds", "2", "--runs", "1"]
+    args += ["-m", "openai-compatible/scripted", "--no-cache", "--no-progress"]
+    with FaultServer(responder=scripted) as server:
+        played = run_cli(*args, "--base-url", server.base_url, "-O", "max_reasks=1", "--out", tmp_path / "ok")
+    assert played.returncode == 0, played.stderr
+    assert "1/1 units done" in played.stdout and "wrote" in played.stdout
+    options = stored(tmp_path / "ok", "config")["options"]  # type: ignore[index]
+    assert options == {
+        "game": "guessing",
+        "runs": 1,
+        "players": 2,
+        "rounds": 2,
+        "max_tokens": 1024,
+        "max_reasks": 1,
+    }
+    with FaultServer(hostile=status_reply(400)) as server:
+        refused = run_cli(*args, "--base-url", server.base_url, "--out", tmp_path / "bad")
+    assert refused.returncode == 1, refused.stderr
+    assert "0/1 units done, 1 failed" in refused.stdout

@@ -285,7 +285,7 @@ def resume(ctx: typer.Context, run_dir: Path, *, base_url: str | None, progress:
 
     refuse_with_resume(ctx)
     show = progress if "progress" in given(ctx) else None
-    return resume_run(run_dir, show, state.debug, base_url=base_url)  # type: ignore[arg-type]
+    return resume_run(run_dir, show, state.debug, base_url=base_url)
 
 
 def outcome_line(outcome: RunOutcome, label: str = "run") -> str:

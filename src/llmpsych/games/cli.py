@@ -345,6 +345,59 @@ def _games_list(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+@app.command("run")
+def run_cmd(
+    ctx: typer.Context,
+    game: Annotated[
+        str, typer.Option("--game", help="A game, several comma-separated, or all, e.g. guessing,pirate.")
+    ] = "guessing",
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Games played per game.")] = 5,
+    players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 10,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
+    model: kit.ModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    data_dir: DataDirOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Play GAMA-Bench games with a model (the same as `llmpsych run --task gamabench`); writes scores,
+    plots and a report."""
+    if resume is not None:
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+        return
+    games = [part.strip() for part in game.split(",") if part.strip()]
+    flags = {
+        "game": games[0] if len(games) == 1 else games,
+        "runs": runs,
+        "players": players,
+        "rounds": rounds,
+        "max_tokens": max_tokens,
+    }
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
+    cfg = kit.build_config(
+        "gamabench",
+        options=options,
+        model=model,
+        base_url=base_url,
+        seed=seed,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        no_cache=no_cache,
+        temperature=temperature,
+        source="gamabench run",
+    )
+    kit.finish(kit.start(cfg, out, progress))
+
+
 @app.command("preset")
 def preset_cmd(
     ctx: typer.Context,
