@@ -3,20 +3,31 @@
     python benchmarks/cli_startup.py                  # best of 5 per command
     python benchmarks/cli_startup.py --reps 3 --quick # three commands only
     python benchmarks/cli_startup.py --src ../main/src  # another source tree (PYTHONPATH), e.g. main
+    python benchmarks/cli_startup.py --against /tmp/main/src  # this tree and another, interleaved
     python benchmarks/cli_startup.py --importtime "psychobench --help"   # the 15 slowest imports
 
 Every command runs as ``python -m llmpsych ARGS`` in a fresh process; the figure is the best wall time
 of ``--reps`` runs (the least disturbed by other work on the machine), next to ``python -c pass`` measured
 in the same run, and their ratio. Nothing here asserts a time: the numbers are for reading.
 
-Measured on the 2-core development machine (shared, best of 5), before and after the CLI kit:
+Measured on the 2-core development machine with ``--against`` (main before the CLI kit, this tree after;
+best of 5, one run of each in turn, load average about 7 from other work, so wall times are inflated and
+CPU time is the steadier figure):
 
-| command | before (main) | after |
-|---|---|---|
-| python -c pass | 0.011 s | 0.011 s |
-| llmpsych --help | 1.48 s | see results/cli_startup.json |
-| llmpsych psychobench --help | 1.58 s | |
-| llmpsych run --task nope | 1.66 s | |
+| command | CPU before | CPU after | wall before | wall after |
+|---|---|---|---|---|
+| llmpsych --help | 1.97 s | 0.22 s | 4.83 s | 0.53 s |
+| llmpsych psychobench --help | 1.96 s | 0.27 s | 3.74 s | 0.51 s |
+| llmpsych emotionbench / mas / reliability / report --help | 1.8-2.0 s | 0.27-0.28 s | 3.4-3.8 s | 0.53-0.60 s |
+| llmpsych run / quickstart / analyze / models / cache --help | 2.0 s | 0.26-0.32 s | 8-10 s | 0.58-1.5 s |
+| llmpsych data / scales / gamabench --help | 1.9-2.0 s | 0.52-0.57 s | 3.1-3.7 s | 0.74-0.98 s |
+| llmpsych run --task nope | 2.02 s | 0.52 s | 4.07 s | 0.98 s |
+| python -c pass | 0.011 s | | 0.040 s | |
+
+On the same machine when quiet (load below 1), main took 1.48 s (``--help``), 1.58 s (``psychobench
+--help``) and 1.66 s (``run --task nope``) of wall time. ``data``, ``scales`` and ``gamabench`` still load
+the model client through their packages' ``__init__`` (which re-export every module), and ``run --task
+nope`` through ``llmpsych.runs``; both are the next step.
 
 Results go to ``benchmarks/results/cli_startup.json``.
 """
@@ -85,16 +96,45 @@ def slowest_imports(args: list[str], env: dict[str, str], top: int = 15) -> list
     return sorted(rows, reverse=True)[:top]
 
 
+def compare(other: Path, env: dict[str, str], reps: int, commands: list[list[str]]) -> None:
+    """Each command in this tree and in ``other``, one run of each in turn (so that load on a shared
+    machine falls on both alike): best wall and CPU time per tree, and the ratio."""
+    here = {**env, "PYTHONPATH": env.get("PYTHONPATH") or str(Path(__file__).resolve().parents[1] / "src")}
+    there = {**env, "PYTHONPATH": str(other.resolve())}
+    base = best_times([sys.executable, "-c", "pass"], reps, env)
+    rows = []
+    for args in commands:
+        argv = [sys.executable, "-m", "llmpsych", *args]
+        pairs = [(best_times(argv, 1, there), best_times(argv, 1, here)) for _ in range(reps)]
+        before = (min(p[0][0] for p in pairs), min(p[0][1] for p in pairs))
+        after = (min(p[1][0] for p in pairs), min(p[1][1] for p in pairs))
+        rows.append(
+            ["llmpsych " + " ".join(args)]
+            + [f"{before[0]:.3f}", f"{after[0]:.3f}", f"{before[1]:.3f}", f"{after[1]:.3f}"]
+            + [f"{after[0] / base[0]:.0f}x"]
+        )
+        print(" | ".join(rows[-1]), flush=True)
+    print(f"python -c pass: {base[0]:.3f} s wall, {base[1]:.3f} s CPU (best of {reps})")
+    headers = ["command", "wall other (s)", "wall here (s)", "CPU other (s)", "CPU here (s)", "here / pass"]
+    print(markdown_table(headers, rows))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="runs per command; the best counts")
     parser.add_argument("--quick", action="store_true", help="three commands only")
     parser.add_argument("--src", type=Path, help="source tree to put first on PYTHONPATH")
     parser.add_argument("--importtime", metavar="ARGS", help="print the slowest imports of one command")
+    parser.add_argument(
+        "--against", type=Path, help="another source tree, measured run for run beside this one"
+    )
     ns = parser.parse_args()
     env = {**os.environ, "COLUMNS": "100"}
     if ns.src is not None:
         env["PYTHONPATH"] = str(ns.src.resolve())
+    if ns.against is not None:
+        compare(ns.against, env, ns.reps, QUICK if ns.quick else COMMANDS)
+        return
     if ns.importtime:
         for micros, name in slowest_imports(shlex.split(ns.importtime), env):
             print(f"{micros / 1e6:7.3f} s  {name}")
@@ -116,6 +156,7 @@ def main() -> None:
     headers = ["command", f"wall, best of {ns.reps} (s)", "/ python -c pass", "CPU (s)"]
     print(markdown_table(headers, rows))
     data = {
+        "load_average_1min": round(os.getloadavg()[0], 2),  # other work on the machine inflates wall time
         "reps": ns.reps,
         "python_c_pass": {"wall_s": round(baseline, 4), "cpu_s": round(baseline_cpu, 4)},
         "commands": results,
