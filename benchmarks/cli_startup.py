@@ -18,7 +18,7 @@ CPU time is the steadier figure):
 |---|---|---|---|---|
 | llmpsych --help | 1.97 s | 0.22 s | 4.83 s | 0.53 s |
 | llmpsych psychobench --help | 1.96 s | 0.27 s | 3.74 s | 0.51 s |
-| llmpsych emotionbench / mas / reliability / report --help | 1.8-2.0 s | 0.27-0.28 s | 3.4-3.8 s | 0.53-0.60 s |
+| llmpsych emotionbench, mas, reliability, report --help | 1.8-2.0 s | 0.27-0.28 s | 3.4-3.8 s | 0.5-0.6 s |
 | llmpsych run / quickstart / analyze / models / cache --help | 2.0 s | 0.26-0.32 s | 8-10 s | 0.58-1.5 s |
 | llmpsych data / scales / gamabench --help | 1.9-2.0 s | 0.52-0.57 s | 3.1-3.7 s | 0.74-0.98 s |
 | llmpsych run --task nope | 2.02 s | 0.52 s | 4.07 s | 0.98 s |
