@@ -240,3 +240,11 @@ def test_gamabench_run_plays_through_the_kit_and_exits_1_when_games_failed(tmp_p
         refused = run_cli(*args, "--base-url", server.base_url, "--out", tmp_path / "bad")
     assert refused.returncode == 1, refused.stderr
     assert "0/1 units done, 1 failed" in refused.stdout
+
+
+def test_a_config_file_option_is_checked_with_the_valid_ones_listed(tmp_path: Path) -> None:
+    (tmp_path / "run.toml").write_text('task = "echo"\noptions = { units = 2, turn = 1 }\n')
+    line = one_line_error(run_cli("run", tmp_path / "run.toml", "--out", tmp_path / "r"))
+    assert f"{tmp_path / 'run.toml'}: unknown option 'turn' for task 'echo'" in line and "turns" in line
+    line = one_line_error(run_cli("run", tmp_path / "run.toml", "-O", "turns=1", "-O", "x=1"))
+    assert "unknown option 'turn'" in line

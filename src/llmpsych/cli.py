@@ -93,6 +93,12 @@ def run(
     }
     if config is not None:
         from .runs import load_run_config
+        from .runs.config import read_config_file
+
+        data = read_config_file(config)
+        named = task or data.get("task")
+        if isinstance(named, str) and isinstance(data.get("options", {}), dict):
+            kit.check_options(named, {**data.get("options", {}), **options}, str(config))
 
         overrides: dict[str, Any] = {
             "task": task,
@@ -106,7 +112,6 @@ def run(
             "cache": False if no_cache else None,
         }
         cfg = load_run_config(config, overrides)
-        kit.check_options(cfg.task, cfg.options, str(config))
     else:
         assert task is not None
         cfg = kit.build_config(

@@ -20,6 +20,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def data(debug: kit.DebugOpt = False) -> None:
+    """Official datasets of the research systems: where they are, and fetching them."""
+
+
 def _console() -> Console:
     """A console made per command, so it sees the current terminal width and output stream."""
     return InertConsole()

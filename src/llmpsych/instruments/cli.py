@@ -19,6 +19,13 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+@app.callback()
+def scales(debug: kit.DebugOpt = False) -> None:
+    """Psychometric scales: list, show, corrections, validate."""
+
+
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 DataDirOpt = kit.DataDirOpt
