@@ -5,6 +5,7 @@
     python benchmarks/cli_startup.py --src ../main/src  # another source tree (PYTHONPATH), e.g. main
     python benchmarks/cli_startup.py --against /tmp/main/src  # this tree and another, interleaved
     python benchmarks/cli_startup.py --importtime "psychobench --help"   # the 15 slowest imports
+    python benchmarks/cli_startup.py --importtime=--help                 # (= when ARGS start with -)
 
 Every command runs as ``python -m llmpsych ARGS`` in a fresh process; the figure is the best wall time
 of ``--reps`` runs (the least disturbed by other work on the machine), next to ``python -c pass`` measured
