@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .errors import ConfigError, LlmpsychError, terminal_text
+from .errors import ConfigError, terminal_text
 from .report.terminal import InertConsole
 
 if TYPE_CHECKING:
@@ -350,14 +350,17 @@ def finish(outcome: RunOutcome, resume_hint: str | None = None) -> None:
 
 
 __all__ = [
-    "LlmpsychError",
     "build_config",
     "check_options",
+    "check_task",
+    "exit_if_failed",
     "finish",
+    "outcome_line",
     "parse_options",
     "print_outcome",
     "resume",
     "start",
     "state",
+    "summarize",
     "task_options",
 ]
