@@ -149,11 +149,11 @@ def read_task_config(path: Path) -> dict[str, Any]:
 
 def given(ctx: typer.Context) -> set[str]:
     """Names of the command's parameters given on the command line or through the environment."""
-    names = set()
+    names: set[str] = set()
     for param in ctx.command.params:
         source = ctx.get_parameter_source(param.name) if param.name else None
         if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
-            names.add(param.name)
+            names.add(str(param.name))
     return names
 
 
