@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from . import __version__
+from . import clikit as kit
+from .clikit import BaseUrlOpt, NoCacheOpt, OutOpt, ProgressOpt
 from .errors import LlmpsychError, RunInterrupted, terminal_text
-from .report.terminal import InertConsole
 
 app = typer.Typer(
     name="llmpsych",
@@ -27,11 +27,10 @@ cache_app = typer.Typer(help="The response cache.", no_args_is_help=True)
 app.add_typer(models_app, name="models")
 app.add_typer(cache_app, name="cache")
 
-console = InertConsole(soft_wrap=True)  # long paths stay on one line
-err_console = InertConsole(stderr=True, soft_wrap=True)
-_state = {"debug": False}
+console = kit.console
+err_console = kit.err_console
 
-ModelOpt = Annotated[
+ServeModelOpt = Annotated[
     str,
     typer.Option(
         "--model",
@@ -40,23 +39,6 @@ ModelOpt = Annotated[
         "openai/gpt-4o-mini, openai-compatible/<name> with --base-url.",
     ),
 ]
-BaseUrlOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Base URL (…/v1) for openai-compatible/<model> roles; never redirects openai/, openrouter/ "
-        "or other endpoints with their own URL. With --resume: the run continues against it."
-    ),
-]
-OutOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--out",
-        "-o",
-        help="Run directory (default: a new folder under ./llmpsych-runs or $LLMPSYCH_RUNS_DIR).",
-    ),
-]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")]
-ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
 
 
 def _version(value: bool) -> None:
@@ -73,99 +55,77 @@ def main_options(
     ] = False,
 ) -> None:
     """llmpsych: psychometric scales, emotions, N-player games and multi-agent resilience for LLMs."""
-    _state["debug"] = debug
+    kit.state.debug = debug
 
 
 # -- runs ----------------------------------------------------------------------------------------
-def _print_outcome(outcome: Any, resume: str | None = None) -> None:
-    """What the execution did, the files written, then the shared end-of-run summary from the store
-    (units done / failed, valid answers, the first failure reasons, the resume command)."""
-    from .report.summary import print_run_summary
-
-    s = outcome.summary
-    console.print(
-        f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} units done"
-        + (f", [red]{s.failed} failed[/red]" if s.failed else "")
-        + f"; {s.calls_sent} requests sent, {s.calls_cached} answered from the cache, "
-        f"{s.calls_replayed} from the run store; {s.seconds:.1f} s",
-        soft_wrap=True,
-    )
-    for path in outcome.outputs:
-        console.print(f"  wrote {terminal_text(path)}")
-    print_run_summary(console, outcome.run_dir, resume, err_console)
-
-
-def _exit_if_failed(outcome: Any) -> None:
-    """Exit with status 1 when units failed (scripts and CI see it; the run stays resumable)."""
-    if outcome.summary.failed:
-        raise typer.Exit(1)
-
-
-def _parse_options(pairs: list[str]) -> dict[str, Any]:
-    import yaml
-
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise LlmpsychError(f"--option expects key=value, got {pair!r}")
-        options[key.strip()] = yaml.safe_load(value)
-    return options
-
-
 @app.command()
 def run(
+    ctx: typer.Context,
     config: Annotated[Path | None, typer.Argument(help="Run config file (.toml or .yaml).")] = None,
     task: Annotated[str | None, typer.Option(help="Task to run (when no config file is given).")] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", "-m", help="Model spec (overrides the config).")
-    ] = None,
+    model: kit.ModelOpt = None,
     base_url: BaseUrlOpt = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-O", help="Task option key=value.")] = None,
-    temperature: Annotated[float | None, typer.Option(help="Sampling temperature.")] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    temperature: kit.TemperatureOpt = None,
     max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Run seed (shuffles, sampling).")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder with the official datasets.")] = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    data_dir: kit.DataDirOpt = None,
     out: OutOpt = None,
-    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run in this directory.")] = None,
+    resume: kit.ResumeOpt = None,
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run a task from a config file and/or flags, or resume an interrupted run."""
-    from .paths import runs_dir
-    from .runs import load_run_config, parse_run_config, resume_run, start_run
-    from .runs.runner import new_run_dir
-
     if resume is not None:
-        outcome = resume_run(resume, progress, _state["debug"], base_url=base_url)
-        _print_outcome(outcome)
-        _exit_if_failed(outcome)
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
         return
+    if config is None and task is None:
+        raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
+    if task is not None:
+        kit.check_task(task)  # an unknown task: one line before anything else is read
+    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
     params = {
         k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None
     }
-    overrides: dict[str, Any] = {
-        "task": task,
-        "model": model,
-        "base_url": base_url,
-        "seed": seed,
-        "concurrency": concurrency,
-        "data_dir": str(data_dir) if data_dir else None,
-        "options": _parse_options(option or []),
-        "params": params,
-        "cache": False if no_cache else None,
-    }
     if config is not None:
+        from .runs import load_run_config
+        from .runs.config import read_config_file
+
+        data = read_config_file(config)
+        named = task or data.get("task")
+        if isinstance(named, str) and isinstance(data.get("options", {}), dict):
+            kit.check_options(named, {**data.get("options", {}), **options}, str(config))
+
+        overrides: dict[str, Any] = {
+            "task": task,
+            "model": model,
+            "base_url": base_url,
+            "seed": seed,
+            "concurrency": concurrency,
+            "data_dir": str(data_dir) if data_dir else None,
+            "options": options,
+            "params": params,
+            "cache": False if no_cache else None,
+        }
         cfg = load_run_config(config, overrides)
     else:
-        if task is None:
-            raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
-        cfg = parse_run_config({k: v for k, v in overrides.items() if v not in (None, {}, [])}, "flags")
-    run_dir = out or new_run_dir(runs_dir(), cfg.task)
-    outcome = start_run(cfg, run_dir, progress, _state["debug"])
-    _print_outcome(outcome)
-    _exit_if_failed(outcome)
+        assert task is not None
+        cfg = kit.build_config(
+            task,
+            options=options,
+            model=model,
+            base_url=base_url,
+            seed=seed,
+            concurrency=concurrency,
+            data_dir=data_dir,
+            no_cache=no_cache,
+            params=params,
+        )
+    kit.finish(kit.start(cfg, out, progress))
 
 
 @app.command()
@@ -193,7 +153,8 @@ def export(
 
 @app.command()
 def quickstart(
-    model: ModelOpt = "local/qwen2.5-0.5b",
+    ctx: typer.Context,
+    model: kit.ModelOpt = None,
     base_url: BaseUrlOpt = None,
     runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 5,
     game: Annotated[
@@ -201,40 +162,27 @@ def quickstart(
     ] = True,
     game_seats: Annotated[int, typer.Option(min=2, max=20, help="Seats at the game table.")] = 5,
     game_rounds: Annotated[int, typer.Option(min=1, max=20, help="Rounds of the game.")] = 5,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
     out: OutOpt = None,
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run a short, complete evaluation on the embedded model and write a report (no network, no data):
     a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot."""
-    from .paths import runs_dir
-    from .runs import parse_run_config, start_run
-    from .runs.runner import new_run_dir
-
-    cfg = parse_run_config(
-        {
-            "task": "quickstart",
-            "model": model,
-            "base_url": base_url,
-            "options": {
-                "runs": runs,
-                "game_players": game_seats if game else 0,
-                "game_rounds": game_rounds,
-            },
-            "cache": not no_cache,
-        },
-        "quickstart",
+    flags = {"runs": runs, "game_players": game_seats if game else 0, "game_rounds": game_rounds}
+    aliases = {"game_seats": "game_players", "game": "game_players"}
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config(
+        "quickstart", options=options, model=model, base_url=base_url, no_cache=no_cache, source="quickstart"
     )
-    outcome = start_run(cfg, out or new_run_dir(runs_dir(), "quickstart"), progress, _state["debug"])
-    _print_outcome(outcome)
-    from .quickstart.task import console_lines
-
-    for line in console_lines(outcome.run_dir):
-        console.print(line, highlight=False, markup=False)
+    outcome = kit.start(cfg, out, progress)
+    failed = kit.print_outcome(outcome)  # the task's own lines (scale and game results) come last
     report = outcome.run_dir / "report.md"
     if report.exists():
         console.print(f"\n[bold]Report:[/bold] {terminal_text(report)}")
-    _exit_if_failed(outcome)
+    kit.exit_if_failed(failed)
 
 
 # -- models --------------------------------------------------------------------------------------
@@ -242,6 +190,7 @@ def quickstart(
 def models_list() -> None:
     """Embedded models and the endpoint forms a model spec can take."""
     from rich.markup import escape
+    from rich.table import Table
 
     from .models.catalog import CATALOG, is_installed
     from .models.spec import BUILTIN_ENDPOINTS
@@ -296,7 +245,7 @@ def models_test(
 
 @app.command()
 def serve(
-    model: ModelOpt = "local/qwen2.5-0.5b",
+    model: ServeModelOpt = "local/qwen2.5-0.5b",
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8080,
     n_parallel: Annotated[
         int,
@@ -398,11 +347,25 @@ SUBCOMMANDS = (
 )
 
 
-def _mount_subcommands() -> None:
-    """Mount the sub-command groups of the layers that are installed."""
+def _invoked(argv: list[str]) -> str | None:
+    """The sub-command an argument list invokes (its first word that is not an option)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _mount_subcommands(argv: list[str] | None = None) -> None:
+    """Mount the sub-command groups of the layers that are installed.
+
+    With ``argv`` (the command line), only the group it invokes is imported; the others are listed by
+    name and help alone, so ``llmpsych --help`` and ``llmpsych run ...`` import no research package (its
+    libraries cost about a second). Without it, every group is imported (tests, documentation).
+    """
     import importlib
 
+    wanted = _invoked(argv) if argv is not None else None
     for module_name, name, help_text in SUBCOMMANDS:
+        if argv is not None and name != wanted:
+            app.add_typer(typer.Typer(add_completion=False), name=name, help=help_text)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
@@ -414,17 +377,17 @@ def _mount_subcommands() -> None:
 
 def main() -> None:
     """Entry point: one clear line for user errors, a traceback only with --debug."""
-    _mount_subcommands()
+    _mount_subcommands(sys.argv[1:])
     try:
         app()
     except LlmpsychError as exc:
-        if _state["debug"]:
+        if kit.state.debug:
             raise
         prefix = "" if isinstance(exc, RunInterrupted) else "[red]error:[/red] "
         err_console.print(f"{prefix}{terminal_text(exc, one_line=True)}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except OSError as exc:  # the environment (a permission, a full disk, a vanished file), said in one line
-        if _state["debug"]:
+        if kit.state.debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
         reason = exc.strerror or str(exc)
@@ -438,7 +401,7 @@ def main() -> None:
         )
         sys.exit(130)
     except Exception as exc:  # an llmpsych bug: say so briefly
-        if _state["debug"]:
+        if kit.state.debug:
             raise
         err_console.print(
             f"[red]internal error:[/red] {type(exc).__name__}: {terminal_text(exc, one_line=True)} "

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
+from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole
 
@@ -20,77 +20,8 @@ console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 
 @app.callback()
-def mas() -> None:
+def mas(debug: kit.DebugOpt = False) -> None:
     """MAS-Resilience: multi-agent systems with faulty agents, and defences."""
-
-
-def _run_config(
-    *,
-    system: str,
-    task: str,
-    model: str,
-    base_url: str | None,
-    fault: str,
-    pm: float,
-    pe: float,
-    error: str,
-    unit_mode: str,
-    defence: str,
-    challenge_policy: str,
-    faulty_agent: str | None,
-    items: int | None,
-    max_tokens: int | None,
-    max_messages: int | None,
-    max_rounds: int | None,
-    data_dir: Path | None,
-    concurrency: int | None,
-    no_cache: bool,
-    seed: int,
-    models: dict[str, str] | None = None,
-    metric: str = "auto",
-    bleurt_checkpoint: Path | None = None,
-    unsafe_local_exec: bool = False,
-    extraction: str = "paper",
-) -> Any:
-    from ..runs import parse_run_config
-
-    options: dict[str, Any] = {
-        "system": system,
-        "dataset": task,
-        "fault": fault,
-        "p_m": pm,
-        "p_e": pe,
-        "error_type": error,
-        "unit_mode": unit_mode,
-        "defence": [d.strip() for d in defence.split(",") if d.strip()],
-        "challenge_policy": challenge_policy,
-        "metric": metric,
-        "extraction": extraction,
-    }
-    if unsafe_local_exec:
-        options["unsafe_local_exec"] = True
-    for key, value in {
-        "bleurt_checkpoint": str(bleurt_checkpoint) if bleurt_checkpoint else None,
-        "faulty_agent": faulty_agent,
-        "items": items,
-        "max_tokens": max_tokens,
-        "max_messages": max_messages,
-        "max_rounds": max_rounds,
-    }.items():
-        if value is not None:
-            options[key] = value
-    data = {
-        "task": "mas",
-        "model": model,
-        "models": models or {},
-        "base_url": base_url,
-        "data_dir": str(data_dir) if data_dir else None,
-        "concurrency": concurrency,
-        "cache": not no_cache,
-        "seed": seed,
-        "options": options,
-    }
-    return parse_run_config({k: v for k, v in data.items() if v is not None}, "mas run")
 
 
 def _parse_models(pairs: list[str] | None) -> dict[str, str]:
@@ -105,15 +36,14 @@ def _parse_models(pairs: list[str] | None) -> dict[str, str]:
 
 @app.command("run")
 def run(
+    ctx: typer.Context,
     system: Annotated[
         str, typer.Option(help="metagpt, selfcollab, camel, spp, mad or agentverse.")
     ] = "camel",
     task: Annotated[
         str, typer.Option(help="humaneval, humaneval50, ciar, commonmt or faireval.")
     ] = "humaneval50",
-    model: Annotated[str, typer.Option("--model", "-m", help="Model spec for every agent.")] = (
-        "local/qwen2.5-0.5b"
-    ),
+    model: kit.ModelOpt = None,
     agent_model: Annotated[
         list[str] | None,
         typer.Option(
@@ -121,7 +51,7 @@ def run(
             "inspector). Repeatable."
         ),
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    base_url: kit.BaseUrlOpt = None,
     fault: Annotated[str, typer.Option(help="none, autotransform or autoinject.")] = "none",
     pm: Annotated[
         float, typer.Option(help="AutoInject: share of the faulty agent's messages corrupted.")
@@ -140,9 +70,10 @@ def run(
     max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
     max_messages: Annotated[int | None, typer.Option(help="Message limit per item.")] = None,
     max_rounds: Annotated[int | None, typer.Option(help="Round limit per item.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder with MAS-Resilience/ and FairEval/.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
-    seed: Annotated[int, typer.Option(help="Run seed (AutoInject draws).")] = 0,
+    data_dir: kit.DataDirOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    seed: kit.SeedOpt = None,
+    temperature: kit.TemperatureOpt = None,
     metric: Annotated[
         str, typer.Option(help="CommonMT: auto (BLEURT if --bleurt-checkpoint, else chrF), chrf or bleurt.")
     ] = "auto",
@@ -166,59 +97,61 @@ def run(
             "in the manifest).",
         ),
     ] = False,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run one system on one task under one condition and write its report."""
-    from ..paths import runs_dir
-    from ..report.summary import print_run_summary
-    from ..runs import start_run
-    from ..runs.runner import new_run_dir
-
-    cfg = _run_config(
-        system=system,
-        task=task,
+    if resume is not None:
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+        return
+    flags: dict[str, Any] = {
+        "system": system,
+        "dataset": task,
+        "fault": fault,
+        "p_m": pm,
+        "p_e": pe,
+        "error_type": error,
+        "unit_mode": unit_mode,
+        "defence": [d.strip() for d in defence.split(",") if d.strip()],
+        "challenge_policy": challenge_policy,
+        "metric": metric,
+        "extraction": extraction,
+        "unsafe_local_exec": True if unsafe_local_exec else None,
+        "bleurt_checkpoint": str(bleurt_checkpoint) if bleurt_checkpoint else None,
+        "faulty_agent": faulty_agent,
+        "items": items,
+        "max_tokens": max_tokens,
+        "max_messages": max_messages,
+        "max_rounds": max_rounds,
+    }
+    aliases = {"task": "dataset", "pm": "p_m", "pe": "p_e", "error": "error_type"}
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config(
+        "mas",
+        options=options,
         model=model,
-        base_url=base_url,
-        fault=fault,
-        pm=pm,
-        pe=pe,
-        error=error,
-        unit_mode=unit_mode,
-        defence=defence,
-        challenge_policy=challenge_policy,
-        faulty_agent=faulty_agent,
-        items=items,
-        max_tokens=max_tokens,
-        max_messages=max_messages,
-        max_rounds=max_rounds,
-        data_dir=data_dir,
-        concurrency=concurrency,
-        no_cache=no_cache,
-        seed=seed,
         models=_parse_models(agent_model),
-        metric=metric,
-        bleurt_checkpoint=bleurt_checkpoint,
-        unsafe_local_exec=unsafe_local_exec,
-        extraction=extraction,
+        base_url=base_url,
+        seed=seed,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        no_cache=no_cache,
+        temperature=temperature,
+        source="mas run",
     )
-    outcome = start_run(cfg, out or new_run_dir(runs_dir(), f"mas-{system}-{task}"), progress)
-    s = outcome.summary
-    console.print(
-        f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} items, "
-        f"{s.failed} failed, "
-        f"{s.calls_sent} requests sent, {s.seconds:.1f} s"
-    )
-    for path in outcome.outputs:
-        console.print(f"  wrote {terminal_text(path)}")
-    if print_run_summary(console, outcome.run_dir):
-        raise typer.Exit(1)  # items failed: scripts and CI see it; the run stays resumable
+    kit.finish(kit.start(cfg, out, progress, f"mas-{system}-{task}"))
 
 
 @app.command("systems")
 def systems() -> None:
     """The six systems: structure, tasks, agents, final and default faulty agent, limits."""
+    from rich.table import Table
+
     from .systems import SYSTEMS, system_class
 
     table = Table(title="MAS-Resilience systems")
@@ -257,21 +190,20 @@ def compare(
 def preset(
     name: Annotated[str, typer.Argument(help="main, error-rates, error-types or defences.")],
     model: Annotated[str, typer.Option("--model", "-m", help="Model spec.")] = "local/qwen2.5-0.5b",
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    base_url: kit.BaseUrlOpt = None,
     systems_: Annotated[
         str | None, typer.Option("--systems", help="Comma-separated subset of the preset's systems.")
     ] = None,
     tasks: Annotated[str | None, typer.Option(help="Comma-separated subset of the preset's tasks.")] = None,
     items: Annotated[int | None, typer.Option(help="Only the first N items of every task.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder with MAS-Resilience/ and FairEval/.")] = None,
+    data_dir: kit.DataDirOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for all runs and the report.")] = Path(
         "mas-preset"
     ),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
 ) -> None:
     """Run one of the paper's experiments (every run, then the comparison report)."""
-    from ..report.summary import print_run_summary
     from .experiments import PRESETS, expand_preset, run_preset
 
     if name not in PRESETS:
@@ -295,5 +227,5 @@ def preset(
     for path in run_preset(plan, out, **common):
         console.print(f"wrote {terminal_text(path)}")
     again = f"llmpsych mas preset {terminal_text(name)} ... --out {terminal_text(out)}"
-    if print_run_summary(console, [out / run_name for run_name, _ in plan], again):
-        raise typer.Exit(1)  # the preset resumes its unfinished runs when run again with the same --out
+    # the preset resumes its unfinished runs when run again with the same --out
+    kit.exit_if_failed(kit.summarize([out / run_name for run_name, _ in plan], again))

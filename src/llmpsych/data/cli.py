@@ -9,21 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-from rich.table import Table
 
+from .. import clikit as kit
 from ..report.terminal import InertConsole
-from .fetch import ENV_BASE_URL, fetch_datasets
-from .registry import DATASETS, resolve_names
-from .sources import ENV_DATA_DIR, data_status, default_data_dir, resolve_data_dir
 
 app = typer.Typer(
     help="Official datasets of the research systems: where they are, and fetching them.",
@@ -32,21 +20,22 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def data(debug: kit.DebugOpt = False) -> None:
+    """Official datasets of the research systems: where they are, and fetching them."""
+
+
 def _console() -> Console:
     """A console made per command, so it sees the current terminal width and output stream."""
     return InertConsole()
 
 
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir",
-        help=f"Folder holding the dataset folders (default: ${ENV_DATA_DIR}, else the user cache).",
-    ),
-]
+DataDirOpt = kit.DataDirOpt
 
 
 def _origin(explicit: Path | None) -> str:
+    from .sources import ENV_DATA_DIR
+
     if explicit is not None:
         return "--data-dir"
     if os.environ.get(ENV_DATA_DIR, "").strip():
@@ -57,6 +46,10 @@ def _origin(explicit: Path | None) -> str:
 @app.command("list")
 def list_cmd(data_dir: DataDirOpt = None) -> None:
     """Show each dataset's pinned source, how many of its files are present, and whether they verify."""
+    from rich.table import Table
+
+    from .sources import data_status, resolve_data_dir
+
     console = _console()
     root = resolve_data_dir(data_dir)
     statuses = data_status(data_dir)
@@ -91,12 +84,12 @@ def list_cmd(data_dir: DataDirOpt = None) -> None:
 
 @app.command("fetch")
 def fetch_cmd(
-    dataset: Annotated[str, typer.Argument(help=f"One of {', '.join(DATASETS)}, or 'all'.")],
+    dataset: Annotated[str, typer.Argument(help="A dataset (`llmpsych data list` names them), or 'all'.")],
     base_url: Annotated[
         str | None,
         typer.Option(
             "--base-url",
-            help=f"Mirror serving {{repository}}/{{commit}}/{{path}} (default: ${ENV_BASE_URL}, "
+            help="Mirror serving {repository}/{commit}/{path} (default: $LLMPSYCH_DATA_BASE_URL, "
             "else https://raw.githubusercontent.com).",
         ),
     ] = None,
@@ -106,6 +99,20 @@ def fetch_cmd(
     ] = None,
 ) -> None:
     """Download a dataset at its pinned commit, verify every file's sha256, and resume if interrupted."""
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    from .fetch import fetch_datasets
+    from .registry import resolve_names
+    from .sources import ENV_DATA_DIR, default_data_dir
+
     console = _console()
     names = resolve_names(dataset)
     tasks: dict[str, TaskID] = {}

@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
-from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.terminal import InertConsole, echo
 
 app = typer.Typer(
@@ -20,12 +20,7 @@ app = typer.Typer(
 )
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", help="Folder holding EmotionBench/ (default: $LLMPSYCH_DATA_DIR, else the cache)."
-    ),
-]
+DataDirOpt = kit.DataDirOpt
 ScoringOpt = Annotated[
     str,
     typer.Option(
@@ -42,7 +37,7 @@ def _print_json(data: Any) -> None:
 
 
 @app.callback()
-def emotionbench() -> None:
+def emotionbench(debug: kit.DebugOpt = False) -> None:
     """EmotionBench: how situations shift a model's emotions, against 1,266 humans."""
 
 
@@ -127,6 +122,7 @@ def crowd(
     as_json: JsonOpt = False,
 ) -> None:
     """The human subjects by demographic group (thesis Figs. 5.3-5.7): n and PANAS before/after per group."""
+    from ..report.files import atomic_write_text, output_dir, write_csv
     from .crowd import crowd_path, load_crowd
     from .demographics import DIMENSIONS, group_chart, group_csv_frame, group_markdown, group_table
     from .scales import load_scales as load_emotionbench_scales
@@ -178,9 +174,8 @@ def _factor_names(data_dir: Path | None) -> dict[str, str]:
 
 @app.command("run")
 def run(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model spec, e.g. local/qwen2.5-0.5b.")] = (
-        "local/qwen2.5-0.5b"
-    ),
+    ctx: typer.Context,
+    model: kit.ModelOpt = None,
     scale: Annotated[
         str, typer.Option("--scale", help="PANAS or AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS, BFNE.")
     ] = ("PANAS"),
@@ -215,24 +210,24 @@ def run(
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
     scoring: ScoringOpt = "paper",
     alpha: AlphaOpt = 0.01,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
-    ] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature", help="Default 0.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed (situation sample, item orders).")] = 0,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
     data_dir: DataDirOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
-    from ..paths import runs_dir
-    from ..report.summary import print_run_summary
-    from ..runs import parse_run_config, start_run
-    from ..runs.runner import new_run_dir
-
-    options: dict[str, Any] = {
+    if resume is not None:
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+        return
+    flags: dict[str, Any] = {
         "scale": scale,
         "situations_per_factor": situations_per_factor or None,
         "runs": runs,
@@ -248,31 +243,21 @@ def run(
         "scoring": scoring,
         "alpha": alpha,
     }
-    config: dict[str, Any] = {
-        "task": "emotionbench",
-        "model": model,
-        "base_url": base_url,
-        "seed": seed,
-        "concurrency": concurrency,
-        "cache": not no_cache,
-        "data_dir": str(data_dir) if data_dir else None,
-        "options": {k: v for k, v in options.items() if v is not None},
-    }
-    if temperature is not None:
-        config["params"] = {"temperature": temperature}
-    cfg = parse_run_config({k: v for k, v in config.items() if v is not None}, "emotionbench run")
-    outcome = start_run(cfg, out or new_run_dir(runs_dir(), "emotionbench"), progress)
-    s = outcome.summary
-    console.print(
-        f"[bold]run[/bold] {terminal_text(outcome.run_dir)}: {s.done + s.skipped}/{s.total} runs done, "
-        f"{s.failed} failed; "
-        f"{s.calls_sent} requests sent; {s.seconds:.1f} s",
-        soft_wrap=True,
+    aliases = {"situations": "situations_file", "keep_order": "shuffle"}
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config(
+        "emotionbench",
+        options=options,
+        model=model,
+        base_url=base_url,
+        seed=seed,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        no_cache=no_cache,
+        temperature=temperature,
+        source="emotionbench run",
     )
-    for path in outcome.outputs:
-        console.print(f"  wrote {terminal_text(path)}")
-    if print_run_summary(console, outcome.run_dir):
-        raise typer.Exit(1)  # units failed: scripts and CI see it; the run stays resumable
+    kit.finish(kit.start(cfg, out, progress))
 
 
 @app.command("compare")
@@ -317,6 +302,7 @@ def compare(
         columns["Crowd"] = human_as_result(human_table(load_crowd(crowd_path(data_dir), panas), panas))
     text = markdown(paper_table(columns, _factor_names(data_dir), with_n=False))
     if out is not None:
+        from ..report.files import atomic_write_text
         from .report import heatmap
 
         shifts = {

@@ -6,32 +6,20 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
+from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
-from .released_logs import (
-    PUBLISHED,
-    PUBLISHED_ARXIV,
-    released_models,
-    released_runs,
-    score_released,
-)
-from .score_logs import GAME_KEYS, collect, score_runs, to_json
-from .scoring import GAME_TITLES, GAMES, VERSIONS, RunSummary, ScoringVersion, score
-from .variant_logs import (
-    VariantTable,
-    as_variant_runs,
-    build_tables,
-    compare,
-    comparison_lines,
-    render,
-    write_outputs,
-)
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from .scoring import RunSummary, ScoringVersion
+    from .variant_logs import VariantTable
 
 app = typer.Typer(
     help="GAMA-Bench games: scoring of official logs and of the released leaderboard.",
@@ -39,12 +27,7 @@ app = typer.Typer(
     add_completion=False,
 )
 
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", help="Folder holding GAMABench/ (default: $LLMPSYCH_DATA_DIR, else the cache)."
-    ),
-]
+DataDirOpt = kit.DataDirOpt
 ModelOpt = Annotated[
     str | None,
     typer.Option(
@@ -68,7 +51,7 @@ CorrectedOpt = Annotated[
 
 
 @app.callback()
-def games() -> None:
+def games(debug: kit.DebugOpt = False) -> None:
     """GAMA-Bench games: scoring of official logs and of the released leaderboard."""
 
 
@@ -77,6 +60,8 @@ TOLERANCE = 0.05 + 1e-6
 
 
 def _published(version: str) -> dict[str, dict[str, tuple[float, float]]]:
+    from .released_logs import PUBLISHED, PUBLISHED_ARXIV
+
     return PUBLISHED if version == "thesis" else PUBLISHED_ARXIV
 
 
@@ -94,6 +79,11 @@ def _cell(summary: RunSummary | None, published: tuple[float, float] | None, che
 
 
 def _leaderboard(models: list[str], data_dir: Path | None, version: str, compat: bool) -> Table:
+    from rich.table import Table
+
+    from .released_logs import score_released
+    from .scoring import GAME_TITLES, GAMES
+
     published = _published(version)
     table = Table(title=f"GAMA-Bench leaderboard recomputed from the released logs ({version} scoring)")
     table.add_column("model", style="bold")
@@ -107,6 +97,11 @@ def _leaderboard(models: list[str], data_dir: Path | None, version: str, compat:
 
 
 def _detail(model: str, data_dir: Path | None, version: ScoringVersion, compat: bool) -> Table:
+    from rich.table import Table
+
+    from .released_logs import released_runs, score_released
+    from .scoring import GAME_TITLES, GAMES, score
+
     pub = _published(version).get(model, {})
     runs = {game: released_runs(game, model, data_dir) for game in GAMES}
     n_runs = max((len(r) for r in runs.values()), default=0)
@@ -141,6 +136,9 @@ def score_released_cmd(
     corrected: CorrectedOpt = False,
 ) -> None:
     """Score the released leaderboard logs (5 runs per game) and compare them with the published table."""
+    from .released_logs import released_models
+    from .scoring import VERSIONS
+
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     models = released_models(data_dir)
@@ -206,6 +204,12 @@ def score_logs_cmd(
 
     A malformed log is an error naming the file; --skip-malformed makes it a warning.
     """
+    from rich.table import Table
+
+    from .score_logs import GAME_KEYS, collect, score_runs, to_json
+    from .scoring import GAME_TITLES, GAMES, VERSIONS
+    from .variant_logs import as_variant_runs, build_tables, compare, comparison_lines, write_outputs
+
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     version: ScoringVersion = scoring  # type: ignore[assignment]
@@ -292,6 +296,10 @@ def score_logs_cmd(
 def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:
     """The variant tables in the thesis's layout (with the default protocol's multiple runs when any other
     table is shown), then the comparison lines of ``--thesis``."""
+    from rich.table import Table
+
+    from .variant_logs import render
+
     console = InertConsole()
     if any(t.family != "runs" or t.mode != "default" for t in tables):
         for t in tables:
@@ -337,8 +345,62 @@ def _games_list(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+@app.command("run")
+def run_cmd(
+    ctx: typer.Context,
+    game: Annotated[
+        str, typer.Option("--game", help="A game, several comma-separated, or all, e.g. guessing,pirate.")
+    ] = "guessing",
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Games played per game.")] = 5,
+    players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 10,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
+    model: kit.ModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    data_dir: DataDirOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Play GAMA-Bench games with a model (the same as `llmpsych run --task gamabench`); writes scores,
+    plots and a report."""
+    if resume is not None:
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+        return
+    games = [part.strip() for part in game.split(",") if part.strip()]
+    flags = {
+        "game": games[0] if len(games) == 1 else games,
+        "runs": runs,
+        "players": players,
+        "rounds": rounds,
+        "max_tokens": max_tokens,
+    }
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
+    cfg = kit.build_config(
+        "gamabench",
+        options=options,
+        model=model,
+        base_url=base_url,
+        seed=seed,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        no_cache=no_cache,
+        temperature=temperature,
+        source="gamabench run",
+    )
+    kit.finish(kit.start(cfg, out, progress))
+
+
 @app.command("preset")
 def preset_cmd(
+    ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Preset name (`llmpsych gamabench presets` lists them).")],
     model: Annotated[
         list[str] | None,
@@ -372,27 +434,25 @@ def preset_cmd(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default 1024).")
     ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-O", help="Any other gamabench option key=value.")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
-    ] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
     data_dir: DataDirOpt = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed.")] = 0,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+    seed: kit.SeedOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
-    from ..cli import _parse_options
     from ..paths import runs_dir
     from ..report.markdown import table as md_table
-    from ..report.summary import print_run_summary
     from ..runs.runner import new_run_dir
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
     preset = get_preset(name)
+    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    kit.check_options("gamabench", options)
     if temperature is not None and preset.name == "temperatures":
         raise LlmpsychError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
     settings = PresetSettings(
@@ -406,9 +466,9 @@ def preset_cmd(
         base_url=base_url,
         concurrency=concurrency,
         data_dir=data_dir,
-        seed=seed,
+        seed=seed or 0,
         cache=not no_cache,
-        options=_parse_options(option or []),
+        options=options,
     )
     planned = expand(preset, settings)
     console = InertConsole(soft_wrap=True, highlight=False)
@@ -433,8 +493,7 @@ def preset_cmd(
     for path in summarize(preset, planned, parent):
         console.print(f"  wrote {escape(str(path))}")
     again = f"llmpsych gamabench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
-    if print_run_summary(console, [o.run_dir for o in outcomes], again):
-        raise typer.Exit(1)  # games failed: scripts and CI see it; the same --out resumes them
+    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
 
 
 @app.command("leaderboard")
@@ -462,6 +521,8 @@ def leaderboard_cmd(
     """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
     from ..report.markdown import table as md_table
     from .leaderboard import leaderboard, leaderboard_frame, left_out_frame, left_out_notes, write_leaderboard
+    from .score_logs import to_json
+    from .scoring import VERSIONS
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")

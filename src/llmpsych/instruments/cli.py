@@ -3,30 +3,32 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
+from .. import clikit as kit
 from ..errors import DataError, LlmpsychError, terminal_text
 from ..report.terminal import InertConsole
-from .native import load_scale_file
-from .official import DATASETS, load_dataset_scales
-from .scale import Scale
+
+if TYPE_CHECKING:
+    from .scale import Scale
 
 app = typer.Typer(
     help="Psychometric scales: list, show, corrections, validate.",
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+@app.callback()
+def scales(debug: kit.DebugOpt = False) -> None:
+    """Psychometric scales: list, show, corrections, validate."""
+
+
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
-DataDirOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--data-dir", help="Data directory holding PsychoBench/ and EmotionBench/ (default: configured)."
-    ),
-]
+DataDirOpt = kit.DataDirOpt
 DatasetOpt = Annotated[
     str | None,
     typer.Option("--dataset", help="Only this dataset: PsychoBench or EmotionBench (default: both)."),
@@ -39,6 +41,8 @@ NoCorrectionsOpt = Annotated[
 
 def _load(data_dir: Path | None, dataset: str | None, corrections: bool) -> dict[str, dict[str, Scale]]:
     """Scales by dataset; a named dataset must exist, otherwise missing datasets are skipped."""
+    from .official import DATASETS, load_dataset_scales
+
     if dataset is not None:
         matches = [d for d in DATASETS if d.lower() == dataset.lower()]
         if not matches:
@@ -83,6 +87,8 @@ def list_scales(
     data_dir: DataDirOpt = None, dataset: DatasetOpt = None, no_corrections: NoCorrectionsOpt = False
 ) -> None:
     """Scales in the data directory: items, response range, scoring, subscales and norm groups."""
+    from rich.table import Table
+
     table = Table(title="Scales")
     for column in ("dataset", "scale", "items", "range", "scoring", "subscales (items)", "norm groups"):
         table.add_column(column, overflow="fold")
@@ -112,6 +118,8 @@ def show_scale(
     items: Annotated[bool, typer.Option("--items", help="Also print the item texts from the data.")] = False,
 ) -> None:
     """Everything llmpsych knows about one scale."""
+    from .native import load_scale_file
+
     if file is not None:
         candidates = {s.name: s for s in load_scale_file(file, corrections=not no_corrections)}
     else:
@@ -165,6 +173,8 @@ def _print_scale(scale: Scale, with_items: bool) -> None:
 @app.command("corrections")
 def list_corrections(data_dir: DataDirOpt = None, dataset: DatasetOpt = None) -> None:
     """Every documented correction llmpsych applies when loading the official data."""
+    from rich.table import Table
+
     table = Table(title="Corrections applied on load (use --no-corrections to load as published)")
     for column in ("dataset", "scale", "field", "published", "corrected", "reason"):
         table.add_column(column, overflow="fold")
@@ -186,6 +196,8 @@ def validate_file(
     no_corrections: NoCorrectionsOpt = False,
 ) -> None:
     """Check a user scale file; exits with an error line naming the first problem."""
+    from .native import load_scale_file
+
     scales = load_scale_file(file, corrections=not no_corrections)
     for scale in scales:
         norms = sum(len(s.norms) for s in scale.subscales)

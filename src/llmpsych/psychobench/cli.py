@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
 
@@ -20,7 +21,7 @@ console = InertConsole(soft_wrap=True)
 
 
 @app.callback()
-def psychobench() -> None:
+def psychobench(debug: kit.DebugOpt = False) -> None:
     """PsychoBench: thirteen psychometric scales, compared with human norms."""
 
 
@@ -118,12 +119,8 @@ CABIN_GROUPINGS = typer.Option(
 
 @app.command("run")
 def run(
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model", "-m", help="Model spec; repeat for several models (default local/qwen2.5-0.5b)."
-        ),
-    ] = None,
+    ctx: typer.Context,
+    model: kit.ModelsOpt = None,
     scales: Annotated[
         str | None,
         typer.Option("--scales", help="Comma-separated scales, or all (the default without --scale-file)."),
@@ -145,34 +142,26 @@ def run(
     chunk_size: Annotated[
         int | None, typer.Option("--chunk-size", min=1, help="Statements per turn (default whole scale).")
     ] = None,
-    option: Annotated[
-        list[str] | None, typer.Option("--option", "-O", help="Any other task option key=value.")
-    ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Folder holding PsychoBench/ (default: the cache).")
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Folder: one run directory per model, plus comparison.md."),
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option("--base-url", help="OpenAI-compatible server (…/v1).")
-    ] = None,
-    temperature: Annotated[float | None, typer.Option("--temperature", help="Default 0.")] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Run seed (item orders).")] = 0,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", help="Requests in flight.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Progress bar.")] = True,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    data_dir: kit.DataDirOpt = None,
+    out: kit.OutOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
     bsri_thresholds: Annotated[str | None, BSRI_THRESHOLDS] = None,
     bsri_rule: Annotated[str | None, BSRI_RULE] = None,
     bsri_order: Annotated[str | None, BSRI_ORDER] = None,
     cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Run PsychoBench on each model (one run directory per model), then compare them in one table."""
-    from ..cli import _parse_options
     from ..paths import runs_dir
-    from ..report.summary import print_run_summary
-    from ..runs import analyze_run, parse_run_config, start_run
+    from ..runs import analyze_run
+    from ..runs.config import DEFAULT_MODEL
     from ..runs.runner import new_run_dir
     from ..runs.store import run_lock
     from .analysis import save_settings
@@ -182,58 +171,52 @@ def run(
     changes |= {"cabin_groupings": cabin_groupings}
     custom = report_settings(None, **changes) if any(v is not None for v in changes.values()) else None
 
-    models = model or ["local/qwen2.5-0.5b"]
+    models = model or [DEFAULT_MODEL]
     chosen = parse_scales(scales)
     if scale_file and scales is not None and chosen is None:
         chosen = ["all"]  # --scales all next to a scale file: every official scale as well
-    options: dict[str, Any] = {
+    flags: dict[str, Any] = {
         "scales": chosen,
-        **({"scale_files": [str(p) for p in scale_file]} if scale_file else {}),
+        "scale_files": [str(p) for p in scale_file] if scale_file else None,
         "runs": runs,
         "persona": persona,
         "mode": mode,
         "chunk_size": chunk_size,
         **parse_cipher(cipher),
-        **_parse_options(option or []),
     }
-    configs = []
-    for spec in models:
-        config: dict[str, Any] = {
-            "task": "psychobench",
-            "model": spec,
-            "base_url": base_url,
-            "seed": seed,
-            "concurrency": concurrency,
-            "cache": not no_cache,
-            "data_dir": str(data_dir) if data_dir else None,
-            "options": {k: v for k, v in options.items() if v is not None},
-        }
-        if temperature is not None:
-            config["params"] = {"temperature": temperature}
-        configs.append(
-            parse_run_config({k: v for k, v in config.items() if v is not None}, "psychobench run")
+    options = kit.task_options(
+        ctx, flags, pairs=option, task_config=task_config, aliases={"scale_file": "scale_files"}
+    )
+    configs = [
+        kit.build_config(
+            "psychobench",
+            options=options,
+            model=spec,
+            base_url=base_url,
+            seed=seed,
+            concurrency=concurrency,
+            data_dir=data_dir,
+            no_cache=no_cache,
+            temperature=temperature,
+            source="psychobench run",
         )
+        for spec in models
+    ]
     parent = out or new_run_dir(runs_dir(), "psychobench")
     names = [model_dir_name(spec) for spec in models]
     run_dirs = [parent / (n if names.count(n) == 1 else f"{n}-{i + 1}") for i, n in enumerate(names)]
     for cfg, run_dir in zip(configs, run_dirs, strict=True):
-        outcome = start_run(cfg, run_dir, progress)
+        outcome = kit.start(cfg, run_dir, progress)
         if custom is not None and (run_dir / "summary.csv").is_file():
             with run_lock(run_dir):
                 save_settings(run_dir, custom)  # then rebuild the report with them (no model call)
                 analyze_run(run_dir)
-        s = outcome.summary
-        console.print(
-            f"[bold]{terminal_text(cfg.model)}[/bold] {terminal_text(outcome.run_dir)}: "
-            f"{s.done + s.skipped}/{s.total} runs done, "
-            f"{s.failed} failed; {s.calls_sent} requests sent; {s.seconds:.1f} s"
-        )
+        console.print(kit.outcome_line(outcome, cfg.model), soft_wrap=True)
     analysed = [d for d in run_dirs if (d / "summary.csv").is_file()]
     if analysed:
         for path in write_comparison(analysed, parent):
             console.print(f"  wrote {terminal_text(path)}")
-    if print_run_summary(console, run_dirs):
-        raise typer.Exit(1)  # units failed: scripts and CI see it; each run stays resumable
+    kit.exit_if_failed(kit.summarize(run_dirs))  # each run stays resumable (`llmpsych run --resume`)
 
 
 @app.command("compare")
@@ -318,9 +301,7 @@ def import_answers_command(
     scales: Annotated[
         str | None, typer.Option("--scales", help="Official PsychoBench scales the answers belong to.")
     ] = None,
-    data_dir: Annotated[
-        Path | None, typer.Option("--data-dir", help="Folder holding PsychoBench/ (for official scales).")
-    ] = None,
+    data_dir: kit.DataDirOpt = None,
     label: Annotated[
         str | None, typer.Option("--label", help="Name of the answerer in tables (default imported:FILE).")
     ] = None,

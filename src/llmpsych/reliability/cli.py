@@ -5,19 +5,18 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-import pandas as pd
 import typer
-from rich.table import Table
 
+from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
-from .analysis import METHOD_NOTES, METHODS
-from .outliers import EPS, MIN_PTS
-from .published import DIMENSIONS, LEVEL_NAMES
-from .reanalysis import Reanalysis, reanalyse
-from .results import load_points
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .reanalysis import Reanalysis
 
 app = typer.Typer(
     help="Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics.",
@@ -28,7 +27,7 @@ console = InertConsole(width=120)
 
 
 @app.callback()
-def reliability() -> None:
+def reliability(debug: kit.DebugOpt = False) -> None:
     """Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics."""
 
 
@@ -57,8 +56,12 @@ def analyze(
         str,
         typer.Option(help="Own runs: text (written labels) or expected (label probabilities, mode=logprob)."),
     ] = "text",
-    eps: Annotated[float, typer.Option(help="DBSCAN radius on the 2-D map.")] = EPS,
-    min_pts: Annotated[int, typer.Option(help="DBSCAN minPts (self included).")] = MIN_PTS,
+    eps: Annotated[
+        float | None, typer.Option(help="DBSCAN radius on the 2-D map (default: the thesis's, docs).")
+    ] = None,
+    min_pts: Annotated[
+        int | None, typer.Option(help="DBSCAN minPts, self included (default: the thesis's, docs).")
+    ] = None,
     method: Annotated[
         str,
         typer.Option(
@@ -74,6 +77,14 @@ def analyze(
     ] = None,
 ) -> None:
     """Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables."""
+    import pandas as pd
+
+    from .analysis import METHODS
+    from .outliers import EPS, MIN_PTS
+    from .published import DIMENSIONS
+    from .reanalysis import reanalyse
+    from .results import load_points
+
     if fit_on not in ("data", "full-grid"):
         raise LlmpsychError(f"--fit-on must be data or full-grid, got {fit_on!r}")
     if method not in METHODS:
@@ -89,8 +100,8 @@ def analyze(
     result = reanalyse(
         frame,
         fit_on=fit,  # type: ignore[arg-type]
-        eps=eps,
-        min_pts=min_pts,
+        eps=EPS if eps is None else eps,
+        min_pts=MIN_PTS if min_pts is None else min_pts,
         method=method,  # type: ignore[arg-type]
         keep_outliers=keep_outliers,
         default=default_frame,
@@ -117,6 +128,11 @@ def _fmt(mean: float, sd: float) -> str:
 
 
 def _print(result: Reanalysis) -> None:
+    from rich.table import Table
+
+    from .analysis import METHOD_NOTES
+    from .published import DIMENSIONS, LEVEL_NAMES
+
     n = len(result.frame)
     summary = Table(title=f"{n} data points: mean ± sd (ddof 1)")
     for dim in DIMENSIONS:
@@ -230,10 +246,9 @@ def run_options(
 
 @app.command()
 def run(
-    model: Annotated[str, typer.Option("--model", "-m", help="Model spec, e.g. local/qwen2.5-0.5b.")] = (
-        "local/qwen2.5-0.5b"
-    ),
-    base_url: Annotated[str | None, typer.Option(help="Base URL of an OpenAI-compatible server.")] = None,
+    ctx: typer.Context,
+    model: kit.ModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
     languages: Annotated[list[str] | None, typer.Option(help="e.g. En,Zh (default: all ten).")] = None,
     templates: Annotated[list[str] | None, typer.Option(help="e.g. t1,t2 (default: all five).")] = None,
     versions: Annotated[list[str] | None, typer.Option(help="Item versions v1..v5.")] = None,
@@ -260,29 +275,28 @@ def run(
     logprobs: Annotated[
         bool, typer.Option("--logprobs", help="Also score by label probabilities (endpoints with logprobs).")
     ] = False,
-    temperature: Annotated[float, typer.Option(help="Sampling temperature (thesis: 0).")] = 0.0,
+    temperature: kit.TemperatureOpt = None,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per chunk answer.")] = 512,
-    seed: Annotated[int, typer.Option(help="Run seed (shuffles and chunk sizes).")] = 0,
-    concurrency: Annotated[int | None, typer.Option(help="Requests in flight per endpoint.")] = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
     n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
-    data_dir: Annotated[Path | None, typer.Option(help="Folder holding LLMPersonality/.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Run directory.")] = None,
-    resume: Annotated[Path | None, typer.Option(help="Finish an interrupted run in this directory.")] = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")] = False,
-    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")] = True,
+    data_dir: kit.DataDirOpt = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
-    """Run (part of) the 2,500-configuration grid, optionally steered, and write the report."""
-    from .. import cli as main_cli
-    from ..paths import runs_dir
-    from ..runs import parse_run_config, resume_run, start_run
-    from ..runs.runner import new_run_dir
+    """Run (part of) the 2,500-configuration grid, optionally steered, and write the report.
 
+    The temperature is 0 unless given (the thesis's)."""
+    again = "llmpsych reliability run --resume {run_dir}"
     if resume is not None:
-        outcome = resume_run(resume, progress, base_url=base_url)
-        main_cli._print_outcome(outcome, "llmpsych reliability run --resume {run_dir}")
-        main_cli._exit_if_failed(outcome)
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress), again)
         return
-    options = run_options(
+    flags: dict[str, Any] = run_options(
         languages=languages,
         templates=templates,
         versions=versions,
@@ -295,30 +309,32 @@ def run(
         repeats=repeats,
         default=default,
     )
-    options.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
+    flags.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
     if logprobs:
-        options["mode"] = "logprob"
+        flags["mode"] = "logprob"
     if tokens_per_item:
-        options["tokens_per_item"] = tokens_per_item
-    raw = {
-        "task": "reliability",
-        "model": model,
-        "base_url": base_url,
-        "seed": seed,
-        "concurrency": concurrency,
-        "n_parallel": n_parallel,
-        "params": {"temperature": temperature},
-        "cache": not no_cache,
-        "data_dir": str(data_dir) if data_dir else None,
-        "options": options,
-    }
-    cfg = parse_run_config({k: v for k, v in raw.items() if v is not None}, "reliability run")
-    outcome = start_run(cfg, out or new_run_dir(runs_dir(), "reliability"), progress)
-    main_cli._print_outcome(outcome, "llmpsych reliability run --resume {run_dir}")
-    main_cli._exit_if_failed(outcome)
+        flags["tokens_per_item"] = tokens_per_item
+    aliases = {"target": "targets", "default": "default_data", "logprobs": "mode"}
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config(
+        "reliability",
+        options=options,
+        model=model,
+        base_url=base_url,
+        seed=seed,
+        concurrency=concurrency,
+        n_parallel=n_parallel,
+        data_dir=data_dir,
+        no_cache=no_cache,
+        temperature=0.0 if temperature is None else temperature,
+        source="reliability run",
+    )
+    kit.finish(kit.start(cfg, out, progress), again)
 
 
 def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:
+    from .results import load_points
+
     groups = {}
     for path in paths:
         name = path.stem if path.is_file() else path.name
@@ -335,7 +351,10 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Pairwise t-tests between groups of runs, e.g. the item-order experiment (Tables 3.4-3.5)."""
+    from rich.table import Table
+
     from .analysis import describe, paired_group_tests
+    from .published import DIMENSIONS
 
     groups = _groups(paths)
     tests = paired_group_tests(groups, method=method)  # type: ignore[arg-type]
@@ -377,6 +396,8 @@ def retest(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Test-retest (Table 3.7): the lowest and highest dated run of each dimension against all runs."""
+    from rich.table import Table
+
     from .analysis import retest_extremes
 
     result = retest_extremes(_groups(paths))

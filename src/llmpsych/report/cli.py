@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from .. import clikit as kit
 from ..errors import terminal_text
 from .terminal import InertConsole
 
@@ -20,6 +21,7 @@ def report(
     html: Annotated[
         bool, typer.Option("--html/--no-html", help="Also write report.html (if the task did not).")
     ] = True,
+    debug: kit.DebugOpt = False,
 ) -> None:
     """Rebuild a run's tables and report from its store; no model is called (same as `llmpsych analyze`).
 

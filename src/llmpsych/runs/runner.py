@@ -241,6 +241,7 @@ def start_run(
         _refuse_existing(run_dir)  # another process may have started a run here meanwhile
         store = RunStore.in_dir(run_dir, create=True)
         store.set_meta("config", config.stored())
+        store.set_meta("display", {"progress": show_progress})  # a resume shows the run the same way
         try:
             return _finish(task, store, config, run_dir, show_progress, debug)
         except LlmpsychError:
@@ -281,9 +282,11 @@ def _nothing_registered(run_dir: Path) -> bool:
 
 
 def resume_run(
-    run_dir: Path, show_progress: bool = True, debug: bool = False, base_url: str | None = None
+    run_dir: Path, show_progress: bool | None = None, debug: bool = False, base_url: str | None = None
 ) -> RunOutcome:
     """Finish an interrupted run without re-sending completed requests (holding the run's lock).
+
+    ``show_progress`` None: as the run was started (stored in the run; a progress bar for older runs).
 
     ``base_url`` (``--resume DIR --base-url URL``) replaces the run's base URL for the roles it applies to;
     the stored config takes it (credentials removed) and the manifest records the new endpoints. Given for
@@ -312,12 +315,15 @@ def resume_run(
                     "stored",
                     "resume it with --base-url and the full URL",
                 )
+            display = store.get_meta("display")
+            shown = display.get("progress") if isinstance(display, dict) else None
+            progress = show_progress if show_progress is not None else shown is not False
             _announce_code(config)
             task = task_class(config.task)(config)
         except BaseException:
             store.close()
             raise
-        return _finish(task, store, config, run_dir, show_progress, debug, save_config=base_url is not None)
+        return _finish(task, store, config, run_dir, progress, debug, save_config=base_url is not None)
 
 
 def _finish(
