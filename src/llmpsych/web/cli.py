@@ -15,7 +15,9 @@ import typer
 from ..errors import ConfigError
 from ..paths import runs_dir
 
-app = typer.Typer(help="Browse runs in a browser: progress, reports, transcripts, comparisons.")
+app = typer.Typer(
+    help="Browse runs in a browser: progress, reports, transcripts, comparisons.", subcommand_metavar=""
+)
 
 INSTALL_HINT = 'pip install "llmpsych[web]"'
 
