@@ -13,13 +13,13 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import DataError
 from .config import RunConfig, parse_run_config
-from .store import RunStore, UnitRow
+from .store import STORE_FILE, RunStore, UnitRow
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
@@ -42,7 +42,7 @@ CALL_COLUMNS = (
     "cached",
     "created",
 )
-_REQUEST, _RESPONSE, _CACHED = CALL_COLUMNS.index("request"), CALL_COLUMNS.index("response"), 11
+_REQUEST, _RESPONSE, _CACHED = (CALL_COLUMNS.index(c) for c in ("request", "response", "cached"))
 
 RESULT_HINT = "was run.sqlite edited, or written by another llmpsych version?"
 
@@ -102,12 +102,14 @@ class RunRecord:
     meta: dict[str, Any]
     units: list[UnitRow]
     calls: Calls
-    _typed: dict[Any, list[tuple[UnitRow, Any]]] = field(default_factory=dict, repr=False)
+    _typed: dict[Any, list[tuple[UnitRow, Any]]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def store_path(self) -> Path:
         """The run store file this record was read from."""
-        return self.calls._path
+        return self.run_dir / STORE_FILE
 
     def done(self) -> list[UnitRow]:
         """The finished units, in creation order."""
@@ -124,13 +126,20 @@ class RunRecord:
             counts[unit.status] = counts.get(unit.status, 0) + 1
         return dict(sorted(counts.items()))
 
-    def results(self, model: type[ResultT]) -> list[tuple[UnitRow, ResultT]]:
-        """Each finished unit with its result parsed as ``model`` (a pydantic model, dataclass or type).
+    @overload
+    def results(self, model: type[ResultT]) -> list[tuple[UnitRow, ResultT]]: ...
+
+    @overload
+    def results(self, model: Any) -> list[tuple[UnitRow, Any]]: ...
+
+    def results(self, model: Any) -> list[tuple[UnitRow, Any]]:
+        """Each finished unit with its result parsed as ``model`` (a pydantic model, a dataclass, or a
+        type such as ``list[str]`` or ``A | B``).
 
         Parsed once per model; a stored result that does not fit is a :class:`DataError` naming the unit.
         """
         if model not in self._typed:
-            adapter: TypeAdapter[ResultT] = TypeAdapter(model)
+            adapter: TypeAdapter[Any] = TypeAdapter(model)
             typed = []
             for unit in self.done():
                 try:
