@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataError
 from ..instruments.scale import STORED_HINT
 from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import table, write_report
-from ..runs.store import RunStore
+from ..runs.record import RunRecord
 
 METRIC_LABEL: dict[str, str] = {
     "code": "Pass@1 (%), HumanEval tests run in the sandbox",
@@ -104,14 +105,22 @@ def transcript_markdown(result: dict[str, Any], limit: int = 4000) -> str:
     return "\n\n".join(parts)
 
 
-def analyze_run(run_dir: Path, task: Any) -> list[Path]:
-    """Write results.csv, summary.json, transcripts.md and report.md from the run store."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        units = store.units()
-        manifest = store.get_meta("manifest") or {}
-    finally:
-        store.close()
+class MasResult(BaseModel):
+    """One unit's stored result: one item run through the system. The score is checked where it is
+    read (an error naming the item); the rest is read by the tables and transcripts."""
+
+    model_config = ConfigDict(extra="allow")
+
+    item_id: str
+    score: Any = None
+    passed: Any = None
+
+
+def analyze_record(record: RunRecord, task: Any) -> list[Path]:
+    """Write results.csv, summary.json, transcripts.md and report.md from the run record (``task``: the
+    task that ran, never a second one: no second sandbox pool)."""
+    run_dir, units, manifest = record.run_dir, record.units, record.manifest
+    record.results(MasResult)  # every stored result fits, or one error naming the unit
     results = [u.result for u in units if u.status == "done"]
     for r in results:
         _check_score(r)

@@ -16,8 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ConfigError
 from ..models.types import GenerationParams
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from ..sandbox import INSTALL_HINT, Limits, Sandbox, SandboxUnavailable, available, open_sandbox
+from .analysis import MasResult
 from .bleurt import BleurtScorer, check_checkpoint, choose_metric
 from .datasets import KIND, Item, load_items, task_files
 from .defences import Challenger, Inspector
@@ -86,11 +88,12 @@ class MasOptions(BaseModel):
         return self
 
 
-class MasTask(Task):
+class MasTask(Task[MasOptions]):
     """MAS-Resilience: how a collaboration system performs with (and without) a faulty agent."""
 
     name = "mas"
     Options = MasOptions
+    Result = MasResult
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -259,7 +262,7 @@ class MasTask(Task):
             return f"BLEURT (×100, local checkpoint `{name}`; the paper used BLEURT-20)"
         return METRIC_LABEL[self.kind]
 
-    def analyze(self, run_dir: Path) -> list[Path]:
-        from .analysis import analyze_run
+    def analyze(self, record: RunRecord) -> list[Path]:
+        from .analysis import analyze_record
 
-        return analyze_run(run_dir, self)
+        return analyze_record(record, self)

@@ -11,25 +11,42 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from ..errors import DataError
-from ..instruments.scale import STORED_HINT, ScoringError
+from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.files import atomic_open, atomic_write_text, write_csv
 from ..report.html import fenced
 from ..report.markdown import markdown_cells, write_report
-from ..runs.store import RunStore
+from ..runs.config import RunConfig
+from ..runs.record import RunRecord
 from .changes import change_table, measures, score_answers, summary_json, table_json
+from .options import EmotionBenchOptions, EmotionBenchResult
+from .prompts import PromptSettings
 from .report import alignment, heatmap, human_frame
+from .situations import SituationSet
 from .tables import markdown, paper_table
 
-if TYPE_CHECKING:
-    from .task import EmotionBenchTask
+
+class EmotionBenchRun(Protocol):
+    """What the analysis reads of the task that ran (the task itself; analysis never builds one)."""
+
+    config: RunConfig
+    options: EmotionBenchOptions
+
+    @property
+    def scale(self) -> Scale: ...
+
+    @property
+    def situation_set(self) -> SituationSet: ...
+
+    @property
+    def prompt_settings(self) -> PromptSettings: ...
 
 
-def run_frame(task: EmotionBenchTask, results: list[dict[str, Any]]) -> pd.DataFrame:
+def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFrame:
     """One row per run: kind, factor, situation, run, validity, asks and the measures (``NaN`` if invalid)."""
     scale = task.scale
     names = measures(scale)
@@ -71,7 +88,7 @@ def invalid_runs(frame: pd.DataFrame) -> dict[str, int]:
     return dict(Counter(groups[~frame["valid"].astype(bool)].tolist()))
 
 
-def summarize_runs(task: EmotionBenchTask, frame: pd.DataFrame, model: str) -> dict[str, Any]:
+def summarize_runs(task: EmotionBenchRun, frame: pd.DataFrame, model: str) -> dict[str, Any]:
     """The score-shaped summary of a run (same keys as ``score-results``), plus validity and RQ2."""
     names = measures(task.scale)
     opts = task.options
@@ -102,7 +119,7 @@ def summarize_runs(task: EmotionBenchTask, frame: pd.DataFrame, model: str) -> d
     return out
 
 
-def _load_human(task: EmotionBenchTask) -> Any:
+def _load_human(task: EmotionBenchRun) -> Any:
     from .crowd import crowd_path, human_table, load_crowd
 
     if task.scale.name != "PANAS":
@@ -136,18 +153,12 @@ def situation_frame(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame
     return pd.DataFrame(rows)
 
 
-def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
+def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
     """Write ``runs.csv``, ``situations.csv``, ``summary.json``, ``transcripts.jsonl``, ``report.md``
     (and ``alignment.csv`` and ``heatmap.png`` when human data and matplotlib are available)."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        units = store.units()
-        last_calls: dict[str, dict[str, Any]] = {}
-        for call in store.calls():
-            if call["seq"] >= last_calls.get(call["unit_id"], {}).get("seq", -1):
-                last_calls[call["unit_id"]] = call
-    finally:
-        store.close()
+    run_dir, units = record.run_dir, record.units
+    last_calls = record.calls.last_by_unit()
+    record.results(EmotionBenchResult)  # every stored result fits, or one error naming the unit
     done = [u for u in units if u.status == "done" and isinstance(u.result, dict)]
     failed = [u for u in units if u.status == "failed"]
     results = [u.result for u in done]
@@ -256,7 +267,7 @@ def analyze_run_dir(task: EmotionBenchTask, run_dir: Path) -> list[Path]:
     return written
 
 
-def prompt_record(task: EmotionBenchTask) -> dict[str, Any]:
+def prompt_record(task: EmotionBenchRun) -> dict[str, Any]:
     """Which wording the run used: version, built-in template, stable, and a default run's prompt."""
     from .prompts import TEMPLATES, build_prompt
 

@@ -20,9 +20,7 @@ import sys
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer
@@ -30,7 +28,9 @@ from ..instruments.official import official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
 from ..models.types import GenerationParams
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
+from .options import EmotionBenchOptions, EmotionBenchResult
 from .prompts import PromptSettings, build_prompt
 from .scales import load_scales
 from .situations import (
@@ -77,44 +77,12 @@ def say_warnings(caught: list[warnings.WarningMessage]) -> None:
             sys.stderr.flush()
 
 
-class EmotionBenchOptions(BaseModel):
-    """What to administer and how (``docs/emotionbench.md``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scale: str = Field(default="PANAS", description="PANAS or one of the eight emotion-specific scales")
-    emotions: list[str] | None = Field(
-        default=None, description="emotions to test (default: all for PANAS, the scale's own otherwise)"
-    )
-    factors: list[str] | None = Field(default=None, description="only these factor ids, e.g. Anger-1")
-    situations_per_factor: int | None = Field(default=5, ge=1, description="None: every situation")
-    runs: int = Field(default=10, ge=1, le=1000, description="evoked runs per situation")
-    default_runs: int | None = Field(
-        default=None, ge=2, le=10_000, description="default runs (None: 50 for PANAS, else 10)"
-    )
-    shuffle: bool = Field(default=True, description="shuffle items per run (False: original order)")
-    prompt: Literal["official", "v2"] = "official"
-    template: Literal["romero", "serapio-1", "serapio-2"] | None = Field(
-        default=None,
-        description="a built-in alternative wording (000:2004; llmpsych's own words), instead of prompt",
-    )
-    stable: bool = Field(default=False, description="ask the model to keep its emotions stable")
-    situation_template: str | None = None
-    system_template: str | None = None
-    instructions_template: str | None = None
-    situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
-    positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
-    max_reasks: int = Field(default=2, ge=0, le=10)
-    alpha: float = Field(default=0.01, gt=0, lt=1)
-    scoring: Literal["paper", "corrected"] = "paper"
-    published_test: bool = Field(default=True, description="the original code's F-test details")
-
-
-class EmotionBenchTask(Task):
+class EmotionBenchTask(Task[EmotionBenchOptions]):
     """EmotionBench: default and evoked emotion measures, tests of the change, comparison with humans."""
 
     name = "emotionbench"
     Options = EmotionBenchOptions
+    Result = EmotionBenchResult
 
     # -- data ------------------------------------------------------------------------------------
     def data_files(self) -> list[Path]:
@@ -275,7 +243,7 @@ class EmotionBenchTask(Task):
         return GenerationParams(**base)
 
     # -- analysis --------------------------------------------------------------------------------
-    def analyze(self, run_dir: Path) -> list[Path]:
-        from .analysis import analyze_run_dir
+    def analyze(self, record: RunRecord) -> list[Path]:
+        from .analysis import analyze_record
 
-        return analyze_run_dir(self, run_dir)
+        return analyze_record(self, record)

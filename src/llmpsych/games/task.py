@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..models.types import GenerationParams
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .engine import Game, Table
 from .prompts import PromptSet
@@ -85,7 +86,7 @@ class GamaBenchOptions(BaseModel):
         return names
 
 
-class GamaBenchTask(Task):
+class GamaBenchTask(Task[GamaBenchOptions]):
     """GAMA-Bench: eight N-player multi-round games."""
 
     name = "gamabench"
@@ -193,7 +194,7 @@ class GamaBenchTask(Task):
             "transcripts": table.transcripts,
         }
 
-    def analyze(self, run_dir: Path) -> list[Path]:
+    def analyze(self, record: RunRecord) -> list[Path]:
         from .analysis import analyze_run
 
-        return analyze_run(run_dir, self)
+        return analyze_run(record.run_dir, self)  # the games analysis reads the store itself

@@ -14,26 +14,28 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import DataError
+from ..instruments.native import ScaleFileRecord
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.html import write_html
 from ..report.markdown import table, write_report
 from ..report.tables import write_tables
+from ..runs.config import RunConfig
+from ..runs.record import RunRecord
 from ..runs.store import RunStore
 from ..stats import GroupStats, apply_holm, compare_with_norm, comparisons_frame, summarize, valid_rate
 from . import bsri as bsri_mod
 from . import cabin as cabin_mod
 from .logprob import ItemDistribution, weighted_scores
+from .options import PsychoBenchOptions, PsychoBenchResult
+from .personas import Persona
 from .transcripts import TRANSCRIPTS, run_link, write_transcripts
-
-if TYPE_CHECKING:
-    from .task import PsychoBenchTask
 
 SETTINGS_KEY = "psychobench_report"
 
@@ -57,23 +59,35 @@ class ReportSettings(BaseModel):
         return None if value is None else cabin_mod.check_groupings(value)
 
 
+class PsychoBenchRun(Protocol):
+    """What the analysis reads of the task that ran (the task itself; analysis never builds one)."""
+
+    config: RunConfig
+    options: PsychoBenchOptions
+
+    @property
+    def scales(self) -> list[Scale]: ...
+
+    @property
+    def all_scales(self) -> dict[str, Scale]: ...
+
+    @property
+    def persona(self) -> Persona: ...
+
+    def scale_source(self, name: str) -> ScaleFileRecord | None: ...
+
+
 def load_settings(run_dir: Path) -> ReportSettings:
     """The report settings stored in a run (defaults if none)."""
-    store = RunStore.in_dir(run_dir)
-    try:
+    with RunStore.in_dir(run_dir) as store:
         raw = store.get_meta(SETTINGS_KEY)
-    finally:
-        store.close()
     return ReportSettings.model_validate(raw or {})
 
 
 def save_settings(run_dir: Path, settings: ReportSettings) -> None:
     """Store report settings in a run, for every later ``llmpsych report``."""
-    store = RunStore.in_dir(run_dir)
-    try:
+    with RunStore.in_dir(run_dir) as store:
         store.set_meta(SETTINGS_KEY, settings.model_dump(mode="json"))
-    finally:
-        store.close()
 
 
 def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
@@ -193,19 +207,16 @@ def norm_comparisons(
     return comparisons_frame(apply_holm(comparisons)), skipped
 
 
-def analyze_run_dir(task: PsychoBenchTask, run_dir: Path) -> list[Path]:
+def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
     """Write tidy tables (CSV, Parquet), charts, report and transcripts (Markdown and HTML)."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        units = store.units()
-        n_calls = store.call_count()
-        settings = ReportSettings.model_validate(store.get_meta(SETTINGS_KEY) or {})
-    finally:
-        store.close()
-    done = [u.result for u in units if u.status == "done" and u.result]
-    scales = {s.name: s for s in task.scales if any(r["scale"] == s.name for r in done)}
+    run_dir, units, n_calls = record.run_dir, record.units, len(record.calls)
+    settings = ReportSettings.model_validate(record.meta.get(SETTINGS_KEY) or {})
+    typed = [(unit, result) for unit, result in record.results(PsychoBenchResult) if unit.result]
+    done: list[dict[str, Any]] = [unit.result for unit, _ in typed]
+    ran = {result.scale for _, result in typed}
+    scales = {s.name: s for s in task.scales if s.name in ran}
     tables = run_tables(task.all_scales, done)
-    n_runs = {name: sum(1 for r in done if r["scale"] == name) for name in scales}
+    n_runs = {name: sum(1 for _, r in typed if r.scale == name) for name in scales}
     scores = tables["scores"]
     if scores.empty:
         scores = pd.DataFrame(columns=["scale", "run", "subscale", "score"])
@@ -363,7 +374,7 @@ def norms_table(scales: dict[str, Scale]) -> pd.DataFrame:
 
 # -- report ------------------------------------------------------------------------------------------
 def _report(
-    task: PsychoBenchTask,
+    task: PsychoBenchRun,
     run_dir: Path,
     valid: pd.DataFrame,
     summary: pd.DataFrame,
@@ -475,7 +486,7 @@ def _report(
     return write_report(run_dir / "report.md", "PsychoBench report", sections)
 
 
-def scale_sources(task: PsychoBenchTask, summary: pd.DataFrame) -> str:
+def scale_sources(task: PsychoBenchRun, summary: pd.DataFrame) -> str:
     """Where each reported scale's items, prompts and norms came from: the official file or a scale file."""
     files: dict[str, list[str]] = {}
     official: list[str] = []

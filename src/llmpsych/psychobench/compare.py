@@ -33,11 +33,8 @@ def run_label(run_dir: Path) -> str:
     """The model of a run, with its persona and ``-JB`` for the cipher, from the stored config."""
     config: dict[str, Any] = {}
     if (run_dir / STORE_FILE).exists():
-        store = RunStore.in_dir(run_dir)
-        try:
+        with RunStore.in_dir(run_dir) as store:
             config = store.get_meta("config") or {}
-        finally:
-            store.close()
     label = str(config.get("model") or run_dir.name)
     options = config.get("options") or {}
     persona = str(options.get("persona") or "default")

@@ -15,98 +15,30 @@ from __future__ import annotations
 import hashlib
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer, item_block
-from ..instruments.native import ScaleFileRecord, record_scale_file, sha256_text
+from ..instruments.native import ScaleFileRecord
 from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
 from ..models.types import GenerationParams
 from ..runs.config import RunConfig
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
-from .cipher import DEFAULT_SHIFT, CipherContext
+from .cipher import CipherContext
 from .logprob import read_item
+from .options import PsychoBenchOptions, PsychoBenchResult
 from .personas import Persona, resolve_persona
 
 
-class ScaleFile(BaseModel):
-    """A user scale file as the run config stores it; given as a path, it is read once and recorded."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    sha256: str
-    content: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _read(cls, value: Any) -> Any:
-        if isinstance(value, str | Path):
-            record = record_scale_file(value)
-            return {"path": record.path, "sha256": record.sha256, "content": record.content}
-        return value
-
-    @model_validator(mode="after")
-    def _intact(self) -> ScaleFile:
-        if sha256_text(self.content) != self.sha256:
-            raise ConfigError(
-                f"the stored text of scale file {self.path} does not match its sha256",
-                "was run.sqlite edited? start a new run from the file",
-            )
-        return self
-
-    @property
-    def record(self) -> ScaleFileRecord:
-        return ScaleFileRecord(self.path, self.sha256, self.content)
-
-
-class PsychoBenchOptions(BaseModel):
-    """What to administer and how (``docs/psychobench.md``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    scales: list[str] | None = Field(
-        default=None,
-        description="scale names ('all': every scored official scale); default: every scored official "
-        "scale, or only the scale files' scales when scale_files is given",
-    )
-    scale_files: list[ScaleFile] = Field(
-        default_factory=list,
-        description="your own scale files (native or official format); all their scales run",
-    )
-    imported: dict[str, Any] | None = Field(
-        default=None,
-        description="set by `psychobench import-answers`: the answers file these results came from",
-    )
-    runs: int = Field(default=10, ge=1, le=1000, description="independent runs (item orders) per scale")
-    chunk_size: int | None = Field(
-        default=None, ge=1, description="statements per turn (None: whole scale; the official code used 30)"
-    )
-    max_reasks: int = Field(default=2, ge=0, le=10)
-    persona: str = Field(default="default", description="default, psychopath, liar, ordinary, hero, or text")
-    cipher: bool = Field(default=False, description="Caesar-cipher jailbreak (shift 3)")
-    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25)
-    mode: Literal["generate", "logprob"] = "generate"
-    top_logprobs: int = Field(default=20, ge=1, le=20)
-    alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level (the paper's 0.01)")
-    method: Literal["paper", "welch", "student"] = "paper"
-
-    @field_validator("persona")
-    @classmethod
-    def _known_persona(cls, value: str) -> str:
-        resolve_persona(value)
-        return value
-
-
-class PsychoBenchTask(Task):
+class PsychoBenchTask(Task[PsychoBenchOptions]):
     """PsychoBench: scales x runs, with personas, cipher and logprob modes; analysis against human norms."""
 
     name = "psychobench"
     Options = PsychoBenchOptions
+    Result = PsychoBenchResult
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)
@@ -303,10 +235,10 @@ class PsychoBenchTask(Task):
         return GenerationParams(**{**base, **extra})
 
     # -- analysis --------------------------------------------------------------------------------
-    def analyze(self, run_dir: Path) -> list[Path]:
-        from .analysis import analyze_run_dir
+    def analyze(self, record: RunRecord) -> list[Path]:
+        from .analysis import analyze_record
 
-        return analyze_run_dir(self, run_dir)
+        return analyze_record(self, record)
 
 
 def default_instructions(scale: Scale) -> str:

@@ -15,7 +15,7 @@ from ..instruments.administration import AdministrationResult, administer
 from ..models.types import GenerationParams
 from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import bar_chart, table, write_report
-from ..runs.store import RunStore
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .demo_scale import REASK, demo_scale
 
@@ -38,11 +38,44 @@ class QuickstartOptions(BaseModel):
     game_max_reasks: int = Field(default=2, ge=0, le=10)
 
 
-class QuickstartTask(Task):
+class AdministrationUnit(BaseModel):
+    """The result of one administration of the demonstration scale."""
+
+    model_config = ConfigDict(extra="allow")
+
+    order: list[int]
+    answers: dict[int, int]
+    unanswered: list[int] = Field(default_factory=list)
+    duplicates: dict[int, list[int]] = Field(default_factory=dict)
+    out_of_range: dict[int, int] = Field(default_factory=dict)
+    refused: bool = False
+    asks: int = 0
+
+    def administration(self) -> AdministrationResult:
+        """As the administration returned it (without the transcript)."""
+        return AdministrationResult(
+            self.answers, self.unanswered, self.duplicates, self.out_of_range, self.refused, self.asks
+        )
+
+
+class GameUnit(BaseModel):
+    """The result of the short Guess 2/3 game (the games' result layout; read by the games' scoring)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    game: str
+    players: int
+    fallbacks: int
+    summary: dict[str, Any]
+    rounds: list[dict[str, Any]]
+
+
+class QuickstartTask(Task[QuickstartOptions]):
     """Administration, parsing, scoring and a report on a built-in demonstration scale."""
 
     name = "quickstart"
     Options = QuickstartOptions
+    Result = AdministrationUnit | GameUnit
 
     def units(self) -> list[WorkUnit]:
         units = [WorkUnit(f"run-{r:03d}", {"run": r}) for r in range(1, self.options.runs + 1)]
@@ -104,21 +137,17 @@ class QuickstartTask(Task):
             "rounds": game.records,
         }
 
-    def analyze(self, run_dir: Path) -> list[Path]:
+    def analyze(self, record: RunRecord) -> list[Path]:
         scale = demo_scale()
-        store = RunStore.in_dir(run_dir)
-        try:
-            units = store.units()
-            calls = list(store.calls())
-            manifest = store.get_meta("manifest") or {}
-        finally:
-            store.close()
+        run_dir, calls, manifest = record.run_dir, record.calls, record.manifest
         answer_rows, score_rows = [], []
-        game_result = next((u.result for u in units if u.unit_id == GAME_UNIT and u.status == "done"), None)
-        for unit in units:
-            if unit.status != "done" or unit.unit_id == GAME_UNIT:
+        game_result = None
+        for unit, typed in record.results(self.Result):
+            if isinstance(typed, GameUnit):
+                if unit.unit_id == GAME_UNIT:
+                    game_result = unit.result
                 continue
-            result = AdministrationResult.from_json(unit.result)
+            result = typed.administration()
             for index in scale.item_indices:
                 answer_rows.append({"run": unit.unit_id, "item": index, "answer": result.answers.get(index)})
             scores = scale.score(result.answers)
@@ -152,7 +181,7 @@ class QuickstartTask(Task):
             else None
         )
         n_done = len(score_rows)
-        latency = sum(c["latency_s"] or 0 for c in calls) / max(1, len(calls))
+        latency = float(calls.frame()["latency_s"].fillna(0).sum()) / max(1, len(calls))
         model = manifest.get("config", {}).get("model", "?")
         n_valid = int(answers["answer"].notna().sum()) if not answers.empty else 0
         measured = (

@@ -10,11 +10,12 @@ import pandas as pd
 
 from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.markdown import table, write_report
+from ..runs.record import RunRecord
 from .analysis import METHOD_NOTES, validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
-from .results import detail_frame, done_units, load_points, run_frame
+from .results import ReliabilityResult, detail_frame, load_points, run_frame
 
 
 def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -149,9 +150,10 @@ def write_reanalysis(
     return written
 
 
-def analyze_run_dir(run_dir: Path, options: Any) -> list[Path]:
+def analyze_record(record: RunRecord, options: Any) -> list[Path]:
     """The task's analysis: re-analyse the run's data points and write the report into the run folder."""
-    units = done_units(run_dir)
+    record.results(ReliabilityResult)  # every stored result fits, or one error naming the unit
+    run_dir, units = record.run_dir, record.done()
     frame = run_frame(run_dir, units=units)
     if frame.empty or frame[list(DIMENSIONS)].dropna().shape[0] < 2:
         return []

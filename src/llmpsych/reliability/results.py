@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import LlmpsychError
 from ..instruments.numbers import finite_number
@@ -15,15 +17,26 @@ from .published import DIMENSIONS
 from .saves import concat_saves, load_save
 
 
+class ReliabilityResult(BaseModel):
+    """One unit's stored result: one configuration of the questionnaire, answered and scored.
+
+    The scores are checked where they are read (:func:`run_frame`), with messages naming the unit.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    config: dict[str, Any] = Field(default_factory=dict)
+    answers: dict[str, Any] | None = None
+    scores: dict[str, Any] | None = None
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+
+
 def done_units(run_dir: Path) -> list[UnitRow]:
     """The finished units of a run, read once from its store."""
     if not (run_dir / STORE_FILE).exists():
         raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
-    store = RunStore.in_dir(run_dir)
-    try:
+    with RunStore.in_dir(run_dir) as store:
         return store.units(status="done")
-    finally:
-        store.close()
 
 
 def run_frame(run_dir: Path, scoring: str = "text", units: list[UnitRow] | None = None) -> pd.DataFrame:

@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .answers import chunk_levels, parse_chunk
 from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, chunk_sizes, shuffled_chunks
@@ -31,6 +32,7 @@ from .logprobs import expected_levels, label_distributions
 from .official import OfficialBFI, data_files, load_bfi, load_steering, load_template
 from .outliers import EPS, MIN_PTS
 from .prompts import questionnaire_prompt
+from .results import ReliabilityResult
 from .steering import (
     KINDS,
     STYLES,
@@ -109,11 +111,12 @@ def slug(text: str) -> str:
     return f"{short[:32] or 'x'}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
-class ReliabilityTask(Task):
+class ReliabilityTask(Task[ReliabilityOptions]):
     """Scale reliability: the BFI grid, steering, maps and the thesis's statistics."""
 
     name = "reliability"
     Options = ReliabilityOptions
+    Result = ReliabilityResult
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -332,10 +335,10 @@ class ReliabilityTask(Task):
             "scores_expected": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
         }
 
-    def analyze(self, run_dir: Path) -> list[Path]:
-        from .report import analyze_run_dir
+    def analyze(self, record: RunRecord) -> list[Path]:
+        from .report import analyze_record
 
-        return analyze_run_dir(run_dir, self.options)
+        return analyze_record(record, self.options)
 
 
 __all__ = ["KINDS", "STYLES", "ReliabilityOptions", "ReliabilityTask"]

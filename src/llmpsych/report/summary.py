@@ -75,12 +75,9 @@ def tally(run_dir: Path) -> RunTally:
     """Read one run directory's store (never calls a model, never writes)."""
     from ..runs.store import RunStore
 
-    store = RunStore.in_dir(run_dir)
-    try:
+    with RunStore.in_dir(run_dir) as store:
         task = str((store.get_meta("config") or {}).get("task") or "?")
         units = store.units()
-    finally:
-        store.close()
     out = RunTally(run_dir=Path(run_dir), task=task, total=len(units))
     distinct: list[str] = []
     for unit in units:

@@ -9,6 +9,7 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -144,7 +145,7 @@ async def _start_staggered(worker: Callable[[], Awaitable[None]], count: int) ->
 
 
 async def execute(
-    task: Task,
+    task: Task[Any],
     units: list[WorkUnit],
     store: RunStore,
     clients: dict[str, ModelClient],

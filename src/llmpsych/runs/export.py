@@ -7,55 +7,50 @@ import os
 from contextlib import nullcontext
 from pathlib import Path
 
-import pandas as pd
+import pandas as pd  # type: ignore[import-untyped]
 
 from ..report.files import output_dir, write_csv, write_lines
+from .record import RunRecord, read_run, record_from_store
 from .store import RunStore, run_lock
 
 
-def calls_frame(run_dir: Path) -> pd.DataFrame:
+def calls_frame(run: Path | RunRecord) -> pd.DataFrame:
     """One row per model call: unit, role, model, full request and answer, timing and usage."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        rows = [
-            {
-                "unit_id": call["unit_id"],
-                "seq": call["seq"],
-                "role": call["role"],
-                "model": call["model"],
-                "messages": json.dumps(call["request"].get("messages"), ensure_ascii=False),
-                "answer": call["response"].get("text"),
-                "finish_reason": call["response"].get("finish_reason"),
-                "latency_s": call["latency_s"],
-                "prompt_tokens": call["prompt_tokens"],
-                "completion_tokens": call["completion_tokens"],
-                "attempts": call["attempts"],
-                "cached": call["cached"],
-            }
-            for call in store.calls()
-        ]
-    finally:
-        store.close()
+    record = run if isinstance(run, RunRecord) else read_run(run)
+    rows = [
+        {
+            "unit_id": call["unit_id"],
+            "seq": call["seq"],
+            "role": call["role"],
+            "model": call["model"],
+            "messages": json.dumps(call["request"].get("messages"), ensure_ascii=False),
+            "answer": call["response"].get("text"),
+            "finish_reason": call["response"].get("finish_reason"),
+            "latency_s": call["latency_s"],
+            "prompt_tokens": call["prompt_tokens"],
+            "completion_tokens": call["completion_tokens"],
+            "attempts": call["attempts"],
+            "cached": call["cached"],
+        }
+        for call in record.calls
+    ]
     return pd.DataFrame(rows)
 
 
-def units_frame(run_dir: Path) -> pd.DataFrame:
+def units_frame(run: Path | RunRecord) -> pd.DataFrame:
     """One row per work unit: status, error and result (as JSON)."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        rows = [
-            {
-                "unit_id": u.unit_id,
-                "status": u.status,
-                "attempts": u.attempts,
-                "error": u.error,
-                "payload": json.dumps(u.payload),
-                "result": json.dumps(u.result),
-            }
-            for u in store.units()
-        ]
-    finally:
-        store.close()
+    record = run if isinstance(run, RunRecord) else read_run(run)
+    rows = [
+        {
+            "unit_id": u.unit_id,
+            "status": u.status,
+            "attempts": u.attempts,
+            "error": u.error,
+            "payload": json.dumps(u.payload),
+            "result": json.dumps(u.result),
+        }
+        for u in record.units
+    ]
     return pd.DataFrame(rows)
 
 
@@ -65,20 +60,20 @@ def export_run(run_dir: Path, out_dir: Path | None = None) -> list[Path]:
     Each file is written atomically; CSV text cells are neutralised against spreadsheet formulas
     (:func:`~llmpsych.report.files.neutralise_cell`), the JSONL keeps every text exactly. Writing into
     the run folder holds the run's lock. A folder without a run store is an error and nothing is created.
+    The store is read once (:func:`~llmpsych.runs.record.read_run`).
     """
-    store = RunStore.in_dir(run_dir)
     inside = out_dir is None or _inside(out_dir, run_dir)
-    try:
-        with run_lock(run_dir) if inside else nullcontext():
-            folder = output_dir(run_dir, "export") if out_dir is None else output_dir(out_dir)
-            transcripts = write_lines(
-                folder / "transcripts.jsonl",
-                (json.dumps(call, ensure_ascii=False) + "\n" for call in store.calls()),
-            )
-            calls_csv = write_csv(calls_frame(run_dir), folder / "calls.csv")
-            units_csv = write_csv(units_frame(run_dir), folder / "units.csv")
-    finally:
+    # the store is checked before the lock file is made, and read once the lock is held
+    with RunStore.in_dir(run_dir, readonly=True) as store, run_lock(run_dir) if inside else nullcontext():
+        record = record_from_store(store, run_dir)
         store.close()
+        folder = output_dir(run_dir, "export") if out_dir is None else output_dir(out_dir)
+        transcripts = write_lines(
+            folder / "transcripts.jsonl",
+            (json.dumps(call, ensure_ascii=False) + "\n" for call in record.calls),
+        )
+        calls_csv = write_csv(calls_frame(record), folder / "calls.csv")
+        units_csv = write_csv(units_frame(record), folder / "units.csv")
     return [transcripts, calls_csv, units_csv]
 
 

@@ -23,6 +23,7 @@ from ..report.files import atomic_write_text
 from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
 from .manifest import build_manifest
+from .record import record_from_store
 from .store import STORE_FILE, RunStore, run_lock
 from .task import Task, task_class
 
@@ -169,7 +170,7 @@ def _open_cache(config: RunConfig) -> ResponseCache | None:
 
 
 async def _execute(
-    task: Task, store: RunStore, config: RunConfig, show_progress: bool, debug: bool, save_config: bool
+    task: Task[Any], store: RunStore, config: RunConfig, show_progress: bool, debug: bool, save_config: bool
 ) -> RunSummary:
     cache = _open_cache(config)
     clients = open_clients(config, cache, task.model_roles())
@@ -274,11 +275,8 @@ def _refuse_existing(run_dir: Path) -> None:
 
 
 def _nothing_registered(run_dir: Path) -> bool:
-    store = RunStore.in_dir(run_dir)
-    try:
+    with RunStore.in_dir(run_dir) as store:
         return not store.units()
-    finally:
-        store.close()
 
 
 def resume_run(
@@ -327,7 +325,7 @@ def resume_run(
 
 
 def _finish(
-    task: Task,
+    task: Task[Any],
     store: RunStore,
     config: RunConfig,
     run_dir: Path,
@@ -337,6 +335,7 @@ def _finish(
 ) -> RunOutcome:
     try:
         summary = asyncio.run(_execute(task, store, config, show_progress, debug, save_config))
+        record = record_from_store(store, run_dir) if summary.done + summary.skipped else None
     except KeyboardInterrupt:
         counts = store.unit_counts()
         raise RunInterrupted(
@@ -346,23 +345,19 @@ def _finish(
         ) from None
     finally:
         store.close()
-    outputs = analyze_run(run_dir) if summary.done + summary.skipped else []
+    outputs = task.analyze(record) if record is not None else []
     return RunOutcome(run_dir, summary, outputs)
 
 
 def analyze_run(run_dir: Path) -> list[Path]:
     """Re-analyse a run from its store alone (never calls a model), holding the run's lock.
 
-    A folder without a run store is an error, and nothing is created in it.
+    The store is read once (a :class:`~llmpsych.runs.record.RunRecord`) and the task built once from the
+    stored config. A folder without a run store is an error, and nothing is created in it.
     """
-    store = RunStore.in_dir(run_dir)
-    try:
-        raw = store.get_meta("config")
-    finally:
+    with RunStore.in_dir(run_dir, readonly=True) as store, run_lock(run_dir):
+        # the store is checked before the lock file is made, and read once the lock is held
+        record = record_from_store(store, run_dir)
         store.close()
-    if raw is None:
-        raise LlmpsychError(f"no run config stored in {run_dir}")
-    config = parse_run_config(raw, f"{run_dir} (stored config)")
-    task = task_class(config.task)(config)
-    with run_lock(run_dir):
-        return task.analyze(run_dir)
+        task = task_class(record.config.task)(record.config)
+        return task.analyze(record)

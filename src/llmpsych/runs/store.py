@@ -232,6 +232,31 @@ def _acquire(run_dir: Path) -> int:
     return fd
 
 
+def check_store_file(store_path: Path, create: bool = False) -> None:
+    """Refuse a store that is a link or not a regular file, and SQLite side files that are links."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        path = store_path.with_name(store_path.name + suffix)
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            if suffix == "" and not create:
+                raise DataError(
+                    f"no run found in {store_path.parent}", f"expected the run store {store_path}"
+                ) from None
+            continue
+        except OSError as exc:
+            raise DataError(f"cannot open the run store {path}: {exc.strerror}") from None
+        if stat.S_ISLNK(info.st_mode):
+            raise DataError(
+                f"{path} is a symbolic link; a run store and its side files must be regular files",
+                "copy the run folder without links",
+            )
+        if stat.S_ISDIR(info.st_mode):
+            raise DataError(f"{path} is a folder, not a run store")
+        if not stat.S_ISREG(info.st_mode):
+            raise DataError(f"{path} is not a regular file, so not a run store")
+
+
 @dataclass
 class UnitRow:
     """A work unit as stored."""
@@ -248,10 +273,13 @@ class RunStore:
     """Durable record of one run; safe to read while the run is going on.
 
     ``create=False`` (the default) opens an existing store and never creates a file or folder: a missing,
-    linked, foreign, damaged or newer store is a :class:`DataError` naming the file.
+    linked, foreign, damaged or newer store is a :class:`DataError` naming the file. ``readonly=True``
+    opens it for reading only (SQLite ``mode=ro``; the layout is checked, nothing is written).
+
+    A store is a context manager: ``with RunStore.in_dir(run_dir) as store:`` closes it at the end.
     """
 
-    def __init__(self, path: Path, *, create: bool = False) -> None:
+    def __init__(self, path: Path, *, create: bool = False, readonly: bool = False) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
         self._check_file(create)
@@ -260,42 +288,27 @@ class RunStore:
         try:
             if create:
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            else:  # mode=rw: SQLite must not create a missing file
-                uri = self.path.absolute().as_uri() + "?mode=rw"
+            else:  # mode=rw / mode=ro: SQLite must not create a missing file
+                uri = self.path.absolute().as_uri() + ("?mode=ro" if readonly else "?mode=rw")
                 self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as exc:
             raise self._damaged(exc) from None
         try:
-            self._open_schema(create)
+            self._open_schema(create, readonly and not create)
         except BaseException:
             self._db.close()
             raise
 
-    def _check_file(self, create: bool) -> None:
-        """Refuse a store that is a link or not a regular file, and SQLite side files that are links."""
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            path = self.path.with_name(self.path.name + suffix)
-            try:
-                info = path.lstat()
-            except FileNotFoundError:
-                if suffix == "" and not create:
-                    raise DataError(
-                        f"no run found in {self.path.parent}", f"expected the run store {self.path}"
-                    ) from None
-                continue
-            except OSError as exc:
-                raise DataError(f"cannot open the run store {path}: {exc.strerror}") from None
-            if stat.S_ISLNK(info.st_mode):
-                raise DataError(
-                    f"{path} is a symbolic link; a run store and its side files must be regular files",
-                    "copy the run folder without links",
-                )
-            if stat.S_ISDIR(info.st_mode):
-                raise DataError(f"{path} is a folder, not a run store")
-            if not stat.S_ISREG(info.st_mode):
-                raise DataError(f"{path} is not a regular file, so not a run store")
+    def __enter__(self) -> RunStore:
+        return self
 
-    def _open_schema(self, create: bool) -> None:
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_file(self, create: bool) -> None:
+        check_store_file(self.path, create)
+
+    def _open_schema(self, create: bool, readonly: bool = False) -> None:
         with self._guard():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             tables = {
@@ -319,6 +332,8 @@ class RunStore:
                             f"{self.path} is not an llmpsych run store (table {name!r} lacks "
                             f"{', '.join(missing)})"
                         )
+            if readonly:
+                return
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(SCHEMA)
@@ -342,9 +357,9 @@ class RunStore:
             yield
 
     @classmethod
-    def in_dir(cls, run_dir: Path, *, create: bool = False) -> RunStore:
+    def in_dir(cls, run_dir: Path, *, create: bool = False, readonly: bool = False) -> RunStore:
         """Open the store of a run directory (create it only with ``create=True``)."""
-        return cls(Path(run_dir) / STORE_FILE, create=create)
+        return cls(Path(run_dir) / STORE_FILE, create=create, readonly=readonly)
 
     # -- meta --------------------------------------------------------------------------------------
     def set_meta(self, key: str, value: Any) -> None:
@@ -357,6 +372,11 @@ class RunStore:
         with self._locked():
             row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
             return default if row is None else json.loads(row[0])
+
+    def all_meta(self) -> dict[str, Any]:
+        """Every stored JSON value, by key."""
+        with self._locked():
+            return {key: json.loads(value) for key, value in self._db.execute("SELECT key, value FROM meta")}
 
     # -- units -------------------------------------------------------------------------------------
     def add_units(self, units: Iterable[tuple[str, dict[str, Any]]]) -> int:
@@ -432,14 +452,18 @@ class RunStore:
         """Persist one completed call immediately (``request`` as a dict or already JSON-encoded)."""
         self.write(put_call_statements(unit_id, call_key, seq, role, model, request, response))
 
-    def calls(self) -> Iterator[dict[str, Any]]:
-        """Every stored call, in completion order."""
+    def call_rows(self) -> list[tuple[Any, ...]]:
+        """Every stored call as its row of columns (request and response as JSON text), in completion
+        order."""
         with self._locked():
-            rows = self._db.execute(
+            return self._db.execute(
                 "SELECT unit_id, call_key, seq, role, model, request, response, latency_s, prompt_tokens, "
                 "completion_tokens, attempts, cached, created FROM calls ORDER BY created, unit_id, seq"
             ).fetchall()
-        for row in rows:
+
+    def calls(self) -> Iterator[dict[str, Any]]:
+        """Every stored call, in completion order."""
+        for row in self.call_rows():
             with self._guard():
                 request, response = json.loads(row[5]), json.loads(row[6])
             yield {

@@ -6,12 +6,15 @@ import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
 from .config import RunConfig
+
+if TYPE_CHECKING:
+    from .record import RunRecord
 
 
 @dataclass(frozen=True)
@@ -28,15 +31,26 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Task(ABC):
-    """A benchmark as the run engine sees it."""
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+class Task(ABC, Generic[OptionsT]):
+    """A benchmark as the run engine sees it, generic over its options model
+    (``class PsychoBenchTask(Task[PsychoBenchOptions])``: ``self.options`` is typed).
+
+    ``Options`` is the options model itself (validated from the config); ``Result`` the type of one
+    unit's stored result, which :meth:`RunRecord.results <llmpsych.runs.record.RunRecord.results>` parses.
+    """
 
     name: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoOptions
+    Result: ClassVar[Any] = Any
+
+    options: OptionsT
 
     def __init__(self, config: RunConfig) -> None:
         self.config = config
-        self.options = self.validate_options(config.options)
+        self.options = cast(OptionsT, self.validate_options(config.options))
 
     @classmethod
     def validate_options(cls, options: dict[str, Any], source: str | None = None) -> BaseModel:
@@ -76,8 +90,8 @@ class Task(ABC):
         """Model calls a unit usually makes, for the progress bar's ETA before the first unit finishes."""
         return None
 
-    def analyze(self, run_dir: Path) -> list[Path]:
-        """Read the run store and write tables and reports; return the files written."""
+    def analyze(self, record: RunRecord) -> list[Path]:
+        """Write tables and reports from the run record into ``record.run_dir``; return the files written."""
         return []
 
 
@@ -98,10 +112,10 @@ def register_task(name: str, target: str) -> None:
     TASKS[name] = target
 
 
-def task_class(name: str) -> type[Task]:
+def task_class(name: str) -> type[Task[Any]]:
     """Resolve a task name to its class."""
     try:
         module_name, _, cls_name = TASKS[name].partition(":")
     except KeyError:
         raise ConfigError(f"unknown task {name!r}", f"available tasks: {', '.join(sorted(TASKS))}") from None
-    return getattr(importlib.import_module(module_name), cls_name)
+    return cast("type[Task[Any]]", getattr(importlib.import_module(module_name), cls_name))

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..models.types import GenerationParams
 from ..report.files import atomic_write_text
-from ..runs.store import RunStore
+from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 
 
@@ -29,11 +29,12 @@ class EchoOptions(BaseModel):
     max_tokens: int = Field(default=8, ge=1)
 
 
-class EchoTask(Task):
+class EchoTask(Task[EchoOptions]):
     """Synthetic conversations whose answers feed the next turn."""
 
     name = "echo"
     Options = EchoOptions
+    Result = list[list[str]]
 
     def units(self) -> list[WorkUnit]:
         return [WorkUnit(f"u{i:06d}", {"index": i}) for i in range(self.options.units)]
@@ -54,15 +55,8 @@ class EchoTask(Task):
                 history.append({"role": "user", "content": f"turn {turn + 1} seat {seat}: go on"})
         return [[m["content"] for m in history if m["role"] == "assistant"] for history in histories]
 
-    def analyze(self, run_dir: Path) -> list[Path]:
-        store = RunStore.in_dir(run_dir)
-        try:
-            done = store.units("done")
-            counts = store.unit_counts()
-        finally:
-            store.close()
-        out = run_dir / "echo-summary.json"
-        atomic_write_text(
-            out, json.dumps({"units": counts, "answers": {u.unit_id: u.result for u in done}}, indent=1)
-        )
+    def analyze(self, record: RunRecord) -> list[Path]:
+        answers = {unit.unit_id: result for unit, result in record.results(self.Result)}
+        out = record.run_dir / "echo-summary.json"
+        atomic_write_text(out, json.dumps({"units": record.unit_counts(), "answers": answers}, indent=1))
         return [out]

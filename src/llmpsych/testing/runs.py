@@ -9,16 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from llmpsych.runs.store import RunStore
+from llmpsych.runs.record import read_run
 
 
 def unit_results(run_dir: Path) -> dict[str, Any]:
     """Each stored unit's result, by unit id."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        return {u.unit_id: u.result for u in store.units()}
-    finally:
-        store.close()
+    return {u.unit_id: u.result for u in read_run(run_dir).units}
 
 
 def call_keys(run_dir: Path) -> list[tuple[str, str]]:

@@ -1,0 +1,55 @@
+"""EmotionBench's options and unit result, apart from the task so that analysis reads them without
+importing the task (which loads the scales and situations)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class EmotionBenchOptions(BaseModel):
+    """What to administer and how (``docs/emotionbench.md``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scale: str = Field(default="PANAS", description="PANAS or one of the eight emotion-specific scales")
+    emotions: list[str] | None = Field(
+        default=None, description="emotions to test (default: all for PANAS, the scale's own otherwise)"
+    )
+    factors: list[str] | None = Field(default=None, description="only these factor ids, e.g. Anger-1")
+    situations_per_factor: int | None = Field(default=5, ge=1, description="None: every situation")
+    runs: int = Field(default=10, ge=1, le=1000, description="evoked runs per situation")
+    default_runs: int | None = Field(
+        default=None, ge=2, le=10_000, description="default runs (None: 50 for PANAS, else 10)"
+    )
+    shuffle: bool = Field(default=True, description="shuffle items per run (False: original order)")
+    prompt: Literal["official", "v2"] = "official"
+    template: Literal["romero", "serapio-1", "serapio-2"] | None = Field(
+        default=None,
+        description="a built-in alternative wording (000:2004; llmpsych's own words), instead of prompt",
+    )
+    stable: bool = Field(default=False, description="ask the model to keep its emotions stable")
+    situation_template: str | None = None
+    system_template: str | None = None
+    instructions_template: str | None = None
+    situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
+    positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
+    max_reasks: int = Field(default=2, ge=0, le=10)
+    alpha: float = Field(default=0.01, gt=0, lt=1)
+    scoring: Literal["paper", "corrected"] = "paper"
+    published_test: bool = Field(default=True, description="the original code's F-test details")
+
+
+class EmotionBenchResult(BaseModel):
+    """One unit's stored result: one administration in a situation (``kind`` default, evoked, negative or
+    positive). The answers are checked where they are scored, with messages naming the situation."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str
+    run: int
+    factor: Any = ""
+    situation: Any = None
+    text: Any = ""
+    answers: dict[str, Any] | None = None

@@ -1,0 +1,100 @@
+"""PsychoBench's options and unit result, apart from the task so that analysis reads them without
+importing the task (which imports the administration, the scales and the personas)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..errors import ConfigError
+from ..instruments.native import ScaleFileRecord, record_scale_file, sha256_text
+from .cipher import DEFAULT_SHIFT
+from .personas import resolve_persona
+
+
+class ScaleFile(BaseModel):
+    """A user scale file as the run config stores it; given as a path, it is read once and recorded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if isinstance(value, str | Path):
+            record = record_scale_file(value)
+            return {"path": record.path, "sha256": record.sha256, "content": record.content}
+        return value
+
+    @model_validator(mode="after")
+    def _intact(self) -> ScaleFile:
+        if sha256_text(self.content) != self.sha256:
+            raise ConfigError(
+                f"the stored text of scale file {self.path} does not match its sha256",
+                "was run.sqlite edited? start a new run from the file",
+            )
+        return self
+
+    @property
+    def record(self) -> ScaleFileRecord:
+        return ScaleFileRecord(self.path, self.sha256, self.content)
+
+
+class PsychoBenchOptions(BaseModel):
+    """What to administer and how (``docs/psychobench.md``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scales: list[str] | None = Field(
+        default=None,
+        description="scale names ('all': every scored official scale); default: every scored official "
+        "scale, or only the scale files' scales when scale_files is given",
+    )
+    scale_files: list[ScaleFile] = Field(
+        default_factory=list,
+        description="your own scale files (native or official format); all their scales run",
+    )
+    imported: dict[str, Any] | None = Field(
+        default=None,
+        description="set by `psychobench import-answers`: the answers file these results came from",
+    )
+    runs: int = Field(default=10, ge=1, le=1000, description="independent runs (item orders) per scale")
+    chunk_size: int | None = Field(
+        default=None, ge=1, description="statements per turn (None: whole scale; the official code used 30)"
+    )
+    max_reasks: int = Field(default=2, ge=0, le=10)
+    persona: str = Field(default="default", description="default, psychopath, liar, ordinary, hero, or text")
+    cipher: bool = Field(default=False, description="Caesar-cipher jailbreak (shift 3)")
+    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25)
+    mode: Literal["generate", "logprob"] = "generate"
+    top_logprobs: int = Field(default=20, ge=1, le=20)
+    alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level (the paper's 0.01)")
+    method: Literal["paper", "welch", "student"] = "paper"
+
+    @field_validator("persona")
+    @classmethod
+    def _known_persona(cls, value: str) -> str:
+        resolve_persona(value)
+        return value
+
+
+class PsychoBenchResult(BaseModel):
+    """One unit's stored result: a scale administered once (``run``), in ``mode``.
+
+    Only the fields analysis locates the unit by are typed strictly; the answers, the item order and
+    the logprob items are checked where they are scored, with messages naming the scale, run and item.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    scale: str
+    run: int
+    mode: Literal["generate", "logprob"] = "generate"
+    answers: dict[str, Any] | None = None
+    order: list[Any] | None = None
+    items: list[Any] | None = None
