@@ -1,8 +1,8 @@
 """Tables and a report from a gamabench run store (never calls a model).
 
 Writes ``rounds.csv`` (one row per game round), ``decisions.csv`` (one row per asked decision),
-``games.csv`` (one row per game run with its raw summary and, when :mod:`llmpsych.games.scoring` is
-installed, its 0-100 score), ``plots/<game>.png`` with the plotted data in ``plots/<game>.csv``
+``games.csv`` (one row per game run with its raw summary and its 0-100 score, from the registered
+game's scorer), ``plots/<game>.png`` with the plotted data in ``plots/<game>.csv``
 (:mod:`llmpsych.games.plots`), ``transcripts/<game>-run<k>.md`` (every seat's conversation) and
 ``report.md``, which links the plots and transcripts.
 """
@@ -19,9 +19,8 @@ import pandas as pd
 from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import RunStore
+from . import registry, scoring
 from .plots import write_plots
-from .scoring import GAME_TITLES
-from .task import game_class
 
 
 def decision_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,59 +66,21 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, list | dict) else value
 
 
-def scoring_log(result: dict[str, Any], scoring: Any) -> Any:
-    """The :mod:`llmpsych.games.scoring` record of one engine result."""
-    game, p, rounds = result["game"], result["params"], result["rounds"]
-
-    def actions(r: dict[str, Any]) -> list[Any]:
-        return [d["action"] for d in r["decisions"]]
-
-    if game == "guessing":
-        return scoring.GuessingLog([actions(r) for r in rounds], p["min"], p["max"], p["ratio"])
-    if game == "bar":
-        return scoring.BarLog([[a == "go" for a in actions(r)] for r in rounds], p["ratio"])
-    if game == "divide_dollar":
-        return scoring.DollarLog([actions(r) for r in rounds], p["golds"])
-    if game == "public_goods":
-        return scoring.GoodsLog([actions(r) for r in rounds], p["tokens"], p["ratio"])
-    if game == "diner":
-        return scoring.DinerLog(
-            [actions(r) for r in rounds], p["cheap_cost"], p["cheap_utility"], p["exp_cost"], p["exp_utility"]
-        )
-    if game == "auction":
-        mode = "first_price" if p["mode"] == "first" else "second_price"
-        return scoring.AuctionLog([r["valuations"] for r in rounds], [actions(r) for r in rounds], mode)
-    if game == "battle_royale":
-        rates = [p["base_hit_rate"] + i * p["interval"] for i in range(result["players"])]
-        turns = [
-            scoring.BattleTurn(
-                f"player_{r['shooter']}",
-                {f"player_{s}": rates[s] for s in r["survivors_before"]},
-                None if r["target"] is None else f"player_{r['target']}",
-            )
-            for r in rounds
-        ]
-        return scoring.BattleLog(turns)
-    if game == "pirate":
-        pirate_rounds = [
-            scoring.PirateRound(r["plan"], [True, *[v["action"] == "accept" for v in r["votes"]]])
-            for r in rounds
-        ]
-        return scoring.PirateLog(pirate_rounds, result["players"], p["gold"])
-    raise ValueError(f"no scoring record for game {game!r}")
+def scoring_log(result: dict[str, Any], scoring: Any = None) -> Any:
+    """The scoring record of one engine result, built by its registered game (``scoring`` is unused and
+    kept for callers that pass the module)."""
+    try:
+        game = registry.get(result["game"])
+    except KeyError:
+        raise ValueError(f"no scoring record for game {result['game']!r}") from None
+    return game.scoring_log(result)
 
 
 def game_score(result: dict[str, Any]) -> float | None:
-    """The paper's 0-100 score (thesis version) of one game result via :mod:`llmpsych.games.scoring`.
-
-    None when that module is not installed or cannot score this result (e.g. too few rounds).
-    """
+    """The paper's 0-100 score (thesis version) of one game result, or None when it cannot be scored
+    (e.g. too few rounds)."""
     try:
-        from . import scoring
-    except ImportError:
-        return None
-    try:
-        return float(scoring.score(scoring_log(result, scoring)))
+        return float(scoring.score(scoring_log(result)))
     except (ValueError, TypeError, ZeroDivisionError, KeyError):
         return None
 
@@ -157,7 +118,7 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
     write_csv(decisions, outputs[0])
     write_csv(rounds, outputs[1])
     write_csv(games, outputs[2])
-    titles = {game: GAME_TITLES.get(game_class(game).folder, game) for game in task.params}
+    titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
     plots = write_plots(results, run_dir / "plots", titles)
     outputs += [path for files in plots.values() for path in files.values()]
     transcripts = write_transcripts(results, run_dir / "transcripts", titles)

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 from ..models.types import GenerationParams, Message
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
+from .scorekit import ScoringVersion
 from .seats import Seat
 
 
@@ -182,15 +183,65 @@ class Table:
         return Answer(decision.fallback, self.max_reasks + 1, fallback=True, raw=raw, errors=errors)
 
 
+#: ``add(panel, series, x, y, player=None)``: one plotted point of a game's result
+PlotAdd = Callable[..., None]
+
+
+def round_actions(record: dict[str, Any]) -> list[Any]:
+    """The actions of a simultaneous round's record, in player order."""
+    return [d["action"] for d in record["decisions"]]
+
+
 class Game(ABC):
-    """A GAMA-Bench game: its parameters, prompts and rules. Subclasses implement :meth:`play`."""
+    """A game: everything about it lives in its class, registered by :func:`.registry.register`.
+
+    Required (checked at registration): ``name``, ``title``, ``scoring_name``, ``folder``, ``Params``
+    (its options), ``builtin`` (its prompts), :meth:`play` (its rules), :meth:`scoring_log` and
+    :meth:`score_log` (its 0-100 score), ``panels`` and :meth:`plot_points` (its plot).
+    """
 
     name: ClassVar[str]
+    #: display title, e.g. "Guess 2/3 of the Average"
+    title: ClassVar[str]
+    #: the name in scores, logs and leaderboards (the authors' folder name for the eight paper games)
+    scoring_name: ClassVar[str]
+    #: the key of the game in ``leaderboard.json`` (default: ``scoring_name``)
+    json_key: ClassVar[str] = ""
+    #: one of the paper's eight games, whose mean is the overall score
+    in_overall: ClassVar[bool] = False
     folder: ClassVar[str]  # the official template folder
     Params: ClassVar[type[BaseModel]]
     builtin: ClassVar[dict[str, Builtin]]
+    #: plot panels: panel name -> (title, x label, y label), in drawing order
+    panels: ClassVar[dict[str, tuple[str, str, str]]] = {}
     #: the reference code's history truncation starts after this round
     truncate_after: ClassVar[int] = 20
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> Any:
+        """The scoring record (a frozen dataclass with a ``game`` field = ``scoring_name``) of a result."""
+        raise NotImplementedError
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        """The 0-100 score of a scoring record (``compat``: the published numbers' reading)."""
+        raise NotImplementedError
+
+    @classmethod
+    def score_bounds(cls, version: ScoringVersion) -> tuple[float, float]:
+        """The range a score must fall in (a score outside it means answers far outside the game's range)."""
+        return (0.0, 100.0)
+
+    @staticmethod
+    def above_range(log: Any) -> list[str]:
+        """Answers above the asked bound that the reference game accepted (``"round 5 player 3: bid 187 >
+        100"``); none by default."""
+        return []
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        """Call ``add(panel, series, x, y, player=None)`` for every plotted point of one game result."""
+        raise NotImplementedError
 
     def __init__(
         self,

@@ -29,22 +29,20 @@ from ..report.charts import pyplot
 from ..report.files import atomic_write_text, output_dir, save_figure, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
-from . import scoring
+from . import registry, scoring
 from .analysis import scoring_log
 from .score_logs import GAME_KEYS, LogRun, ModelScores, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, ScoringVersion
 
-#: Engine game name -> scoring game name (``scoring.GAMES``).
-SCORING_NAME: dict[str, str] = {
-    "guessing": "guessing_game",
-    "bar": "bar_game",
-    "divide_dollar": "divide_dollar",
-    "public_goods": "public_goods",
-    "diner": "diner_dilemma",
-    "auction": "sealed_bid_auction",
-    "battle_royale": "battle_royale",
-    "pirate": "pirate_game",
-}
+#: Engine game name -> scoring game name, of every registered game.
+SCORING_NAME = registry.SCORING_NAMES
+
+
+def score_columns(scores: Mapping[str, ModelScores]) -> list[str]:
+    """The games a leaderboard shows (scoring names): the paper's eight, then any other registered game
+    some model has scores for."""
+    scored = {g for s in scores.values() for g in s.games}
+    return [*GAMES, *(g.scoring_name for g in registry.games() if g.scoring_name in scored - set(GAMES))]
 
 
 #: Longest reason kept in a report: a scorer's message can quote a hostile answer of any size.
@@ -256,10 +254,11 @@ def leaderboard_frame(
     first. With ``left_out`` (:func:`left_out_frame`) a ``left out`` column counts the runs not scored,
     and a model none of whose runs could be scored still has its row (all ``-``)."""
     rows = []
+    columns = score_columns(scores)
     missing = {} if left_out is None else {n: None for n in left_out[first_column] if n not in scores}
     for name, s in [*scores.items(), *((n, ModelScores({}, None, None)) for n in missing)]:
         row: dict[str, Any] = {first_column: name}
-        for g in GAMES:
+        for g in columns:
             summary = s.games.get(g)
             row[GAME_TITLES[g]] = "-" if summary is None else _fmt(summary.mean, summary.sd)
         counts = sorted({v.n for v in s.games.values()})
@@ -283,7 +282,7 @@ def leaderboard_chart(scores: Mapping[str, ModelScores], path: Path, title: str)
     plt = pyplot()
     if plt is None:
         return None
-    groups = [*GAMES, "overall"]
+    groups = [*score_columns(scores), "overall"]
     names = list(scores)
     width = 0.8 / max(1, len(names))
     fig, ax = plt.subplots(figsize=(max(8.0, 0.8 * len(groups) + 0.2 * len(groups) * len(names)), 4.2))
