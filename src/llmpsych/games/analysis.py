@@ -21,6 +21,7 @@ from ..report.markdown import table, write_report
 from ..runs.store import RunStore
 from . import registry, scoring
 from .plots import write_plots
+from .seats import LLMSeat, build_seats
 
 
 def decision_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -123,11 +124,31 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
     outputs += [path for files in plots.values() for path in files.values()]
     transcripts = write_transcripts(results, run_dir / "transcripts", titles)
     outputs += [path for paths in transcripts.values() for path in paths]
-    human = sum(d["asks"] for r in results for d in decision_rows(r) if str(d["seat"]).startswith("human"))
+    # answers of human and python: seats are stored beside the model calls (so a resume replays them)
+    human = sum(d["asks"] for r in results for d in decision_rows(r) if not _model_seat(d["seat"]))
     outputs.append(
         _report(run_dir, task, games, results, failed, n_calls - human, manifest, plots, transcripts)
     )
     return outputs
+
+
+def _model_seat(spec: Any) -> bool:
+    """Whether a recorded seat spec is a model's (``llm``, ``llm:<role>``)."""
+    return str(spec).partition(":")[0].strip().lower() in {"llm", "model"}
+
+
+def players_text(task: Any) -> str:
+    """Who played: the models of the model seats (by role), and the other seats; never a model of the
+    config that no seat used."""
+    seats = build_seats(task.options.seats, task.options.players, load=False)
+    specs = task.config.role_specs()
+    roles = dict.fromkeys(seat.role for seat in seats if isinstance(seat, LLMSeat))
+    models = [
+        f"`{specs.get(role, '?')}`" + ("" if role == "subject" else f" (role {role})") for role in roles
+    ]
+    others = list(dict.fromkeys(seat.spec for seat in seats if not isinstance(seat, LLMSeat)))
+    text = f"model {', '.join(models)}" if models else "no model seats"
+    return text + (f"; other seats: {', '.join(others)}" if others else "")
 
 
 def transcript_markdown(result: dict[str, Any], title: str) -> str:
@@ -232,13 +253,13 @@ def _report(
         f"GAMA-Bench games {', '.join(task.params)} with {o.players} players, up to {o.rounds} rounds, "
         f"{o.runs} run(s) each; prompts {o.prompts} v{o.prompt_version}"
         f"{f', persona {o.persona}' if o.persona else ''}{f', CoT {o.cot}' if o.cot else ''}; "
-        f"model `{config.get('model', '?')}` at temperature {temperature} "
+        f"{players_text(task)}; temperature {temperature} "
         "(the paper used 1.0). Scores are the paper's 0-100 scale (higher is better) when "
         "`llmpsych.games.scoring` is available; n = number of runs."
     )
     valid = (
         f"{len(results)} game(s) finished, {len(failed)} not finished; {n_calls} model calls (stored "
-        "answers of human seats not counted). "
+        "answers of human and python: seats not counted). "
         "A decision that stayed unreadable after the re-asks got the game's fallback action (counted "
         "under fallbacks)."
     )

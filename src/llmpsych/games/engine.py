@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import random
 from abc import ABC, abstractmethod
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
 from ..models.types import GenerationParams, Message
+from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
 from .scorekit import ScoringVersion
@@ -95,29 +96,6 @@ class Table:
         self.transcripts: list[list[dict[str, Any]]] = [[] for _ in seats]
         self.round = 0
         self.fallbacks = 0
-        self._answer_keys: Counter[str] = Counter()
-
-    def answer_key(self, kind: str, decision: Decision) -> str:
-        """A key for one non-model answer, distinct per ask (a re-asked decision gets the next key)."""
-        base = f"{kind}:{self.label}:p{decision.player}:r{decision.round}:{decision.kind}"
-        occurrence = self._answer_keys[base]
-        self._answer_keys[base] += 1
-        return f"{base}#{occurrence}"
-
-    def stored_answer(self, key: str) -> str | None:
-        """A non-model answer recorded by an earlier, interrupted execution of this game (None if none)."""
-        store = getattr(self.ctx, "store", None)
-        if store is None:
-            return None
-        stored = store.get_call(self.ctx.unit_id, key)
-        return None if stored is None else str(stored.get("text", ""))
-
-    def store_answer(self, key: str, seat: Seat, messages: list[Message], text: str) -> None:
-        """Record a non-model answer (e.g. a human's) in the run store; a resumed game replays it."""
-        store = getattr(self.ctx, "store", None)
-        if store is not None:
-            role = key.partition(":")[0]
-            store.put_call(self.ctx.unit_id, key, 0, role, seat.spec, {"messages": messages}, {"text": text})
 
     def start(self, descriptions: list[str]) -> None:
         """Open every conversation with its system message."""
@@ -141,6 +119,29 @@ class Table:
                 if len(history) > 2:
                     del history[1]
 
+    def observe(self, decision: Decision, messages: list[Message], attempt: int = 0) -> Observation:
+        """What the player of ``decision`` is given to decide: its rules, reports so far and the question."""
+        history = self.histories[decision.player]
+        has_rules = bool(history) and history[0]["role"] == "system"
+        game = self.game
+        return Observation(
+            player=decision.player,
+            round=decision.round,
+            kind=decision.kind,
+            rules=history[0]["content"] if has_rules else "",
+            history=history[1:] if has_rules else list(history),
+            request=decision.request,
+            fields=decision.fields,
+            info=decision.info,
+            cot=game.cot_text,
+            attempt=attempt,
+            messages=messages,
+            sample=f"{self.label}:p{decision.player}",
+            params=self.params,
+            key=f"{self.label}:p{decision.player}:r{decision.round}:{decision.kind}",
+            strategy=lambda name, rng: game.strategy(name, decision, rng),
+        )
+
     async def ask(self, decisions: list[Decision]) -> list[Answer]:
         """Ask all decisions concurrently; each is re-asked on its own until valid or out of tries."""
         if decisions:
@@ -157,7 +158,7 @@ class Table:
         for attempt in range(self.max_reasks + 1):
             if attempt and (self.reask == "repeat" or log[-1]["kind"] != "feedback"):
                 log.append(self._turn("user", decision.request, "re-ask"))
-            reply = await seat.reply(decision, messages, self)
+            reply = await seat.reply(self.observe(decision, messages, attempt), self.ctx)
             raw = reply.text
             try:
                 data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
@@ -340,6 +341,16 @@ class OfflineContext:
 
     async def chat(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("an offline game has no model seats")
+
+    async def recorded(
+        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+    ) -> str:
+        """A non-model answer, asked now (an offline game records nothing)."""
+        return await produce()
+
+    def prompting(self) -> AbstractContextManager[None]:
+        """Nothing to pause offline."""
+        return nullcontext()
 
 
 def play_offline(game: Game, seats: list[Seat], seed: int = 0, max_reasks: int = 10) -> Table:

@@ -33,6 +33,7 @@ from . import registry, scoring
 from .analysis import scoring_log
 from .score_logs import GAME_KEYS, LogRun, ModelScores, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, ScoringVersion
+from .seats import LLMSeat, build_seats
 
 #: Engine game name -> scoring game name, of every registered game.
 SCORING_NAME = registry.SCORING_NAMES
@@ -116,9 +117,7 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
     if config.get("task") != "gamabench":
         raise LlmpsychError(f"{run_dir} is a {config.get('task', '?')!r} run, not a gamabench run")
     options = config.get("options") or {}
-    model = str(config.get("model", "?"))
-    if options.get("seats"):
-        model += " (mixed seats)"
+    model = model_label(config, options)
     info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options)
     seen: set[tuple[str, int]] = set()
     for unit in units:
@@ -146,6 +145,30 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
         if score is None:
             info.left_out.append(LeftOut(run_dir, result["game"], reason or "cannot be scored"))
     return info
+
+
+def model_label(config: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """Who a run's scores belong to: its model, marked ``(mixed seats)`` when seats were set; a table of
+    human, fixed or python: seats only names no model (it is labelled by its seats)."""
+    model = str(config.get("model", "?"))
+    if not options.get("seats"):
+        return model
+    try:
+        seats = build_seats(options["seats"], int(options.get("players", 10)), load=False)
+    except (LlmpsychError, TypeError, ValueError):
+        return model + " (mixed seats)"
+    models = config.get("models") if isinstance(config.get("models"), Mapping) else {}
+    roles = dict.fromkeys(s.role for s in seats if isinstance(s, LLMSeat))
+    if not roles:
+        return "no model (seats " + ", ".join(dict.fromkeys(s.spec for s in seats)) + ")"
+    names = [
+        model if role == "subject" else str(_role_model(models.get(role)) or f"role {role}") for role in roles
+    ]
+    return ", ".join(names) + " (mixed seats)"
+
+
+def _role_model(value: Any) -> Any:
+    return value.get("model") if isinstance(value, Mapping) else value
 
 
 def game_score(

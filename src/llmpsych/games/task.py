@@ -59,14 +59,13 @@ class GamaBenchOptions(BaseModel):
     # Each game's parameters: ``-O guessing.ratio=0.5`` (a table named after a registered game, checked
     # against the game's Params when the task is built).
     model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, dict[str, Any]] = Field(init=False)
 
     @model_validator(mode="after")
     def _game_tables(self) -> GamaBenchOptions:
-        for key, value in (self.model_extra or {}).items():
+        for key in self.model_extra or {}:
             if key not in registry.names():
                 raise ValueError(f"unknown option {key!r} (not a game: {', '.join(registry.names())})")
-            if not isinstance(value, dict):
-                raise ValueError(f"option {key!r}: give the game's parameters as a table, e.g. {key}.x=1")
         return self
 
     def game_params(self, game: str) -> dict[str, Any]:
@@ -102,6 +101,18 @@ class GamaBenchTask(Task):
                     f"seat {seat.spec!r}: no model role {seat.role!r}",
                     f'add it to the config, e.g. models = {{{seat.role} = "openai/gpt-4o-mini"}}',
                 )
+
+    @classmethod
+    def validate_options(cls, options: dict[str, Any], source: str | None = None) -> BaseModel:
+        """As every task's, with a key that is neither an option nor a registered game named on its own."""
+        for key in options if isinstance(options, dict) else ():
+            if key not in GamaBenchOptions.model_fields and key not in registry.names():
+                prefix = f"{source}: " if source else ""
+                raise ConfigError(
+                    f"{prefix}options for task {cls.name!r}: {key}: Extra inputs are not permitted",
+                    f"a game's parameters go under its name: {', '.join(registry.names())}",
+                )
+        return super().validate_options(options, source)
 
     @classmethod
     def code_imports(cls, config: Any) -> list[str]:
