@@ -125,16 +125,16 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
     transcripts = write_transcripts(results, run_dir / "transcripts", titles)
     outputs += [path for paths in transcripts.values() for path in paths]
     # answers of human and python: seats are stored beside the model calls (so a resume replays them)
-    human = sum(d["asks"] for r in results for d in decision_rows(r) if not _model_seat(d["seat"]))
+    human = sum(d["asks"] for r in results for d in decision_rows(r) if _recorded_seat(d["seat"]))
     outputs.append(
         _report(run_dir, task, games, results, failed, n_calls - human, manifest, plots, transcripts)
     )
     return outputs
 
 
-def _model_seat(spec: Any) -> bool:
-    """Whether a recorded seat spec is a model's (``llm``, ``llm:<role>``)."""
-    return str(spec).partition(":")[0].strip().lower() in {"llm", "model"}
+def _recorded_seat(spec: Any) -> bool:
+    """Whether a seat's answers are stored beside the model calls (``human`` and ``python:`` seats)."""
+    return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python"}
 
 
 def players_text(task: Any) -> str:
