@@ -6,6 +6,9 @@ the request is appended *temporarily* as the last user turn. All decisions of a 
 asked concurrently. An unreadable or invalid answer is asked again, at most ``max_reasks`` times (the
 original code retried forever, a recorded deviation), then the game's fallback action is used and logged.
 
+A seat is given an :class:`~llmpsych.games.observation.Observation` of its decision (never the table)
+and the unit context; human and ``python:`` answers are recorded by the context like model calls.
+
 Everything is deterministic given the answers and ``ctx.rng`` draws, so a resumed run replays its stored
 answers and continues from the last finished round.
 """
