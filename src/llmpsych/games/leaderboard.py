@@ -157,7 +157,8 @@ def model_label(config: Mapping[str, Any], options: Mapping[str, Any]) -> str:
         seats = build_seats(options["seats"], int(options.get("players", 10)), load=False)
     except (LlmpsychError, TypeError, ValueError):
         return model + " (mixed seats)"
-    models = config.get("models") if isinstance(config.get("models"), Mapping) else {}
+    roles_table = config.get("models")
+    models: Mapping[str, Any] = roles_table if isinstance(roles_table, Mapping) else {}
     roles = dict.fromkeys(s.role for s in seats if isinstance(s, LLMSeat))
     if not roles:
         return "no model (seats " + ", ".join(dict.fromkeys(s.spec for s in seats)) + ")"

@@ -111,11 +111,11 @@ class StrategySeat(Seat):
         self.name = name
 
     async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
-        if observation.strategy is None:
+        o, strategy = observation, observation.strategy
+        if strategy is None:
             raise ConfigError(f"seat {self.spec!r}: this game offers no strategies")
-        o = observation
         rng = ctx.rng("strategy", self.name, o.round, o.player, o.kind)
-        return _wrap(o.strategy(self.name, rng), o)
+        return _wrap(strategy(self.name, rng), o)
 
 
 class CallableSeat(Seat):
