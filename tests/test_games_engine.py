@@ -250,3 +250,27 @@ def test_persona_and_chain_of_thought_in_the_builtin_prompts() -> None:
     request = g.decision(0, 1).request
     assert COT in request and '"explanation"' in request
     assert not _guessing().description(0).startswith(PERSONAS[3])
+
+
+def test_a_seat_is_given_an_observation_not_the_table() -> None:
+    from llmpsych.games.pirate import PirateGame, PirateParams
+    from llmpsych.games.prompts import COT
+
+    prompts = PromptSet(GuessingGame.folder, GuessingGame.builtin)
+    game = GuessingGame(GuessingParams(), 2, 2, prompts, OfflineContext().rng, cot=1)
+    table = Table(game, build_seats(["fixed:10", "fixed:20"], 2), OfflineContext(), GenerationParams(), "u")
+    table.start([game.description(p) for p in range(2)])
+    decision = game.decision(1, 1)
+    messages = [*table.histories[1], {"role": "user", "content": decision.request}]
+    seen = table.observe(decision, messages)
+    assert (seen.player, seen.round, seen.kind, seen.key) == (1, 1, "number", "u:p1:r1:number")
+    assert seen.rules == game.description(1) and seen.history == [] and seen.messages == messages
+    assert seen.sample == "u:p1" and seen.answer_format == {"chosen_number": "integer_between_0_and_100"}
+    assert "Round 1 begins" in seen.question and "JSON" not in seen.question and COT not in seen.question
+    assert seen.valid == "integer between 0 and 100"
+    assert seen.strategy is not None and seen.strategy("ne", random.Random(0)) == 0
+
+    pirate = PirateGame(PirateParams(), 3, 3, PromptSet(PirateGame.folder, PirateGame.builtin), random.Random)
+    pirates = Table(pirate, build_seats(None, 3, "strategy:ne"), OfflineContext(), GenerationParams(), "p")
+    plan = pirates.observe(pirate.proposal(1), [])
+    assert plan.valid == "one whole number for each of rank_1, rank_2, rank_3, separated by commas"

@@ -198,20 +198,22 @@ def test_an_image_outside_the_report_folder_is_not_embedded(tmp_path: Path) -> N
 
 
 def test_a_human_seat_sees_other_seats_replies_inert() -> None:
-    from llmpsych.games.engine import Decision
+    import asyncio
+
+    from llmpsych.games.observation import Observation
     from llmpsych.games.seats import HumanSeat
 
     seat = HumanSeat("human", stdin=io.StringIO("42\n"), stdout=io.StringIO())
-    decision = Decision(
+    observation = Observation(
         player=0,
         round=1,
         kind="number",
+        rules=HOSTILE,
+        history=[{"role": "assistant", "content": HOSTILE}, {"role": "user", "content": HOSTILE}],
         request="?",
         fields=["chosen_number"],
-        validate=lambda d: d,
-        fallback=0,
     )
-    line = seat._ask(decision, [{"role": "assistant", "content": HOSTILE}])
+    line = asyncio.run(seat._ask(observation))
     shown = seat.stdout.getvalue()
     assert line == "42" and "PWNED" in shown
     for char in CONTROL_CHARS:

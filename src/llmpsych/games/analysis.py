@@ -1,8 +1,8 @@
 """Tables and a report from a gamabench run store (never calls a model).
 
 Writes ``rounds.csv`` (one row per game round), ``decisions.csv`` (one row per asked decision),
-``games.csv`` (one row per game run with its raw summary and, when :mod:`llmpsych.games.scoring` is
-installed, its 0-100 score), ``plots/<game>.png`` with the plotted data in ``plots/<game>.csv``
+``games.csv`` (one row per game run with its raw summary and its 0-100 score, from the registered
+game's scorer), ``plots/<game>.png`` with the plotted data in ``plots/<game>.csv``
 (:mod:`llmpsych.games.plots`), ``transcripts/<game>-run<k>.md`` (every seat's conversation) and
 ``report.md``, which links the plots and transcripts.
 """
@@ -19,9 +19,9 @@ import pandas as pd
 from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import RunStore
+from . import registry, scoring
 from .plots import write_plots
-from .scoring import GAME_TITLES
-from .task import game_class
+from .seats import LLMSeat, build_seats
 
 
 def decision_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -67,59 +67,21 @@ def _cell(value: Any) -> Any:
     return json.dumps(value) if isinstance(value, list | dict) else value
 
 
-def scoring_log(result: dict[str, Any], scoring: Any) -> Any:
-    """The :mod:`llmpsych.games.scoring` record of one engine result."""
-    game, p, rounds = result["game"], result["params"], result["rounds"]
-
-    def actions(r: dict[str, Any]) -> list[Any]:
-        return [d["action"] for d in r["decisions"]]
-
-    if game == "guessing":
-        return scoring.GuessingLog([actions(r) for r in rounds], p["min"], p["max"], p["ratio"])
-    if game == "bar":
-        return scoring.BarLog([[a == "go" for a in actions(r)] for r in rounds], p["ratio"])
-    if game == "divide_dollar":
-        return scoring.DollarLog([actions(r) for r in rounds], p["golds"])
-    if game == "public_goods":
-        return scoring.GoodsLog([actions(r) for r in rounds], p["tokens"], p["ratio"])
-    if game == "diner":
-        return scoring.DinerLog(
-            [actions(r) for r in rounds], p["cheap_cost"], p["cheap_utility"], p["exp_cost"], p["exp_utility"]
-        )
-    if game == "auction":
-        mode = "first_price" if p["mode"] == "first" else "second_price"
-        return scoring.AuctionLog([r["valuations"] for r in rounds], [actions(r) for r in rounds], mode)
-    if game == "battle_royale":
-        rates = [p["base_hit_rate"] + i * p["interval"] for i in range(result["players"])]
-        turns = [
-            scoring.BattleTurn(
-                f"player_{r['shooter']}",
-                {f"player_{s}": rates[s] for s in r["survivors_before"]},
-                None if r["target"] is None else f"player_{r['target']}",
-            )
-            for r in rounds
-        ]
-        return scoring.BattleLog(turns)
-    if game == "pirate":
-        pirate_rounds = [
-            scoring.PirateRound(r["plan"], [True, *[v["action"] == "accept" for v in r["votes"]]])
-            for r in rounds
-        ]
-        return scoring.PirateLog(pirate_rounds, result["players"], p["gold"])
-    raise ValueError(f"no scoring record for game {game!r}")
+def scoring_log(result: dict[str, Any], scoring: Any = None) -> Any:
+    """The scoring record of one engine result, built by its registered game (``scoring`` is unused and
+    kept for callers that pass the module)."""
+    try:
+        game = registry.get(result["game"])
+    except KeyError:
+        raise ValueError(f"no scoring record for game {result['game']!r}") from None
+    return game.scoring_log(result)
 
 
 def game_score(result: dict[str, Any]) -> float | None:
-    """The paper's 0-100 score (thesis version) of one game result via :mod:`llmpsych.games.scoring`.
-
-    None when that module is not installed or cannot score this result (e.g. too few rounds).
-    """
+    """The paper's 0-100 score (thesis version) of one game result, or None when it cannot be scored
+    (e.g. too few rounds)."""
     try:
-        from . import scoring
-    except ImportError:
-        return None
-    try:
-        return float(scoring.score(scoring_log(result, scoring)))
+        return float(scoring.score(scoring_log(result)))
     except (ValueError, TypeError, ZeroDivisionError, KeyError):
         return None
 
@@ -157,16 +119,36 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
     write_csv(decisions, outputs[0])
     write_csv(rounds, outputs[1])
     write_csv(games, outputs[2])
-    titles = {game: GAME_TITLES.get(game_class(game).folder, game) for game in task.params}
+    titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
     plots = write_plots(results, run_dir / "plots", titles)
     outputs += [path for files in plots.values() for path in files.values()]
     transcripts = write_transcripts(results, run_dir / "transcripts", titles)
     outputs += [path for paths in transcripts.values() for path in paths]
-    human = sum(d["asks"] for r in results for d in decision_rows(r) if str(d["seat"]).startswith("human"))
+    # answers of human and python: seats are stored beside the model calls (so a resume replays them)
+    human = sum(d["asks"] for r in results for d in decision_rows(r) if _recorded_seat(d["seat"]))
     outputs.append(
         _report(run_dir, task, games, results, failed, n_calls - human, manifest, plots, transcripts)
     )
     return outputs
+
+
+def _recorded_seat(spec: Any) -> bool:
+    """Whether a seat's answers are stored beside the model calls (``human`` and ``python:`` seats)."""
+    return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python"}
+
+
+def players_text(task: Any) -> str:
+    """Who played: the models of the model seats (by role), and the other seats; never a model of the
+    config that no seat used."""
+    seats = build_seats(task.options.seats, task.options.players, load=False)
+    specs = task.config.role_specs()
+    roles = dict.fromkeys(seat.role for seat in seats if isinstance(seat, LLMSeat))
+    models = [
+        f"`{specs.get(role, '?')}`" + ("" if role == "subject" else f" (role {role})") for role in roles
+    ]
+    others = list(dict.fromkeys(seat.spec for seat in seats if not isinstance(seat, LLMSeat)))
+    text = f"model {', '.join(models)}" if models else "no model seats"
+    return text + (f"; other seats: {', '.join(others)}" if others else "")
 
 
 def transcript_markdown(result: dict[str, Any], title: str) -> str:
@@ -271,13 +253,13 @@ def _report(
         f"GAMA-Bench games {', '.join(task.params)} with {o.players} players, up to {o.rounds} rounds, "
         f"{o.runs} run(s) each; prompts {o.prompts} v{o.prompt_version}"
         f"{f', persona {o.persona}' if o.persona else ''}{f', CoT {o.cot}' if o.cot else ''}; "
-        f"model `{config.get('model', '?')}` at temperature {temperature} "
+        f"{players_text(task)}; temperature {temperature} "
         "(the paper used 1.0). Scores are the paper's 0-100 scale (higher is better) when "
         "`llmpsych.games.scoring` is available; n = number of runs."
     )
     valid = (
         f"{len(results)} game(s) finished, {len(failed)} not finished; {n_calls} model calls (stored "
-        "answers of human seats not counted). "
+        "answers of human and python: seats not counted). "
         "A decision that stayed unreadable after the re-asks got the game's fallback action (counted "
         "under fallbacks)."
     )

@@ -15,15 +15,19 @@ Nash equilibrium: bid the valuation in the second-price auction; shade below it 
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from .engine import Decision, SimultaneousGame
+from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
 from .parsing import as_int
 from .prompts import echo
+from .scorekit import ScoringVersion, above_bound, check_version, every_round, finite, mean
 
 BUILTIN = {
     "description": """@3
@@ -88,6 +92,48 @@ def resolve_auction(
     }
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AuctionLog:
+    """Sealed-Bid Auction: each player's private valuation and bid, per round."""
+
+    valuations: Sequence[Sequence[float]]
+    bids: Sequence[Sequence[float]]
+    mode: Literal["first_price", "second_price"] = "first_price"
+    game: str = field(default="sealed_bid_auction", init=False)
+
+
+def auction_score(log: AuctionLog, *, version: ScoringVersion = "thesis") -> float:
+    """Sealed-Bid Auction: how far bids are shaded below valuations (first-price play).
+
+    Thesis: S6 = mean over rounds and players of max(0, (v - b)/max(v, 1)); score = S6*100. The guard
+    max(v, 1) handles the valuation 0 the game can draw, and overbids count 0, as in the reference code.
+    ``version="arxiv_v4"``: S6 = mean(v - b), score = S6/max(v)*100 over the observed valuations.
+
+    The leaderboard scores first-price auctions only; the same formula applied to second-price logs
+    (where bidding the valuation is the equilibrium) is descriptive, not the paper's score.
+    """
+    check_version(version)
+    every_round(log.bids, "bids")
+    if len(log.bids) != len(log.valuations) or any(
+        len(b) != len(v) for b, v in zip(log.bids, log.valuations, strict=True)
+    ):
+        raise ValueError("bids and valuations must have the same shape")
+    finite(log.bids, "bid")
+    finite(log.valuations, "valuation")
+    pairs = [
+        (v, b)
+        for vrow, brow in zip(log.valuations, log.bids, strict=True)
+        for v, b in zip(vrow, brow, strict=True)
+    ]
+    if version == "arxiv_v4":
+        top = max(v for v, _ in pairs)
+        if top <= 0:
+            raise ValueError("the arXiv auction score needs a positive valuation")
+        return mean([v - b for v, b in pairs]) / top * 100
+    return mean([max(0.0, (v - b) / max(v, 1)) for v, b in pairs]) * 100
+
+
 class AuctionGame(SimultaneousGame):
     """Sealed-Bid Auction."""
 
@@ -95,6 +141,14 @@ class AuctionGame(SimultaneousGame):
     folder = "sealed_bid_auction"
     Params = AuctionParams
     builtin = BUILTIN
+    title = "Sealed-Bid Auction"
+    scoring_name = "sealed_bid_auction"
+    json_key = "sealed_bid_auction"
+    in_overall = True
+    panels = {
+        "bids": ("Bids against valuations", "valuation", "bid"),
+        "shading": ("Mean bid / valuation", "round", "bid / valuation"),
+    }
     p: AuctionParams
 
     def check(self) -> None:
@@ -156,3 +210,40 @@ class AuctionGame(SimultaneousGame):
             for v, b in zip(r["valuations"], r["bids"], strict=True)
         ]
         return {"mean_relative_shading": sum(terms) / len(terms) if terms else None}
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> AuctionLog:
+        rounds = result["rounds"]
+        mode: Literal["first_price", "second_price"] = (
+            "first_price" if result["params"]["mode"] == "first" else "second_price"
+        )
+        return AuctionLog([r["valuations"] for r in rounds], [round_actions(r) for r in rounds], mode)
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return auction_score(log, version=version)
+
+    @classmethod
+    def score_bounds(cls, version: ScoringVersion) -> tuple[float, float]:
+        """The arXiv v4 auction formula has no lower bound."""
+        return (-math.inf if version == "arxiv_v4" else 0.0, 100.0)
+
+    @staticmethod
+    def above_range(log: Any) -> list[str]:
+        return above_bound(
+            (j, i, b, v, "bid")
+            for j, (brow, vrow) in enumerate(zip(log.bids, log.valuations, strict=True), 1)
+            for i, (b, v) in enumerate(zip(brow, vrow, strict=True), 1)
+        )
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        for r in result["rounds"]:
+            for i, (v, b) in enumerate(zip(r["valuations"], r["bids"], strict=True)):
+                add("bids", "bid", v, b, i)
+            ratios = [b / v for v, b in zip(r["valuations"], r["bids"], strict=True) if v > 0]
+            add("shading", "mean", r["round"], sum(ratios) / len(ratios) if ratios else math.nan)
+        values = sorted({v for r in result["rounds"] for v in r["valuations"]})
+        if values:  # the diagonal, once per run over the valuations seen
+            add("bids", "bid = valuation", values[0], values[0])
+            add("bids", "bid = valuation", values[-1], values[-1])

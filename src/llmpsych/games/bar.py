@@ -13,14 +13,17 @@ Nash equilibrium: no pure one; the mixed equilibrium is to go with probability R
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, SimultaneousGame
+from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
 from .guessing import number_text
 from .parsing import as_choice
 from .prompts import echo
+from .scorekit import ScoringVersion, every_round, mean
 
 BUILTIN = {
     "description": """@6
@@ -81,6 +84,30 @@ def resolve_bar(decisions: list[str], ratio: float, low: float, high: float, hom
     return {"choices": decisions, "go": go, "go_ratio": go_ratio, "good": good, "utility": utility}
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BarLog:
+    """El Farol Bar: whether each player went to the bar (True) or stayed home, per round."""
+
+    went: Sequence[Sequence[bool]]
+    ratio: float = 0.6
+    game: str = field(default="bar_game", init=False)
+
+
+def bar_score(log: BarLog) -> float:
+    """El Farol Bar: how close each round's share of goers is to the capacity R (the mixed equilibrium).
+
+    S2 = mean over rounds of |share of goers - R|; score = (max(R, 1-R) - S2)/max(R, 1-R)*100. The
+    leaderboard scores the implicit-information mode only.
+    """
+    every_round(log.went, "decisions")
+    if not 0 <= log.ratio <= 1:
+        raise ValueError("the El Farol ratio is a share of players, between 0 and 1")
+    s2 = mean([abs(sum(bool(g) for g in row) / len(row) - log.ratio) for row in log.went])
+    worst = max(log.ratio, 1 - log.ratio)
+    return (worst - s2) / worst * 100
+
+
 class BarGame(SimultaneousGame):
     """El Farol Bar."""
 
@@ -88,6 +115,11 @@ class BarGame(SimultaneousGame):
     folder = "bar_game"
     Params = BarParams
     builtin = BUILTIN
+    title = "El Farol Bar"
+    scoring_name = "bar_game"
+    json_key = "el_farol"
+    in_overall = True
+    panels = {"attendance": ("Attendance against capacity", "round", "players at the bar")}
     p: BarParams
 
     @property
@@ -148,6 +180,21 @@ class BarGame(SimultaneousGame):
     def summary(self) -> dict[str, Any]:
         ratios = [r["go_ratio"] for r in self.records]
         return {"mean_go_ratio": sum(ratios) / len(ratios) if ratios else None}
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> BarLog:
+        went = [[a == "go" for a in round_actions(r)] for r in result["rounds"]]
+        return BarLog(went, result["params"]["ratio"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return bar_score(log)
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        for r in result["rounds"]:
+            add("attendance", "went", r["round"], r["go"])
+            add("attendance", "capacity", r["round"], result["params"]["ratio"] * result["players"])
 
 
 def _n(value: float) -> str:

@@ -20,14 +20,17 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from .engine import Decision, Game, Table
+from .engine import Decision, Game, PlotAdd, Table
 from .parsing import InvalidAnswer
 from .prompts import echo
+from .scorekit import ScoringVersion
 
 BUILTIN = {
     "description": """@5
@@ -109,6 +112,48 @@ def next_shooter(current: int, survivors: list[int]) -> int:
     return later[0] if later else survivors[0]
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BattleTurn:
+    """One Battle Royale turn: who shot, who was alive (id -> hit rate), and the target (None: a miss)."""
+
+    shooter: str
+    survivors: Mapping[str, float]
+    target: str | None
+
+
+@dataclass(frozen=True)
+class BattleLog:
+    """Battle Royale: the turns played, one shot each."""
+
+    turns: Sequence[BattleTurn]
+    game: str = field(default="battle_royale", init=False)
+
+
+def best_target(turn: BattleTurn) -> set[str]:
+    """The surviving player(s) other than the shooter with the highest hit rate."""
+    others = {p: h for p, h in turn.survivors.items() if p != turn.shooter}
+    if not others:
+        return set()
+    top = max(others.values())
+    return {p for p, h in others.items() if h == top}
+
+
+def battle_score(log: BattleLog) -> float:
+    """Battle Royale: the percentage of turns whose shooter aimed at the strongest other survivor.
+
+    S7 = (turns targeting the highest-hit-rate survivor other than the shooter) / k, k = turns played;
+    score = S7*100. Intentional misses and targets that are not a surviving opponent count as wrong.
+
+    Correction: the paper prints the normaliser 1/(N*k); every published value (e.g. GPT-3.5-0125's
+    20.0 = 4/20 turns) is per turn, 1/k, which is also what the formula means, so that is used.
+    """
+    if not log.turns:
+        raise ValueError("no Battle Royale turns to score")
+    correct = sum(t.target is not None and t.target in best_target(t) for t in log.turns)
+    return correct / len(log.turns) * 100
+
+
 class BattleRoyaleGame(Game):
     """Battle Royale."""
 
@@ -116,6 +161,14 @@ class BattleRoyaleGame(Game):
     folder = "battle_royale"
     Params = BattleRoyaleParams
     builtin = BUILTIN
+    title = "Battle Royale"
+    scoring_name = "battle_royale"
+    json_key = "battle_royale"
+    in_overall = True
+    panels = {
+        "survivors": ("Players left", "shot", "players"),
+        "shots": ("Shots", "shot", "player"),
+    }
     p: BattleRoyaleParams
 
     def check(self) -> None:
@@ -252,3 +305,35 @@ class BattleRoyaleGame(Game):
             "strongest_target_rate": correct / k if k else None,
             "winner": survivors[0] if len(survivors) == 1 else None,
         }
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> BattleLog:
+        p = result["params"]
+        rates = [p["base_hit_rate"] + i * p["interval"] for i in range(result["players"])]
+        turns = [
+            BattleTurn(
+                f"player_{r['shooter']}",
+                {f"player_{s}": rates[s] for s in r["survivors_before"]},
+                None if r["target"] is None else f"player_{r['target']}",
+            )
+            for r in result["rounds"]
+        ]
+        return BattleLog(turns)
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return battle_score(log)
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        for r in result["rounds"]:
+            j = r["round"]
+            if j == 1:
+                add("survivors", "players left", 0, len(r["survivors_before"]))
+            add("survivors", "players left", j, len(r["survivors"]))
+            if r["target"] is None:
+                add("shots", "intentional miss", j, r["shooter"], r["shooter"])
+            else:
+                add("shots", "hit" if r["hit"] else "missed", j, r["target"], r["shooter"])
+            if r["strongest_other"] is not None:
+                add("shots", "strongest other", j, r["strongest_other"], r["shooter"])

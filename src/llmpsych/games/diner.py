@@ -10,14 +10,17 @@ reference treated anything but "cheap" as costly).
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .engine import Decision, SimultaneousGame
+from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
 from .guessing import number_text
 from .parsing import as_choice
 from .prompts import echo
+from .scorekit import ScoringVersion, every_round, mean
 
 BUILTIN = {
     "description": """@6
@@ -76,6 +79,54 @@ def resolve_diner(dishes: list[str], p: DinerParams) -> dict[str, Any]:
     }
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DinerLog:
+    """Diner's Dilemma: each player's dish answer (``"cheap"`` or ``"costly"``), per round.
+
+    Answers are kept as given, so the scorer can apply (or, with ``compat``, not apply) the reading of
+    variants such as ``"cheap_dish"``. The prices and utilities do not enter the score.
+    """
+
+    dishes: Sequence[Sequence[str]]
+    cheap_price: float = 10
+    cheap_utility: float = 15
+    costly_price: float = 20
+    costly_utility: float = 20
+    game: str = field(default="diner_dilemma", init=False)
+
+
+def read_dish(answer: str) -> bool | None:
+    """True for the cheap dish, False for the costly one, None if the answer names neither.
+
+    Accepts the two words in any case and the ``_dish`` variants some models answer with
+    (``"cheap_dish"``); a placeholder echo such as ``"costly_or_cheap"`` names neither.
+    """
+    word = str(answer).strip().lower().removesuffix("_dish").removesuffix(" dish")
+    return {"cheap": True, "costly": False}.get(word)
+
+
+def diner_score(log: DinerLog, *, compat: bool = False) -> float:
+    """Diner's Dilemma: the percentage of costly orders (everyone ordering costly is the equilibrium).
+
+    S5 = share of cheap orders; score = (1 - S5)*100.
+
+    Correction: the reference code counts any answer other than exactly ``"cheap"`` as costly, so
+    ``"cheap_dish"`` (which Mixtral-8x7B often answers) counted as costly in the published numbers. By
+    default answers are read with :func:`read_dish` and answers naming neither dish are left out;
+    ``compat=True`` reproduces the reference.
+    """
+    every_round(log.dishes, "dish answers")
+    if compat:
+        cheap = [str(d) == "cheap" for row in log.dishes for d in row]
+    else:
+        read = [read_dish(d) for row in log.dishes for d in row]
+        cheap = [c for c in read if c is not None]
+        if not cheap:
+            raise ValueError("no answer names a dish")
+    return (1 - mean([float(c) for c in cheap])) * 100
+
+
 class DinerGame(SimultaneousGame):
     """Diner's Dilemma."""
 
@@ -83,6 +134,11 @@ class DinerGame(SimultaneousGame):
     folder = "diner_dilemma"
     Params = DinerParams
     builtin = BUILTIN
+    title = "Diner's Dilemma"
+    scoring_name = "diner_dilemma"
+    json_key = "diners_dilemma"
+    in_overall = True
+    panels = {"orders": ("Cheap and costly orders", "round", "share of players")}
     p: DinerParams
 
     def description(self, player: int) -> str:
@@ -140,3 +196,20 @@ class DinerGame(SimultaneousGame):
         n = sum(len(r["dishes"]) for r in self.records)
         cheap = sum(r["cheap"] for r in self.records)
         return {"cheap_rate": cheap / n if n else None}
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> DinerLog:
+        p = result["params"]
+        dishes = [round_actions(r) for r in result["rounds"]]
+        return DinerLog(dishes, p["cheap_cost"], p["cheap_utility"], p["exp_cost"], p["exp_utility"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return diner_score(log, compat=compat)
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        n = result["players"]
+        for r in result["rounds"]:
+            add("orders", "cheap", r["round"], r["cheap"] / n)
+            add("orders", "costly", r["round"], r["costly"] / n)

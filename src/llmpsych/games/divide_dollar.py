@@ -9,14 +9,18 @@ Nash equilibrium: every player bids G/N.
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, SimultaneousGame
+from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
 from .parsing import as_int
 from .prompts import echo
+from .scorekit import ScoringVersion, above_bound, every_round, finite, mean
 
 BUILTIN = {
     "description": """@3
@@ -58,6 +62,31 @@ def resolve_dollar(bids: list[int], golds: int) -> dict[str, Any]:
     return {"bids": bids, "total": total, "within": ok, "received": [b if ok else 0 for b in bids]}
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DollarLog:
+    """Divide the Dollar: each player's bid for a share of ``golds``, per round."""
+
+    bids: Sequence[Sequence[float]]
+    golds: float = 100
+    game: str = field(default="divide_dollar", init=False)
+
+
+def dollar_score(log: DollarLog) -> float:
+    """Divide the Dollar: how close the sum of bids is to G (everyone bidding G/N is the equilibrium).
+
+    S3 = mean over rounds of |sum of bids - G|; score = max((G - S3)/G*100, 0). The arXiv v4 text
+    prints no floor at 0, but its published table was computed with it (Mixtral-8x7B: 1.2±2.8 from runs
+    of 6.2, 0, 0, 0, 0), so both versions use it.
+    """
+    every_round(log.bids, "bids")
+    finite(log.bids, "bid")
+    if log.golds <= 0:
+        raise ValueError("golds must be positive")
+    s3 = mean([abs(math.fsum(row) - log.golds) for row in log.bids])
+    return max((log.golds - s3) / log.golds * 100, 0.0)
+
+
 class DivideDollarGame(SimultaneousGame):
     """Divide the Dollar."""
 
@@ -65,6 +94,14 @@ class DivideDollarGame(SimultaneousGame):
     folder = "divide_dollar"
     Params = DivideDollarParams
     builtin = BUILTIN
+    title = "Divide the Dollar"
+    scoring_name = "divide_dollar"
+    json_key = "divide_dollar"
+    in_overall = True
+    panels = {
+        "bids": ("Bids", "round", "golds"),
+        "total": ("Sum of bids against the pot", "round", "golds"),
+    }
     p: DivideDollarParams
 
     def description(self, player: int) -> str:
@@ -107,3 +144,29 @@ class DivideDollarGame(SimultaneousGame):
     def summary(self) -> dict[str, Any]:
         totals = [r["total"] for r in self.records]
         return {"mean_total_bid": sum(totals) / len(totals) if totals else None}
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> DollarLog:
+        return DollarLog([round_actions(r) for r in result["rounds"]], result["params"]["golds"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return dollar_score(log)
+
+    @staticmethod
+    def above_range(log: Any) -> list[str]:
+        return above_bound(
+            (j, i, b, log.golds, "bid") for j, row in enumerate(log.bids, 1) for i, b in enumerate(row, 1)
+        )
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        p, n = result["params"], result["players"]
+        for r in result["rounds"]:
+            j = r["round"]
+            for i, b in enumerate(r["bids"]):
+                add("bids", "bid", j, b, i)
+            add("bids", "mean", j, r["total"] / n)
+            add("bids", "equal split", j, p["golds"] / n)
+            add("total", "sum of bids", j, r["total"])
+            add("total", "pot", j, p["golds"])

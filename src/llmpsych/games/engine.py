@@ -6,6 +6,9 @@ the request is appended *temporarily* as the last user turn. All decisions of a 
 asked concurrently. An unreadable or invalid answer is asked again, at most ``max_reasks`` times (the
 original code retried forever, a recorded deviation), then the game's fallback action is used and logged.
 
+A seat is given an :class:`~llmpsych.games.observation.Observation` of its decision (never the table)
+and the unit context; human and ``python:`` answers are recorded by the context like model calls.
+
 Everything is deterministic given the answers and ``ctx.rng`` draws, so a resumed run replays its stored
 answers and continues from the last finished round.
 """
@@ -15,16 +18,18 @@ from __future__ import annotations
 import asyncio
 import random
 from abc import ABC, abstractmethod
-from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel
 
 from ..models.types import GenerationParams, Message
+from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
+from .scorekit import ScoringVersion
 from .seats import Seat
 
 
@@ -94,29 +99,6 @@ class Table:
         self.transcripts: list[list[dict[str, Any]]] = [[] for _ in seats]
         self.round = 0
         self.fallbacks = 0
-        self._answer_keys: Counter[str] = Counter()
-
-    def answer_key(self, kind: str, decision: Decision) -> str:
-        """A key for one non-model answer, distinct per ask (a re-asked decision gets the next key)."""
-        base = f"{kind}:{self.label}:p{decision.player}:r{decision.round}:{decision.kind}"
-        occurrence = self._answer_keys[base]
-        self._answer_keys[base] += 1
-        return f"{base}#{occurrence}"
-
-    def stored_answer(self, key: str) -> str | None:
-        """A non-model answer recorded by an earlier, interrupted execution of this game (None if none)."""
-        store = getattr(self.ctx, "store", None)
-        if store is None:
-            return None
-        stored = store.get_call(self.ctx.unit_id, key)
-        return None if stored is None else str(stored.get("text", ""))
-
-    def store_answer(self, key: str, seat: Seat, messages: list[Message], text: str) -> None:
-        """Record a non-model answer (e.g. a human's) in the run store; a resumed game replays it."""
-        store = getattr(self.ctx, "store", None)
-        if store is not None:
-            role = key.partition(":")[0]
-            store.put_call(self.ctx.unit_id, key, 0, role, seat.spec, {"messages": messages}, {"text": text})
 
     def start(self, descriptions: list[str]) -> None:
         """Open every conversation with its system message."""
@@ -140,6 +122,29 @@ class Table:
                 if len(history) > 2:
                     del history[1]
 
+    def observe(self, decision: Decision, messages: list[Message], attempt: int = 0) -> Observation:
+        """What the player of ``decision`` is given to decide: its rules, reports so far and the question."""
+        history = self.histories[decision.player]
+        has_rules = bool(history) and history[0]["role"] == "system"
+        game = self.game
+        return Observation(
+            player=decision.player,
+            round=decision.round,
+            kind=decision.kind,
+            rules=history[0]["content"] if has_rules else "",
+            history=history[1:] if has_rules else list(history),
+            request=decision.request,
+            fields=decision.fields,
+            info=decision.info,
+            cot=game.cot_text,
+            attempt=attempt,
+            messages=messages,
+            sample=f"{self.label}:p{decision.player}",
+            params=self.params,
+            key=f"{self.label}:p{decision.player}:r{decision.round}:{decision.kind}",
+            strategy=lambda name, rng: game.strategy(name, decision, rng),
+        )
+
     async def ask(self, decisions: list[Decision]) -> list[Answer]:
         """Ask all decisions concurrently; each is re-asked on its own until valid or out of tries."""
         if decisions:
@@ -156,7 +161,7 @@ class Table:
         for attempt in range(self.max_reasks + 1):
             if attempt and (self.reask == "repeat" or log[-1]["kind"] != "feedback"):
                 log.append(self._turn("user", decision.request, "re-ask"))
-            reply = await seat.reply(decision, messages, self)
+            reply = await seat.reply(self.observe(decision, messages, attempt), self.ctx)
             raw = reply.text
             try:
                 data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
@@ -182,15 +187,65 @@ class Table:
         return Answer(decision.fallback, self.max_reasks + 1, fallback=True, raw=raw, errors=errors)
 
 
+#: ``add(panel, series, x, y, player=None)``: one plotted point of a game's result
+PlotAdd = Callable[..., None]
+
+
+def round_actions(record: dict[str, Any]) -> list[Any]:
+    """The actions of a simultaneous round's record, in player order."""
+    return [d["action"] for d in record["decisions"]]
+
+
 class Game(ABC):
-    """A GAMA-Bench game: its parameters, prompts and rules. Subclasses implement :meth:`play`."""
+    """A game: everything about it lives in its class, registered by :func:`.registry.register`.
+
+    Required (checked at registration): ``name``, ``title``, ``scoring_name``, ``folder``, ``Params``
+    (its options), ``builtin`` (its prompts), :meth:`play` (its rules), :meth:`scoring_log` and
+    :meth:`score_log` (its 0-100 score), ``panels`` and :meth:`plot_points` (its plot).
+    """
 
     name: ClassVar[str]
+    #: display title, e.g. "Guess 2/3 of the Average"
+    title: ClassVar[str]
+    #: the name in scores, logs and leaderboards (the authors' folder name for the eight paper games)
+    scoring_name: ClassVar[str]
+    #: the key of the game in ``leaderboard.json`` (default: ``scoring_name``)
+    json_key: ClassVar[str] = ""
+    #: one of the paper's eight games, whose mean is the overall score
+    in_overall: ClassVar[bool] = False
     folder: ClassVar[str]  # the official template folder
     Params: ClassVar[type[BaseModel]]
     builtin: ClassVar[dict[str, Builtin]]
+    #: plot panels: panel name -> (title, x label, y label), in drawing order
+    panels: ClassVar[dict[str, tuple[str, str, str]]] = {}
     #: the reference code's history truncation starts after this round
     truncate_after: ClassVar[int] = 20
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> Any:
+        """The scoring record (a frozen dataclass with a ``game`` field = ``scoring_name``) of a result."""
+        raise NotImplementedError
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        """The 0-100 score of a scoring record (``compat``: the published numbers' reading)."""
+        raise NotImplementedError
+
+    @classmethod
+    def score_bounds(cls, version: ScoringVersion) -> tuple[float, float]:
+        """The range a score must fall in (a score outside it means answers far outside the game's range)."""
+        return (0.0, 100.0)
+
+    @staticmethod
+    def above_range(log: Any) -> list[str]:
+        """Answers above the asked bound that the reference game accepted (``"round 5 player 3: bid 187 >
+        100"``); none by default."""
+        return []
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        """Call ``add(panel, series, x, y, player=None)`` for every plotted point of one game result."""
+        raise NotImplementedError
 
     def __init__(
         self,
@@ -289,6 +344,16 @@ class OfflineContext:
 
     async def chat(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("an offline game has no model seats")
+
+    async def recorded(
+        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+    ) -> str:
+        """A non-model answer, asked now (an offline game records nothing)."""
+        return await produce()
+
+    def prompting(self) -> AbstractContextManager[None]:
+        """Nothing to pause offline."""
+        return nullcontext()
 
 
 def play_offline(game: Game, seats: list[Seat], seed: int = 0, max_reasks: int = 10) -> Table:

@@ -13,16 +13,20 @@ one (in answer order) win; by default we let all of them win (``tie_rule="all"``
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..errors import ConfigError
-from .engine import Decision, SimultaneousGame
+from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
 from .parsing import as_int
 from .prompts import echo
+from .scorekit import ScoringVersion, check_version, every_round, finite, mean
 
 BUILTIN = {
     "description": """@5
@@ -95,6 +99,45 @@ def resolve_guesses(
     return {"choices": choices, "mean": mean, "target": target, "winning": winning, "winners": winners}
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GuessingLog:
+    """Guess R of the Average: each player's integer in [min_value, max_value], per round."""
+
+    choices: Sequence[Sequence[float]]
+    min_value: float = 0
+    max_value: float = 100
+    ratio: float = 2 / 3
+    game: str = field(default="guessing_game", init=False)
+
+
+def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+    """Guess R of the Average: how close the choices are to the equilibrium.
+
+    S1 = mean over rounds and players of (C - MIN), D = MAX - MIN. Rescaled (thesis):
+    R<1: (D - S1)/D*100 (equilibrium MIN); R>1: S1/D*100 (equilibrium MAX);
+    R=1: (1 - |2*S1 - D|/D)*100. ``version="arxiv_v4"`` uses |2*S1 - D|/D*100 at R=1 (the complement).
+
+    Correction: for R<1 the reference code computes (MAX - S1)/D, which equals the thesis formula only
+    when MIN=0 (every published setting); ``compat=True`` uses the code's form.
+    """
+    check_version(version)
+    every_round(log.choices, "choices")
+    finite(log.choices, "guess", log.min_value, log.max_value)
+    span = log.max_value - log.min_value
+    if span <= 0:
+        raise ValueError("max_value must exceed min_value")
+    s1 = mean([c - log.min_value for row in log.choices for c in row])
+    if math.isclose(log.ratio, 1.0):
+        distance = abs(2 * s1 - span) / span * 100
+        return distance if version == "arxiv_v4" else 100 - distance
+    if log.ratio > 1:
+        return s1 / span * 100
+    if compat:
+        return (log.max_value - s1) / span * 100
+    return (span - s1) / span * 100
+
+
 class GuessingGame(SimultaneousGame):
     """Guess R × the average."""
 
@@ -102,6 +145,11 @@ class GuessingGame(SimultaneousGame):
     folder = "guessing_game"
     Params = GuessingParams
     builtin = BUILTIN
+    title = "Guess 2/3 of the Average"
+    scoring_name = "guessing_game"
+    json_key = "guess_2_3"
+    in_overall = True
+    panels = {"choices": ("Choices, group mean and winning number", "round", "number")}
     p: GuessingParams
 
     def check(self) -> None:
@@ -162,3 +210,23 @@ class GuessingGame(SimultaneousGame):
     def summary(self) -> dict[str, Any]:
         means = [r["mean"] for r in self.records]
         return {"mean_choice": sum(means) / len(means) if means else None}
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> GuessingLog:
+        p = result["params"]
+        return GuessingLog([round_actions(r) for r in result["rounds"]], p["min"], p["max"], p["ratio"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return guessing_score(log, version=version, compat=compat)
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        for r in result["rounds"]:
+            j = r["round"]
+            for i, c in enumerate(r["choices"]):
+                add("choices", "choice", j, c, i)
+            add("choices", "mean", j, r["mean"])
+            add("choices", "target", j, r["target"])
+            for w in r["winning"]:
+                add("choices", "winning", j, w)

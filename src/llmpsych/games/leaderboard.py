@@ -29,22 +29,21 @@ from ..report.charts import pyplot
 from ..report.files import atomic_write_text, output_dir, save_figure, write_csv
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
-from . import scoring
+from . import registry, scoring
 from .analysis import scoring_log
 from .score_logs import GAME_KEYS, LogRun, ModelScores, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, ScoringVersion
+from .seats import LLMSeat, build_seats
 
-#: Engine game name -> scoring game name (``scoring.GAMES``).
-SCORING_NAME: dict[str, str] = {
-    "guessing": "guessing_game",
-    "bar": "bar_game",
-    "divide_dollar": "divide_dollar",
-    "public_goods": "public_goods",
-    "diner": "diner_dilemma",
-    "auction": "sealed_bid_auction",
-    "battle_royale": "battle_royale",
-    "pirate": "pirate_game",
-}
+#: Engine game name -> scoring game name, of every registered game.
+SCORING_NAME = registry.SCORING_NAMES
+
+
+def score_columns(scores: Mapping[str, ModelScores]) -> list[str]:
+    """The games a leaderboard shows (scoring names): the paper's eight, then any other registered game
+    some model has scores for."""
+    scored = {g for s in scores.values() for g in s.games}
+    return [*GAMES, *(g.scoring_name for g in registry.games() if g.scoring_name in scored - set(GAMES))]
 
 
 #: Longest reason kept in a report: a scorer's message can quote a hostile answer of any size.
@@ -118,9 +117,7 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
     if config.get("task") != "gamabench":
         raise LlmpsychError(f"{run_dir} is a {config.get('task', '?')!r} run, not a gamabench run")
     options = config.get("options") or {}
-    model = str(config.get("model", "?"))
-    if options.get("seats"):
-        model += " (mixed seats)"
+    model = model_label(config, options)
     info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options)
     seen: set[tuple[str, int]] = set()
     for unit in units:
@@ -148,6 +145,31 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
         if score is None:
             info.left_out.append(LeftOut(run_dir, result["game"], reason or "cannot be scored"))
     return info
+
+
+def model_label(config: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """Who a run's scores belong to: its model, marked ``(mixed seats)`` when seats were set; a table of
+    human, fixed or python: seats only names no model (it is labelled by its seats)."""
+    model = str(config.get("model", "?"))
+    if not options.get("seats"):
+        return model
+    try:
+        seats = build_seats(options["seats"], int(options.get("players", 10)), load=False)
+    except (LlmpsychError, TypeError, ValueError):
+        return model + " (mixed seats)"
+    roles_table = config.get("models")
+    models: Mapping[str, Any] = roles_table if isinstance(roles_table, Mapping) else {}
+    roles = dict.fromkeys(s.role for s in seats if isinstance(s, LLMSeat))
+    if not roles:
+        return "no model (seats " + ", ".join(dict.fromkeys(s.spec for s in seats)) + ")"
+    names = [
+        model if role == "subject" else str(_role_model(models.get(role)) or f"role {role}") for role in roles
+    ]
+    return ", ".join(names) + " (mixed seats)"
+
+
+def _role_model(value: Any) -> Any:
+    return value.get("model") if isinstance(value, Mapping) else value
 
 
 def game_score(
@@ -256,10 +278,11 @@ def leaderboard_frame(
     first. With ``left_out`` (:func:`left_out_frame`) a ``left out`` column counts the runs not scored,
     and a model none of whose runs could be scored still has its row (all ``-``)."""
     rows = []
+    columns = score_columns(scores)
     missing = {} if left_out is None else {n: None for n in left_out[first_column] if n not in scores}
     for name, s in [*scores.items(), *((n, ModelScores({}, None, None)) for n in missing)]:
         row: dict[str, Any] = {first_column: name}
-        for g in GAMES:
+        for g in columns:
             summary = s.games.get(g)
             row[GAME_TITLES[g]] = "-" if summary is None else _fmt(summary.mean, summary.sd)
         counts = sorted({v.n for v in s.games.values()})
@@ -283,7 +306,7 @@ def leaderboard_chart(scores: Mapping[str, ModelScores], path: Path, title: str)
     plt = pyplot()
     if plt is None:
         return None
-    groups = [*GAMES, "overall"]
+    groups = [*score_columns(scores), "overall"]
     names = list(scores)
     width = 0.8 / max(1, len(names))
     fig, ax = plt.subplots(figsize=(max(8.0, 0.8 * len(groups) + 0.2 * len(groups) * len(names)), 4.2))

@@ -18,15 +18,19 @@ voter accepts 2 or more, rejects 0, and accepts exactly 1 iff their rank has the
 from __future__ import annotations
 
 import json
+import math
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .battle_royale import ordinal
-from .engine import Answer, Decision, Game, Table
+from .engine import Answer, Decision, Game, PlotAdd, Table
 from .parsing import InvalidAnswer, as_int_list
 from .prompts import echo
+from .scorekit import ScoringVersion, mean
 
 BUILTIN = {
     "description": """@3
@@ -122,6 +126,109 @@ def tally(votes: list[str], pirates: int) -> tuple[int, bool]:
     return accepted, accepted / pirates >= 0.5
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PirateRound:
+    """One Pirate Game round: the plan and the votes, both over the surviving pirates by rank.
+
+    ``proposal[0]`` and ``votes[0]`` belong to the proposer (the most senior survivor). A vote is True
+    (accept), False (reject) or None (an answer that was neither).
+    """
+
+    proposal: Sequence[float]
+    votes: Sequence[bool | None]
+
+
+@dataclass(frozen=True)
+class PirateLog:
+    """Pirate Game: the rounds played by ``players`` pirates dividing ``gold``."""
+
+    rounds: Sequence[PirateRound]
+    players: int = 10
+    gold: float = 100
+    game: str = field(default="pirate_game", init=False)
+
+
+def optimal_shares(survivors: int, gold: float) -> list[float]:
+    """The equilibrium plan when ``survivors`` pirates remain: 1 gold to every second pirate below the
+    proposer (same rank parity), nothing to the others, the rest to the proposer (Stewart 1999)."""
+    if survivors < 1:
+        raise ValueError("at least one pirate must survive")
+    plan = [0.0] * survivors
+    for i in range(2, survivors, 2):
+        plan[i] = 1.0
+    plan[0] = gold - sum(plan)
+    if plan[0] < 0:
+        raise ValueError(f"{gold} gold cannot buy the votes of {survivors} pirates")
+    return plan
+
+
+def vote_correct(share: float, offset: int, accept: bool | None, *, compat: bool = False) -> bool:
+    """Whether a voter ``offset`` ranks below the proposer voted as the equilibrium requires.
+
+    Accept if offered 2 or more, reject if offered 0; offered exactly 1, accept if the voter's rank has
+    the proposer's parity (even ``offset``), else reject. With ``compat`` the reference code's rule: a
+    reject of 1 gold from an opposite-parity proposer is never counted correct.
+    """
+    if accept is None:
+        return False
+    if share >= 2:
+        return accept
+    if share == 0:
+        return not accept
+    if share == 1:
+        if offset % 2 == 0:
+            return accept
+        return False if compat else not accept
+    return False  # a fractional share below 2 has no equilibrium answer (and never occurs with integers)
+
+
+def pirate_parts(log: PirateLog, *, compat: bool = False) -> tuple[float, float, float]:
+    """(S8P, S8V, scale): mean L1 distance of the plans to the optimum, vote accuracy, and 2G.
+
+    With ``compat`` (the reference code) plans are first rescaled to 100 gold and compared with the
+    100-gold optimum, so the scale is always 200.
+    """
+    if not log.rounds:
+        raise ValueError("no Pirate Game rounds to score")
+    if log.gold <= 0:
+        raise ValueError("gold must be positive")
+    if len(log.rounds) > log.players:
+        raise ValueError(f"{len(log.rounds)} rounds cannot be played by {log.players} pirates")
+    distances: list[float] = []
+    correct = votes = 0
+    for j, rnd in enumerate(log.rounds):
+        survivors = log.players - j
+        if len(rnd.proposal) != survivors or len(rnd.votes) != survivors:
+            raise ValueError(f"round {j + 1}: plan and votes must cover the {survivors} surviving pirates")
+        if compat:
+            plan = [g / log.gold * 100 for g in rnd.proposal]
+            target = optimal_shares(survivors, 100)
+        else:
+            plan, target = list(rnd.proposal), optimal_shares(survivors, log.gold)
+        distances.append(math.fsum(abs(a - b) for a, b in zip(plan, target, strict=True)))
+        for offset in range(1, survivors):
+            correct += vote_correct(rnd.proposal[offset], offset, rnd.votes[offset], compat=compat)
+            votes += 1
+    accuracy = correct / votes if votes else 1.0
+    return mean(distances), accuracy, 200.0 if compat else 2 * log.gold
+
+
+def pirate_score(log: PirateLog, *, compat: bool = False) -> float:
+    """Pirate Game: closeness of the plans to the optimum and correctness of the votes.
+
+    S8P = mean over rounds of the L1 distance between the plan and the optimal plan; S8V = share of
+    correct votes (proposers excluded); score = (2G - S8P)/(2G)*50 + S8V*50.
+
+    Corrections (``compat=True`` reproduces the reference code and the published numbers): the code
+    rescales plans to 100 gold and compares them with the 100-gold optimum (identical at G=100, not for
+    the G=4 or 5 variants), and never credits rejecting 1 gold offered by an opposite-parity proposer,
+    which the paper's stated rule calls correct.
+    """
+    distance, accuracy, scale = pirate_parts(log, compat=compat)
+    return (scale - distance) / scale * 50 + accuracy * 50
+
+
 class PirateGame(Game):
     """Pirate Game. ``rounds`` is not used: the game lasts until a plan passes (at most N proposals)."""
 
@@ -129,6 +236,15 @@ class PirateGame(Game):
     folder = "pirate_game"
     Params = PirateParams
     builtin = BUILTIN
+    title = "Pirate Game"
+    scoring_name = "pirate_game"
+    json_key = "pirate"
+    in_overall = True
+    panels = {
+        "proposals": ("Proposals", "proposer rank", "golds"),
+        "votes": ("Votes for the plan", "proposer rank", "pirates"),
+        "ballots": ("Each pirate's vote", "proposer rank", "voter rank"),
+    }
     p: PirateParams
 
     def plan_text(self, proposer: int, plan: list[int]) -> str:
@@ -251,3 +367,30 @@ class PirateGame(Game):
             "mean_plan_distance": sum(distances) / len(distances) if distances else None,
             "vote_accuracy": correct / votes if votes else None,
         }
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> PirateLog:
+        rounds = [
+            PirateRound(r["plan"], [True, *[v["action"] == "accept" for v in r["votes"]]])
+            for r in result["rounds"]
+        ]
+        return PirateLog(rounds, result["players"], result["params"]["gold"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return pirate_score(log, compat=compat)
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        n, gold = result["players"], result["params"]["gold"]
+        for r in result["rounds"]:
+            proposer, plan = r["proposer"], r["plan"]
+            best = optimal_plan(proposer, n, gold)
+            add("proposals", "proposer keeps", proposer, plan[0], proposer - 1)
+            add("proposals", "optimal keeps", proposer, best[0])
+            distance = sum(abs(a - b) for a, b in zip(plan, best, strict=True))
+            add("proposals", "L1 distance to optimal", proposer, distance)
+            add("votes", "for the plan", proposer, r["accepted_count"])
+            add("votes", "needed", proposer, math.ceil(r["pirates"] / 2))
+            for vote in r["votes"]:
+                add("ballots", vote["action"], proposer, vote["player"] + 1, vote["player"])

@@ -5,7 +5,8 @@ plotted point: ``panel``, ``series``, ``run``, ``x``, ``y`` (and ``player`` wher
 (matplotlib, the ``plots`` extra) draws exactly that table, and the table is written next to it as CSV,
 so what a plot shows can be checked without looking at pixels.
 
-Series per game (x is the round unless said otherwise):
+Each game's panels and series are defined in its module (``panels`` and ``plot_points``); for the
+eight paper games (x is the round unless said otherwise):
 
 - guessing — every player's choice, the group mean, the target (ratio × mean) and the winning number(s);
 - bar — how many went, against the capacity (ratio × N);
@@ -22,7 +23,7 @@ Series per game (x is the round unless said otherwise):
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,37 +31,26 @@ import pandas as pd
 
 from ..report.charts import pyplot
 from ..report.files import output_dir, save_figure, write_csv
-from .pirate import optimal_plan
+from . import registry
 
 COLUMNS = ["panel", "series", "run", "x", "y", "player"]
 
-#: panel -> (title, x label, y label), per game
-PANELS: dict[str, dict[str, tuple[str, str, str]]] = {
-    "guessing": {"choices": ("Choices, group mean and winning number", "round", "number")},
-    "bar": {"attendance": ("Attendance against capacity", "round", "players at the bar")},
-    "divide_dollar": {
-        "bids": ("Bids", "round", "golds"),
-        "total": ("Sum of bids against the pot", "round", "golds"),
-    },
-    "public_goods": {
-        "contributions": ("Contributions", "round", "tokens"),
-        "gains": ("Gain from the pot and tokens after the round", "round", "tokens"),
-    },
-    "diner": {"orders": ("Cheap and costly orders", "round", "share of players")},
-    "auction": {
-        "bids": ("Bids against valuations", "valuation", "bid"),
-        "shading": ("Mean bid / valuation", "round", "bid / valuation"),
-    },
-    "battle_royale": {
-        "survivors": ("Players left", "shot", "players"),
-        "shots": ("Shots", "shot", "player"),
-    },
-    "pirate": {
-        "proposals": ("Proposals", "proposer rank", "golds"),
-        "votes": ("Votes for the plan", "proposer rank", "pirates"),
-        "ballots": ("Each pirate's vote", "proposer rank", "voter rank"),
-    },
-}
+
+class _Panels(Mapping[str, dict[str, tuple[str, str, str]]]):
+    """Each registered game's plot panels (a live view of the games' ``panels``)."""
+
+    def __getitem__(self, game: str) -> dict[str, tuple[str, str, str]]:
+        return registry.get(game).panels
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(registry.names())
+
+    def __len__(self) -> int:
+        return len(registry.names())
+
+
+#: game -> {panel: (title, x label, y label)}
+PANELS: Mapping[str, dict[str, tuple[str, str, str]]] = _Panels()
 
 #: how a series is drawn: points, a line per run, or a black dashed reference line
 STYLE: dict[str, str] = {
@@ -82,77 +72,18 @@ STYLE: dict[str, str] = {
 }
 
 
-def _rows(panel: str, series: str, run: Any, x: Any, y: Any, player: Any = None) -> dict[str, Any]:
-    return {"panel": panel, "series": series, "run": run, "x": x, "y": y, "player": player}
-
-
 def plot_data(game: str, results: list[dict[str, Any]]) -> pd.DataFrame:
-    """Every plotted point of ``game`` over its runs (``results``: the unit results of that game)."""
+    """Every plotted point of ``game`` over its runs (``results``: the unit results of that game), from the
+    registered game's :meth:`~llmpsych.games.engine.Game.plot_points`."""
+    cls = registry.get(game)
     rows: list[dict[str, Any]] = []
-    add = rows.append
     for result in sorted(results, key=lambda r: r["run"]):
-        run, p, n = result["run"], result["params"], result["players"]
-        for r in result["rounds"]:
-            j = r["round"]
-            if game == "guessing":
-                for i, c in enumerate(r["choices"]):
-                    add(_rows("choices", "choice", run, j, c, i))
-                add(_rows("choices", "mean", run, j, r["mean"]))
-                add(_rows("choices", "target", run, j, r["target"]))
-                for w in r["winning"]:
-                    add(_rows("choices", "winning", run, j, w))
-            elif game == "bar":
-                add(_rows("attendance", "went", run, j, r["go"]))
-                add(_rows("attendance", "capacity", run, j, p["ratio"] * n))
-            elif game == "divide_dollar":
-                for i, b in enumerate(r["bids"]):
-                    add(_rows("bids", "bid", run, j, b, i))
-                add(_rows("bids", "mean", run, j, r["total"] / n))
-                add(_rows("bids", "equal split", run, j, p["golds"] / n))
-                add(_rows("total", "sum of bids", run, j, r["total"]))
-                add(_rows("total", "pot", run, j, p["golds"]))
-            elif game == "public_goods":
-                for i, c in enumerate(r["contributions"]):
-                    add(_rows("contributions", "contribution", run, j, c, i))
-                add(_rows("contributions", "mean", run, j, sum(r["contributions"]) / n))
-                add(_rows("gains", "mean gain", run, j, sum(r["gain"]) / n))
-                add(_rows("gains", "mean tokens after", run, j, sum(r["tokens_after"]) / n))
-            elif game == "diner":
-                add(_rows("orders", "cheap", run, j, r["cheap"] / n))
-                add(_rows("orders", "costly", run, j, r["costly"] / n))
-            elif game == "auction":
-                for i, (v, b) in enumerate(zip(r["valuations"], r["bids"], strict=True)):
-                    add(_rows("bids", "bid", run, v, b, i))
-                ratios = [b / v for v, b in zip(r["valuations"], r["bids"], strict=True) if v > 0]
-                add(_rows("shading", "mean", run, j, sum(ratios) / len(ratios) if ratios else math.nan))
-            elif game == "battle_royale":
-                if j == 1:
-                    add(_rows("survivors", "players left", run, 0, len(r["survivors_before"])))
-                add(_rows("survivors", "players left", run, j, len(r["survivors"])))
-                if r["target"] is None:
-                    add(_rows("shots", "intentional miss", run, j, r["shooter"], r["shooter"]))
-                else:
-                    series = "hit" if r["hit"] else "missed"
-                    add(_rows("shots", series, run, j, r["target"], r["shooter"]))
-                if r["strongest_other"] is not None:
-                    add(_rows("shots", "strongest other", run, j, r["strongest_other"], r["shooter"]))
-            elif game == "pirate":
-                proposer, plan = r["proposer"], r["plan"]
-                best = optimal_plan(proposer, n, p["gold"])
-                add(_rows("proposals", "proposer keeps", run, proposer, plan[0], proposer - 1))
-                add(_rows("proposals", "optimal keeps", run, proposer, best[0]))
-                distance = sum(abs(a - b) for a, b in zip(plan, best, strict=True))
-                add(_rows("proposals", "L1 distance to optimal", run, proposer, distance))
-                add(_rows("votes", "for the plan", run, proposer, r["accepted_count"]))
-                add(_rows("votes", "needed", run, proposer, math.ceil(r["pirates"] / 2)))
-                for vote in r["votes"]:
-                    rank = vote["player"] + 1
-                    add(_rows("ballots", vote["action"], run, proposer, rank, vote["player"]))
-        if game == "auction":  # the diagonal, once per run over the valuations seen
-            values = sorted({v for r in result["rounds"] for v in r["valuations"]})
-            if values:
-                add(_rows("bids", "bid = valuation", run, values[0], values[0]))
-                add(_rows("bids", "bid = valuation", run, values[-1], values[-1]))
+        run = result["run"]
+
+        def add(panel: str, series: str, x: Any, y: Any, player: Any = None, run: Any = run) -> None:
+            rows.append({"panel": panel, "series": series, "run": run, "x": x, "y": y, "player": player})
+
+        cls.plot_points(result, add)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -163,13 +94,14 @@ def draw(game: str, data: pd.DataFrame, path: Path, title: str) -> Path | None:
         return None
     from matplotlib.ticker import MaxNLocator
 
-    panels = [name for name in PANELS[game] if name in set(data["panel"])]
+    spec = registry.get(game).panels
+    panels = [name for name in spec if name in set(data["panel"])]
     runs = sorted(data["run"].dropna().unique())
     colours = plt.get_cmap("tab10")
     colour = {run: colours(k % 10) for k, run in enumerate(runs)}
     fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.2), squeeze=False)
     for ax, panel in zip(axes[0], panels, strict=True):
-        heading, xlabel, ylabel = PANELS[game][panel]
+        heading, xlabel, ylabel = spec[panel]
         frame = data[data["panel"] == panel]
         series_names = list(dict.fromkeys(frame["series"]))
         markers = dict(zip(series_names, "o^sDvP*X", strict=False))
@@ -238,7 +170,7 @@ def write_plots(
     output_dir(out_dir.parent, out_dir.name)  # RUN/plots: a link there is replaced by a folder
     written: dict[str, dict[str, Path]] = {}
     for game in dict.fromkeys(r["game"] for r in results):
-        if game not in PANELS:
+        if game not in registry.names():
             continue
         data = plot_data(game, [r for r in results if r["game"] == game])
         files = {"csv": out_dir / f"{game}.csv"}

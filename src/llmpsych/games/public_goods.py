@@ -13,14 +13,17 @@ The reference code starts trimming histories after round 10 in this game.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, SimultaneousGame, Table
+from .engine import Decision, PlotAdd, SimultaneousGame, Table, round_actions
 from .guessing import number_text
 from .parsing import as_int
 from .prompts import echo
+from .scorekit import ScoringVersion, above_bound, check_version, every_round, finite, mean
 
 BUILTIN = {
     "description": """@3
@@ -73,6 +76,36 @@ def resolve_goods(contributions: list[int], holdings: list[float], ratio: float)
     return {"contributions": contributions, "pot": pot, "share": share, "gain": gain, "tokens_after": after}
 
 
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class GoodsLog:
+    """Public Goods Game: tokens each player put in the pot (of ``tokens`` held), pot multiplier ``ratio``."""
+
+    contributions: Sequence[Sequence[float]]
+    tokens: float = 20
+    ratio: float = 2
+    game: str = field(default="public_goods", init=False)
+
+
+def goods_score(log: GoodsLog, *, version: ScoringVersion = "thesis") -> float:
+    """Public Goods Game: how close contributions are to the equilibrium (0 when R/N <= 1).
+
+    S4 = mean over rounds and players of the tokens contributed; score = (T - S4)/T*100 if R/N <= 1,
+    else S4/T*100 (contributing everything is then optimal). ``version="arxiv_v4"`` (and the reference
+    code) use the first branch always; the published settings all have R/N <= 1.
+    """
+    check_version(version)
+    every_round(log.contributions, "contributions")
+    finite(log.contributions, "contribution")
+    if log.tokens <= 0:
+        raise ValueError("tokens must be positive")
+    s4 = mean([c for row in log.contributions for c in row])
+    players = len(log.contributions[0])
+    if version == "thesis" and log.ratio / players > 1:
+        return s4 / log.tokens * 100
+    return (log.tokens - s4) / log.tokens * 100
+
+
 class PublicGoodsGame(SimultaneousGame):
     """Public Goods Game."""
 
@@ -80,6 +113,14 @@ class PublicGoodsGame(SimultaneousGame):
     folder = "public_goods"
     Params = PublicGoodsParams
     builtin = BUILTIN
+    title = "Public Goods Game"
+    scoring_name = "public_goods"
+    json_key = "public_goods"
+    in_overall = True
+    panels = {
+        "contributions": ("Contributions", "round", "tokens"),
+        "gains": ("Gain from the pot and tokens after the round", "round", "tokens"),
+    }
     truncate_after = 10
     p: PublicGoodsParams
 
@@ -145,3 +186,31 @@ class PublicGoodsGame(SimultaneousGame):
     def summary(self) -> dict[str, Any]:
         values = [c for r in self.records for c in r["contributions"]]
         return {"mean_contribution": sum(values) / len(values) if values else None}
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> GoodsLog:
+        p = result["params"]
+        return GoodsLog([round_actions(r) for r in result["rounds"]], p["tokens"], p["ratio"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+        return goods_score(log, version=version)
+
+    @staticmethod
+    def above_range(log: Any) -> list[str]:
+        return above_bound(
+            (j, i, c, log.tokens, "contribution")
+            for j, row in enumerate(log.contributions, 1)
+            for i, c in enumerate(row, 1)
+        )
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        n = result["players"]
+        for r in result["rounds"]:
+            j = r["round"]
+            for i, c in enumerate(r["contributions"]):
+                add("contributions", "contribution", j, c, i)
+            add("contributions", "mean", j, sum(r["contributions"]) / n)
+            add("gains", "mean gain", j, sum(r["gain"]) / n)
+            add("gains", "mean tokens after", j, sum(r["tokens_after"]) / n)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from . import registry
 from .released_logs import _READERS, DEFAULT_MODEL, _Malformed, detect_game
 from .scoring import (
     GAMES,
@@ -41,17 +42,8 @@ from .scoring import (
 )
 from .variant_logs import Setting, VariantRun, classify
 
-#: The output key of each game (``scoring.GAMES`` order).
-GAME_KEYS: dict[str, str] = {
-    "guessing_game": "guess_2_3",
-    "bar_game": "el_farol",
-    "divide_dollar": "divide_dollar",
-    "public_goods": "public_goods",
-    "diner_dilemma": "diners_dilemma",
-    "sealed_bid_auction": "sealed_bid_auction",
-    "battle_royale": "battle_royale",
-    "pirate_game": "pirate",
-}
+#: The output key of each registered game in ``leaderboard.json`` (scoring name -> key).
+GAME_KEYS = registry.JSON_KEYS
 #: File-name stems of each game's logs (``bar_game_implicit`` etc.).
 _STEMS: dict[str, str] = {
     "guessing_game": "guessing_game",
@@ -286,7 +278,8 @@ def score_runs(runs: Iterable[LogRun]) -> dict[str, ModelScores]:
     result = {}
     for model in sorted(by_model):
         games = by_model[model]
-        ordered = {g: [games[g][i] for i in sorted(games[g])] for g in GAMES if g in games}
+        order = [*GAMES, *(g.scoring_name for g in registry.games() if g.scoring_name not in GAMES)]
+        ordered = {g: [games[g][i] for i in sorted(games[g])] for g in order if g in games}
         missing = [g for g in GAMES if g not in games]
         if missing:
             row = {g: summarize(v) for g, v in ordered.items()}
@@ -297,6 +290,7 @@ def score_runs(runs: Iterable[LogRun]) -> dict[str, ModelScores]:
         if len({tuple(sorted(games[g])) for g in GAMES}) == 1:
             row = leaderboard_row(ordered)
             overall = row.pop("overall")
+            row.update({g: summarize(v) for g, v in ordered.items() if g not in row})
             sd = None if math.isnan(overall.sd) else overall.sd
             result[model] = ModelScores(row, overall.mean, sd, None, kept.get(model, {}))
             continue

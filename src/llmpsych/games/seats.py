@@ -10,10 +10,19 @@ Seat specs are short strings (``-O seats='[llm, fixed:91, human]'``):
 ``strategy:<name>``
     a built-in strategy of the game (``ne`` plays the equilibrium / optimal action of spec §2).
 ``python:<module>:<function>``
-    ``function(decision)`` returns the value (or a dict of JSON fields); it may be async.
+    ``function(observation)`` returns the value (or a dict of JSON fields); it may be async. The
+    :class:`~llmpsych.games.observation.Observation` has ``player``, ``round``, ``kind``, ``info``, the
+    ``question`` and the ``history``. Each answer is stored in the run store (role ``python``), so a
+    resumed game replays it instead of calling the function again.
 ``human``
-    shows the conversation on stderr and reads the answer value from stdin. Each typed answer is stored in
-    the run store (role ``human``), so a resumed game replays it instead of asking again.
+    shows the rules, the round reports and the question with the answers it accepts on stderr, and reads
+    the answer value from stdin. Each typed answer is stored in the run store (role ``human``), so a
+    resumed game replays it instead of asking again. Ctrl-C at the prompt stops the run at once (resume
+    it with ``llmpsych run --resume``).
+
+A seat is given an :class:`~llmpsych.games.observation.Observation` (what its player may see) and the
+unit's :class:`~llmpsych.games.observation.SeatContext`, and returns a :class:`Reply`; it never sees the
+table, the game or the store.
 """
 
 from __future__ import annotations
@@ -21,18 +30,17 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import json
+import os
 import sys
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from ..errors import ConfigError, LlmpsychError, terminal_text
-from ..models.types import Message
-
-if TYPE_CHECKING:
-    from .engine import Decision, Table
+from .observation import Observation, SeatContext
 
 
 @dataclass
@@ -52,8 +60,8 @@ class Seat(ABC):
         self.spec = spec
 
     @abstractmethod
-    async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        """Answer ``decision``; ``messages`` is the player's conversation including the request."""
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        """Answer the decision ``observation`` describes."""
 
 
 class LLMSeat(Seat):
@@ -65,15 +73,15 @@ class LLMSeat(Seat):
         super().__init__(spec)
         self.role = role
 
-    async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        result = await table.ctx.chat(
-            messages, table.params, role=self.role, sample=f"{table.label}:p{decision.player}"
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        result = await ctx.chat(
+            observation.messages, observation.params, role=self.role, sample=observation.sample
         )
         return Reply(result.text)
 
 
-def _wrap(value: Any, decision: Decision) -> Reply:
-    data = value if isinstance(value, dict) else {decision.primary: value}
+def _wrap(value: Any, observation: Observation) -> Reply:
+    data = value if isinstance(value, dict) else {observation.primary: value}
     return Reply(str(value), data)
 
 
@@ -88,9 +96,9 @@ class FixedSeat(Seat):
             raise ConfigError(f"seat {spec!r}: give at least one value, e.g. fixed:50 or fixed:50/60")
         self.values = values
 
-    async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        value = self.values[(decision.round - 1) % len(self.values)]
-        return _wrap(None if value.lower() in {"null", "none"} else value, decision)
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        value = self.values[(observation.round - 1) % len(self.values)]
+        return _wrap(None if value.lower() in {"null", "none"} else value, observation)
 
 
 class StrategySeat(Seat):
@@ -102,13 +110,17 @@ class StrategySeat(Seat):
         super().__init__(spec)
         self.name = name
 
-    async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        rng = table.ctx.rng("strategy", self.name, decision.round, decision.player, decision.kind)
-        return _wrap(table.game.strategy(self.name, decision, rng), decision)
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        o, strategy = observation, observation.strategy
+        if strategy is None:
+            raise ConfigError(f"seat {self.spec!r}: this game offers no strategies")
+        rng = ctx.rng("strategy", self.name, o.round, o.player, o.kind)
+        return _wrap(strategy(self.name, rng), o)
 
 
 class CallableSeat(Seat):
-    """A user function ``module:function`` called with the :class:`Decision`."""
+    """A user function ``module:function`` called with the :class:`Observation`; its answers are recorded,
+    so a resumed game replays them instead of calling it again."""
 
     kind = "python"
 
@@ -125,13 +137,21 @@ class CallableSeat(Seat):
         except (ImportError, AttributeError, ValueError) as exc:
             raise ConfigError(f"seat {spec!r}: cannot load {target!r} ({exc})") from None
 
-    async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        if self.function is None:
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        function = self.function
+        if function is None:
             raise ConfigError(f"seat {self.spec!r} was built without loading its code")
-        value = self.function(decision)
-        if inspect.isawaitable(value):
-            value = await value
-        return _wrap(value, decision)
+
+        async def call() -> str:
+            value = function(observation)
+            if inspect.isawaitable(value):
+                value = await value
+            return json.dumps(value, default=str)
+
+        text = await ctx.recorded(
+            "python", f"python:{observation.key}", self.spec, {"question": observation.question}, call
+        )
+        return _wrap(json.loads(text), observation)
 
 
 class HumanInputClosed(LlmpsychError):
@@ -139,6 +159,8 @@ class HumanInputClosed(LlmpsychError):
 
 
 _TERMINAL: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+#: bytes read from an input file descriptor past the last line returned (several answers piped at once)
+_PENDING: dict[int, bytearray] = {}
 
 
 def _terminal_lock() -> asyncio.Lock:
@@ -149,8 +171,66 @@ def _terminal_lock() -> asyncio.Lock:
     return _TERMINAL[loop]
 
 
+async def read_line(stream: TextIO) -> str:
+    """One line of ``stream`` ("" at its end), read without blocking the event loop.
+
+    A terminal or pipe is read when the event loop sees input on it, so Ctrl-C (which cancels the run)
+    stops the wait at once; a stream without a file descriptor the loop can watch (a regular file, a
+    StringIO) is read directly.
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return stream.readline()
+    loop = asyncio.get_running_loop()
+    pending = _PENDING.setdefault(fd, bytearray())
+    while b"\n" not in pending:
+        ready: asyncio.Future[None] = loop.create_future()
+        try:
+            loop.add_reader(fd, _wake, ready)
+        except (NotImplementedError, PermissionError, OSError):  # e.g. stdin redirected from a file
+            return stream.readline() if not pending else _take(pending, b"")
+        try:
+            await ready
+        finally:
+            loop.remove_reader(fd)
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return _take(pending, b"") if pending else ""
+        pending += chunk
+    return _take(pending, b"\n")
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
+def _take(pending: bytearray, end: bytes) -> str:
+    """The first line of ``pending`` (all of it when ``end`` is empty), removed from it."""
+    cut = pending.index(end) + len(end) if end else len(pending)
+    line = bytes(pending[:cut]).decode("utf-8", errors="replace")
+    del pending[:cut]
+    return line
+
+
+def _shown(message: dict[str, Any]) -> str:
+    """A history turn as a person reads it: the player's own JSON answers as their values."""
+    content = str(message["content"])
+    if message["role"] == "assistant":
+        try:
+            data = json.loads(content)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            values = ", ".join(f"{k} {v}" for k, v in data.items() if k != "explanation")
+            return f"(your answer: {values})"
+    return content
+
+
 class HumanSeat(Seat):
-    """A person at the terminal: sees the conversation, types the value (e.g. ``42`` or ``go``).
+    """A person at the terminal: sees the rules, the round reports and the question with the answers it
+    accepts, types the value (e.g. ``42`` or ``go``).
 
     Answers are recorded in the run store as they are typed; on resume they are replayed, not asked again.
     The end of the input (stdin closed) is an error: the game stops there and can be resumed.
@@ -163,27 +243,37 @@ class HumanSeat(Seat):
         self.stdin = stdin
         self.stdout = stdout
 
-    async def reply(self, decision: Decision, messages: list[Message], table: Table) -> Reply:
-        key = table.answer_key("human", decision)
-        line = table.stored_answer(key)
-        if line is None:
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        async def ask() -> str:
             async with _terminal_lock():
-                line = await asyncio.to_thread(self._ask, decision, messages)
-            table.store_answer(key, self, messages, line)
-        return _wrap(line, decision)
+                with ctx.prompting():
+                    return await self._ask(observation)
 
-    def _ask(self, decision: Decision, messages: list[Message]) -> str:
+        request = {"question": observation.question, "valid": observation.valid}
+        line = await ctx.recorded("human", f"human:{observation.key}", self.spec, request, ask)
+        return _wrap(line, observation)
+
+    async def _ask(self, o: Observation) -> str:
         out = self.stdout or sys.stderr
         inp = self.stdin or sys.stdin
-        print(f"\n===== player {decision.player} ({decision.kind}), round {decision.round} =====", file=out)
-        for message in messages:  # other seats' replies and the rules: shown inert (no terminal escapes)
-            print(terminal_text(f"[{message['role']}]\n{message['content']}\n", markup=False), file=out)
-        print(f"Please type your answer for {decision.primary}: ", end="", file=out, flush=True)
-        line = inp.readline()
+
+        def show(text: str) -> None:  # the rules and other seats' replies: shown inert (no terminal escapes)
+            print(terminal_text(text, markup=False), file=out)
+
+        print(f"\n===== player {o.player} ({o.kind}), round {o.round} =====", file=out)
+        show(f"[rules]\n{o.rules}\n")
+        if o.history:
+            show("[so far]\n" + "\n\n".join(_shown(m) for m in o.history) + "\n")
+        show(f"[question]\n{o.question}\n")
+        show(
+            f"Answer with {o.primary}: {o.valid}"
+            + (" (the last answer could not be used)" if o.attempt else "")
+        )
+        print(f"Please type your answer for {o.primary}: ", end="", file=out, flush=True)
+        line = await read_line(inp)
         if not line:
             raise HumanInputClosed(
-                f"the input of seat {self.spec!r} ended before player {decision.player} answered "
-                f"round {decision.round}",
+                f"the input of seat {self.spec!r} ended before player {o.player} answered round {o.round}",
                 "answers given so far are saved; continue with `llmpsych run --resume <run dir>`",
             )
         return line.strip()

@@ -6,31 +6,22 @@ the paper's protocol is the default (10 players, 20 rounds, 5 runs; pass ``--tem
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import ConfigError
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
+from . import registry
 from .engine import Game, Table
 from .prompts import PromptSet
 from .seats import LLMSeat, build_seats
 
-#: game name -> "module:Class"
-GAMES: dict[str, str] = {
-    "guessing": "llmpsych.games.guessing:GuessingGame",
-    "bar": "llmpsych.games.bar:BarGame",
-    "divide_dollar": "llmpsych.games.divide_dollar:DivideDollarGame",
-    "public_goods": "llmpsych.games.public_goods:PublicGoodsGame",
-    "diner": "llmpsych.games.diner:DinerGame",
-    "auction": "llmpsych.games.auction:AuctionGame",
-    "battle_royale": "llmpsych.games.battle_royale:BattleRoyaleGame",
-    "pirate": "llmpsych.games.pirate:PirateGame",
-}
+#: The registered games by engine name (a live view of :mod:`llmpsych.games.registry`).
+GAMES = registry.SCORING_NAMES
 
 
 #: Recorded with every result: where this engine departs from the reference code (docs/games-engine.md).
@@ -42,18 +33,17 @@ DEVIATIONS = [
 
 
 def game_class(name: str) -> type[Game]:
-    """Resolve a game name to its class."""
+    """Resolve a game name to its registered class."""
     try:
-        module_name, _, cls_name = GAMES[name].partition(":")
+        return registry.get(name)
     except KeyError:
-        raise ConfigError(f"unknown game {name!r}", f"available games: {', '.join(GAMES)}, or all") from None
-    return getattr(importlib.import_module(module_name), cls_name)
+        raise ConfigError(
+            f"unknown game {name!r}", f"available games: {', '.join(registry.names())}, or all"
+        ) from None
 
 
 class GamaBenchOptions(BaseModel):
     """Options of the gamabench task (``-O key=value``)."""
-
-    model_config = ConfigDict(extra="forbid")
 
     game: str | list[str] = "guessing"
     runs: int = Field(default=5, ge=1, le=1000)
@@ -67,20 +57,27 @@ class GamaBenchOptions(BaseModel):
     max_reasks: int = Field(default=10, ge=0, le=100)
     reask: Literal["repeat", "feedback"] = "repeat"
     max_tokens: int | None = Field(default=1024, ge=1)
-    guessing: dict[str, Any] = Field(default_factory=dict)
-    bar: dict[str, Any] = Field(default_factory=dict)
-    divide_dollar: dict[str, Any] = Field(default_factory=dict)
-    public_goods: dict[str, Any] = Field(default_factory=dict)
-    diner: dict[str, Any] = Field(default_factory=dict)
-    auction: dict[str, Any] = Field(default_factory=dict)
-    battle_royale: dict[str, Any] = Field(default_factory=dict)
-    pirate: dict[str, Any] = Field(default_factory=dict)
+    # Each game's parameters: ``-O guessing.ratio=0.5`` (a table named after a registered game, checked
+    # against the game's Params when the task is built).
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, dict[str, Any]] = Field(init=False)
+
+    @model_validator(mode="after")
+    def _game_tables(self) -> GamaBenchOptions:
+        for key in self.model_extra or {}:
+            if key not in registry.names():
+                raise ValueError(f"unknown option {key!r} (not a game: {', '.join(registry.names())})")
+        return self
+
+    def game_params(self, game: str) -> dict[str, Any]:
+        """The parameters given for ``game`` (empty when none)."""
+        return dict((self.model_extra or {}).get(game) or {})
 
     def games(self) -> list[str]:
         """The selected game names."""
         names = [self.game] if isinstance(self.game, str) else list(self.game)
         if names == ["all"]:
-            return list(GAMES)
+            return registry.names()
         for name in names:
             game_class(name)
         return names
@@ -107,6 +104,18 @@ class GamaBenchTask(Task[GamaBenchOptions]):
                 )
 
     @classmethod
+    def validate_options(cls, options: dict[str, Any], source: str | None = None) -> BaseModel:
+        """As every task's, with a key that is neither an option nor a registered game named on its own."""
+        for key in options if isinstance(options, dict) else ():
+            if key not in GamaBenchOptions.model_fields and key not in registry.names():
+                prefix = f"{source}: " if source else ""
+                raise ConfigError(
+                    f"{prefix}options for task {cls.name!r}: {key}: Extra inputs are not permitted",
+                    f"a game's parameters go under its name: {', '.join(registry.names())}",
+                )
+        return super().validate_options(options, source)
+
+    @classmethod
     def code_imports(cls, config: Any) -> list[str]:
         """The ``python:<module>:<function>`` seats of the config: building the seats imports them."""
         seats = config.options.get("seats") if isinstance(config.options, dict) else None
@@ -126,7 +135,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     def _params(self, game: str) -> BaseModel:
         cls = game_class(game)
         try:
-            return cls.Params.model_validate(getattr(self.options, game))
+            return cls.Params.model_validate(self.options.game_params(game))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])

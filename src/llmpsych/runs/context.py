@@ -1,7 +1,9 @@
-"""What a work unit sees: a recorded chat function and seeded randomness.
+"""What a work unit sees: a recorded chat function, recorded non-model answers and seeded randomness.
 
 Every call goes through the run store. On resume, a unit runs again from the start but its completed
 calls are answered from the store, so nothing is sent twice and the result equals an uninterrupted run.
+Answers that come from elsewhere (a person at the terminal, user code) are recorded the same way, by
+:meth:`UnitContext.recorded`, so a resumed unit replays them instead of asking again.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import hashlib
 import json
 import random
 from collections import Counter
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigError
@@ -53,6 +57,9 @@ class UnitContext:
         self.replayed = 0
         self.sent = 0
         self.cached = 0
+        #: non-model answers (a person's, user code's) given now / replayed from the store
+        self.answered = 0
+        self.answers_replayed = 0
 
     def rng(self, *labels: Any) -> random.Random:
         """A random generator seeded by the run seed, this unit and ``labels``."""
@@ -96,3 +103,52 @@ class UnitContext:
     ) -> list[ChatResult]:
         """Ask several requests at once (e.g. all seats of a simultaneous round)."""
         return list(await asyncio.gather(*(self.chat(m, p, r, s) for m, p, r, s in requests)))
+
+    async def recorded(
+        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+    ) -> str:
+        """A non-model answer (``role`` e.g. ``human`` or ``python``), recorded like a model call.
+
+        ``key`` names the question (``human:<unit>:p0:r1:number``); each ask of it gets the next occurrence
+        (``#0``, ``#1``, ...). An answer stored by an earlier execution of this unit is returned without
+        calling ``produce``; otherwise ``produce()`` gives the answer, which is written through the grouped
+        commits (durable before this returns) with ``source`` (e.g. the seat) and ``request``.
+        """
+        occurrence = self._occurrences[key]
+        self._occurrences[key] += 1
+        call_key = f"{key}#{occurrence}"
+        stored = self.store.get_call(self.unit_id, call_key) if self.may_replay else None
+        if stored is not None:
+            self.answers_replayed += 1
+            return str(stored.get("text", ""))
+        text = await produce()
+        self._seq += 1
+        await self.commits.write(
+            put_call_statements(self.unit_id, call_key, self._seq, role, source, request, {"text": text})
+        )
+        self.answered += 1
+        return text
+
+    @contextmanager
+    def prompting(self) -> Iterator[None]:
+        """While a person types an answer: live displays (the run's progress bar) are stopped, so they
+        cannot hide or overwrite the typed input, and started again afterwards."""
+        with suspended_live_display():
+            yield
+
+
+@contextmanager
+def suspended_live_display() -> Iterator[None]:
+    """Stop the live displays of rich's console (e.g. a progress bar) for the block; restart them after."""
+    import rich
+
+    console = rich.get_console()
+    # rich keeps the running displays on the console; without that attribute there is nothing to pause
+    lives = list(getattr(console, "_live_stack", []))
+    for live in reversed(lives):
+        live.stop()
+    try:
+        yield
+    finally:
+        for live in lives:
+            live.start()

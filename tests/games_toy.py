@@ -1,0 +1,103 @@
+"""Lowest Number: a whole game in one module (the worked example of docs/games-engine.md)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmpsych.games.engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from llmpsych.games.parsing import as_int
+from llmpsych.games.prompts import echo
+from llmpsych.games.scorekit import every_round, finite, mean
+
+
+class LowestParams(BaseModel):
+    """The game's options (``-O lowest.max=20``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max: int = Field(default=10, ge=1)
+
+
+@dataclass(frozen=True)
+class LowestLog:
+    """What the score needs: every player's number, per round."""
+
+    picks: list[list[int]]
+    max: int
+    game: str = field(default="lowest_number", init=False)
+
+
+def lowest_score(log: LowestLog) -> float:
+    """100 when everyone always picks 0 (the equilibrium), 0 when everyone picks the maximum."""
+    every_round(log.picks, "picks")
+    finite(log.picks, "pick", 0, log.max)
+    return (log.max - mean([p for row in log.picks for p in row])) / log.max * 100
+
+
+class LowestGame(SimultaneousGame):
+    """Each round every player picks a whole number from 0 to ``max``; the lowest number wins."""
+
+    name = "lowest"
+    title = "Lowest Number"
+    scoring_name = "lowest_number"
+    folder = "lowest_number"
+    Params = LowestParams
+    builtin = {
+        "description": "A game for @0 players over @1 rounds. Each round everyone picks a whole number "
+        "from 0 to @2, and the lowest number wins.",
+        "request": "Round @0 begins. Pick your number.\n\n@1",
+        "report": ("Round @0 is over: the lowest number was @1.", echo(number="@2"), "@3"),
+    }
+    panels = {"picks": ("Picks and the lowest number", "round", "number")}
+    p: LowestParams
+
+    def description(self, player: int) -> str:
+        return self.prompts.text("description", [self.players, self.rounds, self.p.max])
+
+    def decision(self, player: int, round_no: int) -> Decision:
+        fields = {"number": f"integer_between_0_and_{self.p.max}"}
+        request = self.prompts.text("request", [round_no, self.fmt(fields)])
+        top = self.p.max
+        return Decision(
+            player,
+            round_no,
+            "number",
+            request,
+            list(fields),
+            lambda data: as_int(data["number"], 0, top),
+            top,
+        )
+
+    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+        lowest = min(actions)
+        return {
+            "picks": actions,
+            "lowest": lowest,
+            "winners": [i for i, a in enumerate(actions) if a == lowest],
+        }
+
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+        verdict = "You won." if player in outcome["winners"] else "You did not win."
+        return self.prompts.parts("report", [round_no, outcome["lowest"], actions[player], verdict])
+
+    def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
+        return 0 if name == "ne" else super().strategy(name, decision, rng)
+
+    @classmethod
+    def scoring_log(cls, result: dict[str, Any]) -> LowestLog:
+        return LowestLog([round_actions(r) for r in result["rounds"]], result["params"]["max"])
+
+    @staticmethod
+    def score_log(log: Any, *, version: str = "thesis", compat: bool = False) -> float:
+        return lowest_score(log)
+
+    @classmethod
+    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+        for r in result["rounds"]:
+            for player, pick in enumerate(r["picks"]):
+                add("picks", "pick", r["round"], pick, player)
+            add("picks", "lowest", r["round"], r["lowest"])
