@@ -1,11 +1,59 @@
-"""Run engine: config, manifest, work units, SQLite store, concurrent execution and resume."""
+"""Run engine: config, manifest, work units, SQLite store, concurrent execution and resume.
 
-from .config import RunConfig, load_run_config, parse_run_config
-from .context import UnitContext
-from .record import Calls, RunRecord, read_run
-from .runner import RunOutcome, analyze_run, resume_run, start_run
-from .store import RunStore
-from .task import Task, WorkUnit, register_task
+Names are imported on first use, so importing the package (e.g. for ``--help``) stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import (
+        RunConfig,
+        load_run_config,
+        parse_run_config,
+    )
+    from .context import (
+        UnitContext,
+    )
+    from .record import (
+        Calls,
+        RunRecord,
+        read_run,
+    )
+    from .runner import (
+        RunOutcome,
+        analyze_run,
+        resume_run,
+        start_run,
+    )
+    from .store import (
+        RunStore,
+    )
+    from .task import (
+        Task,
+        WorkUnit,
+        register_task,
+    )
+
+#: public name -> the submodule defining it
+_WHERE: dict[str, str] = {
+    "RunConfig": "config",
+    "load_run_config": "config",
+    "parse_run_config": "config",
+    "UnitContext": "context",
+    "Calls": "record",
+    "RunRecord": "record",
+    "read_run": "record",
+    "RunOutcome": "runner",
+    "analyze_run": "runner",
+    "resume_run": "runner",
+    "start_run": "runner",
+    "RunStore": "store",
+    "Task": "task",
+    "WorkUnit": "task",
+    "register_task": "task",
+}
 
 __all__ = [
     "Calls",
@@ -24,3 +72,14 @@ __all__ = [
     "resume_run",
     "start_run",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its submodule the first time it is asked for."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
-from .config import RunConfig
 
 if TYPE_CHECKING:
+    from .config import RunConfig
     from .record import RunRecord
 
 
