@@ -230,8 +230,8 @@ def test_temperatures_preset_runs_resumes_and_summarises(tmp_path: Path) -> None
     assert frame.loc[0, "Guess 2/3 of the Average"] == f"{live['guessing']:.1f}"
     assert frame.loc[0, "El Farol Bar"] == f"{live['bar']:.1f}"
     assert "Overall" in frame and frame.loc[0, "Overall"] == "-"  # two of eight games: no overall
-    manifest = json.loads((out / "preset.json").read_text())
-    assert [m["setting"] for m in manifest][:2] == ["temperature=0.0", "temperature=0.2"]
+    manifest = json.loads((out / "sweep.json").read_text())
+    assert [m["label"]["setting"] for m in manifest][:2] == ["temperature=0.0", "temperature=0.2"]
 
 
 def test_prompt_versions_preset_reads_the_official_templates(tmp_path: Path, seed_data: Path) -> None:

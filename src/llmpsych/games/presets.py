@@ -21,9 +21,9 @@ import pandas as pd
 
 from ..errors import ConfigError, LlmpsychError
 from ..report.charts import pyplot
-from ..report.files import atomic_write_text, save_figure, write_csv
+from ..report.files import save_figure, write_csv
 from ..report.markdown import table, write_report
-from ..runs.store import STORE_FILE, RunStore
+from ..runs.store import STORE_FILE
 from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
 from .score_logs import score_runs
 from .scoring import GAME_TITLES, GAMES
@@ -340,15 +340,6 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-#: Config fields that define what a run measures; the others (endpoint, data folder, concurrency, cache)
-#: may change between invocations, and a resumed run takes the new values.
-IDENTITY = ("task", "model", "models", "seed", "options", "params")
-
-
-def _same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
-    return all(stored.get(k) == planned.get(k) for k in IDENTITY)
-
-
 def execute(
     runs: Sequence[PresetRun],
     out: Path,
@@ -357,43 +348,27 @@ def execute(
     debug: bool = False,
     on_outcome: Callable[[PresetRun, Any], None] | None = None,
 ) -> list[Any]:
-    """Start each run, or resume it when its directory already holds the same run (same :data:`IDENTITY`
-    fields; the stored config then takes this invocation's endpoint, data folder, ...); returns the
-    outcomes."""
-    from ..runs import parse_run_config, resume_run, start_run
-    from ..runs.runner import base_url_roles, refuse_linked_run_dir
+    """Run the preset through the one sweep runner (:mod:`llmpsych.runs.sweep`): a new folder is started, a
+    folder holding the same run is resumed (taking this invocation's endpoint, data folder, concurrency and
+    cache), a folder holding a different run is refused before anything is sent; returns the outcomes."""
+    from ..runs import parse_run_config
+    from ..runs.sweep import PlannedRun, run_sweep
 
-    configs = [parse_run_config(r.config, f"preset run {r.directory}") for r in runs]
-    outcomes = []
-    for run, config in zip(runs, configs, strict=True):
-        run_dir = out / run.directory
-        refuse_linked_run_dir(out, run_dir)
-        if (run_dir / STORE_FILE).is_file():
-            planned = config.stored()
-            store = RunStore.in_dir(run_dir)
-            try:
-                if not _same_run(store.get_meta("config") or {}, planned):
-                    raise LlmpsychError(
-                        f"{run_dir} holds a different run than this preset would make",
-                        "choose another --out, or delete that directory",
-                    )
-                store.set_meta("config", planned)  # this invocation's endpoint, data folder, concurrency
-            finally:
-                store.close()
-            base_url = config.base_url if base_url_roles(config) else None  # credentials are not stored
-            outcome = resume_run(run_dir, progress, debug, base_url=base_url)
-        else:
-            outcome = start_run(config, run_dir, progress, debug)
-        outcomes.append(outcome)
+    by_directory = {r.directory: r for r in runs}
+    planned = [
+        PlannedRun(
+            r.directory,
+            parse_run_config(r.config, f"preset run {r.directory}"),
+            {"model": r.model, "setting": r.setting},
+        )
+        for r in runs
+    ]
+
+    def report(run: PlannedRun, outcome: Any) -> None:
         if on_outcome is not None:
-            on_outcome(run, outcome)
-    atomic_write_text(
-        out / "preset.json",
-        json.dumps(
-            [{"directory": r.directory, "model": r.model, "setting": r.setting} for r in runs], indent=1
-        ),
-    )
-    return outcomes
+            on_outcome(by_directory[run.directory], outcome)
+
+    return list(run_sweep(planned, out, progress=progress, debug=debug, on_outcome=report))
 
 
 # -- summaries -------------------------------------------------------------------------------------------

@@ -47,26 +47,21 @@ def same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
     return all(stored.get(k) == planned.get(k) for k in IDENTITY)
 
 
-def _differences(stored: dict[str, Any], planned: dict[str, Any]) -> list[str]:
-    return [k for k in IDENTITY if stored.get(k) != planned.get(k)]
+def _refuse_other(run_dir: Path, stored: dict[str, Any], planned: dict[str, Any]) -> None:
+    if not same_run(stored, planned):
+        fields = ", ".join(k for k in IDENTITY if stored.get(k) != planned.get(k))
+        raise ConfigError(
+            f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
+            "choose another --out, or delete that directory",
+        )
 
 
 def _adopt_stored(run_dir: Path, config: RunConfig) -> None:
     """Check that ``run_dir`` holds the run ``config`` plans, then let it take this invocation's settings."""
     planned = config.stored()
-    with run_lock(run_dir):
-        store = RunStore.in_dir(run_dir)
-        try:
-            stored = store.get_meta("config") or {}
-            if not same_run(stored, planned):
-                fields = ", ".join(_differences(stored, planned))
-                raise ConfigError(
-                    f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
-                    "choose another --out, or delete that directory",
-                )
-            store.set_meta("config", planned)
-        finally:
-            store.close()
+    with run_lock(run_dir), RunStore.in_dir(run_dir) as store:
+        _refuse_other(run_dir, store.get_meta("config") or {}, planned)
+        store.set_meta("config", planned)
 
 
 def run_sweep(
@@ -89,17 +84,8 @@ def run_sweep(
         run_dir = out / run.directory
         refuse_linked_run_dir(out, run_dir)
         if (run_dir / STORE_FILE).is_file():
-            store = RunStore.in_dir(run_dir)
-            try:
-                stored = store.get_meta("config") or {}
-            finally:
-                store.close()
-            if not same_run(stored, run.config.stored()):
-                fields = ", ".join(_differences(stored, run.config.stored()))
-                raise ConfigError(
-                    f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
-                    "choose another --out, or delete that directory",
-                )
+            with RunStore.in_dir(run_dir) as store:
+                _refuse_other(run_dir, store.get_meta("config") or {}, run.config.stored())
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         out / SWEEP_FILE,
