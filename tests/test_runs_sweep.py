@@ -95,3 +95,42 @@ def test_a_planted_link_at_a_run_folder_is_refused(tmp_path: Path) -> None:
     with FaultServer() as server, pytest.raises(ConfigError, match="symbolic link"):
         run_sweep([_planned(server, "a", 1)], out, progress=False)
     assert not any(victim.iterdir())
+
+
+SCALE = """name: STEADY
+title: A made-up two-item scale
+response: {min: 1, max: 5}
+scoring: AVG
+items:
+  - {index: 1, text: I keep my plans.}
+  - {index: 2, text: I change my mind often., reverse: true}
+subscales:
+  - {name: Steadiness, items: [1, 2]}
+"""
+
+
+def test_psychobench_on_several_models_resumes_with_the_same_out(tmp_path: Path) -> None:
+    """``psychobench run`` makes one run per model through the sweep runner: the same command again sends
+    nothing, and a changed one meets the folders it made and is refused."""
+    from llmpsych.testing.runs import run_cli
+
+    scale = tmp_path / "steady.yaml"
+    scale.write_text(SCALE, encoding="utf-8")
+    with FaultServer(responder=lambda body: "1: 4\n2: 2") as server:
+        command = ["psychobench", "run", "--scale-file", scale, "--runs", "2", "--no-progress", "--no-cache"]
+        command += ["-m", "openai-compatible/a", "-m", "openai-compatible/b", "--base-url", server.base_url]
+        command += ["--out", tmp_path / "out"]
+        first = run_cli(*command)
+        assert first.returncode == 0, first.stdout + first.stderr
+        sent = _requests(server)
+        assert sent == 2 * 2
+        again = run_cli(*command)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert _requests(server) == sent
+        changed = run_cli(*[("3" if part == "2" else part) for part in command])
+        assert changed.returncode == 2
+        assert "holds a different run" in changed.stderr and "options" in changed.stderr
+        scale.write_text(SCALE.replace("I keep my plans.", "I keep my promises."), encoding="utf-8")
+        edited = run_cli(*command)  # the same command, but the scale file's text changed
+        assert edited.returncode == 2 and "differs in: options" in edited.stderr
+        assert _requests(server) == sent

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
+
+if TYPE_CHECKING:
+    from ..runs.runner import RunOutcome
 
 app = typer.Typer(
     help="PsychoBench: thirteen psychometric scales, compared with human norms.",
@@ -164,6 +167,7 @@ def run(
     from ..runs.config import DEFAULT_MODEL
     from ..runs.runner import new_run_dir
     from ..runs.store import run_lock
+    from ..runs.sweep import PlannedRun, run_sweep
     from .analysis import save_settings
     from .compare import write_comparison
 
@@ -204,14 +208,20 @@ def run(
     ]
     parent = out or new_run_dir(runs_dir(), "psychobench")
     names = [model_dir_name(spec) for spec in models]
-    run_dirs = [parent / (n if names.count(n) == 1 else f"{n}-{i + 1}") for i, n in enumerate(names)]
-    for cfg, run_dir in zip(configs, run_dirs, strict=True):
-        outcome = kit.start(cfg, run_dir, progress)
+    folders = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
+    run_dirs = [parent / folder for folder in folders]
+
+    def finished(run: PlannedRun, outcome: RunOutcome) -> None:
+        run_dir = parent / run.directory
         if custom is not None and (run_dir / "summary.csv").is_file():
             with run_lock(run_dir):
                 save_settings(run_dir, custom)  # then rebuild the report with them (no model call)
                 analyze_run(run_dir)
-        console.print(kit.outcome_line(outcome, cfg.model), soft_wrap=True)
+        console.print(kit.outcome_line(outcome, run.config.model), soft_wrap=True)
+
+    # one run folder per model, through the sweep runner: the same command with the same --out resumes
+    planned = [PlannedRun(f, cfg, {"model": cfg.model}) for f, cfg in zip(folders, configs, strict=True)]
+    run_sweep(planned, parent, progress=progress, debug=kit.state.debug, on_outcome=finished)
     analysed = [d for d in run_dirs if (d / "summary.csv").is_file()]
     if analysed:
         for path in write_comparison(analysed, parent):

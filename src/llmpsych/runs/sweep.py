@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LlmpsychError
 from ..report.files import atomic_write_text
 from .config import RunConfig
 from .runner import RunOutcome, base_url_roles, refuse_linked_run_dir, resume_run, start_run
 from .store import STORE_FILE, RunStore, run_lock
+from .task import task_class
 
 #: Config fields that define what a run measures; the others (endpoint, data folder, concurrency, cache)
 #: may change between invocations, and a resumed run takes the new values.
@@ -42,14 +43,27 @@ class PlannedRun:
     label: dict[str, Any] | None = None
 
 
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`IDENTITY` fields, with the options as the task reads them (a scale file named by its path
+    in a plan and recorded with its text in a store compare equal when the text is the same)."""
+    fields = {k: config.get(k) for k in IDENTITY}
+    try:
+        options = task_class(str(config.get("task"))).validate_options(dict(config.get("options") or {}))
+    except LlmpsychError:
+        return fields  # compared as written; a plan the task refuses fails when it starts
+    fields["options"] = options.model_dump(mode="json")
+    return fields
+
+
 def same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
     """Whether a stored config and a planned one describe the same measurement (:data:`IDENTITY`)."""
-    return all(stored.get(k) == planned.get(k) for k in IDENTITY)
+    return _comparable(stored) == _comparable(planned)
 
 
 def _refuse_other(run_dir: Path, stored: dict[str, Any], planned: dict[str, Any]) -> None:
-    if not same_run(stored, planned):
-        fields = ", ".join(k for k in IDENTITY if stored.get(k) != planned.get(k))
+    old, new = _comparable(stored), _comparable(planned)
+    if old != new:
+        fields = ", ".join(k for k in IDENTITY if old[k] != new[k])
         raise ConfigError(
             f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
             "choose another --out, or delete that directory",
