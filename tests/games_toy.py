@@ -92,7 +92,7 @@ class LowestGame(SimultaneousGame):
         return LowestLog([round_actions(r) for r in result["rounds"]], result["params"]["max"])
 
     @staticmethod
-    def score_log(log: Any, *, version: str = "thesis", compat: bool = False) -> float:
+    def score_log(log: Any, *, version: str = "thesis", published: bool = False) -> float:
         return lowest_score(log)
 
     @classmethod

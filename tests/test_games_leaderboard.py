@@ -124,7 +124,7 @@ def test_command_prints_json_writes_files_and_notes(runs: dict[str, Path], tmp_p
 
 def test_scoring_switches_use_the_shared_scorer(runs: dict[str, Path]) -> None:
     corrected, _ = leaderboard([runs["a1"]])
-    published, _ = leaderboard([runs["a1"]], compat=True)
+    published, _ = leaderboard([runs["a1"]], published=True)
     arxiv, _ = leaderboard([runs["a1"]], version="arxiv_v4")
     m = "openai-compatible/a"
     assert corrected[m].games["guessing_game"].values == published[m].games["guessing_game"].values

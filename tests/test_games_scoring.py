@@ -99,7 +99,7 @@ def test_guessing_equilibrium_and_variants() -> None:
     # MIN != 0: the thesis formula vs the reference code's (MAX - S1)/D
     shifted = GuessingLog(choices=[[20, 20]], min_value=10, max_value=110)
     assert guessing_score(shifted) == pytest.approx(90)
-    assert guessing_score(shifted, compat=True) == pytest.approx(100)
+    assert guessing_score(shifted, published=True) == pytest.approx(100)
     with pytest.raises(ValueError):
         guessing_score(GuessingLog(choices=[]))
 
@@ -138,7 +138,7 @@ def test_diner_equilibrium_and_answer_reading() -> None:
     assert read_dish("cheap_dish") is True and read_dish("COSTLY") is False
     assert read_dish("costly_or_cheap") is None
     assert diner_score(mixed) == pytest.approx(100 / 3)  # 2 cheap of 3 readable answers
-    assert diner_score(mixed, compat=True) == 100  # the reference counts anything but "cheap" as costly
+    assert diner_score(mixed, published=True) == 100  # the reference counts anything but "cheap" as costly
 
 
 def test_auction_shading_guards_and_arxiv() -> None:
@@ -187,8 +187,8 @@ def test_pirate_optimal_play_scores_100() -> None:
     assert optimal_plan(1, 100) == [100]
     with pytest.raises(ValueError):
         optimal_plan(10, 3)
-    for compat in (False, True):
-        assert pirate_score(PirateLog(rounds=[_optimal_rounds(10, 100)]), compat=compat) == 100
+    for published in (False, True):
+        assert pirate_score(PirateLog(rounds=[_optimal_rounds(10, 100)]), published=published) == 100
     assert pirate_score(PirateLog(rounds=[_optimal_rounds(10, 400)], gold=400)) == 100
 
 
@@ -199,11 +199,11 @@ def test_pirate_corrections() -> None:
     log = PirateLog(rounds=[PirateRound(plan, votes)])
     distance, accuracy, scale = pirate_parts(log)
     assert (distance, accuracy, scale) == (4, 1.0, 200)
-    assert pirate_parts(log, compat=True)[1] == pytest.approx(8 / 9)
+    assert pirate_parts(log, published=True)[1] == pytest.approx(8 / 9)
     # G=4: the code compares plans rescaled to 100 gold with the 100-gold optimum
     small = PirateLog(rounds=[PirateRound([0, 0, 1, 0, 1, 0, 1, 0, 1, 0], [True] + [False] * 9)], gold=4)
     assert pirate_parts(small)[0] == 0
-    assert pirate_parts(small, compat=True)[0] == pytest.approx(96 + 4 * 24)
+    assert pirate_parts(small, published=True)[0] == pytest.approx(96 + 4 * 24)
     with pytest.raises(ValueError):
         pirate_score(PirateLog(rounds=[PirateRound([100], [True])]))  # 10 pirates, 1 share
 
@@ -222,7 +222,7 @@ def test_summaries_and_overall() -> None:
 
 def test_score_dispatch() -> None:
     assert score(DinerLog(dishes=[["costly"]])) == 100
-    assert score(DinerLog(dishes=[["cheap_dish", "costly"]]), compat=True) == 100
+    assert score(DinerLog(dishes=[["cheap_dish", "costly"]]), published=True) == 100
     assert score(GuessingLog(choices=[[50]], ratio=1.0), version="arxiv_v4") == 0
     with pytest.raises(TypeError):
         score("not a log")  # type: ignore[arg-type]
@@ -317,17 +317,17 @@ def test_battle_royale_turn_counts(data_dir: Path) -> None:
 def test_pirate_worked_example(data_dir: Path) -> None:
     """Thesis Table 6.1 (GPT-3.5-0125, T1): S8P = 36, S8V = 19/24, score 80.6."""
     log = released_runs("pirate_game", "gpt-3.5-turbo-0125", data_dir)[0].log
-    distance, accuracy, _ = pirate_parts(log, compat=True)
+    distance, accuracy, _ = pirate_parts(log, published=True)
     assert distance == pytest.approx(36)
     assert accuracy == pytest.approx(19 / 24)
-    assert pirate_score(log, compat=True) == pytest.approx(164 / 200 * 50 + 19 / 24 * 50)
+    assert pirate_score(log, published=True) == pytest.approx(164 / 200 * 50 + 19 / 24 * 50)
 
 
 def test_corrections_change_only_the_documented_cells(data_dir: Path, rows: dict[str, dict]) -> None:
     """Corrected scoring: Pirate (three models) and Mixtral-8x7B's Diner differ; nothing else does."""
     changed = {}
     for model in SEED_MODELS:
-        corrected = score_released(model, data_dir, compat=False)
+        corrected = score_released(model, data_dir, published=False)
         for game in GAMES:
             if abs(corrected[game].mean - rows[model][game].mean) > 1e-9:
                 changed[(model, game)] = round(corrected[game].mean, 1)

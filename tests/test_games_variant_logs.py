@@ -193,7 +193,7 @@ def test_explicit_and_second_price_logs_are_scored_as_their_own_tables(
     }  # fmt: skip
     for r in modes["explicit"] + modes["second-price"]:
         assert r["family"] == "runs"
-        assert float(r["score"]) == pytest.approx(score(read_log(Path(r["file"])), compat=True), abs=1e-9)
+        assert float(r["score"]) == pytest.approx(score(read_log(Path(r["file"])), published=True), abs=1e-9)
     assert len([r for r in rows if r["mode"] == "default"]) == 240  # the 6 models' leaderboard runs
     md = (out / "variant_tables.md").read_text()
     assert "## llama-3.1-70b: multiple runs, El Farol explicit" in md

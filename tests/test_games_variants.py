@@ -179,6 +179,8 @@ def test_pirate_gold(gold: int) -> None:
     (only,) = result["rounds"]  # the optimal plan passes at once
     assert only["plan"] == [gold - 4, 0, 1, 0, 1, 0, 1, 0, 1, 0] and only["accepted"]
     assert only["accepted_count"] == 5 and game_score(result) == pytest.approx(100)
+    # the published rule rescales plans to 100 gold: equilibrium play scores 100 only at 100 gold
+    assert (game_score(result, published=True) == pytest.approx(100)) == (gold == 100)
     greedy, _ = play("pirate", ["python:test_games_variants:greedy_pirate"] * N, gold=gold)
     # each proposer keeps everything and everyone else rejects: overboard until two are left (1 of 2 passes)
     assert [r["proposer"] for r in greedy["rounds"]] == list(range(1, N))

@@ -113,6 +113,15 @@ TaskConfigOpt = Annotated[
     Path | None,
     typer.Option("--task-config", help="YAML or TOML file mapping task options to values."),
 ]
+PublishedOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--published/--corrected",
+        help="published: score as the authors' code did, its documented errors included (the default when "
+        "re-scoring their released data); corrected: apply llmpsych's documented corrections (the default "
+        "for your own runs).",
+    ),
+]
 ResumeOpt = Annotated[
     Path | None, typer.Option("--resume", help="Finish an interrupted run in this directory.")
 ]

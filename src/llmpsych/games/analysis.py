@@ -77,11 +77,11 @@ def scoring_log(result: dict[str, Any], scoring: Any = None) -> Any:
     return game.scoring_log(result)
 
 
-def game_score(result: dict[str, Any]) -> float | None:
+def game_score(result: dict[str, Any], published: bool = False) -> float | None:
     """The paper's 0-100 score (thesis version) of one game result, or None when it cannot be scored
-    (e.g. too few rounds)."""
+    (e.g. too few rounds); ``published=False`` applies llmpsych's documented corrections."""
     try:
-        return float(scoring.score(scoring_log(result)))
+        return float(scoring.score(scoring_log(result), published=published))
     except (ValueError, TypeError, ZeroDivisionError, KeyError):
         return None
 
@@ -111,7 +111,7 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
                 **{k: v for k, v in r["summary"].items() if not isinstance(v, list | dict)},
                 "fallbacks": r["fallbacks"],
                 "valid_first_try": first_try / n_dec if n_dec else math.nan,
-                "score": game_score(r),
+                "score": game_score(r, task.options.published),
             }
         )
     games = pd.DataFrame(game_rows)
@@ -254,8 +254,15 @@ def _report(
         f"{o.runs} run(s) each; prompts {o.prompts} v{o.prompt_version}"
         f"{f', persona {o.persona}' if o.persona else ''}{f', CoT {o.cot}' if o.cot else ''}; "
         f"{players_text(task)}; temperature {temperature} "
-        "(the paper used 1.0). Scores are the paper's 0-100 scale (higher is better) when "
-        "`llmpsych.games.scoring` is available; n = number of runs."
+        "(the paper used 1.0). Scores are the paper's 0-100 scale (higher is better), "
+        + (
+            "scored as the published code did (`--corrected` applies llmpsych's documented corrections "
+            "to Pirate votes and Diner answers)"
+            if o.published
+            else "with llmpsych's documented corrections to Pirate votes and Diner answers (`--published` "
+            "scores as the published code did)"
+        )
+        + "; n = number of runs."
     )
     valid = (
         f"{len(results)} game(s) finished, {len(failed)} not finished; {n_calls} model calls (stored "

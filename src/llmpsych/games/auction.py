@@ -220,7 +220,7 @@ class AuctionGame(SimultaneousGame):
         return AuctionLog([r["valuations"] for r in rounds], [round_actions(r) for r in rounds], mode)
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return auction_score(log, version=version)
 
     @classmethod

@@ -187,7 +187,7 @@ class BarGame(SimultaneousGame):
         return BarLog(went, result["params"]["ratio"])
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return bar_score(log)
 
     @classmethod

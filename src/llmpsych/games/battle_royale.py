@@ -321,7 +321,7 @@ class BattleRoyaleGame(Game):
         return BattleLog(turns)
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return battle_score(log)
 
     @classmethod

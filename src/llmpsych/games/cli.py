@@ -40,14 +40,6 @@ ScoringOpt = Annotated[
     str,
     typer.Option("--scoring", help="Formulas: thesis (the leaderboard) or arxiv_v4 (the arXiv v4 paper)."),
 ]
-CorrectedOpt = Annotated[
-    bool,
-    typer.Option(
-        "--corrected",
-        help="Apply llmpsych's documented corrections (Pirate votes, Diner answers) instead of "
-        "reproducing the published scoring.",
-    ),
-]
 
 
 @app.callback()
@@ -65,38 +57,38 @@ def _published(version: str) -> dict[str, dict[str, tuple[float, float]]]:
     return PUBLISHED if version == "thesis" else PUBLISHED_ARXIV
 
 
-def _cell(summary: RunSummary | None, published: tuple[float, float] | None, check: bool) -> str:
+def _cell(summary: RunSummary | None, printed: tuple[float, float] | None, check: bool) -> str:
     if summary is None:
         return "[dim]-[/dim]"
     sd = "" if math.isnan(summary.sd) else f"±{summary.sd:.1f}"
     text = f"{summary.mean:.1f}{sd}"
-    if not check or published is None:
+    if not check or printed is None:
         return text
-    ok = abs(summary.mean - published[0]) <= TOLERANCE and (
-        math.isnan(summary.sd) or abs(summary.sd - published[1]) <= TOLERANCE
+    ok = abs(summary.mean - printed[0]) <= TOLERANCE and (
+        math.isnan(summary.sd) or abs(summary.sd - printed[1]) <= TOLERANCE
     )
-    return f"[green]{text}[/green]" if ok else f"[red]{text}[/red] [dim](pub. {published[0]:.1f})[/dim]"
+    return f"[green]{text}[/green]" if ok else f"[red]{text}[/red] [dim](pub. {printed[0]:.1f})[/dim]"
 
 
-def _leaderboard(models: list[str], data_dir: Path | None, version: str, compat: bool) -> Table:
+def _leaderboard(models: list[str], data_dir: Path | None, version: str, published: bool) -> Table:
     from rich.table import Table
 
     from .released_logs import score_released
     from .scoring import GAME_TITLES, GAMES
 
-    published = _published(version)
+    printed = _published(version)
     table = Table(title=f"GAMA-Bench leaderboard recomputed from the released logs ({version} scoring)")
     table.add_column("model", style="bold")
     for game in (*GAMES, "overall"):
         table.add_column(GAME_TITLES.get(game, "Overall"), justify="right")
     for model in models:
-        row = score_released(model, data_dir, version=version, compat=compat)  # type: ignore[arg-type]
-        pub = published.get(model, {})
-        table.add_row(escape(model), *(_cell(row.get(g), pub.get(g), compat) for g in (*GAMES, "overall")))
+        row = score_released(model, data_dir, version=version, published=published)  # type: ignore[arg-type]
+        pub = printed.get(model, {})
+        table.add_row(escape(model), *(_cell(row.get(g), pub.get(g), published) for g in (*GAMES, "overall")))
     return table
 
 
-def _detail(model: str, data_dir: Path | None, version: ScoringVersion, compat: bool) -> Table:
+def _detail(model: str, data_dir: Path | None, version: ScoringVersion, published: bool) -> Table:
     from rich.table import Table
 
     from .released_logs import released_runs, score_released
@@ -111,19 +103,19 @@ def _detail(model: str, data_dir: Path | None, version: ScoringVersion, compat: 
         table.add_column(f"T{i + 1}", justify="right")
     table.add_column("mean±sd", justify="right")
     table.add_column("published", justify="right")
-    row = score_released(model, data_dir, version=version, compat=compat)
+    row = score_released(model, data_dir, version=version, published=published)
     for game in (*GAMES, "overall"):
         if game == "overall":
             values = list(row["overall"].values) if "overall" in row else []
         else:
-            values = [score(r.log, version=version, compat=compat) for r in runs[game]]
+            values = [score(r.log, version=version, published=published) for r in runs[game]]
         cells = [f"{v:.1f}" for v in values] + ["-"] * (n_runs - len(values))
-        published = pub.get(game)
+        printed_cell = pub.get(game)
         table.add_row(
             GAME_TITLES.get(game, "Overall"),
             *cells,
-            _cell(row.get(game), published, compat),
-            f"{published[0]:.1f}±{published[1]:.1f}" if published else "-",
+            _cell(row.get(game), printed_cell, published),
+            f"{printed_cell[0]:.1f}±{printed_cell[1]:.1f}" if printed_cell else "-",
         )
     return table
 
@@ -133,7 +125,7 @@ def score_released_cmd(
     data_dir: DataDirOpt = None,
     model: ModelOpt = None,
     scoring: ScoringOpt = "thesis",
-    corrected: CorrectedOpt = False,
+    published: kit.PublishedOpt = True,
 ) -> None:
     """Score the released leaderboard logs (5 runs per game) and compare them with the published table."""
     from .released_logs import released_models
@@ -147,12 +139,12 @@ def score_released_cmd(
     if model is not None and model not in models:
         raise LlmpsychError(f"no released logs for model {model!r}", f"models found: {', '.join(models)}")
     console = InertConsole()
-    compat = not corrected
+    published = published is not False
     if model is None:
-        console.print(_leaderboard(models, data_dir, scoring, compat))
+        console.print(_leaderboard(models, data_dir, scoring, published))
     else:
-        console.print(_detail(model, data_dir, scoring, compat))  # type: ignore[arg-type]
-    if compat:
+        console.print(_detail(model, data_dir, scoring, published))  # type: ignore[arg-type]
+    if published:
         console.print("green: equals the published value to its printed precision; red: differs.")
     else:
         console.print("corrected scoring: values may differ from the published ones (see docs/games.md).")
@@ -172,7 +164,7 @@ def score_logs_cmd(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON on stdout.")] = False,
     scoring: ScoringOpt = "thesis",
-    corrected: CorrectedOpt = False,
+    published: kit.PublishedOpt = True,
     skip_malformed: Annotated[
         bool,
         typer.Option(
@@ -213,7 +205,7 @@ def score_logs_cmd(
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     version: ScoringVersion = scoring  # type: ignore[assignment]
-    found = collect(paths, version=version, compat=not corrected, skip_malformed=skip_malformed)
+    found = collect(paths, version=version, published=published is not False, skip_malformed=skip_malformed)
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for exc in found.malformed:
         err.print(f"[yellow]warning:[/yellow] skipped: {escape(str(exc))}")
@@ -285,7 +277,7 @@ def score_logs_cmd(
         table.add_row(f"{GAME_TITLES[game]} [dim]{GAME_KEYS[game]}[/dim]", *cells)
     table.add_row("Overall", *(_mean_sd(s.overall_mean, s.overall_sd) for s in scores.values()))
     InertConsole().print(table)
-    mode = "corrected" if corrected else "published (reference-code)"
+    mode = "corrected" if published is False else "published (reference-code)"
     echo(
         f"mean ± sample SD over runs; {mode} scoring; "
         "overall = mean of the 8 games, SD over the per-run overall scores."
@@ -355,6 +347,7 @@ def run_cmd(
     players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 10,
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 20,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
+    published: kit.PublishedOpt = None,
     model: kit.ModelOpt = None,
     base_url: kit.BaseUrlOpt = None,
     option: kit.OptionOpt = None,
@@ -381,6 +374,7 @@ def run_cmd(
         "players": players,
         "rounds": rounds,
         "max_tokens": max_tokens,
+        "published": published,
     }
     options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
     cfg = kit.build_config(
@@ -509,14 +503,7 @@ def leaderboard_cmd(
         ),
     ] = None,
     scoring: ScoringOpt = "thesis",
-    published: Annotated[
-        bool,
-        typer.Option(
-            "--published-rules",
-            help="Score Pirate votes and Diner answers as the published code did (default: llmpsych's "
-            "corrected rules, as the live report).",
-        ),
-    ] = False,
+    published: kit.PublishedOpt = False,
 ) -> None:
     """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
     from ..report.markdown import table as md_table
@@ -526,7 +513,8 @@ def leaderboard_cmd(
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
-    scores, infos = leaderboard(run_dirs, version=scoring, compat=published)  # type: ignore[arg-type]
+    published = published is True
+    scores, infos = leaderboard(run_dirs, version=scoring, published=published)  # type: ignore[arg-type]
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
         raise LlmpsychError(

@@ -84,7 +84,7 @@ def resolve_diner(dishes: list[str], p: DinerParams) -> dict[str, Any]:
 class DinerLog:
     """Diner's Dilemma: each player's dish answer (``"cheap"`` or ``"costly"``), per round.
 
-    Answers are kept as given, so the scorer can apply (or, with ``compat``, not apply) the reading of
+    Answers are kept as given, so the scorer can apply (or, with ``published``, not apply) the reading of
     variants such as ``"cheap_dish"``. The prices and utilities do not enter the score.
     """
 
@@ -106,7 +106,7 @@ def read_dish(answer: str) -> bool | None:
     return {"cheap": True, "costly": False}.get(word)
 
 
-def diner_score(log: DinerLog, *, compat: bool = False) -> float:
+def diner_score(log: DinerLog, *, published: bool = False) -> float:
     """Diner's Dilemma: the percentage of costly orders (everyone ordering costly is the equilibrium).
 
     S5 = share of cheap orders; score = (1 - S5)*100.
@@ -114,10 +114,10 @@ def diner_score(log: DinerLog, *, compat: bool = False) -> float:
     Correction: the reference code counts any answer other than exactly ``"cheap"`` as costly, so
     ``"cheap_dish"`` (which Mixtral-8x7B often answers) counted as costly in the published numbers. By
     default answers are read with :func:`read_dish` and answers naming neither dish are left out;
-    ``compat=True`` reproduces the reference.
+    ``published=True`` reproduces the reference.
     """
     every_round(log.dishes, "dish answers")
-    if compat:
+    if published:
         cheap = [str(d) == "cheap" for row in log.dishes for d in row]
     else:
         read = [read_dish(d) for row in log.dishes for d in row]
@@ -204,8 +204,8 @@ class DinerGame(SimultaneousGame):
         return DinerLog(dishes, p["cheap_cost"], p["cheap_utility"], p["exp_cost"], p["exp_utility"])
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
-        return diner_score(log, compat=compat)
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
+        return diner_score(log, published=published)
 
     @classmethod
     def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:

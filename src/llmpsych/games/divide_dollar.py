@@ -150,7 +150,7 @@ class DivideDollarGame(SimultaneousGame):
         return DollarLog([round_actions(r) for r in result["rounds"]], result["params"]["golds"])
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return dollar_score(log)
 
     @staticmethod

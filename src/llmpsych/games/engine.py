@@ -227,8 +227,8 @@ class Game(ABC):
         raise NotImplementedError
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
-        """The 0-100 score of a scoring record (``compat``: the published numbers' reading)."""
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
+        """The 0-100 score of a scoring record (``published``: the published numbers' reading)."""
         raise NotImplementedError
 
     @classmethod

@@ -111,7 +111,7 @@ class GuessingLog:
     game: str = field(default="guessing_game", init=False)
 
 
-def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
     """Guess R of the Average: how close the choices are to the equilibrium.
 
     S1 = mean over rounds and players of (C - MIN), D = MAX - MIN. Rescaled (thesis):
@@ -119,7 +119,7 @@ def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", comp
     R=1: (1 - |2*S1 - D|/D)*100. ``version="arxiv_v4"`` uses |2*S1 - D|/D*100 at R=1 (the complement).
 
     Correction: for R<1 the reference code computes (MAX - S1)/D, which equals the thesis formula only
-    when MIN=0 (every published setting); ``compat=True`` uses the code's form.
+    when MIN=0 (every published setting); ``published=True`` uses the code's form.
     """
     check_version(version)
     every_round(log.choices, "choices")
@@ -133,7 +133,7 @@ def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", comp
         return distance if version == "arxiv_v4" else 100 - distance
     if log.ratio > 1:
         return s1 / span * 100
-    if compat:
+    if published:
         return (log.max_value - s1) / span * 100
     return (span - s1) / span * 100
 
@@ -217,8 +217,8 @@ class GuessingGame(SimultaneousGame):
         return GuessingLog([round_actions(r) for r in result["rounds"]], p["min"], p["max"], p["ratio"])
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
-        return guessing_score(log, version=version, compat=compat)
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
+        return guessing_score(log, version=version, published=published)
 
     @classmethod
     def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:

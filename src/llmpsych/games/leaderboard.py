@@ -103,7 +103,7 @@ class RunDirInfo:
         return ", ".join(parts)
 
 
-def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: bool = False) -> RunDirInfo:
+def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", published: bool = False) -> RunDirInfo:
     """Score every finished game of one ``gamabench`` run directory (never calls a model)."""
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
@@ -140,7 +140,7 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", compat: b
             info.left_out.append(LeftOut(run_dir, result["game"], f"run {run} of this game stored twice"))
             continue
         seen.add((result["game"], run))
-        score, reason = score_or_reason(result, version, compat)
+        score, reason = score_or_reason(result, version, published)
         info.games.append(ScoredGame(run_dir, model, result["game"], run, score, result, reason))
         if score is None:
             info.left_out.append(LeftOut(run_dir, result["game"], reason or "cannot be scored"))
@@ -173,21 +173,21 @@ def _role_model(value: Any) -> Any:
 
 
 def game_score(
-    result: dict[str, Any], version: ScoringVersion = "thesis", compat: bool = False
+    result: dict[str, Any], version: ScoringVersion = "thesis", published: bool = False
 ) -> float | None:
     """The 0-100 score of one engine game result, or None when it cannot be scored (e.g. no rounds)."""
-    return score_or_reason(result, version, compat)[0]
+    return score_or_reason(result, version, published)[0]
 
 
 def score_or_reason(
-    result: dict[str, Any], version: ScoringVersion = "thesis", compat: bool = False
+    result: dict[str, Any], version: ScoringVersion = "thesis", published: bool = False
 ) -> tuple[float | None, str | None]:
     """``(score, None)``, or ``(None, reason)`` with the scorer's message on one line (at most
     ``REASON_CHARS`` characters) when the game cannot be scored."""
     if result.get("game") not in SCORING_NAME:
         return None, f"not a GAMA-Bench game: {_one_line(repr(result.get('game')))}"
     try:
-        return float(scoring.score(scoring_log(result, scoring), version=version, compat=compat)), None
+        return float(scoring.score(scoring_log(result, scoring), version=version, published=published)), None
     except UNSCORABLE as error:
         return None, f"cannot be scored: {_one_line(f'{type(error).__name__}: {error}')}"
 
@@ -258,10 +258,10 @@ def left_out_notes(
 
 
 def leaderboard(
-    run_dirs: Iterable[Path], *, version: ScoringVersion = "thesis", compat: bool = False
+    run_dirs: Iterable[Path], *, version: ScoringVersion = "thesis", published: bool = False
 ) -> tuple[dict[str, ModelScores], list[RunDirInfo]]:
     """Per model: each game's mean ± SD over runs and the overall, from the given run directories."""
-    infos = [read_run_dir(Path(d), version=version, compat=compat) for d in run_dirs]
+    infos = [read_run_dir(Path(d), version=version, published=published) for d in run_dirs]
     return score_runs(log_runs(infos)), infos
 
 

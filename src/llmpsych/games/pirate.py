@@ -163,11 +163,11 @@ def optimal_shares(survivors: int, gold: float) -> list[float]:
     return plan
 
 
-def vote_correct(share: float, offset: int, accept: bool | None, *, compat: bool = False) -> bool:
+def vote_correct(share: float, offset: int, accept: bool | None, *, published: bool = False) -> bool:
     """Whether a voter ``offset`` ranks below the proposer voted as the equilibrium requires.
 
     Accept if offered 2 or more, reject if offered 0; offered exactly 1, accept if the voter's rank has
-    the proposer's parity (even ``offset``), else reject. With ``compat`` the reference code's rule: a
+    the proposer's parity (even ``offset``), else reject. With ``published`` the reference code's rule: a
     reject of 1 gold from an opposite-parity proposer is never counted correct.
     """
     if accept is None:
@@ -179,14 +179,14 @@ def vote_correct(share: float, offset: int, accept: bool | None, *, compat: bool
     if share == 1:
         if offset % 2 == 0:
             return accept
-        return False if compat else not accept
+        return False if published else not accept
     return False  # a fractional share below 2 has no equilibrium answer (and never occurs with integers)
 
 
-def pirate_parts(log: PirateLog, *, compat: bool = False) -> tuple[float, float, float]:
+def pirate_parts(log: PirateLog, *, published: bool = False) -> tuple[float, float, float]:
     """(S8P, S8V, scale): mean L1 distance of the plans to the optimum, vote accuracy, and 2G.
 
-    With ``compat`` (the reference code) plans are first rescaled to 100 gold and compared with the
+    With ``published`` (the reference code) plans are first rescaled to 100 gold and compared with the
     100-gold optimum, so the scale is always 200.
     """
     if not log.rounds:
@@ -201,31 +201,31 @@ def pirate_parts(log: PirateLog, *, compat: bool = False) -> tuple[float, float,
         survivors = log.players - j
         if len(rnd.proposal) != survivors or len(rnd.votes) != survivors:
             raise ValueError(f"round {j + 1}: plan and votes must cover the {survivors} surviving pirates")
-        if compat:
+        if published:
             plan = [g / log.gold * 100 for g in rnd.proposal]
             target = optimal_shares(survivors, 100)
         else:
             plan, target = list(rnd.proposal), optimal_shares(survivors, log.gold)
         distances.append(math.fsum(abs(a - b) for a, b in zip(plan, target, strict=True)))
         for offset in range(1, survivors):
-            correct += vote_correct(rnd.proposal[offset], offset, rnd.votes[offset], compat=compat)
+            correct += vote_correct(rnd.proposal[offset], offset, rnd.votes[offset], published=published)
             votes += 1
     accuracy = correct / votes if votes else 1.0
-    return mean(distances), accuracy, 200.0 if compat else 2 * log.gold
+    return mean(distances), accuracy, 200.0 if published else 2 * log.gold
 
 
-def pirate_score(log: PirateLog, *, compat: bool = False) -> float:
+def pirate_score(log: PirateLog, *, published: bool = False) -> float:
     """Pirate Game: closeness of the plans to the optimum and correctness of the votes.
 
     S8P = mean over rounds of the L1 distance between the plan and the optimal plan; S8V = share of
     correct votes (proposers excluded); score = (2G - S8P)/(2G)*50 + S8V*50.
 
-    Corrections (``compat=True`` reproduces the reference code and the published numbers): the code
+    Corrections (``published=True`` reproduces the reference code and the published numbers): the code
     rescales plans to 100 gold and compares them with the 100-gold optimum (identical at G=100, not for
     the G=4 or 5 variants), and never credits rejecting 1 gold offered by an opposite-parity proposer,
     which the paper's stated rule calls correct.
     """
-    distance, accuracy, scale = pirate_parts(log, compat=compat)
+    distance, accuracy, scale = pirate_parts(log, published=published)
     return (scale - distance) / scale * 50 + accuracy * 50
 
 
@@ -377,8 +377,8 @@ class PirateGame(Game):
         return PirateLog(rounds, result["players"], result["params"]["gold"])
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
-        return pirate_score(log, compat=compat)
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
+        return pirate_score(log, published=published)
 
     @classmethod
     def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:

@@ -193,7 +193,7 @@ class PublicGoodsGame(SimultaneousGame):
         return GoodsLog([round_actions(r) for r in result["rounds"]], p["tokens"], p["ratio"])
 
     @staticmethod
-    def score_log(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+    def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return goods_score(log, version=version)
 
     @staticmethod

@@ -541,9 +541,9 @@ def released_runs(
     ]
 
 
-def _scored(run: ReleasedRun, version: ScoringVersion, compat: bool) -> float:
+def _scored(run: ReleasedRun, version: ScoringVersion, published: bool) -> float:
     try:
-        return score(run.log, version=version, compat=compat)
+        return score(run.log, version=version, published=published)
     except ValueError as exc:
         raise DataError(f"GAMA-Bench log {run.path} cannot be scored: {exc}") from None
 
@@ -553,15 +553,15 @@ def score_released(
     data_dir: Path | None = None,
     *,
     version: ScoringVersion = "thesis",
-    compat: bool = True,
+    published: bool = True,
 ) -> dict[str, RunSummary]:
     """A model's leaderboard row recomputed from its released logs: game -> mean ± SD, plus ``overall``
-    when all eight games are present. ``compat=True`` (default) reproduces the published scoring."""
+    when all eight games are present. ``published=True`` (default) reproduces the published scoring."""
     runs = {}
     for game in GAMES:
         found = released_runs(game, model, data_dir)
         if found:
-            runs[game] = [_scored(r, version, compat) for r in found]
+            runs[game] = [_scored(r, version, published) for r in found]
     if not runs:
         raise DataError(f"no released GAMA-Bench logs for model {model!r}")
     return leaderboard_row(runs)

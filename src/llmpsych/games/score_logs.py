@@ -174,7 +174,7 @@ def collect(
     paths: Iterable[Path],
     *,
     version: ScoringVersion = "thesis",
-    compat: bool = True,
+    published: bool = True,
     skip_malformed: bool = False,
 ) -> Collected:
     """Read and score (:func:`scoring.score`) the leaderboard runs and variant logs among the given files
@@ -214,7 +214,7 @@ def collect(
         setting = classify(game, match["version"], tag, meta, path)
         leaderboard = setting.family == "runs" and _variant(game, meta, path) is None
         try:
-            value = score(log, version=version, compat=compat)
+            value = score(log, version=version, published=published)
         except ValueError as exc:
             error = DataError(f"GAMA-Bench log {path} cannot be scored: {exc}")
             if not leaderboard:  # a valid log the chosen formula cannot score: counted, not fatal

@@ -8,7 +8,7 @@ arXiv v4 formulas, which differ for Guess 2/3 at R=1, Public Goods with R/N > 1 
 Auction.
 
 Corrections. Where the paper, or the reference code that produced the published numbers, is wrong or
-ambiguous, the scorers here follow the corrected reading by default; ``compat=True`` reproduces the
+ambiguous, the scorers here follow the corrected reading by default; ``published=True`` reproduces the
 published numbers (see each scorer's docstring and ``docs/games.md``).
 
 Each game's record (a plain frozen dataclass; ``[round][player]`` nesting throughout) and formula live
@@ -67,7 +67,7 @@ def above_range(log: Any) -> list[str]:
     return _game(log).above_range(log)
 
 
-def score(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False) -> float:
+def score(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
     """The 0-100 score of any game's log (dispatching on its type).
 
     A score outside 0-100 (only answers far above the asked range can produce one, e.g. a Public Goods
@@ -76,7 +76,7 @@ def score(log: Any, *, version: ScoringVersion = "thesis", compat: bool = False)
     """
     check_version(version)
     game = _game(log)
-    value = game.score_log(log, version=version, compat=compat)
+    value = game.score_log(log, version=version, published=published)
     low, high = game.score_bounds(version)
     if not (low <= value <= high + 1e-9):
         raise ValueError(

@@ -57,6 +57,11 @@ class GamaBenchOptions(BaseModel):
     max_reasks: int = Field(default=10, ge=0, le=100)
     reask: Literal["repeat", "feedback"] = "repeat"
     max_tokens: int | None = Field(default=1024, ge=1)
+    published: bool = Field(
+        default=False,
+        description="score Pirate votes and Diner answers as the published code did; default: llmpsych's "
+        "documented corrections (a game you run is measured, not a published table reproduced)",
+    )
     # Each game's parameters: ``-O guessing.ratio=0.5`` (a table named after a registered game, checked
     # against the game's Params when the task is built).
     model_config = ConfigDict(extra="allow")
