@@ -49,7 +49,7 @@ def _env(server: FaultServer, folder: Path, seed_data: Path) -> dict[str, str]:
 
 
 def test_the_page_marks_every_worked_example() -> None:
-    assert set(_blocks()) >= {"questionnaire", "mas-system-module", "mas-system-run"}
+    assert set(_blocks()) >= {"questionnaire", "mas-system-module", "mas-system-run", "report"}
 
 
 def test_a_questionnaire_is_one_data_file(tmp_path: Path, seed_data: Path) -> None:
@@ -91,6 +91,18 @@ def test_a_multi_agent_system_is_one_module_and_one_line(tmp_path: Path, seed_da
     assert asked >= 2 * 3  # two items x (draft, review, final answer); the faulty run may reuse the cache
     transcript = (tmp_path / "runs" / "pair-autoinject").rglob("*.md")
     assert any("reviewer" in p.read_text(encoding="utf-8") for p in transcript)
+
+    # the report example reads that run through the run record and writes Markdown and HTML beside it
+    (tmp_path / "latency.py").write_text(blocks["report"][1], encoding="utf-8")
+    run = tmp_path / "runs" / "pair-none"
+    report = subprocess.run(
+        [sys.executable, "latency.py", str(run)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stdout + report.stderr
+    page = (run / "latency.md").read_text(encoding="utf-8")
+    assert "Latency of mas on openai-compatible/scripted" in page
+    assert "| subject |       6 |" in page  # both agents ask the one model role: 2 items x 3 calls
+    assert (run / "latency.html").is_file()
 
 
 def test_a_half_written_system_is_refused_when_registered(
