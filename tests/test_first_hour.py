@@ -1,0 +1,86 @@
+"""The first hour on llmpsych: what a user sees when a run's output is a pipe, the embedded model's
+context (``?ctx=``) and its refusals, and the documented first PsychoBench command on the default model."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from llmpsych.errors import ModelSpecError
+from llmpsych.models.embedded import (
+    DEFAULT_CONTEXT_PER_SLOT,
+    DEFAULT_CONTEXT_TOTAL,
+    MIN_DEFAULT_CONTEXT,
+    EmbeddedSettings,
+)
+from llmpsych.models.spec import parse_model_spec
+from llmpsych.testing.fault_server import FaultRates, FaultServer
+from llmpsych.testing.runs import run_cli
+
+LINE = re.compile(r"^echo: (\d+)/(\d+) units \((\d+)%\), [\d.]+ units/s, ETA \d+:\d\d:\d\d$")
+
+
+def test_a_run_piped_to_a_file_prints_progress_lines(tmp_path: Path) -> None:
+    """stdout and stderr are pipes (no terminal): the run prints done/total, rate and ETA every interval
+    (here 0.5 s; ``LLMPSYCH_PROGRESS_INTERVAL``), and one line at the end. 30 calls of 0.1 s, one at a time,
+    last at least 3 s, so at least four intervals and the final line."""
+    with FaultServer(FaultRates(latency_s=0.1)) as server:
+        result = run_cli(
+            "run", "--task", "echo", "-O", "units=30", "--model", "openai-compatible/m",
+            "--base-url", server.base_url, "--concurrency", "1", "--no-cache", "--out", tmp_path / "r",
+            env={"LLMPSYCH_PROGRESS_INTERVAL": "0.5"},
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [m for m in map(LINE.match, result.stderr.splitlines()) if m]
+    assert len(lines) >= 3, result.stderr
+    done = [int(m.group(1)) for m in lines]
+    assert done == sorted(done) and done[-1] == 30 and done[0] < 30
+    assert all(m.group(2) == "30" for m in lines)
+    assert lines[-1].group(0).endswith("ETA 0:00:00")
+    assert "━" not in result.stdout + result.stderr  # no bar drawn for a terminal that is not there
+
+
+def test_a_short_piped_run_prints_its_last_line_only(tmp_path: Path) -> None:
+    """A run of a few units still ends with one line saying it is done."""
+    with FaultServer() as server:
+        result = run_cli(
+            "run", "--task", "echo", "-O", "units=3", "--model", "openai-compatible/m",
+            "--base-url", server.base_url, "--no-cache", "--out", tmp_path / "r",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert [m.group(0) for m in map(LINE.match, result.stderr.splitlines()) if m] == [
+        next(line for line in result.stderr.splitlines() if line.startswith("echo: 3/3"))
+    ]
+
+
+def test_ctx_in_an_embedded_spec() -> None:
+    spec = parse_model_spec("local/qwen2.5-0.5b?ctx=8192")
+    assert (spec.kind, spec.model, spec.ctx, spec.text) == ("embedded", "qwen2.5-0.5b", 8192, spec.text)
+    assert parse_model_spec("gguf:/models/x.gguf?ctx=2048").model == "/models/x.gguf"
+    assert parse_model_spec("local/qwen2.5-0.5b").ctx is None
+    assert EmbeddedSettings().with_context(None).context == DEFAULT_CONTEXT_PER_SLOT
+    assert EmbeddedSettings(n_parallel=4).with_context(2048).context == 2048
+
+
+def test_many_slots_share_the_default_context() -> None:
+    """The default is the model's 32k per slot, within 128k tokens for all slots together."""
+    assert EmbeddedSettings(n_parallel=2).context == DEFAULT_CONTEXT_PER_SLOT
+    assert EmbeddedSettings(n_parallel=8).context == DEFAULT_CONTEXT_TOTAL // 8
+    assert EmbeddedSettings(n_parallel=64).context == MIN_DEFAULT_CONTEXT
+
+
+BAD_CTX = ["local/q?ctx=", "local/q?ctx=big", "local/q?ctx=10", "local/?ctx=512", "gguf:/m.gguf?ctx=-1"]
+
+
+@pytest.mark.parametrize("text", BAD_CTX)
+def test_a_bad_ctx_is_one_line(text: str) -> None:
+    with pytest.raises(ModelSpecError) as caught:
+        parse_model_spec(text)
+    assert "\n" not in str(caught.value)
+
+
+def test_ctx_on_an_http_endpoint_is_refused() -> None:
+    with pytest.raises(ModelSpecError, match="embedded models"):
+        parse_model_spec("vllm/qwen?ctx=8192")
