@@ -84,3 +84,42 @@ def test_a_bad_ctx_is_one_line(text: str) -> None:
 def test_ctx_on_an_http_endpoint_is_refused() -> None:
     with pytest.raises(ModelSpecError, match="embedded models"):
         parse_model_spec("vllm/qwen?ctx=8192")
+
+
+def _visible_lengths(ax: object) -> list[float]:
+    """How much of each bar lies inside the value axis."""
+    from matplotlib.patches import Rectangle
+
+    low, high = ax.get_ylim()  # type: ignore[attr-defined]
+    out = []
+    for patch in ax.patches:  # type: ignore[attr-defined]
+        if isinstance(patch, Rectangle):
+            ends = sorted((patch.get_y(), patch.get_y() + patch.get_height()))
+            out.append(max(0.0, min(ends[1], high) - max(ends[0], low)))
+    return out
+
+
+def test_a_bar_at_the_scales_minimum_is_visible() -> None:
+    """On a 1-5 scale a mean of 1.00 (and one of 5.00 with its error bar) is drawn whole."""
+    import matplotlib.pyplot as plt
+
+    from llmpsych.report.charts import grouped_bar_figure
+
+    series = {"model": [(1.0, 0.0), (5.0, 0.4)], "people": [(3.0, 1.2), (1.0, 0.5)]}
+    fig = grouped_bar_figure(["A", "B"], series, "BFI", (1, 5))
+    try:
+        ax = fig.axes[0]
+        low, high = ax.get_ylim()
+        assert low < 1.0 and low <= 0.0 and high > 5.4
+        assert [round(v, 6) for v in _visible_lengths(ax)] == [1.0, 5.0, 3.0, 1.0]
+    finally:
+        plt.close(fig)
+
+
+def test_the_value_axis_keeps_every_bar() -> None:
+    from llmpsych.report.charts import value_axis
+
+    assert value_axis((1, 5), [(1.0, 0.0)])[0] == 0.0
+    low, high = value_axis((1, 5), [(1.0, 1.5), None, (4.8, 0.5)])
+    assert low < -0.5 and high > 5.3
+    assert value_axis((-3, 3), [(-3.0, 0.0)])[0] < -3.0
