@@ -123,6 +123,14 @@ def progress_interval() -> float:
     return value if value > 0 else PROGRESS_INTERVAL_S
 
 
+def rate_text(finished: int, elapsed: float) -> str:
+    """Units per second, or per minute or hour when fewer (a slow run showed ``0.00 units/s``)."""
+    rate = finished / elapsed
+    if rate >= 0.1:
+        return f"{rate:.2f} units/s"
+    return f"{60 * rate:.2f} units/min" if 60 * rate >= 0.1 else f"{3600 * rate:.2f} units/h"
+
+
 class _Lines:
     """Progress as plain lines, for output that is not a terminal (a pipe, a log file, a batch job).
 
@@ -254,7 +262,7 @@ async def execute(
         now = time.perf_counter()
         elapsed = max(now - started, 1e-9)
         finished = summary.done + summary.failed
-        rate = f"{finished / elapsed:.2f} units/s"
+        rate = rate_text(finished, elapsed)
         progress.update(
             bar, advance=1, rate=rate, failures=f"{summary.failed} failed" if summary.failed else ""
         )
