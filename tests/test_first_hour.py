@@ -19,7 +19,7 @@ from llmpsych.models.spec import parse_model_spec
 from llmpsych.testing.fault_server import FaultRates, FaultServer
 from llmpsych.testing.runs import run_cli
 
-LINE = re.compile(r"^echo: (\d+)/(\d+) units \((\d+)%\), [\d.]+ units/s, ETA \d+:\d\d:\d\d$")
+LINE = re.compile(r"^echo: (\d+)/(\d+) units \((\d+)%\), [\d.]+ units/(?:s|min|h), ETA \d+:\d\d:\d\d$")
 
 
 def test_a_run_piped_to_a_file_prints_progress_lines(tmp_path: Path) -> None:
@@ -123,3 +123,41 @@ def test_the_value_axis_keeps_every_bar() -> None:
     low, high = value_axis((1, 5), [(1.0, 1.5), None, (4.8, 0.5)])
     assert low < -0.5 and high > 5.3
     assert value_axis((-3, 3), [(-3.0, 0.0)])[0] < -3.0
+
+
+def test_a_slow_rate_is_per_minute_or_hour() -> None:
+    from llmpsych.runs.engine import rate_text
+
+    assert rate_text(5, 2.0) == "2.50 units/s"
+    assert rate_text(1, 60.0) == "1.00 units/min"
+    assert rate_text(1, 7200.0) == "0.50 units/h"
+
+
+def _first_psychobench_command(page: Path) -> list[str]:
+    """The first ``llmpsych run`` of the page's first shell block that runs PsychoBench."""
+    from test_docs_commands import commands, shell_blocks
+
+    for block in shell_blocks(page):
+        for words in commands(block.text):
+            if words[:2] == ["llmpsych", "run"] and "psychobench" in words:
+                return words
+    raise AssertionError(f"{page} shows no PsychoBench run")
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("page", ["README.md", "docs/psychobench.md"])
+def test_the_documented_first_psychobench_run_scores_on_the_default_model(page: str, tmp_path: Path) -> None:
+    """The first PsychoBench command of README and docs/psychobench.md, as written, on the embedded model
+    (the data from the seed folder, where the pages fetch it or name it): most answers are valid and the
+    report is written in Markdown and HTML."""
+    root = Path(__file__).resolve().parents[1]
+    seed = root.parent / "shared" / "seed-data"
+    words = _first_psychobench_command(root / page)
+    assert "mode=logprob" in words and "--model" not in words  # the default model
+    words = [str(seed) if w == "../shared/seed-data" else w for w in words]
+    result = run_cli(*words[1:], "--out", tmp_path / "pb", env={"LLMPSYCH_DATA_DIR": str(seed)}, timeout=1800)
+    assert result.returncode == 0, result.stderr
+    valid = re.search(r"valid answers (\d+)/(\d+)", result.stdout)
+    assert valid is not None, result.stdout
+    assert int(valid.group(1)) > 0 and valid.group(2) == "88", valid.group(0)
+    assert (tmp_path / "pb" / "report.md").is_file() and (tmp_path / "pb" / "report.html").is_file()
