@@ -161,3 +161,21 @@ def test_the_documented_first_psychobench_run_scores_on_the_default_model(page: 
     assert valid is not None, result.stdout
     assert int(valid.group(1)) > 0 and valid.group(2) == "88", valid.group(0)
     assert (tmp_path / "pb" / "report.md").is_file() and (tmp_path / "pb" / "report.html").is_file()
+
+
+@pytest.mark.model
+def test_a_request_larger_than_the_context_is_refused_before_it_is_sent(tmp_path: Path) -> None:
+    """A whole-scale BFI prompt (about 530 tokens + 480 to answer) on a 300-token context: the unit fails
+    with one line naming both sizes and the fix, nothing reaches llama.cpp and nothing is retried."""
+    seed = Path(__file__).resolve().parents[2] / "shared" / "seed-data"
+    result = run_cli(
+        "run", "--task", "psychobench", "-O", "scales=[BFI]", "-O", "runs=1",
+        "--model", "local/qwen2.5-0.5b?ctx=300", "--data-dir", seed, "--no-cache", "--out", tmp_path / "r",
+    )  # fmt: skip
+    output = result.stdout + result.stderr
+    assert result.returncode == 1 and "Traceback" not in output
+    refused = [line for line in output.splitlines() if "request refused" in line]
+    assert len(refused) == 1, output
+    fit = r"\d+ prompt tokens \+ max_tokens \d+ do not fit the model's context of 300 tokens"
+    assert re.search(fit, refused[0]) and "?ctx=" in refused[0]
+    assert "0 requests sent" in result.stdout
