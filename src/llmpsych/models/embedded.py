@@ -44,9 +44,10 @@ DEFAULT_CONTEXT_TOTAL = 131072
 #: The least a slot gets by default, however many slots there are.
 MIN_DEFAULT_CONTEXT = 2048
 
-#: Tokens a chat template adds around each message, at most, in the templates llama.cpp ships; used only
-#: to skip counting a request that fits by any measure (a token is at least one byte of text).
+#: Tokens a chat template adds around each message, and once (a default system prompt such as Qwen's), at
+#: most; used only to skip counting a request that fits by any measure (a token is at least one byte).
 _TEMPLATE_TOKENS_PER_MESSAGE = 16
+_TEMPLATE_TOKENS_ONCE = 128
 
 
 class ContextOverflow(FatalRequestError):
@@ -162,10 +163,13 @@ class EmbeddedModel:
         wanted = wanted if isinstance(wanted, int) and wanted > 0 else 0
         messages = body.get("messages", [])
         upper = len(json.dumps(messages, ensure_ascii=False).encode("utf-8"))
-        upper += _TEMPLATE_TOKENS_PER_MESSAGE * (len(messages) + 1)
+        upper += _TEMPLATE_TOKENS_PER_MESSAGE * len(messages) + _TEMPLATE_TOKENS_ONCE
         if upper + wanted <= limit:
             return  # fits by any count: no need to tokenize
-        prompt = self.prompt_tokens(body)
+        try:
+            prompt = self.prompt_tokens(body)
+        except (OSError, ValueError, RetryableError):  # no count: llama.cpp still refuses what cannot fit
+            return
         if prompt + wanted > limit:
             asked = f"{prompt:,} prompt tokens" + (f" + max_tokens {wanted:,}" if wanted else "")
             raise ContextOverflow(
