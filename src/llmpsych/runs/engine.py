@@ -49,7 +49,8 @@ def remaining_seconds(
     flight (concurrency) no unit finishes until most of their calls are done, so a rate of finished
     units says nothing early and then too much. ``sent`` counts calls sent to a model only (answers from
     the response cache or replayed from the store cost no time); ``calls_in_flight`` is what unfinished
-    units have already asked (each counted up to ``calls_per_unit``).
+    units have already asked (each counted up to ``calls_per_unit`` − 1: a unit still running has a call
+    left at least, so a long last unit, such as a game after short questionnaires, does not read 0:00:00).
     """
     if sent <= 0 or elapsed <= 0 or calls_per_unit is None:
         return None
@@ -94,7 +95,8 @@ class _Eta:
         elapsed = now - self.started
         state = (sent, self.units_left, self.finished_calls)
         if self._anchor is None or self._anchor[0] != state:
-            in_flight = sum(min(c.sent + c.cached + c.replayed, per_unit or 0) for c in live)
+            # a unit still running has one call left at least, however many it has made
+            in_flight = sum(min(c.sent + c.cached + c.replayed, max(0.0, (per_unit or 0) - 1)) for c in live)
             estimate = remaining_seconds(elapsed, sent, self.units_left, per_unit, in_flight)
             left = 0.0 if per_unit is None else max(0.0, self.units_left * per_unit - in_flight)
             self._anchor = None if estimate is None else (state, now, estimate, left)
