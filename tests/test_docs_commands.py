@@ -197,3 +197,32 @@ def test_ci_blocks_run_as_written(block: Block, tmp_path: Path) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)  # the block's background servers
     assert code == 0, f"{block.name}\n{block.text}\n---\n{log.read_text()}"
+
+
+#: References to documents users do not have: the project's internal specs and the line numbers of its
+#: seed texts (``000:1819``).
+PRIVATE_REFERENCE = re.compile(
+    r"spec §|\bspecs/|\b00\d:\d{2,5}\b|\bthe spec (notes|predicts|leaves|recommends)|where the spec\b"
+)
+#: Pages whose references are another engineer's to remove (listed for the lead); strict, so the mark
+#: must go once they are clean.
+PENDING = {"docs/games.md", "docs/games-engine.md", "docs/statistics.md"}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="references being removed by its owner"))
+        if str(p.relative_to(ROOT)) in PENDING
+        else p
+        for p in PAGES
+    ],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_no_page_cites_documents_users_do_not_have(page: Path) -> None:
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if PRIVATE_REFERENCE.search(line)
+    ]
+    assert not found, "\n".join(found)
