@@ -65,7 +65,7 @@ def test_ctx_in_an_embedded_spec() -> None:
 
 
 def test_many_slots_share_the_default_context() -> None:
-    """The default is the model's 32k per slot, within 128k tokens for all slots together."""
+    """The default is the model's 32k per slot, within 64k tokens for all slots together."""
     assert EmbeddedSettings(n_parallel=2).context == DEFAULT_CONTEXT_PER_SLOT
     assert EmbeddedSettings(n_parallel=8).context == DEFAULT_CONTEXT_TOTAL // 8
     assert EmbeddedSettings(n_parallel=64).context == MIN_DEFAULT_CONTEXT

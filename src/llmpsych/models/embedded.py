@@ -38,9 +38,9 @@ from .retry import FatalRequestError, RetryableError
 #: 678 MiB resident) and the same load time (1.3 s); requests take the same time (1.02-1.06 s for 24
 #: tokens with either, interleaved in one process).
 DEFAULT_CONTEXT_PER_SLOT = 32768
-#: ... but all slots together get at most this many by default (1.5 GiB of cache on the default model), so
-#: many slots (``n_parallel``) do not multiply the memory: 8 slots get 16,384 tokens each.
-DEFAULT_CONTEXT_TOTAL = 131072
+#: ... but all slots together get at most this many by default (768 MiB of cache on the default model), so
+#: many slots (``n_parallel``) do not multiply the memory: 4 slots get 16,384 tokens each.
+DEFAULT_CONTEXT_TOTAL = 65536
 #: The least a slot gets by default, however many slots there are.
 MIN_DEFAULT_CONTEXT = 2048
 
