@@ -87,3 +87,16 @@ def test_calls_per_unit_comes_from_finished_units_once_there_are_some() -> None:
     eta.unit_done(retried)  # type: ignore[arg-type]
     assert eta.calls_per_unit() == 6.0
     assert _Eta(4, None, started=0.0).text(10.0) == "-:--:--"  # no hint, nothing finished
+
+
+def test_a_long_last_unit_still_has_time_left() -> None:
+    """Five units of 2 calls finish, then the last unit (a game of many calls) has made 10: the average
+    says it is done, but a running unit has one call left at least, so the ETA is not 0:00:00."""
+    eta = _Eta(6, None, started=0.0)
+    for i in range(5):
+        unit = Unit(f"q{i}", sent=2)
+        eta.live[unit.unit_id] = unit  # type: ignore[assignment]
+        eta.unit_done(unit)  # type: ignore[arg-type]
+    game = Unit("game", sent=10)
+    eta.live[game.unit_id] = game  # type: ignore[assignment]
+    assert _seconds(eta.text(20.0)) > 0  # 20 calls in 20 s: about 1 s per call

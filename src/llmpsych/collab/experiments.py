@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -501,17 +502,26 @@ def distraction(frame: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) -
 
 
 def _chart(values: pd.Series, path: Path, title: str) -> Path | None:
+    """Bars of the relative drop per structure or task; the title wraps to the figure (it was cut off at
+    one or two bars), and a lone bar is not stretched across the whole figure."""
     plt = pyplot()
     if plt is None:
         return None
     values = values.dropna()
     if values.empty:
         return None
-    fig, ax = plt.subplots(figsize=(1.4 * len(values) + 2.5, 3.4))
-    ax.bar([str(i).replace(" (", "\n(") for i in values.index], values.values, color="#c44e52")
+    width = max(4.5, 1.4 * len(values) + 2.5)
+    fig, ax = plt.subplots(figsize=(width, 3.6))
+    ax.bar(
+        [str(i).replace(" (", "\n(") for i in values.index],
+        values.values,
+        color="#c44e52",
+        width=0.6 if len(values) > 2 else 0.4,
+    )
+    ax.set_xlim(-0.5 - 0.3 * (len(values) < 3), len(values) - 0.5 + 0.3 * (len(values) < 3))
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_ylabel("relative drop (%)")
-    ax.set_title(title)
+    ax.set_title(textwrap.fill(title, width=int(width * 9)), fontsize=10)
     ax.tick_params(axis="x", labelsize=7)
     fig.tight_layout()
     save_figure(fig, path, dpi=120)

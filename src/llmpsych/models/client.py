@@ -293,7 +293,7 @@ def open_client(
         return client
     if base_url is not None:
         raise ModelSpecError(f"{spec} is an embedded model: {url_source} does not apply to it")
-    settings = embedded or EmbeddedSettings()
+    settings = (embedded or EmbeddedSettings()).with_context(spec.ctx)
     if spec.endpoint == "local":
         name = spec.model or DEFAULT_EMBEDDED_MODEL
         path = model_file(name)

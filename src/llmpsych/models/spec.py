@@ -11,6 +11,10 @@
 ``gguf:<path>``                 any GGUF file, run in-process by llama.cpp
 ==============================  ===========================================================
 
+An embedded spec may end in ``?ctx=<tokens>``, the context size of each llama.cpp slot
+(``local/qwen2.5-0.5b?ctx=8192``); without it the model gets
+:data:`~llmpsych.models.embedded.DEFAULT_CONTEXT_PER_SLOT`. An HTTP server sets its own context.
+
 A key belongs to its endpoint: a base URL given by a flag, a run config or a role fills in the URL of
 ``openai-compatible/`` (and of config-file endpoints without ``base_url``) and is refused for any endpoint
 with a URL of its own, so no config file can send ``OPENAI_API_KEY`` to another server.
@@ -57,6 +61,7 @@ class ModelSpec:
     endpoint: str  # endpoint name ("local" / "gguf" for embedded models)
     model: str  # model name sent to the endpoint, catalog name, or GGUF path
     text: str  # the spec as the user wrote it
+    ctx: int | None = None  # embedded models: context tokens per slot (``?ctx=``), None for the default
 
     def __str__(self) -> str:
         return self.text
@@ -134,15 +139,34 @@ class ResolvedEndpoint:
         }
 
 
+#: The accepted range of ``?ctx=`` (tokens per slot).
+CTX_RANGE = (256, 1_048_576)
+
+
+def _split_ctx(text: str, body: str) -> tuple[str, int | None]:
+    """``body`` without a trailing ``?ctx=<tokens>``, and the number (None without one)."""
+    head, sep, query = body.rpartition("?")
+    if not sep or not query.startswith("ctx="):
+        return body, None
+    value = query[len("ctx=") :]
+    low, high = CTX_RANGE
+    if not value.isdigit() or not low <= int(value) <= high:
+        raise ModelSpecError(
+            f"model spec {text!r}: ctx must be a whole number of tokens from {low:,} to {high:,}",
+            "e.g. local/qwen2.5-0.5b?ctx=8192",
+        )
+    return head, int(value)
+
+
 def parse_model_spec(text: str, config: UserConfig | None = None) -> ModelSpec:
     """Parse a model spec string, raising :class:`ModelSpecError` with the accepted forms."""
     config = config or user_config()
     text = text.strip()
     if text.startswith("gguf:"):
-        path = text[len("gguf:") :]
+        path, ctx = _split_ctx(text, text[len("gguf:") :])
         if not path:
             raise ModelSpecError("model spec 'gguf:' needs a file path, e.g. gguf:/models/llama.gguf")
-        return ModelSpec("embedded", "gguf", path, text)
+        return ModelSpec("embedded", "gguf", path, text, ctx)
     endpoint, sep, model = text.partition("/")
     if not sep or not endpoint or not model:
         raise ModelSpecError(
@@ -150,7 +174,15 @@ def parse_model_spec(text: str, config: UserConfig | None = None) -> ModelSpec:
             "use openai/<model>, openai-compatible/<model>, <endpoint>/<model>, local/<name> or gguf:<path>",
         )
     if endpoint == "local":
-        return ModelSpec("embedded", "local", model, text)
+        name, ctx = _split_ctx(text, model)
+        if not name:
+            raise ModelSpecError(f"model spec {text!r} names no model", "e.g. local/qwen2.5-0.5b?ctx=8192")
+        return ModelSpec("embedded", "local", name, text, ctx)
+    if _split_ctx(text, model)[1] is not None:
+        raise ModelSpecError(
+            f"model spec {text!r}: ?ctx= applies to embedded models (local/..., gguf:...)",
+            "an HTTP server sets its own context size (e.g. llama-server --ctx-size, vllm --max-model-len)",
+        )
     if endpoint not in BUILTIN_ENDPOINTS and endpoint not in config.endpoints:
         known = sorted(set(BUILTIN_ENDPOINTS) | set(config.endpoints) | {"local"})
         raise ModelSpecError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .files import save_figure
 
@@ -34,6 +35,24 @@ def pyplot():  # noqa: ANN201 - matplotlib is optional, so no annotation that ne
     return plt
 
 
+def value_axis(limits: tuple[float, float], bars: Sequence[Bar]) -> tuple[float, float]:
+    """The value axis for bars drawn from zero on a scale of ``limits``: it holds zero (every bar keeps
+    its whole length: a mean equal to the scale's minimum, say 1 on a 1-5 scale, is a bar one unit long,
+    not an empty slot), the whole scale, and every bar with its error bar, with 3% to spare at the top (a
+    bar at the scale's maximum does not merge into the frame) and below a negative end."""
+    low, high = limits
+    ends = [
+        m + sign * (0.0 if sd is None or math.isnan(sd) else sd) for m, sd in _drawn(bars) for sign in (-1, 1)
+    ]
+    low, high = min([0.0, low, *ends]), max([0.0, high, *ends])
+    pad = 0.03 * (high - low)
+    return (low - pad if low < 0 else low, high + pad)
+
+
+def _drawn(bars: Sequence[Bar]) -> list[tuple[float, float]]:
+    return [b for b in bars if b is not None and not math.isnan(b[0])]
+
+
 def grouped_bar_chart(
     categories: Sequence[str],
     series: Mapping[str, Sequence[Bar]],
@@ -43,14 +62,32 @@ def grouped_bar_chart(
     *,
     horizontal: bool | None = None,
 ) -> Path | None:
-    """One group of bars per category, one bar per series (e.g. the model and each human group).
-
-    Error bars are ± sd (a missing or ``NaN`` sd draws no bar end). Many categories (> 12) are drawn
-    horizontally. Returns ``None`` without matplotlib.
-    """
+    """One group of bars per category, one bar per series (e.g. the model and each human group), saved as
+    PNG; ``None`` without matplotlib. See :func:`grouped_bar_figure`."""
     plt = pyplot()
     if plt is None:
         return None
+    fig = grouped_bar_figure(categories, series, title, ylim, horizontal=horizontal)
+    save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def grouped_bar_figure(
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[Bar]],
+    title: str,
+    ylim: tuple[float, float] | None = None,
+    *,
+    horizontal: bool | None = None,
+) -> Any:  # noqa: ANN401 - a matplotlib Figure; matplotlib is optional
+    """The figure of :func:`grouped_bar_chart` (needs matplotlib).
+
+    Bars start at zero; ``ylim`` is the scale's range, widened by :func:`value_axis` so that no bar or
+    error bar is cut. Error bars are ± sd (a missing or ``NaN`` sd draws no bar end). Many categories
+    (> 12) are drawn horizontally.
+    """
+    plt = pyplot()
     names = list(series)
     n_cat, n_ser = len(categories), max(1, len(names))
     horizontal = n_cat > 12 if horizontal is None else horizontal
@@ -72,6 +109,8 @@ def grouped_bar_chart(
         else:
             ax.bar(positions, means, width=width, yerr=errors, capsize=3, label=name, color=colour)
     ticks = list(range(n_cat))
+    if ylim:
+        ylim = value_axis(ylim, [bar for bars in series.values() for bar in bars])
     if horizontal:
         ax.set_yticks(ticks, list(categories), fontsize=8)
         ax.invert_yaxis()
@@ -90,6 +129,4 @@ def grouped_bar_chart(
     elif len(names) > 1:  # beside the axes, so it never hides a bar
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
-    save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return fig

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .charts import pyplot
+from .charts import pyplot, value_axis
 from .files import atomic_write_text, save_figure
 
 
@@ -62,7 +62,7 @@ def bar_chart(
     ax.bar(
         names, [values[n][0] for n in names], yerr=[values[n][1] for n in names], capsize=4, color="#4c72b0"
     )
-    ax.set_ylim(*ylim)
+    ax.set_ylim(*value_axis(ylim, list(values.values())))  # no bar hidden below the axis
     ax.set_title(title)
     fig.tight_layout()
     save_figure(fig, path, dpi=120)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
+import sys
 import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
+from rich import get_console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ..errors import LlmpsychError
@@ -46,7 +49,8 @@ def remaining_seconds(
     flight (concurrency) no unit finishes until most of their calls are done, so a rate of finished
     units says nothing early and then too much. ``sent`` counts calls sent to a model only (answers from
     the response cache or replayed from the store cost no time); ``calls_in_flight`` is what unfinished
-    units have already asked (each counted up to ``calls_per_unit``).
+    units have already asked (each counted up to ``calls_per_unit`` − 1: a unit still running has a call
+    left at least, so a long last unit, such as a game after short questionnaires, does not read 0:00:00).
     """
     if sent <= 0 or elapsed <= 0 or calls_per_unit is None:
         return None
@@ -91,7 +95,8 @@ class _Eta:
         elapsed = now - self.started
         state = (sent, self.units_left, self.finished_calls)
         if self._anchor is None or self._anchor[0] != state:
-            in_flight = sum(min(c.sent + c.cached + c.replayed, per_unit or 0) for c in live)
+            # a unit still running has one call left at least, however many it has made
+            in_flight = sum(min(c.sent + c.cached + c.replayed, max(0.0, (per_unit or 0) - 1)) for c in live)
             estimate = remaining_seconds(elapsed, sent, self.units_left, per_unit, in_flight)
             left = 0.0 if per_unit is None else max(0.0, self.units_left * per_unit - in_flight)
             self._anchor = None if estimate is None else (state, now, estimate, left)
@@ -101,6 +106,67 @@ class _Eta:
         floor = max(0.0, left - 1) * elapsed / (sent + 1)  # even if the next answer came right now
         seconds = int(max(estimate - (now - when), floor))
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+#: Seconds between two progress lines when the output is not a terminal (``LLMPSYCH_PROGRESS_INTERVAL``).
+PROGRESS_INTERVAL_S = 10.0
+#: ... and the share of the units that must have finished since the last line (the later of the two wins).
+PROGRESS_STEP = 0.10
+#: A line after this many intervals even without that share, so a slow run still shows it is alive.
+PROGRESS_QUIET_INTERVALS = 6
+
+
+def progress_interval() -> float:
+    """``LLMPSYCH_PROGRESS_INTERVAL`` in seconds (> 0), else :data:`PROGRESS_INTERVAL_S`."""
+    try:
+        value = float(os.environ.get("LLMPSYCH_PROGRESS_INTERVAL", PROGRESS_INTERVAL_S))
+    except ValueError:
+        return PROGRESS_INTERVAL_S
+    return value if value > 0 else PROGRESS_INTERVAL_S
+
+
+def rate_text(finished: int, elapsed: float) -> str:
+    """Units per second, or per minute or hour when fewer (a slow run showed ``0.00 units/s``)."""
+    rate = finished / elapsed
+    if rate >= 0.1:
+        return f"{rate:.2f} units/s"
+    return f"{60 * rate:.2f} units/min" if 60 * rate >= 0.1 else f"{3600 * rate:.2f} units/h"
+
+
+class _Lines:
+    """Progress as plain lines, for output that is not a terminal (a pipe, a log file, a batch job).
+
+    A line is printed when :func:`progress_interval` seconds *and* :data:`PROGRESS_STEP` of the units
+    have passed since the last one (whichever comes later), or after :data:`PROGRESS_QUIET_INTERVALS`
+    intervals without one, and once at the end: ``psychobench: 40/88 units (45%), 0.52 units/s,
+    ETA 0:01:32, 2 failed``.
+    """
+
+    def __init__(self, name: str, total: int, done: int, started: float, out: TextIO) -> None:
+        self.name, self.total, self.done, self.failed = name, total, done, 0
+        self.started, self.out = started, out
+        self.interval = progress_interval()
+        self.last_time, self.last_done = started, done
+        self.rate, self.eta = "", "-:--:--"
+
+    def line(self) -> str:
+        share = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        parts = [f"{self.name}: {self.done}/{self.total} units{share}"]
+        parts += [self.rate] if self.rate else []
+        parts += [f"ETA {self.eta}"]
+        parts += [f"{self.failed} failed"] if self.failed else []
+        return ", ".join(parts)
+
+    def emit(self, now: float) -> None:
+        print(self.line(), file=self.out, flush=True)
+        self.last_time, self.last_done = now, self.done
+
+    def maybe_emit(self, now: float) -> None:
+        """Print a line if it is due (see the class docstring)."""
+        waited = now - self.last_time
+        stepped = self.done - self.last_done >= max(1.0, PROGRESS_STEP * self.total)
+        if (waited >= self.interval and stepped) or waited >= PROGRESS_QUIET_INTERVALS * self.interval:
+            self.emit(now)
 
 
 #: Allocations between two young-generation collections while units run (Python's default is 700).
@@ -165,6 +231,9 @@ async def execute(
     for unit in pending:
         queue.put_nowait(unit)
 
+    lines = None
+    if show_progress and not get_console().is_terminal:  # no bar to redraw: plain lines on stderr
+        lines = _Lines(task.name, len(units), summary.skipped, started, sys.stderr)
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -173,7 +242,7 @@ async def execute(
         TimeElapsedColumn(),
         TextColumn("ETA {task.fields[eta]}"),
         TextColumn("[red]{task.fields[failures]}"),
-        disable=not show_progress,
+        disable=not show_progress or lines is not None,
         transient=False,
     )
     bar = progress.add_task(
@@ -184,18 +253,23 @@ async def execute(
 
     async def show_eta() -> None:
         while True:
-            progress.update(bar, eta=eta.text(time.perf_counter()))
-            await asyncio.sleep(0.5)
+            now = time.perf_counter()
+            progress.update(bar, eta=eta.text(now))
+            if lines is not None:
+                lines.eta = eta.text(now)
+                lines.maybe_emit(now)
+            await asyncio.sleep(0.5 if lines is None else min(0.5, lines.interval / 4))
 
     def tick() -> None:
-        elapsed = max(time.perf_counter() - started, 1e-9)
+        now = time.perf_counter()
+        elapsed = max(now - started, 1e-9)
         finished = summary.done + summary.failed
+        rate = rate_text(finished, elapsed)
         progress.update(
-            bar,
-            advance=1,
-            rate=f"{finished / elapsed:.2f} units/s",
-            failures=f"{summary.failed} failed" if summary.failed else "",
+            bar, advance=1, rate=rate, failures=f"{summary.failed} failed" if summary.failed else ""
         )
+        if lines is not None:
+            lines.done, lines.failed, lines.rate = lines.done + 1, summary.failed, rate
 
     async def worker() -> None:
         while True:
@@ -234,5 +308,8 @@ async def execute(
             if ticker is not None:
                 ticker.cancel()
         progress.update(bar, eta="0:00:00")
+    if lines is not None and pending:
+        lines.eta = "0:00:00"
+        lines.emit(time.perf_counter())
     summary.seconds = time.perf_counter() - started
     return summary
