@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..report.charts import pyplot
 from ..report.files import output_dir, save_figure, write_csv
+from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from .probes import error_records, kept_share, rounds, taxonomy_table, unit_results
 from .reference import (
@@ -663,4 +664,4 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
         ("Paper: rounds analysis (Camel, HumanEval, GPT-3.5)", _fmt(PAPER_ROUNDS)),
     ]
     outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", sections))
-    return outputs
+    return html_beside(outputs)

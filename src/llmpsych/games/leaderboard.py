@@ -27,6 +27,7 @@ import pandas as pd
 from ..errors import LlmpsychError
 from ..report.charts import pyplot
 from ..report.files import atomic_write_text, output_dir, save_figure, write_csv
+from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE, RunStore
 from . import registry, scoring
@@ -390,7 +391,7 @@ def write_leaderboard(
     sections.append(("Left out", counted + "\n\n" + (table(left_out) if not left_out.empty else "none")))
     sections.append(("Run directories", table(runs_table)))
     paths.append(write_report(out / "leaderboard.md", title, sections))
-    return paths
+    return html_beside(paths)
 
 
 __all__ = [

@@ -22,6 +22,7 @@ import pandas as pd
 from ..errors import ConfigError, LlmpsychError
 from ..report.charts import pyplot
 from ..report.files import save_figure, write_csv
+from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from ..runs.store import STORE_FILE
 from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
@@ -398,7 +399,7 @@ def summarize(preset: Preset, runs: Sequence[PresetRun], out: Path) -> list[Path
             paths.append(chart)
     sections.append(("Run directories", table(_dirs_frame(infos))))
     paths.append(write_report(out / "summary.md", f"GAMA-Bench preset {preset.name}", sections))
-    return paths
+    return html_beside(paths)
 
 
 def _dirs_frame(infos: Sequence[RunDirInfo]) -> pd.DataFrame:
@@ -524,7 +525,7 @@ def _fixed_summary(
         paths.append(chart)
     sections.append(("Run directories", table(_dirs_frame(infos))))
     paths.append(write_report(out / "summary.md", f"GAMA-Bench preset {preset.name}", sections))
-    return paths
+    return html_beside(paths)
 
 
 def _fixed_chart(curves: dict[tuple[str, str], list[float]], path: Path) -> Path | None:

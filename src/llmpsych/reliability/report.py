@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.files import atomic_write_text, output_dir, write_csv
+from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from ..runs.record import RunRecord
 from .analysis import METHOD_NOTES, validity_by_level
@@ -147,7 +148,7 @@ def write_reanalysis(
     )
     written.append(write_report(out / "report.md", "llmpsych scale reliability report", sections))
     written.append(atomic_write_text(out / "summary.json", json.dumps(result.to_json(), indent=1)))
-    return written
+    return html_beside(written)
 
 
 def analyze_record(record: RunRecord, options: Any) -> list[Path]:

@@ -18,23 +18,14 @@ console = InertConsole(soft_wrap=True)
 @app.callback(invoke_without_command=True)
 def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
-    html: Annotated[
-        bool, typer.Option("--html/--no-html", help="Also write report.html (if the task did not).")
-    ] = True,
     debug: kit.DebugOpt = False,
 ) -> None:
     """Rebuild a run's tables and report from its store; no model is called (same as `llmpsych analyze`).
 
-    Report settings stored in the run (e.g. PsychoBench's BSRI thresholds) are used again.
+    Every Markdown report gets its HTML page beside it. Report settings stored in the run (e.g.
+    PsychoBench's BSRI thresholds) are used again.
     """
     from ..runs import analyze_run
-    from .html import write_html
 
-    paths = analyze_run(run_dir)
-    markdown = [p for p in paths if p.suffix == ".md" and p.name.startswith("report")]
-    if html:
-        for md in markdown:
-            if md.with_suffix(".html") not in paths:
-                paths.append(write_html(md))
-    for path in paths:
+    for path in analyze_run(run_dir):  # HTML beside every Markdown report, as after a run
         console.print(f"wrote {terminal_text(path)}")

@@ -118,6 +118,18 @@ def write_html(
     return atomic_write_text(md_path.with_suffix(".html"), page)
 
 
+def html_beside(paths: Sequence[Path]) -> list[Path]:
+    """``paths`` plus an HTML page beside each Markdown report among them that has none yet (the reports
+    of runs, comparisons, leaderboards and presets: every ``report*.md``, ``comparison.md``,
+    ``leaderboard.md`` and ``summary.md``)."""
+    out = list(paths)
+    for path in paths:
+        is_report = path.name.startswith("report") or path.stem in ("comparison", "leaderboard", "summary")
+        if path.suffix == ".md" and is_report and path.with_suffix(".html") not in out and path.is_file():
+            out.append(write_html(path))
+    return out
+
+
 def fenced(text: str, info: str = "text") -> str:
     """``text`` as a fenced code block whose fence is longer than any backtick run inside it."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)

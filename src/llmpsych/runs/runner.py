@@ -20,6 +20,7 @@ from ..models.spec import accepts_base_url, parse_model_spec, refuse_redirect
 from ..models.types import GenerationParams
 from ..models.urls import is_redacted
 from ..report.files import atomic_write_text
+from ..report.html import html_beside
 from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
 from .manifest import build_manifest
@@ -345,7 +346,7 @@ def _finish(
         ) from None
     finally:
         store.close()
-    outputs = task.analyze(record) if record is not None else []
+    outputs = html_beside(task.analyze(record)) if record is not None else []
     return RunOutcome(run_dir, summary, outputs)
 
 
@@ -360,4 +361,4 @@ def analyze_run(run_dir: Path) -> list[Path]:
         record = record_from_store(store, run_dir)
         store.close()
         task = task_class(record.config.task)(record.config)
-        return task.analyze(record)
+        return html_beside(task.analyze(record))
