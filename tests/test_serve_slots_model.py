@@ -24,6 +24,7 @@ def test_serve_reports_its_slots_and_a_client_keeps_to_them(tmp_path: Path, monk
         port = sock.getsockname()[1]
     token_file = tmp_path / "serve.token"
     command = ["serve", "--port", str(port), "--n-parallel", "2", "--token-file", str(token_file)]
+    command += ["--model", "local/qwen2.5-0.5b?ctx=4096"]  # the context size from the spec reaches serve
     process = subprocess.Popen(
         [sys.executable, "-m", "llmpsych", *command],
         stdout=subprocess.PIPE,
@@ -38,6 +39,7 @@ def test_serve_reports_its_slots_and_a_client_keeps_to_them(tmp_path: Path, monk
             assert line or process.poll() is None, "serve exited early: " + "".join(printed)
             printed.append(line)
         assert any(line.startswith("parallel slots: 2 (--n-parallel") for line in printed), printed
+        assert any(line.startswith("context: 4096 tokens per slot") for line in printed), printed
         monkeypatch.setenv("LLMPSYCH_API_KEY", token_file.read_text().strip())
 
         async def ask():

@@ -275,7 +275,8 @@ def serve(
     if spec.kind != "embedded":
         raise LlmpsychError(f"serve runs embedded models (local/<name> or gguf:<path>), not {model}")
     path = model_file(spec.model) if spec.endpoint == "local" else gguf_path(spec)
-    served = load_embedded(path, EmbeddedSettings(n_parallel=n_parallel, port=port))
+    settings = EmbeddedSettings(n_parallel=n_parallel, port=port).with_context(spec.ctx)  # ?ctx=<tokens>
+    served = load_embedded(path, settings)
     where = urlsplit(served.base_url)
     token_path = token_file or cache_dir() / "serve" / f"{where.hostname}-{where.port}.token"
     write_token_file(token_path, served.api_key)
@@ -284,6 +285,11 @@ def serve(
     console.print(
         f"parallel slots: {n_parallel} (--n-parallel; reported at /props as total_slots, and an llmpsych "
         "client without --concurrency keeps this many requests in flight)",
+        highlight=False,
+        markup=False,
+    )
+    console.print(
+        f"context: {settings.context} tokens per slot (?ctx=<tokens> in the model spec sets it)",
         highlight=False,
         markup=False,
     )
