@@ -204,19 +204,11 @@ def test_ci_blocks_run_as_written(block: Block, tmp_path: Path) -> None:
 PRIVATE_REFERENCE = re.compile(
     r"spec §|\bspecs/|\b00\d:\d{2,5}\b|\bthe spec (notes|predicts|leaves|recommends)|where the spec\b"
 )
-#: Pages whose references are another engineer's to remove (listed for the lead); strict, so the mark
-#: must go once they are clean.
-PENDING = {"docs/games.md", "docs/games-engine.md", "docs/statistics.md"}
 
 
 @pytest.mark.parametrize(
     "page",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="references being removed by its owner"))
-        if str(p.relative_to(ROOT)) in PENDING
-        else p
-        for p in PAGES
-    ],
+    PAGES,
     ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_no_page_cites_documents_users_do_not_have(page: Path) -> None:
