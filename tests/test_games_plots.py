@@ -201,3 +201,24 @@ def test_run_report_links_one_plot_and_the_transcripts_per_game(tmp_path: Path) 
     first = next(r for r in results if r["game"] == "guessing" and r["run"] == 1)
     assert means == pytest.approx([r["mean"] for r in first["rounds"]])
     assert not math.isnan(means[0])
+
+
+def test_value_axes_start_at_zero_and_all_zero_data_keeps_a_scale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attendance of 2, 1, 2 against a capacity of 1.2 is drawn from 0, not from 1; contributions that are
+    all 0 get an axis of 0-1 rather than a squashed one."""
+    import llmpsych.games.plots as plots
+
+    limits: dict[str, list[tuple[float, float]]] = {}
+
+    def keep(fig: Any, path: Path, **_: Any) -> Path:
+        limits[path.stem] = [ax.get_ylim() for ax in fig.axes]
+        return path
+
+    monkeypatch.setattr(plots, "save_figure", keep)
+    bar = offline_result("bar", ["fixed:go", "fixed:go/stay", "fixed:stay"], ratio=0.4)
+    goods = offline_result("public_goods", ["fixed:0", "fixed:0"])
+    plots.write_plots([bar, goods], tmp_path / "plots", {})
+    assert limits["bar"][0][0] == 0 and limits["bar"][0][1] >= 2
+    assert limits["public_goods"][0] == (0, 1)

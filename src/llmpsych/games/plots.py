@@ -145,6 +145,10 @@ def draw(game: str, data: pd.DataFrame, path: Path, title: str) -> Path | None:
                         label=label,
                         zorder=2,
                     )
+        values = pd.to_numeric(frame["y"], errors="coerce")
+        if values.notna().any() and values.min() >= 0:
+            # counts, amounts and shares start at zero, so no gap is exaggerated; all-zero data keeps a scale
+            ax.set_ylim(0, None if values.max() > 0 else 1)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if panel in {"survivors", "shots", "ballots", "attendance", "votes"}:
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))
