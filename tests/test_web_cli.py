@@ -66,3 +66,12 @@ def test_serving_an_empty_folder_says_there_is_no_run(tmp_path: Path) -> None:
         assert server.request("/run/000000000000")[0] == 404
     finally:
         server.stop()
+
+
+def test_options_may_follow_the_folders_on_the_real_command_line(tmp_path: Path) -> None:
+    """`llmpsych web RUNS --port N`, as people type it: the options are options, not more folders."""
+    from llmpsych.testing.runs import run_cli
+
+    done = run_cli("web", tmp_path / "nope", "--port", "1", "--host", "127.0.0.1")
+    assert done.returncode == 2, done.stderr
+    assert "nope is not a folder" in done.stderr and "--port" not in done.stderr

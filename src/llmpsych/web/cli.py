@@ -16,7 +16,9 @@ from ..errors import ConfigError
 from ..paths import runs_dir
 
 app = typer.Typer(
-    help="Browse runs in a browser: progress, reports, transcripts, comparisons.", subcommand_metavar=""
+    help="Browse runs in a browser: progress, reports, transcripts, comparisons.",
+    subcommand_metavar="",
+    context_settings={"allow_interspersed_args": True},  # `llmpsych web RUNS --port 8080` as well
 )
 
 INSTALL_HINT = 'pip install "llmpsych[web]"'
