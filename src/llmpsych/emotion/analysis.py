@@ -21,6 +21,7 @@ from ..report.files import atomic_open, atomic_write_text, write_csv
 from ..report.html import fenced
 from ..report.markdown import markdown_cells, write_report
 from ..runs.store import RunStore
+from ..stats import format_mean_sd
 from .changes import change_table, measures, score_answers, summary_json, table_json
 from .report import alignment, heatmap, human_frame
 from .tables import markdown, paper_table
@@ -127,11 +128,7 @@ def situation_frame(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame
         }
         for m in names:
             values = valid[m]
-            row[m] = (
-                f"{values.mean():.1f} ± {values.std(ddof=1):.1f}"
-                if len(values) > 1
-                else (f"{values.mean():.1f}" if len(values) else "n/a")
-            )
+            row[m] = format_mean_sd(values.mean(), values.std(ddof=1))  # NaN for n = 0, sd for n = 1
         rows.append(row)
     return pd.DataFrame(rows)
 
