@@ -375,6 +375,16 @@ class HostileServer:
                         self.end_headers()
                         while True:
                             self._write(block)
+                    elif server.mode == "padded":  # a gzip stream of empty blocks: bytes, never a file
+                        self.send_response(200)
+                        self.send_header("Content-Encoding", "gzip")
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+                        empty = b"\x00\x00\x00\xff\xff" * 13107  # stored blocks of length 0
+                        self._write(b"%x\r\n%s\r\n" % (len(header), header))
+                        while True:
+                            self._write(b"%x\r\n%s\r\n" % (len(empty), empty))
                     elif server.mode == "bomb":  # 1 GiB of zeros in about 1 MB of gzip
                         body = gzip_bomb()
                         self.send_response(200)
@@ -402,10 +412,11 @@ def gzip_bomb() -> bytes:
     return _BOMB[0]
 
 
-@pytest.mark.parametrize("mode", ["endless", "unframed", "long", "bomb"])
+@pytest.mark.parametrize("mode", ["endless", "unframed", "long", "bomb", "padded"])
 def test_a_file_past_its_pinned_size_stops_the_download(mode: str, tmp_path: Path) -> None:
-    """An endless chunked stream, a body without length, a huge Content-Length and a gzip bomb: each is
-    read no further than the pinned size (memory and bytes bounded), a clear error, nothing left behind."""
+    """An endless chunked stream, a body without length, a huge Content-Length, a gzip bomb and an endless
+    gzip stream that decodes to nothing: each is read no further than the pinned size (of decoded bytes;
+    twice the size of compressed ones), a clear error, nothing left behind."""
     import tracemalloc
 
     entry = load_manifest("FairEval").files[0]  # question.jsonl, pinned at 12,884 bytes
