@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import threading
 from collections import Counter
@@ -17,6 +18,7 @@ from llmpsych.data import DATASETS, dataset_status, fetch_dataset, file_sha256, 
 from llmpsych.data.cli import app
 from llmpsych.data.fetch import fetch_datasets, file_url
 from llmpsych.errors import ChecksumError, DataError
+from llmpsych.models.retry import RETRYABLE_STATUS
 
 SEED = (Path(__file__).parents[1] / ".." / "shared" / "seed-data").resolve()
 
@@ -42,8 +44,11 @@ class SeedServer:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.requests: Counter[str] = Counter()  # decoded remote paths
-        self.fail_first: dict[str, int] = {}  # remote path -> how many 500s before success
+        self.fail_first: dict[str, int] = {}  # remote path -> how many failures before success
         self.always_fail = False
+        self.fail_status = 500  # the status of those failures
+        self.retry_after = ""  # a Retry-After header sent with them
+        self.gzip = False  # send bodies gzip-compressed (Content-Encoding: gzip), though not asked to
         self.tamper: set[str] = set()  # remote paths served with one byte changed
         self.authorization: list[str] = []  # the Authorization header of each request ("" when none)
         self.lock = threading.Lock()
@@ -75,7 +80,12 @@ class SeedServer:
                     server.requests[remote] += 1
                     count = server.requests[remote]
                 if server.always_fail or count <= server.fail_first.get(remote, 0):
-                    return self.send_error(500)
+                    self.send_response(server.fail_status)
+                    if server.retry_after:
+                        self.send_header("Retry-After", server.retry_after)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return None
                 local = remote
                 for prefix, renamed in REMOTE_TO_LOCAL.items():
                     if folder == "EmotionBench" and remote.startswith(prefix):
@@ -88,6 +98,9 @@ class SeedServer:
                     body = bytes([body[0] ^ 0x01]) + body[1:]
                 self.send_response(200)
                 self.send_header("Content-Type", "application/octet-stream")
+                if server.gzip:
+                    body = gzip.compress(body)
+                    self.send_header("Content-Encoding", "gzip")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -244,6 +257,36 @@ def test_not_found_is_not_retried(server: SeedServer, tmp_path: Path) -> None:
     assert sum(server.requests.values()) == 0
 
 
+@pytest.mark.parametrize("status", [429, 503])
+def test_retryable_statuses_are_those_of_model_calls(server: SeedServer, tmp_path: Path, status: int) -> None:
+    """The retry policy is the model calls' one (``llmpsych.models.retry``): its statuses and Retry-After."""
+    assert status in RETRYABLE_STATUS
+    entry = load_manifest("FairEval").files[0]
+    server.fail_first[entry.remote] = 1
+    server.fail_status, server.retry_after = status, "0"
+    fetch_dataset("FairEval", base_url=server.url, dest=tmp_path, backoff=0.01)
+    assert server.requests[entry.remote] == 2
+    _assert_verified(tmp_path, "FairEval")
+
+
+def test_a_status_outside_the_retry_policy_is_not_retried(server: SeedServer, tmp_path: Path) -> None:
+    entry = load_manifest("FairEval").files[0]
+    server.fail_first[entry.remote] = 1
+    server.fail_status = 501
+    assert 501 not in RETRYABLE_STATUS
+    with pytest.raises(DataError, match="HTTP 501"):
+        fetch_dataset("FairEval", base_url=server.url, dest=tmp_path, backoff=0.01)
+    assert server.requests[entry.remote] == 1
+    assert _files(tmp_path) == []
+
+
+def test_a_compressed_body_is_decoded_and_verified(server: SeedServer, tmp_path: Path) -> None:
+    """A server that gzips though asked for ``identity``: the file is decoded, then checked by sha256."""
+    server.gzip = True
+    fetch_dataset("FairEval", base_url=server.url, dest=tmp_path)
+    _assert_verified(tmp_path, "FairEval")
+
+
 def test_unknown_dataset_and_bad_base_url(tmp_path: Path) -> None:
     with pytest.raises(DataError) as err:
         fetch_dataset("NoSuchBench", dest=tmp_path)
@@ -264,6 +307,7 @@ class HostileServer:
         self.sent = 0
         self.authorization: list[str] = []
         self.lock = threading.Lock()
+        self.done = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
@@ -275,6 +319,7 @@ class HostileServer:
         return f"http://{host}:{port}"
 
     def close(self) -> None:
+        self.done.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -296,7 +341,18 @@ class HostileServer:
             def do_GET(self) -> None:
                 server.authorization.append(self.headers.get("Authorization") or "")
                 try:
-                    if server.mode == "redirect":
+                    if server.mode == "stall":  # headers, then silence until the test ends
+                        self.send_response(200)
+                        self.send_header("Content-Length", "100")
+                        self.end_headers()
+                        self.wfile.flush()
+                        server.done.wait(60)
+                    elif server.mode == "loop":  # redirects to itself, for ever
+                        self.send_response(302)
+                        self.send_header("Location", self.path)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                    elif server.mode == "redirect":
                         self.send_response(307)
                         self.send_header("Location", server.redirect_to + self.path)
                         self.send_header("Content-Length", "0")
@@ -319,6 +375,16 @@ class HostileServer:
                         self.end_headers()
                         while True:
                             self._write(block)
+                    elif server.mode == "padded":  # a gzip stream of empty blocks: bytes, never a file
+                        self.send_response(200)
+                        self.send_header("Content-Encoding", "gzip")
+                        self.send_header("Transfer-Encoding", "chunked")
+                        self.end_headers()
+                        header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+                        empty = b"\x00\x00\x00\xff\xff" * 13107  # stored blocks of length 0
+                        self._write(b"%x\r\n%s\r\n" % (len(header), header))
+                        while True:
+                            self._write(b"%x\r\n%s\r\n" % (len(empty), empty))
                     elif server.mode == "bomb":  # 1 GiB of zeros in about 1 MB of gzip
                         body = gzip_bomb()
                         self.send_response(200)
@@ -346,10 +412,11 @@ def gzip_bomb() -> bytes:
     return _BOMB[0]
 
 
-@pytest.mark.parametrize("mode", ["endless", "unframed", "long", "bomb"])
+@pytest.mark.parametrize("mode", ["endless", "unframed", "long", "bomb", "padded"])
 def test_a_file_past_its_pinned_size_stops_the_download(mode: str, tmp_path: Path) -> None:
-    """An endless chunked stream, a body without length, a huge Content-Length and a gzip bomb: each is
-    read no further than the pinned size (memory and bytes bounded), a clear error, nothing left behind."""
+    """An endless chunked stream, a body without length, a huge Content-Length, a gzip bomb and an endless
+    gzip stream that decodes to nothing: each is read no further than the pinned size (of decoded bytes;
+    twice the size of compressed ones), a clear error, nothing left behind."""
     import tracemalloc
 
     entry = load_manifest("FairEval").files[0]  # question.jsonl, pinned at 12,884 bytes
@@ -393,3 +460,29 @@ def test_redirect_to_another_host_drops_the_url_credentials(seed: Path, tmp_path
     finally:
         redirector.close()
     assert "canary-pw-71" not in captured[0] and "alice" not in captured[0]
+
+
+def test_a_silent_server_ends_with_the_read_deadline(tmp_path: Path) -> None:
+    """Headers, then nothing: each attempt ends when the server has been silent for ``timeout`` seconds."""
+    hostile = HostileServer("stall")
+    try:
+        with pytest.raises(DataError) as err:
+            fetch_dataset(
+                "FairEval", base_url=hostile.url, dest=tmp_path, attempts=2, backoff=0.01, timeout=0.2
+            )
+    finally:
+        hostile.close()
+    assert "after 2 attempts" in str(err.value) and "timeout" in str(err.value)
+    assert len(hostile.authorization) == 2
+    assert _files(tmp_path) == []
+
+
+def test_a_redirect_loop_is_a_clear_error(tmp_path: Path) -> None:
+    hostile = HostileServer("loop")
+    try:
+        with pytest.raises(DataError, match="more than 10 redirects"):
+            fetch_dataset("FairEval", base_url=hostile.url, dest=tmp_path, attempts=3, backoff=0.01)
+    finally:
+        hostile.close()
+    assert len(hostile.authorization) == 10  # aiohttp gives up at the 10th redirect; not retried
+    assert _files(tmp_path) == []

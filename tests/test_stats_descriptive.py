@@ -6,6 +6,7 @@ import math
 import statistics
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -60,6 +61,18 @@ def test_t_interval_matches_scipy() -> None:
 def test_format() -> None:
     assert format_mean_sd(4.25, 0.333) == "4.2 ± 0.3"
     assert summarize([39.0, 40.0]).format(2) == "39.50 ± 0.71"
+    assert format_mean_sd(63.44, 3.36, sep="±") == "63.4±3.4"  # published layouts without spaces
+
+
+def test_format_says_what_is_missing() -> None:
+    """One rule: no mean (n = 0) is ``n/a``; a mean without an sd (n = 1, NaN sd) is ``m ± n/a``."""
+    assert summarize([]).format() == "n/a"
+    assert summarize([float("nan"), float("nan")]).format() == "n/a"
+    assert summarize([4.0]).format(2) == "4.00 ± n/a"
+    assert format_mean_sd(4.0, float("nan")) == format_mean_sd(4.0, None) == "4.0 ± n/a"
+    assert format_mean_sd(float("nan"), 1.0) == format_mean_sd(None, None) == "n/a"
+    assert format_mean_sd(pd.NA, pd.NA) == "n/a" and format_mean_sd(2.0, pd.NA) == "2.0 ± n/a"
+    assert format_mean_sd(np.float64(1.25), np.float64(0.5), 2) == "1.25 ± 0.50"
 
 
 def test_valid_rate_wilson() -> None:

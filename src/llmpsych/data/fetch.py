@@ -1,27 +1,53 @@
-"""Download official datasets from the authors' repositories at pinned commits, verified by sha256."""
+"""Download official datasets from the authors' repositories at pinned commits, verified by sha256.
+
+Downloads go through the HTTP stack of the model calls (aiohttp, ``llmpsych.models.http_backend``) and
+its retry policy (``llmpsych.models.retry``: the same retryable statuses, exponential back-off with full
+jitter, Retry-After honoured, a bounded number of attempts). What a server can do is bounded:
+
+* a file is read no further than its pinned size plus one byte (a Content-Length above it is refused
+  before any byte of the body; a gzip/deflate body is decoded in bounded steps, so a gzip bomb expands
+  no further); the partial file is removed and nothing is saved;
+* its sha256 must match the manifest before the file takes its place (a mismatch is not retried);
+* connecting may take at most 15 s (or ``timeout`` if lower) and the server may go silent for at most
+  ``timeout`` seconds (60 by default) between two reads;
+* redirects are followed (a mirror may use them, at most 10); the credentials of a base URL's
+  ``user:password@`` are dropped when a redirect leaves its origin, and no message shows them.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import tempfile
-import time
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote
 
-import httpx
+import aiohttp
 
-from .. import __version__
 from ..errors import ChecksumError, DataError
+from ..models.http_backend import USER_AGENT, Inflater, ResponseTooLarge, UndecodableBody, ssl_context
+from ..models.retry import (
+    RETRYABLE_STATUS,
+    RetriesExhausted,
+    RetryableError,
+    RetryPolicy,
+    call_with_retries,
+    parse_retry_after,
+)
 from ..models.urls import query_secrets, redact_url, scrub, split_userinfo
 from .registry import FileEntry, Manifest, load_manifest, resolve_names
 from .sources import default_data_dir, file_sha256
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 ENV_BASE_URL = "LLMPSYCH_DATA_BASE_URL"
+#: Bytes read from the network at a time.
+_READ_STEP = 1 << 16
+#: Most seconds to wait for a connection (less when ``timeout`` is lower).
+_CONNECT_TIMEOUT = 15.0
 
 #: progress(dataset, bytes_done, bytes_total), called as files are checked and downloaded
 ProgressCallback = Callable[[str, int, int], None]
@@ -35,10 +61,6 @@ class FetchReport:
     folder: Path
     downloaded: int = 0
     skipped: int = 0  # files already present with the right sha256
-
-
-class _Retryable(Exception):
-    """A network error or server-side failure worth another attempt."""
 
 
 def base_url_from(base_url: str | None = None) -> str:
@@ -86,31 +108,53 @@ def fetch_datasets(
     backoff: float = 0.5,
     timeout: float = 60.0,
 ) -> list[FetchReport]:
-    """Fetch several datasets over one HTTP connection pool; one report per dataset."""
+    """Fetch several datasets over one HTTP connection pool; one report per dataset.
+
+    Each file gets at most ``attempts`` attempts, waiting up to ``backoff`` x 2^(retry - 1) seconds
+    (full jitter) before each retry. Runs its own event loop, so it is called from synchronous code.
+    """
     if attempts < 1:
         raise ValueError("attempts must be at least 1")
+    if not timeout > 0:
+        raise ValueError("timeout must be positive")
     base = base_url_from(base_url)
     root = Path(dest).expanduser() if dest is not None else default_data_dir()
     manifests = [load_manifest(n) for n in names]
-    # Redirects are followed (a mirror may use them); httpx drops the Authorization header of a base
-    # URL's userinfo when a redirect leaves its origin. The body is asked for uncompressed.
-    client = httpx.Client(
-        timeout=httpx.Timeout(timeout, connect=min(timeout, 15.0)),
-        follow_redirects=True,
-        headers={"User-Agent": f"llmpsych/{__version__}", "Accept-Encoding": "identity"},
+    policy = RetryPolicy(max_retries=attempts - 1, base_delay=backoff)
+    return asyncio.run(_fetch_all(manifests, base, root, progress, policy, timeout))
+
+
+async def _fetch_all(
+    manifests: list[Manifest],
+    base: str,
+    root: Path,
+    progress: ProgressCallback | None,
+    policy: RetryPolicy,
+    timeout: float,
+) -> list[FetchReport]:
+    # trust_env: HTTP(S)_PROXY, NO_PROXY and ~/.netrc apply, as for any download tool. The body is asked
+    # for uncompressed; a server that compresses anyway is decoded here, in bounded steps.
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=4, ssl=ssl_context() if base.startswith("https:") else True),
+        headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
+        timeout=aiohttp.ClientTimeout(
+            total=None, sock_connect=min(timeout, _CONNECT_TIMEOUT), sock_read=timeout
+        ),
+        auto_decompress=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+        trust_env=True,
     )
-    with client:
-        return [_fetch_one(client, m, base, root / m.dataset, progress, attempts, backoff) for m in manifests]
+    async with session:
+        return [await _fetch_one(session, m, base, root / m.dataset, progress, policy) for m in manifests]
 
 
-def _fetch_one(
-    client: httpx.Client,
+async def _fetch_one(
+    session: aiohttp.ClientSession,
     manifest: Manifest,
     base: str,
     folder: Path,
     progress: ProgressCallback | None,
-    attempts: int,
-    backoff: float,
+    policy: RetryPolicy,
 ) -> FetchReport:
     report = FetchReport(dataset=manifest.dataset, folder=folder)
     total = manifest.total_size
@@ -127,7 +171,7 @@ def _fetch_one(
             report.skipped += 1
         else:
             url = file_url(manifest, entry, base)
-            _download(client, url, target, manifest.dataset, entry, tell, attempts, backoff)
+            await _download(session, url, target, manifest.dataset, entry, tell, policy)
             report.downloaded += 1
         done += entry.size
         tell(0)
@@ -138,57 +182,36 @@ def _matches(path: Path, entry: FileEntry) -> bool:
     return path.is_file() and path.stat().st_size == entry.size and file_sha256(path) == entry.sha256
 
 
-def _download(
-    client: httpx.Client,
+async def _download(
+    session: aiohttp.ClientSession,
     url: str,
     target: Path,
     dataset: str,
     entry: FileEntry,
     tell: Callable[[int], None],
-    attempts: int,
-    backoff: float,
+    policy: RetryPolicy,
 ) -> None:
-    """Download with bounded retries; the target appears only once its sha256 has been verified."""
-    last = ""
-    for attempt in range(1, attempts + 1):
-        try:
-            _download_once(client, url, target, dataset, entry, tell)
-            return
-        except _Retryable as exc:
-            last = str(exc)
-            tell(0)
-            if attempt < attempts:
-                time.sleep(backoff * 2 ** (attempt - 1))
-    raise DataError(
-        f"could not download {dataset}/{entry.path} from {redact_url(url)} after {attempts} attempts "
-        f"(last: {last})",
-        "check the network, or point --base-url / LLMPSYCH_DATA_BASE_URL at a mirror; "
-        "a re-run resumes where this one stopped",
-    )
+    """Download with the shared retry policy; the target appears only once its sha256 has been verified."""
 
+    async def attempt() -> None:
+        await _download_once(session, url, target, dataset, entry, tell)
 
-#: Bytes decoded at a time from a compressed body: with the pinned size, what bounds memory per file.
-_DECODE_STEP = 1 << 16
-
-
-def _decoded(raw: Iterator[bytes], coding: str | None) -> Iterator[bytes]:
-    """The body's bytes, decoded in steps of at most :data:`_DECODE_STEP` (a gzip bomb expands no further
-    than the caller reads before it stops at the pinned size)."""
-    coding = (coding or "identity").strip().lower()
-    if coding == "identity":
-        yield from raw
-        return
-    if coding not in ("gzip", "x-gzip", "deflate"):
-        raise DataError(f"unsupported content-encoding {coding!r}")
-    decoder = zlib.decompressobj(16 + zlib.MAX_WBITS if "gzip" in coding else zlib.MAX_WBITS)
     try:
-        for chunk in raw:
-            data = chunk
-            while data:
-                yield decoder.decompress(data, _DECODE_STEP)
-                data = decoder.unconsumed_tail
-    except zlib.error:
-        raise _Retryable(f"undecodable {coding} body") from None
+        await call_with_retries(attempt, policy, on_retry=lambda _attempt, _reason: tell(0))
+    except RetriesExhausted as exc:
+        raise DataError(
+            f"could not download {dataset}/{entry.path} from {redact_url(url)} after {len(exc.reasons)} "
+            f"attempts (last: {exc.reasons[-1]})",
+            "check the network, or point --base-url / LLMPSYCH_DATA_BASE_URL at a mirror; "
+            "a re-run resumes where this one stopped",
+        ) from None
+
+
+def _fatal(dataset: str, entry: FileEntry, url: str, reason: str) -> DataError:
+    return DataError(
+        f"could not download {dataset}/{entry.path} from {redact_url(url)}: {reason}",
+        "check --base-url / LLMPSYCH_DATA_BASE_URL",
+    )
 
 
 def _too_big(dataset: str, entry: FileEntry, url: str, got: str) -> DataError:
@@ -199,8 +222,8 @@ def _too_big(dataset: str, entry: FileEntry, url: str, got: str) -> DataError:
     )
 
 
-def _download_once(
-    client: httpx.Client,
+async def _download_once(
+    session: aiohttp.ClientSession,
     url: str,
     target: Path,
     dataset: str,
@@ -215,36 +238,21 @@ def _download_once(
     tmp = Path(tmp_name)
     secrets = query_secrets(url) + list(split_userinfo(url)[1] or ())
     try:
-        digest = hashlib.sha256()
-        received = 0
         with os.fdopen(fd, "wb") as fh:
             try:
-                with client.stream("GET", url) as response:
-                    if response.status_code >= 500 or response.status_code == 429:
-                        raise _Retryable(f"HTTP {response.status_code}")
-                    if response.status_code != 200:
-                        raise DataError(
-                            f"could not download {dataset}/{entry.path}: HTTP {response.status_code} "
-                            f"from {redact_url(url)}",
-                            "check --base-url / LLMPSYCH_DATA_BASE_URL",
-                        )
-                    coding = response.headers.get("content-encoding")
-                    length = response.headers.get("content-length", "")
-                    identity = (coding or "identity").strip().lower() == "identity"
-                    if identity and length.isdigit() and int(length) > entry.size:
-                        raise _too_big(dataset, entry, url, f"Content-Length {length}")
-                    for chunk in _decoded(response.iter_raw(), coding):
-                        received += len(chunk)
-                        if received > entry.size:
-                            raise _too_big(dataset, entry, url, f"more than {entry.size} bytes sent")
-                        fh.write(chunk)
-                        digest.update(chunk)
-                        tell(received)
-            except httpx.TransportError as exc:
-                raise _Retryable(scrub(f"{type(exc).__name__}: {exc}", secrets)) from exc
+                received, got = await _receive(session, url, fh, dataset, entry, tell)
+            except TimeoutError:
+                raise RetryableError("timeout: no connection, or the server went silent") from None
+            except aiohttp.TooManyRedirects:
+                raise _fatal(dataset, entry, url, "more than 10 redirects") from None
+            except aiohttp.InvalidURL as exc:  # also a redirect to a non-HTTP or malformed address
+                raise _fatal(dataset, entry, url, f"cannot follow {type(exc).__name__}") from None
+            except aiohttp.ClientConnectorCertificateError:
+                raise _fatal(dataset, entry, url, "the server's TLS certificate does not verify") from None
+            except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped mid-body, ...
+                raise RetryableError(scrub(f"{type(exc).__name__}: {exc}", secrets)) from None
             fh.flush()
             os.fsync(fh.fileno())
-        got = digest.hexdigest()
         if got != entry.sha256:
             raise ChecksumError(
                 f"checksum mismatch for {dataset}/{entry.path} from {redact_url(url)}: "
@@ -254,3 +262,60 @@ def _download_once(
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+async def _receive(
+    session: aiohttp.ClientSession,
+    url: str,
+    fh: BinaryIO,
+    dataset: str,
+    entry: FileEntry,
+    tell: Callable[[int], None],
+) -> tuple[int, str]:
+    """GET ``url`` into ``fh``: (bytes written, their sha256). At most ``entry.size + 1`` decoded bytes
+    are taken, and at most twice the size (plus 64 KiB) of compressed ones."""
+    async with session.get(url) as response:
+        if response.status in RETRYABLE_STATUS:
+            raise RetryableError(
+                f"HTTP {response.status}", parse_retry_after(response.headers.get("Retry-After"))
+            )
+        if response.status != 200:
+            raise DataError(
+                f"could not download {dataset}/{entry.path}: HTTP {response.status} from {redact_url(url)}",
+                "check --base-url / LLMPSYCH_DATA_BASE_URL",
+            )
+        coding = response.headers.get("Content-Encoding", "").strip().lower() or "identity"
+        length = response.content_length
+        if coding == "identity" and length is not None and length > entry.size:
+            raise _too_big(dataset, entry, url, f"Content-Length {length}")
+        if coding not in ("identity", "gzip", "x-gzip", "deflate"):
+            raise DataError(
+                f"{dataset}/{entry.path} from {redact_url(url)}: unsupported content-encoding {coding[:40]!r}"
+            )
+        inflater = None if coding == "identity" else Inflater(coding)
+        wire_cap = entry.size + 1 if inflater is None else 2 * entry.size + _READ_STEP
+        digest = hashlib.sha256()
+        wire = received = 0
+        while wire < wire_cap and (data := await response.content.read(min(_READ_STEP, wire_cap - wire))):
+            wire += len(data)
+            try:
+                chunks = [data] if inflater is None else inflater.feed(data, entry.size - received)
+            except ResponseTooLarge:
+                raise _too_big(dataset, entry, url, f"more than {entry.size} bytes sent") from None
+            except UndecodableBody:
+                raise RetryableError(f"undecodable {coding} body") from None
+            for chunk in chunks:
+                received += len(chunk)
+                if received > entry.size:
+                    raise _too_big(dataset, entry, url, f"more than {entry.size} bytes sent")
+                fh.write(chunk)
+                digest.update(chunk)
+            tell(received)
+            if inflater is not None and inflater.eof:
+                break  # anything after the end of the compressed stream is not part of the file
+        ended = inflater is not None and inflater.eof
+        if wire >= wire_cap and not ended:
+            raise _too_big(dataset, entry, url, f"more than {wire_cap} bytes on the wire")
+        if inflater is not None and not ended and wire:
+            raise RetryableError(f"truncated {coding} body")
+        return received, digest.hexdigest()

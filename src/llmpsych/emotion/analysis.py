@@ -22,6 +22,7 @@ from ..report.html import fenced
 from ..report.markdown import markdown_cells, write_report
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
+from ..stats import format_mean_sd
 from .changes import change_table, measures, score_answers, summary_json, table_json
 from .options import EmotionBenchOptions, EmotionBenchResult
 from .prompts import PromptSettings
@@ -144,11 +145,7 @@ def situation_frame(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame
         }
         for m in names:
             values = valid[m]
-            row[m] = (
-                f"{values.mean():.1f} ± {values.std(ddof=1):.1f}"
-                if len(values) > 1
-                else (f"{values.mean():.1f}" if len(values) else "n/a")
-            )
+            row[m] = format_mean_sd(values.mean(), values.std(ddof=1))  # NaN for n = 0, sd for n = 1
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -39,6 +39,7 @@ import pandas as pd
 from ..errors import DataError
 from ..instruments.numbers import whole_number
 from ..instruments.scale import Scale
+from ..stats import format_mean_sd
 from .changes import score_answers
 from .crowd import PairedCell, Respondent, paired_cell
 
@@ -207,12 +208,6 @@ def demographic_counts(
     return out
 
 
-def _fmt(mean: float, sd: float) -> str:
-    if math.isnan(mean):
-        return "n/a"
-    return f"{mean:.1f} ± {sd:.1f}" if not math.isnan(sd) else f"{mean:.1f} ± n/a"
-
-
 def _change(cell: PairedCell) -> str:
     if math.isnan(cell.change):
         return "n/a"
@@ -228,10 +223,10 @@ def group_frame(rows: Sequence[GroupRow], by: str) -> pd.DataFrame:
             {
                 by: r.group,
                 "n": r.people,
-                "PA before": _fmt(p.default_mean, p.default_sd),
-                "PA after": _fmt(p.evoked_mean, p.evoked_sd),
-                "NA before": _fmt(n.default_mean, n.default_sd),
-                "NA after": _fmt(n.evoked_mean, n.evoked_sd),
+                "PA before": format_mean_sd(p.default_mean, p.default_sd),
+                "PA after": format_mean_sd(p.evoked_mean, p.evoked_sd),
+                "NA before": format_mean_sd(n.default_mean, n.default_sd),
+                "NA after": format_mean_sd(n.evoked_mean, n.evoked_sd),
                 "ΔPA (paired)": _change(p),
                 "ΔNA (paired)": _change(n),
                 "small": "yes" if r.small else "",

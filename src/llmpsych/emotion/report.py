@@ -12,12 +12,8 @@ import pandas as pd
 
 from ..report.charts import pyplot
 from ..report.files import save_figure
-from ..stats import hedges_g
+from ..stats import format_mean_sd, hedges_g
 from .changes import ordered_factors
-
-
-def _fmt(mean: float, sd: float) -> str:
-    return f"{mean:.1f} ± {sd:.1f}"
 
 
 def human_frame(table: Mapping[str, Any], names: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -44,10 +40,10 @@ def human_frame(table: Mapping[str, Any], names: Mapping[str, str] | None = None
                 "ID": key,
                 "Factor": name,
                 "n": p.n,
-                "default P": _fmt(p.default_mean, p.default_sd),
-                "default N": _fmt(n.default_mean, n.default_sd),
-                "evoked P": _fmt(p.evoked_mean, p.evoked_sd),
-                "evoked N": _fmt(n.evoked_mean, n.evoked_sd),
+                "default P": format_mean_sd(p.default_mean, p.default_sd),
+                "default N": format_mean_sd(n.default_mean, n.default_sd),
+                "evoked P": format_mean_sd(p.evoked_mean, p.evoked_sd),
+                "evoked N": format_mean_sd(n.evoked_mean, n.evoked_sd),
                 "ΔP (paired)": f"{p.mark} ({p.change:+.1f})",
                 "ΔN (paired)": f"{n.mark} ({n.change:+.1f})",
                 "ΔP F+t": p.independent_mark,

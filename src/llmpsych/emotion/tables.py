@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..report.markdown import markdown_cells
+from ..stats import NOT_AVAILABLE, format_mean_sd
 
 MEASURE_LABELS = {"positive": "P", "negative": "N", "total": "Total"}
 
@@ -20,10 +21,7 @@ def _cell(cell: Mapping[str, Any] | None) -> str:
 
 
 def _default(summary: Mapping[str, Any] | None) -> str:
-    if not summary or summary.get("mean") is None:
-        return "n/a"
-    sd = summary.get("sd")
-    return f"{summary['mean']:.1f} ± {sd:.1f}" if sd is not None else f"{summary['mean']:.1f}"
+    return format_mean_sd(summary.get("mean"), summary.get("sd")) if summary else NOT_AVAILABLE
 
 
 def paper_table(

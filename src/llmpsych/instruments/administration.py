@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from .parsing import build_reask_prompt, parse_item_answers
 from .scale import Scale
@@ -65,7 +66,7 @@ def item_block(scale: Scale, order: list[int]) -> str:
 
 async def administer(
     scale: Scale,
-    ctx: Any,
+    ctx: ChatContext,
     *,
     order: list[int],
     params: GenerationParams,

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 
@@ -25,6 +25,8 @@ from ..report.files import atomic_write_text
 from .numbers import whole_number
 from .official import load_official_file, read_json, scale_from_official
 from .scale import Correction, Item, NormGroup, Scale, Subscale
+
+_T = TypeVar("_T")
 
 FORMAT_KEY = "llmpsych_scale"
 FORMAT_VERSION = 1
@@ -205,7 +207,7 @@ def scale_from_native(data: Any, *, origin: str) -> Scale:
     version = data.get(FORMAT_KEY, FORMAT_VERSION)
     if version != FORMAT_VERSION:
         raise DataError(f"{where}: unsupported {FORMAT_KEY} version {version!r} (this llmpsych reads 1)")
-    _require_type(name, str, f"{where}: field 'name'")
+    name = _require_type(name, str, f"{where}: field 'name'")
 
     response = data["response"]
     if not isinstance(response, Mapping):
@@ -241,7 +243,7 @@ def scale_from_native(data: Any, *, origin: str) -> Scale:
     unscored = data.get("unscored", False)
     _require_type(unscored, bool, f"{where}: field 'unscored'")
     scoring = data["scoring"]
-    _require_type(scoring, str, f"{where}: field 'scoring'")
+    scoring = _require_type(scoring, str, f"{where}: field 'scoring'")
     corrections = _corrections(data.get("corrections", []), name, where)
     texts = {key: _optional_str(data, key, where) for key in _TEXT_FIELDS}
     return Scale(
@@ -372,7 +374,7 @@ def _norm(entry: Any, where: str) -> NormGroup:
     group = entry.get("group")
     at = f"{where}, norm {group!r}" if isinstance(group, str) and group else f"{where}, norm"
     _check_fields(entry, _NORM_FIELDS, at)
-    _require_type(group, str, f"{at}: 'group'")
+    group = _require_type(group, str, f"{at}: 'group'")
     mean = _number(entry["mean"], f"{at}: 'mean'")
     sd = _number(entry["sd"], f"{at}: 'sd'")
     if sd < 0:
@@ -441,11 +443,13 @@ def _number(value: Any, where: str) -> float:
     return value
 
 
-def _require_type(value: Any, kind: type, where: str) -> None:
+def _require_type(value: object, kind: type[_T], where: str) -> _T:
+    """``value`` if it is a ``kind`` (a bool is not an int; a string must not be blank), else DataError."""
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise DataError(f"{where} must be {_type_name(kind)}, got {value!r}")
-    if kind is str and not value.strip():
+    if isinstance(value, str) and not value.strip():
         raise DataError(f"{where} must not be empty")
+    return value
 
 
 def _optional_str(data: Mapping[str, Any], key: str, where: str) -> str | None:

@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import ssl
 import zlib
 from contextlib import suppress
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -42,12 +39,11 @@ from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
 from .. import __version__
-from .retry import FatalRequestError, RetryableError
+from .retry import RETRYABLE_STATUS, FatalRequestError, RetryableError, parse_retry_after
 from .spec import ResolvedEndpoint
 from .types import clean_text
 from .urls import redact_url, scrub
 
-RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 USER_AGENT = f"llmpsych/{__version__}"
 #: Largest response body accepted, on the wire and after decoding (a 128k-token answer is ~0.5 MiB;
 #: 8k tokens with 20 top log-probabilities each ~ 20 MiB).
@@ -74,35 +70,16 @@ class UndecodableBody(Exception):
     """A gzip/deflate body that does not decode (truncated or corrupt)."""
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date); the retry policy caps it."""
-    if not value:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        pass
-    else:
-        return None if math.isnan(seconds) else max(0.0, seconds)
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    try:
-        return max(0.0, (when - datetime.now(UTC)).total_seconds())
-    except TypeError:  # a date without a time zone
-        return None
-
-
-def _ssl_context() -> ssl.SSLContext:
-    """CA certificates as httpx chose them: SSL_CERT_FILE / SSL_CERT_DIR if set, else certifi's."""
+def ssl_context() -> ssl.SSLContext:
+    """CA certificates as httpx chose them: SSL_CERT_FILE / SSL_CERT_DIR if set, else certifi's (also used by
+    ``llmpsych.data.fetch``)."""
     if os.environ.get("SSL_CERT_FILE"):
         return ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"])
     if os.environ.get("SSL_CERT_DIR"):
         return ssl.create_default_context(capath=os.environ["SSL_CERT_DIR"])
     try:
         import certifi
-    except ImportError:  # pragma: no cover - certifi comes with httpx, a core dependency
+    except ImportError:  # pragma: no cover - certifi is a core dependency
         return ssl.create_default_context()
     return ssl.create_default_context(cafile=certifi.where())
 
@@ -178,7 +155,7 @@ class HttpBackend:
         proxy, proxy_auth = self._proxy()
         session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(
-                limit=1, ssl=_ssl_context() if self._url.startswith("https:") else True
+                limit=1, ssl=ssl_context() if self._url.startswith("https:") else True
             ),
             headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **self._headers},
             timeout=aiohttp.ClientTimeout(total=min(PROPS_TIMEOUT_S, self.endpoint.timeout)),
@@ -298,7 +275,7 @@ def _error_message(raw: bytes | bytearray) -> str:
     return clean_text(" ".join(text.split())[:200])  # it is stored with the failed unit
 
 
-class _Inflater:
+class Inflater:
     """gzip or deflate (zlib-wrapped or raw, as some servers send it), decoded in bounded steps."""
 
     def __init__(self, coding: str) -> None:
@@ -340,7 +317,7 @@ async def _read_body(response: aiohttp.ClientResponse, limit: int) -> bytes | by
             return await response.read()  # framed by Content-Length: aiohttp stops there
         inflater = None
     elif coding in ("gzip", "x-gzip", "deflate"):
-        inflater = _Inflater(coding)
+        inflater = Inflater(coding)
     else:
         raise UnsupportedEncoding(repr(coding[:40]))
     body = bytearray()
@@ -374,7 +351,7 @@ class _AiohttpTransport:
     ) -> None:
         self._url = url
         connector = aiohttp.TCPConnector(
-            limit=concurrency, ssl=_ssl_context() if url.startswith("https:") else True
+            limit=concurrency, ssl=ssl_context() if url.startswith("https:") else True
         )
         self._session = aiohttp.ClientSession(
             connector=connector,

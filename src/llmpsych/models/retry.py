@@ -1,14 +1,22 @@
-"""Bounded retries with exponential back-off, full jitter and Retry-After."""
+"""Bounded retries with exponential back-off, full jitter and Retry-After: one policy for every HTTP request
+llmpsych makes (model calls in ``http_backend.py``, dataset downloads in ``llmpsych.data.fetch``)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 T = TypeVar("T")
+
+#: HTTP statuses worth another attempt (timeouts, conflicts, rate limits, overloaded or failing servers and
+#: the 52x codes of Cloudflare-fronted ones); any other 4xx or 5xx is permanent.
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 
 class RetryableError(Exception):
@@ -68,3 +76,23 @@ async def call_with_retries(
                 on_retry(attempt, exc.reason)
             await asyncio.sleep(policy.delay(attempt, exc.retry_after, rng))
     raise RetriesExhausted(reasons)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date); the retry policy caps it."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        pass
+    else:
+        return None if math.isnan(seconds) else max(0.0, seconds)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    try:
+        return max(0.0, (when - datetime.now(UTC)).total_seconds())
+    except TypeError:  # a date without a time zone
+        return None

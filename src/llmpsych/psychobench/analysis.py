@@ -29,7 +29,15 @@ from ..report.tables import write_tables
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
 from ..runs.store import RunStore
-from ..stats import GroupStats, apply_holm, compare_with_norm, comparisons_frame, summarize, valid_rate
+from ..stats import (
+    GroupStats,
+    apply_holm,
+    compare_with_norm,
+    comparisons_frame,
+    format_mean_sd,
+    summarize,
+    valid_rate,
+)
 from . import bsri as bsri_mod
 from . import cabin as cabin_mod
 from .logprob import ItemDistribution, weighted_scores
@@ -351,7 +359,9 @@ class Extras:
         self.tables["cabin_groups"] = per_run
         self.tables["cabin_groups_summary"] = summary
         view = summary[["grouping", "dimension", "n"]].copy()
-        view["mean ± sd"] = [_mean_sd(m, s) for m, s in zip(summary["mean"], summary["sd"], strict=True)]
+        view["mean ± sd"] = [
+            format_mean_sd(m, s, 2) for m, s in zip(summary["mean"], summary["sd"], strict=True)
+        ]
         view["interests"] = summary["interests"]
         text = (
             f"From the mapping you supplied (source: {mapping['source']}). A dimension's run score is the "
@@ -537,7 +547,7 @@ def _chart(scale: Scale, summary: pd.DataFrame, run_dir: Path, model: str) -> Pa
 
 def _scores_view(summary: pd.DataFrame) -> pd.DataFrame:
     view = summary[["scale", "subscale", "runs", "n"]].copy()
-    view["mean ± sd"] = [_mean_sd(m, s) for m, s in zip(summary["mean"], summary["sd"], strict=True)]
+    view["mean ± sd"] = [format_mean_sd(m, s, 2) for m, s in zip(summary["mean"], summary["sd"], strict=True)]
     view["95% CI of mean"] = [
         "" if math.isnan(lo) else f"{lo:.2f} – {hi:.2f}"
         for lo, hi in zip(summary["ci_low"], summary["ci_high"], strict=True)
@@ -565,8 +575,8 @@ def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
                 "scale": c["scale"],
                 "subscale": c["subscale"],
                 "human group": c["human_label"],
-                "model (n)": f"{_mean_sd(c['model_mean'], c['model_sd'])} ({c['model_n']})",
-                "human (n)": f"{_mean_sd(c['human_mean'], c['human_sd'])} ({c['human_n']})",
+                "model (n)": f"{format_mean_sd(c['model_mean'], c['model_sd'], 2)} ({c['model_n']})",
+                "human (n)": f"{format_mean_sd(c['human_mean'], c['human_sd'], 2)} ({c['human_n']})",
                 "sig.": significance_mark(c),
                 "test": c["test"],
                 "t": c["t_statistic"],
@@ -622,9 +632,3 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str], *, importe
     if failed:
         lines.append(f"{len(failed)} unit(s) failed and are not scored: {', '.join(failed)}.")
     return "\n\n".join([*lines, table(per_scale)])
-
-
-def _mean_sd(mean: float, sd: float) -> str:
-    if mean is None or math.isnan(mean):
-        return "n/a"
-    return f"{mean:.2f}" if sd is None or math.isnan(sd) else f"{mean:.2f} ± {sd:.2f}"

@@ -10,7 +10,6 @@ file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one gro
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..report.html import write_html
 from ..report.markdown import table, write_report
 from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
+from ..stats import format_mean_sd
 from . import bsri as bsri_mod
 
 
@@ -45,12 +45,6 @@ def run_label(run_dir: Path) -> str:
     return label
 
 
-def _mean_sd(mean: float, sd: float) -> str:
-    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-        return "–"
-    return f"{mean:.1f}" if sd is None or math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
-
-
 def crowd_text(norms: pd.DataFrame, scale: str, subscale: str) -> str:
     """Every norm group of one subscale as ``label m ± sd``, separated by ``;`` (``–`` if none)."""
     if norms.empty:
@@ -59,8 +53,10 @@ def crowd_text(norms: pd.DataFrame, scale: str, subscale: str) -> str:
     if rows.empty:
         return "–"
     if len(rows) == 1:
-        return _mean_sd(float(rows.iloc[0]["mean"]), float(rows.iloc[0]["sd"]))
-    return "; ".join(f"{r['group']} {_mean_sd(float(r['mean']), float(r['sd']))}" for _, r in rows.iterrows())
+        return format_mean_sd(float(rows.iloc[0]["mean"]), float(rows.iloc[0]["sd"]))
+    return "; ".join(
+        f"{r['group']} {format_mean_sd(float(r['mean']), float(r['sd']))}" for _, r in rows.iterrows()
+    )
 
 
 def _bsri_cell(run_dir: Path) -> tuple[str, str] | None:
@@ -142,7 +138,9 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
         row: dict[str, Any] = {"Scale": scale, "Subscale": subscale}
         for label in labels:
             hit = tidy[(tidy["model"] == label) & (tidy["scale"] == scale) & (tidy["subscale"] == subscale)]
-            row[label] = "–" if hit.empty else _mean_sd(float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"]))
+            row[label] = (
+                "–" if hit.empty else format_mean_sd(float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"]))
+            )
         row["Crowd"] = crowd_text(norms, scale, subscale)
         rows.append(row)
         is_last_bsri = scale.upper() == "BSRI" and not any(

@@ -12,6 +12,7 @@ from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from ..runs.record import RunRecord
+from ..stats import format_mean_sd
 from .analysis import METHOD_NOTES, validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
@@ -37,7 +38,7 @@ def mean_sd_grid(groups: pd.DataFrame, key: str) -> pd.DataFrame:
     for rec in groups.to_dict("records"):
         row: dict[str, Any] = {key: rec.get("short") or rec[key], "n": rec["n"]}
         for dim in DIMENSIONS:
-            row[dim[0]] = f"{rec[f'{dim}_mean']:.2f}±{rec[f'{dim}_sd']:.2f}"
+            row[dim[0]] = format_mean_sd(rec[f"{dim}_mean"], rec[f"{dim}_sd"], 2, sep="±")
         rows.append(row)
     return pd.DataFrame(rows)
 

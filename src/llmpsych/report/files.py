@@ -56,7 +56,8 @@ def atomic_open(path: Path, mode: str = "w") -> Iterator[Any]:
         raise _cannot_write(path, exc) from None
     try:
         os.fchmod(fd, _FILE_MODE)
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as handle:
+        text = "b" not in mode
+        with os.fdopen(fd, mode, encoding="utf-8" if text else None, newline="" if text else None) as handle:
             yield handle
         os.replace(tmp, path)
     except BaseException as exc:
@@ -174,7 +175,8 @@ def csv_text(frame: pd.DataFrame, *, index: bool = False) -> str:
     with ``\\n`` alone a bare ``\\r`` in a model's reply went out unquoted, and a reader (Python's
     ``csv``, a spreadsheet) started a new row there, with cells no neutralisation had seen.
     """
-    return neutralise_formulas(frame).to_csv(index=index, lineterminator="\r\n")
+    text: str = neutralise_formulas(frame).to_csv(index=index, lineterminator="\r\n")
+    return text
 
 
 def write_csv(frame: pd.DataFrame, path: Path, *, index: bool = False) -> Path:

@@ -39,7 +39,8 @@ def table(frame: pd.DataFrame, floatfmt: str = ".2f") -> str:
     """A GitHub-flavoured Markdown table; text cells cannot break out of their cell (:func:`cell_text`)."""
     if frame.empty:
         return "_(no rows)_"
-    return markdown_cells(frame).to_markdown(index=False, floatfmt=floatfmt)
+    text: str = markdown_cells(frame).to_markdown(index=False, floatfmt=floatfmt)
+    return text
 
 
 def write_report(path: Path, title: str, sections: list[tuple[str, str]]) -> Path:

@@ -11,10 +11,20 @@ from .compare import (
     t_test_from_stats,
     variance_f_test,
 )
-from .descriptive import StatsError, Summary, ValidRate, summarize, valid_answer_rate, valid_rate
+from .descriptive import (
+    NOT_AVAILABLE,
+    StatsError,
+    Summary,
+    ValidRate,
+    format_mean_sd,
+    summarize,
+    valid_answer_rate,
+    valid_rate,
+)
 from .reliability import cronbach_alpha, mcdonald_omega
 
 __all__ = [
+    "NOT_AVAILABLE",
     "GroupStats",
     "NormComparison",
     "StatsError",
@@ -24,6 +34,7 @@ __all__ = [
     "compare_with_norm",
     "comparisons_frame",
     "cronbach_alpha",
+    "format_mean_sd",
     "hedges_g",
     "holm_adjust",
     "mcdonald_omega",

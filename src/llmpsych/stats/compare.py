@@ -35,6 +35,10 @@ Alternative = Literal["two-sided", "less", "greater"]
 PUBLISHED_SD_EPSILON = 1e-8
 
 
+#: How the model differs from the human group (two-sided test at ``alpha``).
+Direction = Literal["higher", "lower", "no difference"]
+
+
 @dataclass(frozen=True)
 class GroupStats:
     """Summary statistics of one group: mean, sample SD, and n (runs for a model, people for humans)."""
@@ -200,7 +204,7 @@ class NormComparison:
     t_p_value: float
     alpha: float
     significant: bool
-    direction: Literal["higher", "lower", "no difference"]
+    direction: Direction
     hedges_g: float
     g_ci_low: float
     g_ci_high: float
@@ -249,7 +253,7 @@ def compare_with_norm(
     t_test = t_test_from_stats(tested_m, tested_h, equal_var=use_student)
     significant = bool(t_test.p_value <= alpha) if not math.isnan(t_test.p_value) else False
     difference = gm.mean - gh.mean
-    direction = "no difference" if not significant else ("higher" if difference > 0 else "lower")
+    direction: Direction = "no difference" if not significant else ("higher" if difference > 0 else "lower")
     effect = hedges_g(gm, gh, confidence=confidence)
     glass = difference / gh.sd if gh.sd > 0 else math.nan
     note = ""

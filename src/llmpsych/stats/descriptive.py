@@ -81,9 +81,34 @@ def t_interval(mean: float, sd: float, n: int, confidence: float = 0.95) -> tupl
     return mean - half, mean + half
 
 
-def format_mean_sd(mean: float, sd: float, digits: int = 1) -> str:
-    """``"4.2 ± 0.3"``; ``NaN`` parts print as ``nan``."""
-    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+#: What a table prints for a statistic that does not exist (no scored value, or an sd from one value).
+NOT_AVAILABLE = "n/a"
+
+
+def format_mean_sd(mean: float | None, sd: float | None, digits: int = 1, *, sep: str = " ± ") -> str:
+    """``"4.2 ± 0.3"``: the one way every table prints a mean and its sd (``digits`` decimals each).
+
+    One rule for what is missing (``None``, ``NaN`` or ``pandas.NA``):
+
+    * no mean (n = 0: nothing was scored) prints ``"n/a"``, whatever the sd;
+    * a mean without an sd (n = 1 with ``ddof=1``, or an sd that could not be computed) prints
+      ``"4.2 ± n/a"``, so a single value is never mistaken for one without spread.
+
+    ``sep`` is the separator, ``" ± "`` unless a published layout prints ``"±"``.
+    """
+    if _absent(mean):
+        return NOT_AVAILABLE
+    spread = NOT_AVAILABLE if _absent(sd) else f"{sd:.{digits}f}"
+    return f"{mean:.{digits}f}{sep}{spread}"
+
+
+def _absent(value: float | None) -> bool:
+    if value is None:
+        return True
+    try:
+        return math.isnan(value)
+    except TypeError:  # pandas.NA and other missing markers that are not numbers
+        return True
 
 
 @dataclass(frozen=True)
