@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import yaml  # type: ignore[import-untyped]
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..config import MAX_CONFIG_VALUES, expands_beyond, read_config_text

@@ -7,7 +7,7 @@ import os
 from contextlib import nullcontext
 from pathlib import Path
 
-import pandas as pd  # type: ignore[import-untyped]
+import pandas as pd
 
 from ..report.files import output_dir, write_csv, write_lines
 from .record import RunRecord, read_run, record_from_store

@@ -22,7 +22,7 @@ from .config import RunConfig, parse_run_config
 from .store import STORE_FILE, RunStore, UnitRow
 
 if TYPE_CHECKING:
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as pd
 
 ResultT = TypeVar("ResultT")
 
@@ -85,7 +85,7 @@ class Calls:
 
     def frame(self) -> pd.DataFrame:
         """One row per call with the stored columns (request and response as their JSON text)."""
-        import pandas as pd  # type: ignore[import-untyped]  # only here: reading a run needs no pandas
+        import pandas as pd  # only here: reading a run needs no pandas
 
         frame = pd.DataFrame(self._rows, columns=list(CALL_COLUMNS))
         frame["cached"] = frame["cached"].astype(bool)

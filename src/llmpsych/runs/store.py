@@ -485,7 +485,7 @@ class RunStore:
     def call_count(self) -> int:
         """Number of stored calls."""
         with self._locked():
-            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+            return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
         """Close the database."""
