@@ -64,7 +64,10 @@ def test_the_command_line_starts_without_the_research_libraries() -> None:
     assert loaded_after(code) == {"help": []}
 
 
-@pytest.mark.parametrize("group", ["psychobench", "emotionbench", "mas", "reliability", "report"])
+@pytest.mark.parametrize(
+    "group",
+    ["psychobench", "emotionbench", "mas", "reliability", "report", "data", "scales", "gamabench", "web"],
+)
 def test_each_group_loads_only_its_command_line(group: str) -> None:
     """``llmpsych GROUP --help`` imports the group's CLI module, whose heavy imports wait in its
     commands."""
@@ -85,8 +88,8 @@ def test_each_group_loads_only_its_command_line(group: str) -> None:
     + [("llmpsych.games", "llmpsych.games.cli")],
 )
 def test_a_group_cli_adds_nothing_heavy_to_its_package(package: str, module: str) -> None:
-    """These packages' ``__init__`` re-export their modules (and so load the model client); the CLI
-    module itself adds nothing heavy to that."""
+    """These packages' ``__init__`` re-export their modules on first use; the CLI module itself adds
+    nothing heavy to the package."""
     code = f"""if True:
         import json, sys
         import {package}

@@ -1,17 +1,51 @@
-"""Official datasets: the registry of pinned sources, the local data directory, and fetching."""
+"""Official datasets: the registry of pinned sources, the local data directory, and fetching.
 
-from .fetch import fetch_dataset
-from .registry import DATASETS, FileEntry, Manifest, all_manifests, load_manifest
-from .sources import (
-    DatasetStatus,
-    data_file,
-    data_status,
-    dataset_path,
-    dataset_status,
-    default_data_dir,
-    file_sha256,
-    resolve_data_dir,
-)
+Names are imported on first use, so importing the package (e.g. for ``--help``) stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .fetch import (
+        fetch_dataset,
+    )
+    from .registry import (
+        DATASETS,
+        FileEntry,
+        Manifest,
+        all_manifests,
+        load_manifest,
+    )
+    from .sources import (
+        DatasetStatus,
+        data_file,
+        data_status,
+        dataset_path,
+        dataset_status,
+        default_data_dir,
+        file_sha256,
+        resolve_data_dir,
+    )
+
+#: public name -> the submodule defining it
+_WHERE: dict[str, str] = {
+    "fetch_dataset": "fetch",
+    "DATASETS": "registry",
+    "FileEntry": "registry",
+    "Manifest": "registry",
+    "all_manifests": "registry",
+    "load_manifest": "registry",
+    "DatasetStatus": "sources",
+    "data_file": "sources",
+    "data_status": "sources",
+    "dataset_path": "sources",
+    "dataset_status": "sources",
+    "default_data_dir": "sources",
+    "file_sha256": "sources",
+    "resolve_data_dir": "sources",
+}
 
 __all__ = [
     "DATASETS",
@@ -29,3 +63,14 @@ __all__ = [
     "load_manifest",
     "resolve_data_dir",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its submodule the first time it is asked for."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

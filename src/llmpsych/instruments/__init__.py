@@ -1,15 +1,65 @@
-"""Psychometric instruments: the scale model, official and native scale files, and answer parsing."""
+"""Psychometric instruments: the scale model, official and native scale files, and answer parsing.
 
-from .native import load_scale_file, scale_to_native, write_scale_file
-from .official import (
-    CORRECTION_RULES,
-    load_dataset_scales,
-    load_emotionbench_scales,
-    load_official_file,
-    load_psychobench_scales,
-)
-from .parsing import LikertAnswer, ParsedAnswers, build_reask_prompt, parse_item_answers, parse_likert_number
-from .scale import Correction, Item, NormGroup, Scale, ScaleError, ScoringError, Subscale
+Names are imported on first use, so importing the package (e.g. for ``--help``) stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .native import (
+        load_scale_file,
+        scale_to_native,
+        write_scale_file,
+    )
+    from .official import (
+        CORRECTION_RULES,
+        load_dataset_scales,
+        load_emotionbench_scales,
+        load_official_file,
+        load_psychobench_scales,
+    )
+    from .parsing import (
+        LikertAnswer,
+        ParsedAnswers,
+        build_reask_prompt,
+        parse_item_answers,
+        parse_likert_number,
+    )
+    from .scale import (
+        Correction,
+        Item,
+        NormGroup,
+        Scale,
+        ScaleError,
+        ScoringError,
+        Subscale,
+    )
+
+#: public name -> the submodule defining it
+_WHERE: dict[str, str] = {
+    "load_scale_file": "native",
+    "scale_to_native": "native",
+    "write_scale_file": "native",
+    "CORRECTION_RULES": "official",
+    "load_dataset_scales": "official",
+    "load_emotionbench_scales": "official",
+    "load_official_file": "official",
+    "load_psychobench_scales": "official",
+    "LikertAnswer": "parsing",
+    "ParsedAnswers": "parsing",
+    "build_reask_prompt": "parsing",
+    "parse_item_answers": "parsing",
+    "parse_likert_number": "parsing",
+    "Correction": "scale",
+    "Item": "scale",
+    "NormGroup": "scale",
+    "Scale": "scale",
+    "ScaleError": "scale",
+    "ScoringError": "scale",
+    "Subscale": "scale",
+}
 
 __all__ = [
     "CORRECTION_RULES",
@@ -33,3 +83,14 @@ __all__ = [
     "scale_to_native",
     "write_scale_file",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its submodule the first time it is asked for."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
