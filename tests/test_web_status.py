@@ -82,3 +82,22 @@ def test_running_then_interrupted_failed_and_done(tmp_path: Path) -> None:
     assert runs[_run_id(0, "killed")]["status"] == "interrupted"
     assert runs[_run_id(0, "failed")]["status"] == "failed" and runs[_run_id(0, "failed")]["failed"] == 2
     assert runs[_run_id(0, "done")]["status"] == "done" and runs[_run_id(0, "done")]["progress"] == "3/3"
+
+
+def test_a_run_without_a_model_seat_names_no_model(tmp_path: Path) -> None:
+    """A game of fixed-strategy seats opens no model: the pages do not name the config's default model."""
+    config = {
+        "task": "gamabench",
+        "model": "openai-compatible/never-asked",
+        "options": {"game": "guessing", "runs": 1, "players": 3, "rounds": 2, "seats": ["strategy:ne"] * 3},
+    }
+    start_run(parse_run_config(config), tmp_path / "runs" / "bots", False)
+    server = WebServer(tmp_path / "runs")
+    try:
+        (run,) = _statuses(server).values()
+        status, _, page = server.request("/")
+        assert status == 200 and b"bots" in page and b"never-asked" not in page
+        status, _, body = server.request(f"/run/{run['id']}")
+        assert status == 200 and b"<th>Models</th><td>none (no model took part)</td>" in body
+    finally:
+        server.stop()

@@ -214,8 +214,8 @@ class Catalog:
         raw_models = manifest.get("models")
         models: dict[str, Any] = raw_models if isinstance(raw_models, dict) else {}
         specs = [str(m.get("spec")) for m in models.values() if isinstance(m, dict) and m.get("spec")]
-        if not specs and config.get("model"):
-            specs = [str(config["model"])]
+        if not specs and config.get("model") and "models" not in manifest:
+            specs = [str(config["model"])]  # no manifest yet; a manifest names the models opened
         info.models = list(dict.fromkeys(specs))
         statuses = store.unit_statuses(info.run_dir)
         info.total = len(statuses)
