@@ -58,10 +58,11 @@ def _published(version: str) -> dict[str, dict[str, tuple[float, float]]]:
 
 
 def _cell(summary: RunSummary | None, printed: tuple[float, float] | None, check: bool) -> str:
+    from ..stats import format_mean_sd  # scipy loads on first use
+
     if summary is None:
         return "[dim]-[/dim]"
-    sd = "" if math.isnan(summary.sd) else f"±{summary.sd:.1f}"
-    text = f"{summary.mean:.1f}{sd}"
+    text = format_mean_sd(summary.mean, summary.sd, sep="±")
     if not check or printed is None:
         return text
     ok = abs(summary.mean - printed[0]) <= TOLERANCE and (
@@ -91,6 +92,7 @@ def _leaderboard(models: list[str], data_dir: Path | None, version: str, publish
 def _detail(model: str, data_dir: Path | None, version: ScoringVersion, published: bool) -> Table:
     from rich.table import Table
 
+    from ..stats import format_mean_sd  # scipy loads on first use
     from .released_logs import released_runs, score_released
     from .scoring import GAME_TITLES, GAMES, score
 
@@ -115,7 +117,7 @@ def _detail(model: str, data_dir: Path | None, version: ScoringVersion, publishe
             GAME_TITLES.get(game, "Overall"),
             *cells,
             _cell(row.get(game), printed_cell, published),
-            f"{printed_cell[0]:.1f}±{printed_cell[1]:.1f}" if printed_cell else "-",
+            format_mean_sd(*printed_cell, sep="±") if printed_cell else "-",
         )
     return table
 
@@ -151,9 +153,11 @@ def score_released_cmd(
 
 
 def _mean_sd(mean: float | None, sd: float | None) -> str:
+    from ..stats import format_mean_sd  # scipy loads on first use
+
     if mean is None:
         return "[dim]-[/dim]"
-    return f"{mean:.1f}" if sd is None else f"{mean:.1f} ± {sd:.1f}"
+    return format_mean_sd(mean, sd)
 
 
 @app.command("score-logs")

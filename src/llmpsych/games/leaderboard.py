@@ -267,9 +267,9 @@ def leaderboard(
 
 
 def _fmt(mean: float | None, sd: float | None) -> str:
-    if mean is None or math.isnan(mean):
-        return "-"
-    return f"{mean:.1f}" if sd is None or math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
+    from ..stats import format_mean_sd  # scipy loads on first use
+
+    return "-" if mean is None else format_mean_sd(mean, sd)
 
 
 def leaderboard_frame(

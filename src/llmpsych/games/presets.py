@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -417,19 +418,21 @@ def _dirs_frame(infos: Sequence[RunDirInfo]) -> pd.DataFrame:
 
 
 def _cell(values: Sequence[float]) -> str:
+    from ..stats import format_mean_sd  # scipy loads on first use
+
     if not values:
         return "-"
-    mean = sum(values) / len(values)
-    if len(values) == 1:
-        return f"{mean:.1f}"
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return f"{mean:.1f} ± {sd:.1f}"
+    if len(values) == 1:  # one run: its score, as the run's own report prints it
+        return f"{values[0]:.1f}"
+    return format_mean_sd(statistics.fmean(values), statistics.stdev(values))
 
 
 def _settings_frame(
     present: Sequence[PresetRun], scores: dict[str, Any], labels: dict[str, str], preset: Preset
 ) -> pd.DataFrame:
     """Settings presets: one row per model and setting, games as columns; sweeps: one row per setting."""
+    from ..stats import format_mean_sd  # scipy loads on first use
+
     rows = []
     by_model: dict[str, dict[str, list[float]]] = {}
     for run in present:
@@ -456,8 +459,7 @@ def _settings_frame(
             if summary is not None:
                 by_model.setdefault(run.model, {}).setdefault(g, []).append(summary.mean)
         if s.overall_mean is not None:
-            sd = "" if s.overall_sd is None else f" ± {s.overall_sd:.1f}"
-            row["Overall"] = f"{s.overall_mean:.1f}{sd}"
+            row["Overall"] = format_mean_sd(s.overall_mean, s.overall_sd)
             by_model.setdefault(run.model, {}).setdefault("overall", []).append(s.overall_mean)
         else:
             row["Overall"] = "-"

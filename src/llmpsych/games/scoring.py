@@ -108,7 +108,9 @@ class RunSummary:
         return statistics.stdev(self.values) if self.n > 1 else math.nan
 
     def __str__(self) -> str:
-        return f"{self.mean:.1f}±{self.sd:.1f}"
+        from ..stats import format_mean_sd  # scipy loads on first use
+
+        return format_mean_sd(self.mean, self.sd, sep="±")
 
 
 def summarize(values: Sequence[float]) -> RunSummary:

@@ -255,12 +255,13 @@ def _sweep_order(members: Sequence[VariantRun], game: str, column: str) -> float
 
 def render(table: VariantTable) -> list[list[str]]:
     """The table as text rows (header first), values to one decimal as the thesis prints them."""
+    from ..stats import format_mean_sd  # scipy loads on first use
 
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.1f}"
 
     def pm(avg: float | None, sd: float | None) -> str:
-        return "-" if avg is None else f(avg) + ("" if sd is None else f" ± {sd:.1f}")
+        return f(avg) if avg is None or sd is None else format_mean_sd(avg, sd)  # no sd printed: mean alone
 
     if table.family in {"sweep", "other"}:
         rows = [["game", "setting", "score"]]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -124,7 +123,9 @@ def analyze(
 
 
 def _fmt(mean: float, sd: float) -> str:
-    return "-" if math.isnan(mean) else f"{mean:.2f}±{sd:.2f}"
+    from ..stats import format_mean_sd  # scipy loads on first use
+
+    return format_mean_sd(mean, sd, 2, sep="±")
 
 
 def _print(result: Reanalysis) -> None:

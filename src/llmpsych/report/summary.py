@@ -142,6 +142,8 @@ def headline(run_dir: Path) -> Table | None:
     None when the task writes none (or no mean)."""
     import pandas as pd
 
+    from ..stats import format_mean_sd
+
     path = Path(run_dir) / "summary.csv"
     if not path.is_file():
         return None
@@ -156,9 +158,7 @@ def headline(run_dir: Path) -> Table | None:
     for column in [*labels, "n", "mean ± sd"]:
         table.add_column(column, justify="left" if column in labels else "right")
     for row in frame.head(HEADLINE_ROWS).to_dict("records"):
-        sd = row.get("sd")
-        spread = "" if sd is None or pd.isna(sd) else f" ± {sd:.2f}"
-        mean = "–" if pd.isna(row["mean"]) else f"{row['mean']:.2f}{spread}"
+        mean = format_mean_sd(row["mean"], row.get("sd"), 2)
         n = row.get("n", row.get("runs"))
         count = "" if n is None or pd.isna(n) else str(int(n))
         table.add_row(*(terminal_text(row[c]) for c in labels), count, mean)
