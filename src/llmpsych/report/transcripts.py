@@ -1,0 +1,287 @@
+"""Conversations rendered from a run's stored calls: the one transcript renderer.
+
+The store keeps each call's full request. A call continues a thread when its messages begin with the
+thread's last request followed by that request's reply; anything else starts a new thread (another
+seat of a game, another agent of a multi-agent system, another questionnaire session). Each turn then
+shows only what is new: the messages added since the thread's previous call, and the reply with its
+latency, tokens and retries. Re-asks appear as they happened, as a further user message in the same
+thread. :func:`threads` groups one unit's calls (the web app shows the same grouping);
+:func:`transcripts_markdown` renders a whole run per unit and thread, failed units with their error;
+:func:`write_transcripts` writes it as Markdown with an HTML page beside it.
+
+Only what a model was sent and answered is here: what a task keeps beside the calls (who sent a message
+to whom in a multi-agent system, injected edits, a human seat's answers) stays in its unit results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .files import atomic_write_text
+from .html import fenced, write_html
+
+if TYPE_CHECKING:
+    from ..runs.record import RunRecord
+    from ..runs.store import UnitRow
+
+TRANSCRIPTS = "transcripts.md"
+
+
+class StoredCall(Protocol):
+    """What the renderer reads of a stored call (a row of ``run.sqlite``'s ``calls`` table)."""
+
+    @property
+    def seq(self) -> int: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def request(self) -> dict[str, Any]: ...
+    @property
+    def response(self) -> dict[str, Any]: ...
+    @property
+    def latency_s(self) -> float | None: ...
+    @property
+    def prompt_tokens(self) -> int | None: ...
+    @property
+    def completion_tokens(self) -> int | None: ...
+    @property
+    def attempts(self) -> int | None: ...
+    @property
+    def cached(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Call:
+    """A stored call as :class:`~llmpsych.runs.record.Calls` yields it (a dict), with attributes."""
+
+    seq: int
+    role: str
+    model: str
+    request: dict[str, Any]
+    response: dict[str, Any]
+    latency_s: float | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    attempts: int | None
+    cached: bool
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> Call:
+        """The call from one of ``record.calls``' dicts (request and response parsed)."""
+        request, response = row.get("request"), row.get("response")
+        return cls(
+            seq=int(row.get("seq") or 0),
+            role=str(row.get("role") or "?"),
+            model=str(row.get("model") or "?"),
+            request=request if isinstance(request, dict) else {"raw": request},
+            response=response if isinstance(response, dict) else {"text": response},
+            latency_s=row.get("latency_s"),
+            prompt_tokens=row.get("prompt_tokens"),
+            completion_tokens=row.get("completion_tokens"),
+            attempts=row.get("attempts"),
+            cached=bool(row.get("cached")),
+        )
+
+
+@dataclass
+class Turn:
+    """One call: the messages it added to the conversation and the model's reply."""
+
+    call: StoredCall
+    new_messages: list[dict[str, str]]
+    reply: str
+    errors: list[str]
+
+
+@dataclass
+class Thread:
+    """One conversation (a seat, an agent, a questionnaire session)."""
+
+    role: str
+    model: str
+    turns: list[Turn] = field(default_factory=list)
+    _history: list[dict[str, str]] = field(default_factory=list, repr=False)
+
+    @property
+    def latency_s(self) -> float:
+        """Seconds the model took over the thread's calls."""
+        return sum(t.call.latency_s or 0.0 for t in self.turns)
+
+    @property
+    def tokens(self) -> tuple[int, int]:
+        """Prompt and completion tokens over the thread's calls (as the server reported them)."""
+        return (
+            sum(t.call.prompt_tokens or 0 for t in self.turns),
+            sum(t.call.completion_tokens or 0 for t in self.turns),
+        )
+
+
+def _text(content: Any) -> str:
+    """A message's content as text (a list of parts joined; anything else as written)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", p)) if isinstance(p, dict) else str(p) for p in content)
+    return "" if content is None else str(content)
+
+
+def _messages(request: dict[str, Any]) -> list[dict[str, str]]:
+    raw = request.get("messages")
+    if not isinstance(raw, list):
+        return [{"role": "request", "content": str(request.get("raw", request))}]
+    return [
+        {"role": str(m.get("role", "?")), "content": _text(m.get("content"))}
+        if isinstance(m, dict)
+        else {"role": "?", "content": str(m)}
+        for m in raw
+    ]
+
+
+def threads(calls: Iterable[StoredCall]) -> list[Thread]:
+    """Group a unit's calls (in the order they were made) into conversations."""
+    out: list[Thread] = []
+    for call in calls:
+        messages = _messages(call.request)
+        reply = _text(call.response.get("text"))
+        errors = [str(e) for e in call.response.get("errors") or [] if e]
+        owner = None
+        for thread in reversed(out):  # the latest matching thread: a seat's newest turn
+            n = len(thread._history)
+            if n and messages[:n] == thread._history and thread.role == call.role:
+                owner = thread
+                break
+        if owner is None:
+            owner = Thread(call.role, call.model)
+            out.append(owner)
+        new = messages[len(owner._history) :]
+        owner.turns.append(Turn(call, new, reply, errors))
+        owner._history = [*messages, {"role": "assistant", "content": reply}]
+    return out
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else str(value)
+
+
+def turn_meta(call: StoredCall) -> str:
+    """One line about a call: its number, latency, tokens, attempts, cache and finish reason."""
+    parts = [
+        f"call {call.seq}",
+        "latency ?" if call.latency_s is None else f"{call.latency_s:.2f} s",
+        f"{_count(call.prompt_tokens)} prompt + {_count(call.completion_tokens)} completion tokens",
+        f"{call.attempts or 1} attempt(s)",
+    ]
+    if call.cached:
+        parts.append("from the cache")
+    finish = call.response.get("finish_reason")
+    if finish:
+        parts.append(f"finish: {finish}")
+    return " · ".join(parts)
+
+
+def thread_markdown(thread: Thread, title: str, level: int = 3) -> list[str]:
+    """One conversation as Markdown lines: a heading, its totals, then each turn's new messages and reply."""
+    prompt, completion = thread.tokens
+    lines = [
+        f"{'#' * level} {title}",
+        "",
+        f"Model `{thread.model}`; {len(thread.turns)} call(s), {thread.latency_s:.2f} s, "
+        f"{prompt} prompt + {completion} completion tokens.",
+        "",
+    ]
+    for turn in thread.turns:
+        for message in turn.new_messages:
+            lines += [f"**{message['role']}**", "", fenced(message["content"]), ""]
+        lines += [f"**reply** ({turn_meta(turn.call)})", "", fenced(turn.reply), ""]
+        if turn.errors:
+            lines += [f"_Retried after: {'; '.join(' '.join(e.split()) for e in turn.errors)}_", ""]
+    return lines
+
+
+def default_thread_title(thread: Thread, index: int) -> str:
+    """``"thread 2 (player)"``: the thread's number in the unit and its stored role."""
+    return f"thread {index + 1} ({thread.role})"
+
+
+def unit_markdown(
+    unit: UnitRow,
+    calls: Iterable[StoredCall],
+    title: str | None = None,
+    thread_title: Callable[[Thread, int], str] = default_thread_title,
+    level: int = 2,
+) -> list[str]:
+    """One unit as Markdown lines: its heading and status, then one section per thread."""
+    lines = [f"{'#' * level} {title or unit.unit_id}", ""]
+    status = f"Unit `{unit.unit_id}`: {unit.status}"
+    if unit.status == "failed" and unit.error:
+        status += f" ({' '.join(str(unit.error).split())})"
+    lines += [status + ".", ""]
+    grouped = threads(calls)
+    if not grouped:
+        lines += ["_(no model call stored for this unit)_", ""]
+    for index, thread in enumerate(grouped):
+        lines += thread_markdown(thread, thread_title(thread, index), level + 1)
+    return lines
+
+
+def transcripts_markdown(
+    record: RunRecord,
+    title: str = "Transcripts",
+    *,
+    intro: str = "",
+    unit_title: Callable[[UnitRow], str | None] | None = None,
+    thread_title: Callable[[Thread, int], str] = default_thread_title,
+    units: Iterable[UnitRow] | None = None,
+) -> str:
+    """A run's conversations as one Markdown page: per unit (creation order, or ``units``), per thread.
+
+    ``unit_title`` names a unit's section (``None``: its id) and ``thread_title`` a thread's, so a
+    benchmark can label seats, agents or scale runs without re-rendering the calls.
+    """
+    by_unit: dict[str, list[Call]] = {}
+    for row in record.calls:
+        by_unit.setdefault(str(row["unit_id"]), []).append(Call.of(row))
+    lines = [f"# {title}", ""]
+    if intro:
+        lines += [intro, ""]
+    for unit in record.units if units is None else units:
+        named = unit_title(unit) if unit_title is not None else None
+        calls = sorted(by_unit.get(unit.unit_id, []), key=lambda c: c.seq)
+        lines += unit_markdown(unit, calls, named, thread_title)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_transcripts(
+    record: RunRecord,
+    path: Path | None = None,
+    title: str = "Transcripts",
+    *,
+    html: bool = True,
+    **options: Any,
+) -> list[Path]:
+    """Write :func:`transcripts_markdown` to ``path`` (default RUN/transcripts.md), and its HTML page
+    beside it unless ``html`` is false; the paths written."""
+    target = record.run_dir / TRANSCRIPTS if path is None else path
+    written = [atomic_write_text(target, transcripts_markdown(record, title, **options))]
+    return written + ([write_html(written[0], embed_images=False)] if html else [])
+
+
+__all__ = [
+    "TRANSCRIPTS",
+    "Call",
+    "StoredCall",
+    "Thread",
+    "Turn",
+    "default_thread_title",
+    "thread_markdown",
+    "threads",
+    "transcripts_markdown",
+    "turn_meta",
+    "unit_markdown",
+    "write_transcripts",
+]
