@@ -83,6 +83,9 @@ def test_default_and_evoked_runs_are_scored_tested_and_compared_with_humans(
     report = (tmp_path / "r" / "report.md").read_text()
     assert "Anger: Average" in report and "Human table" in report and "Per situation" in report
     assert (tmp_path / "r" / "transcripts.jsonl").read_text().count("\n") == 34
+    rendered = (tmp_path / "r" / "transcripts.md").read_text()  # the report kit's renderer, from the calls
+    assert rendered.count("\n## ") == 34 and rendered.count(panas.system_prompt) == 34
+    assert (tmp_path / "r" / "transcripts.html").is_file()
     situations = (tmp_path / "r" / "situations.csv").read_text()
     assert situations.count("evoked") == 10
 

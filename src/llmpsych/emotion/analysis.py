@@ -17,9 +17,11 @@ import pandas as pd
 
 from ..errors import DataError
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
-from ..report.files import atomic_open, atomic_write_text, write_csv
+from ..report.files import atomic_open, atomic_write_text
 from ..report.html import fenced
-from ..report.markdown import markdown_cells, write_report
+from ..report.markdown import markdown_cells
+from ..report.run_report import write_run_report
+from ..report.transcripts import write_transcripts
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
 from ..stats import format_mean_sd
@@ -151,7 +153,8 @@ def situation_frame(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame
 
 
 def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
-    """Write ``runs.csv``, ``situations.csv``, ``summary.json``, ``transcripts.jsonl``, ``report.md``
+    """Write ``runs.csv``, ``situations.csv``, ``summary.json``, ``transcripts.jsonl``, ``transcripts.md``
+    (and its HTML page), ``report.md``
     (and ``alignment.csv`` and ``heatmap.png`` when human data and matplotlib are available)."""
     run_dir, units = record.run_dir, record.units
     last_calls = record.calls.last_by_unit()
@@ -170,15 +173,19 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
                 entry["transcript"] = [*call["request"].get("messages", []), reply]
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     written.append(transcripts)
+    written += write_transcripts(
+        record,
+        title=f"EmotionBench transcripts: {task.config.model}",
+        intro="Every run's conversation as sent and answered, re-asks included (from run.sqlite); "
+        "transcripts.jsonl holds each run's final request and reply as data.",
+    )
     if not results:
         return written
     names = measures(task.scale)
     frame = run_frame(task, results)
-    write_csv(frame.drop(columns=["text"]), run_dir / "runs.csv")
-    written.append(run_dir / "runs.csv")
     details = situation_frame(frame, names)
-    write_csv(details, run_dir / "situations.csv")
-    written.append(run_dir / "situations.csv")
+    tables: list[tuple[str, pd.DataFrame]] = [("runs", frame.drop(columns=["text"])), ("situations", details)]
+    figures: list[Path | None] = []
     if frame[(frame["kind"] == "default") & frame["valid"]].shape[0] < 2:
         # the validity counts still hold (a hostile server's unusable replies: every run invalid)
         summary: dict[str, Any] = {
@@ -240,8 +247,7 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
         )
     if human is not None:
         cells, agreement = alignment(summary, human)
-        write_csv(cells, run_dir / "alignment.csv")
-        written.append(run_dir / "alignment.csv")
+        tables.append(("alignment", cells))
         summary["human_alignment"] = agreement
         sections.append(("Model against humans (crowd.xlsx, paired test)", _agreement_text(agreement)))
         sections.append(
@@ -254,14 +260,15 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
             "humans N": {f: c["negative"].change for f, c in human["factors"].items()},
         }
         png = heatmap(columns, run_dir / "heatmap.png", f"{task.config.model}: change from default")
+        figures.append(png)
         if png is not None:
-            written.append(png)
             sections.append(("Heatmap", "![shifts](heatmap.png)"))
     sections.append(("Per situation", markdown(details)))
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    written.append(run_dir / "summary.json")
-    written.append(write_report(run_dir / "report.md", f"EmotionBench: {task.config.model}", sections))
-    return written
+    written.append(
+        atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    )
+    title = f"EmotionBench: {task.config.model}"
+    return write_run_report(run_dir, title, sections, tables=tables, figures=figures, files=written)
 
 
 def prompt_record(task: EmotionBenchRun) -> dict[str, Any]:
