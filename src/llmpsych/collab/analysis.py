@@ -12,8 +12,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataError
 from ..instruments.scale import STORED_HINT
-from ..report.files import atomic_write_text, write_csv
-from ..report.markdown import table, write_report
+from ..report.files import atomic_write_text
+from ..report.markdown import table
+from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
 
 METRIC_LABEL: dict[str, str] = {
@@ -157,10 +158,13 @@ def analyze_record(record: RunRecord, task: Any) -> list[Path]:
         summary["closer_to_correct"] = (
             100 * sum(r.get("closer_to_correct", 0) for r in results) / len(results)
         )
-    outputs = [run_dir / "results.csv", run_dir / "summary.json", run_dir / "transcripts.md"]
-    write_csv(frame, outputs[0])
-    atomic_write_text(outputs[1], json.dumps(summary, indent=1) + "\n")
-    atomic_write_text(outputs[2], "\n\n".join(transcript_markdown(r) for r in results) + "\n")
+    # the transcripts come from the stored results, not the calls: they hold who sent what to whom,
+    # injected edits and the defences' interventions, which the calls do not
+    transcripts = "\n\n".join(transcript_markdown(r) for r in results) + "\n"
+    files = [
+        atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=1) + "\n"),
+        atomic_write_text(run_dir / "transcripts.md", transcripts),
+    ]
     overview = pd.DataFrame(
         [
             {
@@ -202,8 +206,8 @@ def analyze_record(record: RunRecord, task: Any) -> list[Path]:
                 "reference than to the wrong one.",
             ),
         )
-    outputs.append(write_report(run_dir / "report.md", "MAS-Resilience run report", sections))
-    return outputs
+    title = "MAS-Resilience run report"
+    return write_run_report(run_dir, title, sections, tables=[("results", frame)], files=files)
 
 
 def _check_score(result: dict[str, Any]) -> None:
