@@ -16,8 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..report.files import atomic_write_text, output_dir, write_csv
-from ..report.markdown import table, write_report
+from ..report.files import atomic_write_text, output_dir
+from ..report.markdown import table
+from ..report.run_report import write_run_report
 from ..runs.store import RunStore
 from . import registry, scoring
 from .plots import write_plots
@@ -115,21 +116,22 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
             }
         )
     games = pd.DataFrame(game_rows)
-    outputs = [run_dir / "decisions.csv", run_dir / "rounds.csv", run_dir / "games.csv"]
-    write_csv(decisions, outputs[0])
-    write_csv(rounds, outputs[1])
-    write_csv(games, outputs[2])
     titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
     plots = write_plots(results, run_dir / "plots", titles)
-    outputs += [path for files in plots.values() for path in files.values()]
     transcripts = write_transcripts(results, run_dir / "transcripts", titles)
-    outputs += [path for paths in transcripts.values() for path in paths]
     # answers of human and python: seats are stored beside the model calls (so a resume replays them)
     human = sum(d["asks"] for r in results for d in decision_rows(r) if _recorded_seat(d["seat"]))
-    outputs.append(
-        _report(run_dir, task, games, results, failed, n_calls - human, manifest, plots, transcripts)
+    sections = _sections(task, games, results, failed, n_calls - human, manifest, plots, transcripts)
+    return write_run_report(
+        run_dir,
+        "llmpsych GAMA-Bench report",
+        sections,
+        tables=[("decisions", decisions), ("rounds", rounds), ("games", games)],
+        files=[
+            *(path for files in plots.values() for path in files.values()),
+            *(path for paths in transcripts.values() for path in paths),
+        ],
     )
-    return outputs
 
 
 def _recorded_seat(spec: Any) -> bool:
@@ -235,8 +237,7 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _report(
-    run_dir: Path,
+def _sections(
     task: Any,
     games: pd.DataFrame,
     results: list[dict[str, Any]],
@@ -245,7 +246,8 @@ def _report(
     manifest: dict[str, Any],
     plots: dict[str, dict[str, Path]] | None = None,
     transcripts: dict[str, list[Path]] | None = None,
-) -> Path:
+) -> list[tuple[str, str]]:
+    """The report's sections: what was measured, valid answers, per game and run, plots, transcripts."""
     o = task.options
     config = manifest.get("config", {})
     temperature = config.get("params", {}).get("temperature", "?")
@@ -297,4 +299,4 @@ def _report(
             "game run), run.sqlite (every request and answer, and every answer typed by a human seat).",
         )
     )
-    return write_report(run_dir / "report.md", "llmpsych GAMA-Bench report", sections)
+    return sections
