@@ -75,4 +75,5 @@ def test_write_transcripts_writes_markdown_and_an_inert_html_page(tmp_path: Path
     page = paths[1].read_text(encoding="utf-8")
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<title>Transcripts of the run</title>" in page
-    assert write_transcripts(read_run(run_dir), tmp_path / "other.md", html=False) == [tmp_path / "other.md"]
+    other = tmp_path / "new" / "other.md"  # a folder that does not exist yet is made
+    assert write_transcripts(read_run(run_dir), other, html=False) == [other] and other.is_file()

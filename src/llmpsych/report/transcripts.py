@@ -264,9 +264,10 @@ def write_transcripts(
     html: bool = True,
     **options: Any,
 ) -> list[Path]:
-    """Write :func:`transcripts_markdown` to ``path`` (default RUN/transcripts.md), and its HTML page
-    beside it unless ``html`` is false; the paths written."""
+    """Write :func:`transcripts_markdown` to ``path`` (default RUN/transcripts.md; its folder is made if
+    missing), and its HTML page beside it unless ``html`` is false; the paths written."""
     target = record.run_dir / TRANSCRIPTS if path is None else path
+    target.parent.mkdir(parents=True, exist_ok=True)
     written = [atomic_write_text(target, transcripts_markdown(record, title, **options))]
     return written + ([write_html(written[0], embed_images=False)] if html else [])
 
