@@ -24,8 +24,8 @@ from ..instruments.native import ScaleFileRecord
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.html import write_html
-from ..report.markdown import table, write_report
-from ..report.tables import write_tables
+from ..report.markdown import table
+from ..report.run_report import write_run_report
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
 from ..runs.store import RunStore
@@ -246,7 +246,6 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         ("norms", norms_table(scales)),
         *extra.frames(),
     ]
-    outputs, parquet_note = write_tables(frames, run_dir, parquet=settings.parquet)
     failed = [u.unit_id for u in units if u.status == "failed"]
     charts = [
         c for c in (_chart(scale, summary, run_dir, model) for scale in scales.values()) if c is not None
@@ -256,24 +255,22 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         "run.sqlite (`llmpsych export RUN_DIR`)."
     )
     transcripts = write_transcripts(run_dir / TRANSCRIPTS, model, done, note)
-    report = _report(
-        task,
+    outputs = write_run_report(
         run_dir,
-        tables["valid"],
-        summary,
-        comparisons,
-        skipped,
-        failed,
-        n_calls,
-        charts,
-        extra,
-        parquet_note,
+        "PsychoBench report",
+        lambda parquet_note: _sections(
+            task, tables["valid"], summary, comparisons, skipped, failed, n_calls, charts, extra, parquet_note
+        ),
+        tables=frames,
+        parquet=settings.parquet,
+        figures=charts,
+        files=[transcripts],
+        html=settings.html,
+        embed_images=settings.embed_images,
+        md_links=[TRANSCRIPTS],
     )
-    outputs += [report, transcripts]
     if settings.html:
-        outputs.append(write_html(report, embed_images=settings.embed_images, md_links=[TRANSCRIPTS]))
         outputs.append(write_html(transcripts, embed_images=False))
-    outputs.extend(charts)
     return outputs
 
 
@@ -383,9 +380,8 @@ def norms_table(scales: dict[str, Scale]) -> pd.DataFrame:
 
 
 # -- report ------------------------------------------------------------------------------------------
-def _report(
+def _sections(
     task: PsychoBenchRun,
-    run_dir: Path,
     valid: pd.DataFrame,
     summary: pd.DataFrame,
     comparisons: pd.DataFrame,
@@ -395,7 +391,8 @@ def _report(
     charts: list[Path],
     extra: Extras,
     parquet_note: str | None,
-) -> Path:
+) -> list[tuple[str, str]]:
+    """The report's sections (the Parquet note, when there is one, ends the list of files)."""
     options, config = task.options, task.config
     if options.mode == "logprob":
         mode = "one statement per request, scored by the probability-weighted response option (logprob mode)"
@@ -493,7 +490,7 @@ def _report(
     if parquet_note:
         files += f"\n\n{parquet_note}"
     sections.append(("Files", files))
-    return write_report(run_dir / "report.md", "PsychoBench report", sections)
+    return sections
 
 
 def scale_sources(task: PsychoBenchRun, summary: pd.DataFrame) -> str:
