@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..instruments.administration import AdministrationResult, administer
 from ..models.types import GenerationParams
 from ..report.files import atomic_write_text, write_csv
-from ..report.markdown import bar_chart, table, write_report
+from ..report.markdown import bar_chart, table
+from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .demo_scale import REASK, demo_scale
@@ -162,9 +163,6 @@ class QuickstartTask(Task[QuickstartOptions]):
             )
         answers = pd.DataFrame(answer_rows)
         scores = pd.DataFrame(score_rows)
-        outputs = [run_dir / "answers.csv", run_dir / "scores.csv"]
-        write_csv(answers, outputs[0])
-        write_csv(scores, outputs[1])
         summary = _summary(scores, scale.subscale_names) if not scores.empty else pd.DataFrame()
         chart = (
             bar_chart(
@@ -208,12 +206,18 @@ class QuickstartTask(Task[QuickstartOptions]):
         ]
         if chart:
             sections.insert(2, ("Chart", f"![scores]({chart.name})"))
-            outputs.append(chart)
+        game_files: list[Path] = []
         if game_result is not None:
             game_section, game_files = game_report(game_result, run_dir)
             sections.insert(-1, game_section)
-            outputs.extend(game_files)
-        outputs.append(write_report(run_dir / "report.md", "llmpsych quickstart report", sections))
+        outputs = write_run_report(
+            run_dir,
+            "llmpsych quickstart report",
+            sections,
+            tables=[("answers", answers), ("scores", scores)],
+            figures=[chart],
+            files=game_files,
+        )
         atomic_write_text(run_dir / "summary.json", json.dumps(summary.to_dict(orient="records"), indent=1))
         outputs.append(run_dir / "summary.json")
         return outputs

@@ -8,9 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from ..report.files import atomic_write_text, output_dir, write_csv
+from ..report.files import atomic_write_text, output_dir
 from ..report.html import html_beside
-from ..report.markdown import table, write_report
+from ..report.markdown import table
+from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
 from ..stats import format_mean_sd
 from .analysis import METHOD_NOTES, validity_by_level
@@ -58,26 +59,22 @@ def write_reanalysis(
     """
     every = result.frame if points is None else points
     output_dir(out)
-    written: list[Path] = []
-
-    def csv(frame: pd.DataFrame | None, name: str) -> None:
-        if frame is not None and not frame.empty:
-            written.append(write_csv(frame, out / name))
-
     points = result.frame.drop(columns=["answers"], errors="ignore").assign(
         pc1=result.coords[:, 0], pc2=result.coords[:, 1], outlier=result.outliers
     )
-    csv(points, "data_points.csv")
-    csv(result.summary, "summary.csv")
-    csv(result.comparisons, "factor_comparisons.csv")
-    csv(result.variance, "variance_tests.csv")
-    csv(result.groups, "groups.csv")
-    csv(result.extremes, "extremes.csv")
-    csv(detail, "configurations.csv")
     validity = validity_by_level(every)
-    csv(validity, "validity.csv")
+    frames = [
+        ("data_points", points),
+        ("summary", result.summary),
+        ("factor_comparisons", result.comparisons),
+        ("variance_tests", result.variance),
+        ("groups", result.groups),
+        ("extremes", result.extremes),
+        ("configurations", detail),
+        ("validity", validity),
+    ]
+    tables = [(name, frame) for name, frame in frames if frame is not None and not frame.empty]
     maps = all_maps(result, out, default)
-    written += maps
     n = len(result.frame)
     count = int(result.outliers.sum())
     summary = result.summary.copy()
@@ -147,7 +144,8 @@ def write_reanalysis(
             + (", configurations.csv (prompts, raw replies, parsed vector)" if detail is not None else ""),
         )
     )
-    written.append(write_report(out / "report.md", "llmpsych scale reliability report", sections))
+    title = "llmpsych scale reliability report"
+    written = write_run_report(out, title, sections, tables=tables, figures=maps, html=False)
     written.append(atomic_write_text(out / "summary.json", json.dumps(result.to_json(), indent=1)))
     return html_beside(written)
 
