@@ -459,7 +459,8 @@ def _settings_frame(
             if summary is not None:
                 by_model.setdefault(run.model, {}).setdefault(g, []).append(summary.mean)
         if s.overall_mean is not None:
-            row["Overall"] = format_mean_sd(s.overall_mean, s.overall_sd)
+            mean, sd = s.overall_mean, s.overall_sd  # one run (no sd): the score alone, as a game cell
+            row["Overall"] = f"{mean:.1f}" if sd is None else format_mean_sd(mean, sd)
             by_model.setdefault(run.model, {}).setdefault("overall", []).append(s.overall_mean)
         else:
             row["Overall"] = "-"
