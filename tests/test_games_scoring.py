@@ -212,6 +212,7 @@ def test_summaries_and_overall() -> None:
     s = summarize([45.9, 41.7, 47.1, 43.4, 44.1])
     assert (round(s.mean, 1), round(s.sd, 1), s.n) == (44.4, 2.1, 5)
     assert math.isnan(summarize([1.0]).sd)
+    assert (str(s), str(summarize([1.0]))) == ("44.4±2.1", "1.0±n/a")  # stats.format_mean_sd's rule
     t1 = dict(zip(GAMES, [65.4, 73.3, 68.1, 41.2, 4.0, 14.6, 20.0, 80.6], strict=True))
     assert overall_score(t1) == pytest.approx(45.9, abs=0.01)
     with pytest.raises(ValueError):

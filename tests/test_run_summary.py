@@ -259,3 +259,17 @@ def test_mas_preset_with_refused_requests_exits_1_and_names_every_run(
         assert "0/1 units done, 1 failed" in summary_line(result.output, out / run)
     assert len(re.findall(r"^\s+failed .*HTTP 400", result.output, flags=re.MULTILINE)) == 3
     assert f"llmpsych mas preset main ... --out {out}" in result.output
+
+
+def test_headline_prints_mean_sd_with_the_one_missing_rule(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from llmpsych.report.summary import headline
+
+    (tmp_path / "summary.csv").write_text("scale,n,mean,sd\nBFI,3,3.5,0.25\nEPQ,1,4.0,\nGAS,0,,\n")
+    table = headline(tmp_path)
+    assert table is not None
+    console = Console(width=120, record=True)
+    console.print(table)
+    text = console.export_text()
+    assert "3.50 ± 0.25" in text and "4.00 ± n/a" in text and re.search(r"GAS\s+│\s+0\s+│\s+n/a", text)
