@@ -26,6 +26,7 @@ from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
+from ..stats.compare import METHOD_ALIASES
 from .answers import chunk_levels, parse_chunk
 from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, chunk_sizes, shuffled_chunks
 from .logprobs import expected_levels, label_distributions
@@ -82,12 +83,24 @@ class ReliabilityOptions(BaseModel):
     fit_on: Literal["data", "full-grid"] = "data"
     eps: float = Field(default=EPS, gt=0)
     min_pts: int = Field(default=MIN_PTS, ge=1)
-    method: Literal["paper", "welch", "student"] = Field(
-        default="paper", description="t-test of Tables 3.3 and 3.10: paper (reproduces them), welch, student"
+    method: Literal["f-test", "welch", "student"] = Field(
+        default="f-test",
+        description="t-test of Tables 3.3 and 3.10: f-test (the authors' F-test chooses Student or Welch), "
+        "welch, student",
+    )
+    published: bool = Field(
+        default=False,
+        description="the original code's test details (population SDs + 1e-8); default: corrected "
+        "(see docs/statistics.md, 'Published or corrected')",
     )
     default_data: list[str] | None = Field(
         default=None, description="unsteered results (save files or run dirs) to compare steering with"
     )
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method_name(cls, value: Any) -> Any:
+        return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("style", mode="before")
     @classmethod
