@@ -31,8 +31,8 @@ def reliability(debug: kit.DebugOpt = False) -> None:
     """Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics."""
 
 
-@app.command()
-def analyze(
+@app.command("rescore")
+def rescore(
     paths: Annotated[list[Path], typer.Argument(help="Save files or run directories.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     default: Annotated[
@@ -78,7 +78,10 @@ def analyze(
         Path | None, typer.Option("--out", "-o", help="Write tables, map and report.md into this folder.")
     ] = None,
 ) -> None:
-    """Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables."""
+    """Re-score released saves or own run directories (published unless --corrected).
+
+    Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables.
+    """
     import pandas as pd
 
     from .analysis import METHOD_ALIASES, METHODS
@@ -124,6 +127,9 @@ def analyze(
     _print(result)
     for path in written:
         console.print(f"  wrote {terminal_text(path)}")
+
+
+app.command("analyze", hidden=True, help="Old name of `rescore`.")(rescore)
 
 
 def _fmt(mean: float, sd: float) -> str:
