@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
@@ -230,7 +231,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
         keys = sorted(cases, key=lambda k: int(k) if k.isdigit() else k)
         return cases[keys[repeat % len(keys)]]
 
-    def plan(self, target: str | None, repeat: int, ctx: Any) -> SteeringPlan:
+    def plan(self, target: str | None, repeat: int, ctx: ChatContext) -> SteeringPlan:
         """The steering turns for a unit (deterministic for its seed)."""
         o = self.options
         if o.steer is None or target is None:
@@ -245,7 +246,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
             return character_plan(target, o.cot, self._official(target, repeat) if o.cot else None)
         return persona_plan(target)
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         p = unit.payload
         config = Configuration(p["template"], p["version"], p["language"], p["label"], p["order"])
         o = self.options
