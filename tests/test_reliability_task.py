@@ -191,6 +191,9 @@ def test_cli_run_then_analyze_the_run_directory(tmp_path: Path, seed_data: Path)
     assert analysed.exit_code == 0, analysed.output
     payload = json.loads(analysed.output)
     assert payload["n"] == 8 and payload["groups"][0]["n"] == 8
+    assert payload["settings"]["published"] is False  # own run directories: corrected by default
+    forced = CliRunner().invoke(app, ["rescore", str(tmp_path / "run"), "--json", "--published"])
+    assert forced.exit_code == 0 and json.loads(forced.output)["settings"]["published"] is True
 
 
 def test_item_order_experiment_modes(tmp_path: Path, seed_data: Path) -> None:

@@ -78,7 +78,7 @@ def rescore(
         Path | None, typer.Option("--out", "-o", help="Write tables, map and report.md into this folder.")
     ] = None,
 ) -> None:
-    """Re-score released saves or own run directories (published unless --corrected).
+    """Re-score released saves (published unless --corrected) or own run directories (corrected).
 
     Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables.
     """
@@ -108,7 +108,8 @@ def rescore(
         eps=EPS if eps is None else eps,
         min_pts=MIN_PTS if min_pts is None else min_pts,
         method=method,
-        published=True if published is None else published,
+        # released saves: published by default; only own run directories: corrected
+        published=not all(p.is_dir() for p in paths) if published is None else published,
         keep_outliers=keep_outliers,
         default=default_frame,
         group_by=group_by,
