@@ -332,8 +332,8 @@ def compare(
             for m in ("positive", "negative", "total")
             if any(m in c for c in result["factors"].values())
         }
-        shifts = {k: {f: v for f, v in col.items() if v is not None} for k, col in shifts.items()}
-        png = heatmap(shifts, out.with_suffix(".png"), "Change from default")
+        present = {k: {f: float(v) for f, v in col.items() if v is not None} for k, col in shifts.items()}
+        png = heatmap(present, out.with_suffix(".png"), "Change from default")
         image = f"\n\n![shifts]({png.name})" if png is not None else ""
         atomic_write_text(out, f"# EmotionBench comparison\n\n{text}{image}\n")
         console.print(
