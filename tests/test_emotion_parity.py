@@ -59,7 +59,7 @@ def test_challenging_bench_reproduces_the_recomputed_values_with_plain_sums(
     seed_data: Path, scales: dict, name: str
 ) -> None:
     path = seed_data / f"EmotionBench/results/Challenging_Bench/gpt-3.5-turbo-{name}-testing.csv"
-    result = score_released(path, scales[name], scoring="paper")
+    result = score_released(path, scales[name], published=True)
     emotion, mean, sd = CHALLENGING_DEFAULT[name]
     default = result["default"]["total"]
     assert (round(default["mean"], 1), round(default["sd"], 1), default["n"]) == (mean, sd, 10)
@@ -75,9 +75,9 @@ def test_challenging_bench_reproduces_the_recomputed_values_with_plain_sums(
 
 def test_corrected_scoring_reverse_keys_and_doubles_dass(seed_data: Path, scales: dict) -> None:
     base = seed_data / "EmotionBench/results/Challenging_Bench"
-    agq = score_released(base / "gpt-3.5-turbo-AGQ-testing.csv", scales["AGQ"], scoring="corrected")
-    dass = score_released(base / "gpt-3.5-turbo-DASS-21-testing.csv", scales["DASS-21"], scoring="corrected")
-    bfne = score_released(base / "gpt-3.5-turbo-BFNE-testing.csv", scales["BFNE"], scoring="corrected")
+    agq = score_released(base / "gpt-3.5-turbo-AGQ-testing.csv", scales["AGQ"], published=False)
+    dass = score_released(base / "gpt-3.5-turbo-DASS-21-testing.csv", scales["DASS-21"], published=False)
+    bfne = score_released(base / "gpt-3.5-turbo-BFNE-testing.csv", scales["BFNE"], published=False)
     assert (
         round(agq["default"]["total"]["mean"], 1) == 117.3 and round(agq["default"]["total"]["sd"], 1) == 9.6
     )

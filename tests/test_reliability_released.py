@@ -135,7 +135,12 @@ def test_table_3_10_every_printed_value_by_the_default_method(
     """All ten t values of 000:880-893, to their two printed decimals, from the released raw saves."""
     result = reanalyse(steered, default=grid)
     extremes = result.extremes
-    assert result.settings["method"] == "paper" and extremes is not None and len(extremes) == 10
+    assert (
+        result.settings["method"] == "f-test"
+        and result.settings["published"]
+        and extremes is not None
+        and len(extremes) == 10
+    )
     assert _t_printed(extremes) == {key: f"{t:.2f}" for key, (_m, _s, _d, t) in TABLE_3_10.items()}
     for row in extremes.to_dict("records"):
         mean, sd, difference, _t = TABLE_3_10[(row["dimension"], row["side"])]
@@ -144,7 +149,7 @@ def test_table_3_10_every_printed_value_by_the_default_method(
         # population SDs, as the authors' test used: C-max 0.1847 and N-max 0.9547 print as here,
         # where the sample SDs (0.1851, 0.9567) print as Table 3.14 does (0.19, 0.96)
         assert f"{row['assigned_sd']:.2f}" == f"{sd:.2f}" and row["sd_ddof"] == 0
-        assert (row["n_x"], row["n_y"], row["method"]) == (240, 2500, "paper")
+        assert (row["n_x"], row["n_y"], row["method"]) == (240, 2500, "f-test")
     # the authors' F-test (alpha 0.001) keeps equal variances only where the two SDs are close
     student = {(r["dimension"], r["side"]) for r in extremes.to_dict("records") if r["test"] == "student"}
     assert student == {("Extraversion", "min"), ("Agreeableness", "min")}
@@ -153,19 +158,19 @@ def test_table_3_10_every_printed_value_by_the_default_method(
 def test_table_3_10_welch_is_the_alternative_and_reproduces_no_printed_t(
     steered: pd.DataFrame, grid: pd.DataFrame
 ) -> None:
-    extremes = reanalyse(steered, default=grid, method="welch").extremes
+    extremes = reanalyse(steered, default=grid, method="welch", published=False).extremes
     assert (
         extremes is not None and set(extremes["test"]) == {"welch"} and set(extremes["method"]) == {"welch"}
     )
     ours = _t_printed(extremes)
     assert ours[("Extraversion", "min")] == "-58.84" and ours[("Agreeableness", "min")] == "-12.39"
     assert not any(ours[key] == f"{t:.2f}" for key, (_m, _s, _d, t) in TABLE_3_10.items())
-    student = _t_printed(reanalyse(steered, default=grid, method="student").extremes)
+    student = _t_printed(reanalyse(steered, default=grid, method="student", published=False).extremes)
     assert student[("Openness", "max")] == "10.66"  # pooled SDs: far from the printed 18.98
     with pytest.raises(LlmpsychError, match="unknown t-test method 'Paper'"):
         reanalyse(steered, default=grid, method="Paper")  # type: ignore[arg-type]
     with pytest.raises(LlmpsychError, match="unknown t-test method"):
-        extreme_tests(grid, steered, method="welsh")  # type: ignore[arg-type]
+        extreme_tests(grid, steered, method="welsh", published=False)
 
 
 def test_cli_method_governs_the_default_table(saves: Path) -> None:
@@ -177,17 +182,21 @@ def test_cli_method_governs_the_default_table(saves: Path) -> None:
     ]
     t: dict[str, dict[tuple[str, str], str]] = {}
     for method in ("", "paper", "welch"):
-        result = CliRunner().invoke(app, [*base, "--json", *(["--method", method] if method else [])])
+        chosen = ["--method", method] if method else []
+        if method == "welch":
+            chosen.append("--corrected")
+        result = CliRunner().invoke(app, [*base, "--json", *chosen])
         assert result.exit_code == 0, result.output
         payload = json.loads(result.output)
-        assert payload["settings"]["method"] == (method or "paper")
+        assert payload["settings"]["method"] == {"": "f-test", "paper": "f-test"}.get(method, method)
         t[method] = {(r["dimension"], r["side"]): f"{r['t']:.2f}" for r in payload["extremes"]}
     assert t[""] == t["paper"] and t["paper"][("Extraversion", "min")] == "-59.34"
     assert t["welch"][("Extraversion", "min")] == "-58.84"
-    shown = CliRunner().invoke(app, [*base, "--method", "welch"])
-    assert shown.exit_code == 0 and "--method welch: Welch's test with sample SDs" in shown.output
+    shown = CliRunner().invoke(app, [*base, "--method", "welch", "--corrected"])
+    assert shown.exit_code == 0 and "--method welch: Welch's test" in shown.output
+    assert "corrected: sample SDs" in shown.output
     bad = CliRunner().invoke(app, [*base, "--method", "Welch"])
-    assert isinstance(bad.exception, LlmpsychError) and "--method must be paper, welch or student" in str(
+    assert isinstance(bad.exception, LlmpsychError) and "--method must be f-test, welch or student" in str(
         bad.exception
     )
 

@@ -191,6 +191,9 @@ def test_cli_run_then_analyze_the_run_directory(tmp_path: Path, seed_data: Path)
     assert analysed.exit_code == 0, analysed.output
     payload = json.loads(analysed.output)
     assert payload["n"] == 8 and payload["groups"][0]["n"] == 8
+    assert payload["settings"]["published"] is False  # own run directories: corrected by default
+    forced = CliRunner().invoke(app, ["rescore", str(tmp_path / "run"), "--json", "--published"])
+    assert forced.exit_code == 0 and json.loads(forced.output)["settings"]["published"] is True
 
 
 def test_item_order_experiment_modes(tmp_path: Path, seed_data: Path) -> None:
@@ -244,13 +247,13 @@ def test_run_option_method_governs_the_report_of_a_steered_run(tmp_path: Path, s
     }
     steer = {"steer": "personality", "targets": [profile], "default_data": [str(save)], **grid}
     with FaultServer(responder=Respondent(seed_data)) as server:
-        for method in ("paper", "welch"):
-            options = steer if method == "paper" else {**steer, "method": method}
+        for method in ("f-test", "welch"):
+            options = {**steer, "published": True} if method == "f-test" else {**steer, "method": method}
             start_run(config(server, seed_data, **options), tmp_path / method, False)
-    for method in ("paper", "welch"):
+    for method in ("f-test", "welch"):
         (row,) = pd.read_csv(tmp_path / method / "extremes.csv").to_dict("records")
         assert (row["dimension"], row["side"], row["method"]) == ("Openness", "min", method)
-        assert row["sd_ddof"] == (0 if method == "paper" else 1) and row["test"] == "welch"
+        assert row["sd_ddof"] == (0 if method == "f-test" else 1) and row["test"] == "welch"
         assert f"`--method {method}`" in (tmp_path / method / "report.md").read_text()
     with pytest.raises(ValidationError, match="method"):
         ReliabilityOptions(method="Welch")  # type: ignore[arg-type]

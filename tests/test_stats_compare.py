@@ -32,17 +32,17 @@ SEED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
     ("sd_a", "n_a", "sd_b", "n_b"), [(0.3, 10, 0.66, 6076), (1.2, 10, 0.8, 40), (2, 5, 2, 5)]
 )
 def test_f_test_matches_scipy(sd_a: float, n_a: int, sd_b: float, n_b: int) -> None:
-    result = variance_f_test((1.0, sd_a, n_a), (1.0, sd_b, n_b))
+    result = variance_f_test((1.0, sd_a, n_a), (1.0, sd_b, n_b), published=False)
     f = sd_a**2 / sd_b**2
     assert result.f == pytest.approx(f)
     assert (result.df_num, result.df_den) == (n_a - 1, n_b - 1)
     lower, upper = stats.f.cdf(f, n_a - 1, n_b - 1), stats.f.sf(f, n_a - 1, n_b - 1)
     assert result.p_value == pytest.approx(min(1.0, 2 * min(lower, upper)))
-    assert variance_f_test((1.0, sd_a, n_a), (1.0, sd_b, n_b), alternative="less").p_value == pytest.approx(
-        lower
-    )
     assert variance_f_test(
-        (1.0, sd_a, n_a), (1.0, sd_b, n_b), alternative="greater"
+        (1.0, sd_a, n_a), (1.0, sd_b, n_b), alternative="less", published=False
+    ).p_value == pytest.approx(lower)
+    assert variance_f_test(
+        (1.0, sd_a, n_a), (1.0, sd_b, n_b), alternative="greater", published=False
     ).p_value == pytest.approx(upper)
 
 
@@ -58,13 +58,13 @@ def test_published_f_test_is_the_original_formula() -> None:
 def test_published_f_p_value_can_exceed_one_but_ours_is_capped() -> None:
     model, human = (3.0, 0.7, 10), (3.0, 0.7001, 6076)
     assert variance_f_test(model, human, published=True).p_value > 1
-    assert variance_f_test(model, human).p_value <= 1
+    assert variance_f_test(model, human, published=False).p_value <= 1
 
 
 def test_f_test_zero_variances() -> None:
-    assert variance_f_test((1, 0.0, 10), (1, 0.5, 10)).p_value == 0.0
-    assert variance_f_test((1, 0.5, 10), (1, 0.0, 10)).p_value == 0.0
-    both = variance_f_test((1, 0.0, 10), (1, 0.0, 10))
+    assert variance_f_test((1, 0.0, 10), (1, 0.5, 10), published=False).p_value == 0.0
+    assert variance_f_test((1, 0.5, 10), (1, 0.0, 10), published=False).p_value == 0.0
+    both = variance_f_test((1, 0.0, 10), (1, 0.0, 10), published=False)
     assert math.isnan(both.f) and math.isnan(both.p_value)
 
 
@@ -91,8 +91,8 @@ def test_welch_df_by_hand() -> None:
 # -- the paper's procedure ------------------------------------------------------------------------
 def test_paper_procedure_chooses_student_when_variances_are_equal() -> None:
     model, human = GroupStats(4.2, 0.3, 10, "gpt"), GroupStats(3.92, 0.66, 6076, "Crowd")
-    result = compare_with_norm(model, human)
-    f_p = variance_f_test(model, human).p_value
+    result = compare_with_norm(model, human, published=False)
+    f_p = variance_f_test(model, human, published=False).p_value
     assert f_p > 0.01 and result.equal_variance and result.test == "student"
     scipy_t = stats.ttest_ind_from_stats(4.2, 0.3, 10, 3.92, 0.66, 6076, equal_var=True)
     assert result.t_statistic == pytest.approx(scipy_t.statistic)
@@ -103,7 +103,7 @@ def test_paper_procedure_chooses_student_when_variances_are_equal() -> None:
 
 
 def test_paper_procedure_chooses_welch_when_variances_differ() -> None:
-    result = compare_with_norm((4.7, 0.1, 10), (3.45, 0.73, 6076))
+    result = compare_with_norm((4.7, 0.1, 10), (3.45, 0.73, 6076), published=False)
     assert not result.equal_variance and result.test == "welch"
     scipy_t = stats.ttest_ind_from_stats(4.7, 0.1, 10, 3.45, 0.73, 6076, equal_var=False)
     assert result.t_statistic == pytest.approx(scipy_t.statistic)
@@ -113,21 +113,28 @@ def test_paper_procedure_chooses_welch_when_variances_differ() -> None:
 
 def test_variance_alpha_and_methods() -> None:
     model, human = (4.2, 0.3, 10), (3.92, 0.66, 6076)  # F-test p is about 0.013
-    assert compare_with_norm(model, human).test == "student"
-    assert compare_with_norm(model, human, variance_alpha=0.05).test == "welch"
-    assert compare_with_norm(model, human, method="welch").test == "welch"
-    assert compare_with_norm((4.7, 0.1, 10), (3.45, 0.73, 6076), method="student").test == "student"
+    assert compare_with_norm(model, human, published=False).test == "student"
+    assert compare_with_norm(model, human, variance_alpha=0.05, published=False).test == "welch"
+    assert compare_with_norm(model, human, method="welch", published=False).test == "welch"
+    assert (
+        compare_with_norm((4.7, 0.1, 10), (3.45, 0.73, 6076), method="student", published=False).test
+        == "student"
+    )
 
 
 def test_alpha_is_configurable_and_inclusive() -> None:
-    result = compare_with_norm((3.6, 0.4, 10), (3.3, 0.8, 500), method="welch")
+    result = compare_with_norm((3.6, 0.4, 10), (3.3, 0.8, 500), method="welch", published=False)
     p = result.t_p_value
-    assert compare_with_norm((3.6, 0.4, 10), (3.3, 0.8, 500), method="welch", alpha=p).significant
-    assert not compare_with_norm((3.6, 0.4, 10), (3.3, 0.8, 500), method="welch", alpha=p * 0.99).significant
+    assert compare_with_norm(
+        (3.6, 0.4, 10), (3.3, 0.8, 500), method="welch", alpha=p, published=False
+    ).significant
+    assert not compare_with_norm(
+        (3.6, 0.4, 10), (3.3, 0.8, 500), method="welch", alpha=p * 0.99, published=False
+    ).significant
 
 
 def test_zero_model_sd_gives_the_welch_limit_in_both_modes() -> None:
-    ours = compare_with_norm((4.0, 0.0, 10), (3.66, 0.76, 254))
+    ours = compare_with_norm((4.0, 0.0, 10), (3.66, 0.76, 254), published=False)
     published = compare_with_norm((4.0, 0.0, 10), (3.66, 0.76, 254), published=True)
     assert ours.test == published.test == "welch"
     assert ours.t_statistic == pytest.approx((4.0 - 3.66) / (0.76 / math.sqrt(254)))
@@ -135,7 +142,7 @@ def test_zero_model_sd_gives_the_welch_limit_in_both_modes() -> None:
 
 
 def test_both_sds_zero() -> None:
-    ours = compare_with_norm((5.0, 0.0, 10), (4.0, 0.0, 10))
+    ours = compare_with_norm((5.0, 0.0, 10), (4.0, 0.0, 10), published=False)
     assert math.isnan(ours.t_p_value) and not ours.significant
     assert "zero variance" in ours.note
     published = compare_with_norm((5.0, 0.0, 10), (4.0, 0.0, 10), published=True)
@@ -144,7 +151,7 @@ def test_both_sds_zero() -> None:
 
 def test_norm_group_objects_are_accepted() -> None:
     norm = NormGroup("Crowd", 3.66, 0.76, 254, "x")
-    result = compare_with_norm(GroupStats.from_values([2.5, 2.6, 2.4, 2.7], "model"), norm)
+    result = compare_with_norm(GroupStats.from_values([2.5, 2.6, 2.4, 2.7], "model"), norm, published=False)
     assert result.human_label == "Crowd" and result.human_n == 254 and result.model_n == 4
 
 
@@ -159,14 +166,14 @@ def test_norm_group_objects_are_accepted() -> None:
 )
 def test_invalid_groups(model, human, message: str) -> None:
     with pytest.raises(StatsError, match=message):
-        compare_with_norm(model, human)
+        compare_with_norm(model, human, published=False)
 
 
 def test_invalid_options() -> None:
     with pytest.raises(StatsError, match="alpha must be between 0 and 1"):
-        compare_with_norm((4, 0.3, 10), (3, 0.5, 100), alpha=1.5)
+        compare_with_norm((4, 0.3, 10), (3, 0.5, 100), alpha=1.5, published=False)
     with pytest.raises(StatsError, match="unknown method"):
-        compare_with_norm((4, 0.3, 10), (3, 0.5, 100), method="bayes")  # type: ignore[arg-type]
+        compare_with_norm((4, 0.3, 10), (3, 0.5, 100), method="bayes", published=False)  # type: ignore[arg-type]
     with pytest.raises(StatsError, match="at least 2 scored values"):
         GroupStats.from_values([1.0, math.nan])
 
@@ -193,7 +200,7 @@ def test_hedges_g_from_raw_samples() -> None:
 
 
 def test_comparison_carries_effect_sizes() -> None:
-    result = compare_with_norm((4.2, 0.3, 10), (3.92, 0.66, 6076))
+    result = compare_with_norm((4.2, 0.3, 10), (3.92, 0.66, 6076), published=False)
     assert result.hedges_g == pytest.approx(hedges_g((4.2, 0.3, 10), (3.92, 0.66, 6076)).g)
     assert result.g_ci_low < result.hedges_g < result.g_ci_high
     assert result.glass_delta == pytest.approx(0.28 / 0.66)
@@ -223,9 +230,9 @@ def test_holm_matches_statsmodels() -> None:
 
 def test_apply_holm_and_tidy_frame() -> None:
     comparisons = [
-        compare_with_norm((4.7, 0.4, 10), (3.45, 0.73, 6076), scale="BFI", subscale="C"),
-        compare_with_norm((3.5, 0.5, 10), (3.25, 0.9, 6076), scale="BFI", subscale="E"),
-        compare_with_norm((4.0, 0.0, 10), (4.0, 0.0, 10), scale="X", subscale="Y"),
+        compare_with_norm((4.7, 0.4, 10), (3.45, 0.73, 6076), scale="BFI", subscale="C", published=False),
+        compare_with_norm((3.5, 0.5, 10), (3.25, 0.9, 6076), scale="BFI", subscale="E", published=False),
+        compare_with_norm((4.0, 0.0, 10), (4.0, 0.0, 10), scale="X", subscale="Y", published=False),
     ]
     adjusted = apply_holm(comparisons)
     p = [c.t_p_value for c in comparisons[:2]]

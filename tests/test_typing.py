@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CONFORMING = """
+from llmpsych.games.engine import OfflineContext, TableContext
 from llmpsych.models import ChatContext
 from llmpsych.psychobench.cipher import CipherContext
 from llmpsych.runs.context import UnitContext
@@ -21,6 +22,18 @@ def unit(ctx: UnitContext) -> ChatContext:
 
 
 def cipher(ctx: CipherContext) -> ChatContext:
+    return ctx
+
+
+def offline(ctx: OfflineContext) -> ChatContext:
+    return ctx
+
+
+def unit_table(ctx: UnitContext) -> TableContext:
+    return ctx
+
+
+def offline_table(ctx: OfflineContext) -> TableContext:
     return ctx
 """
 

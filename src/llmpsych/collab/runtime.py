@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 
 
@@ -123,7 +124,7 @@ class Runtime:
 
     def __init__(
         self,
-        ctx: Any,
+        ctx: ChatContext,
         route: Route,
         agents: list[Agent],
         params: GenerationParams,
@@ -153,7 +154,7 @@ class Runtime:
     # -- model access ----------------------------------------------------------------------------
     def role_for(self, preferred: str) -> str:
         """``preferred`` if the run config names a model for it, else the subject model."""
-        return preferred if preferred in getattr(self.ctx, "clients", {}) else "subject"
+        return preferred if preferred in self.ctx.clients else "subject"
 
     async def complete(
         self, messages: list[dict[str, str]], role: str = "subject", params: GenerationParams | None = None

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ConfigError
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
@@ -185,7 +186,7 @@ class MasTask(Task[MasOptions]):
             receive.append(challenger)
         return profile, message, receive
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         item = next(i for i in self.items if i.item_id == unit.payload["item_id"])
         system = self.system_cls(self.kind, self.options.max_rounds)
         task = task_text(self.kind, item.question)

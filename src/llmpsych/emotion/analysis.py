@@ -60,7 +60,7 @@ def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFr
             not result.get("unanswered") and not result.get("refused") and not scale.missing_items(answers)
         )
         try:
-            scores = score_answers(scale, answers, task.options.scoring) if valid else {}
+            scores = score_answers(scale, answers, published=task.options.published) if valid else {}
         except ScoringError as exc:  # the parser never stores such answers: an edited or foreign store
             where = f"{result['kind']} {result.get('factor', '')} situation {result.get('situation')}"
             raise DataError(f"run store, {where} run {result['run']}: {exc}", STORED_HINT) from None
@@ -92,18 +92,18 @@ def invalid_runs(frame: pd.DataFrame) -> dict[str, int]:
 
 
 def summarize_runs(task: EmotionBenchRun, frame: pd.DataFrame, model: str) -> dict[str, Any]:
-    """The score-shaped summary of a run (same keys as ``score-results``), plus validity and RQ2."""
+    """The score-shaped summary of a run (same keys as ``rescore``), plus validity and RQ2."""
     names = measures(task.scale)
     opts = task.options
     valid_default = frame[(frame["kind"] == "default") & frame["valid"]]
     default = {m: valid_default[m].tolist() for m in names}
     evoked = _by_factor(frame, "evoked", names) or _by_factor(frame, "negative", names)
-    table = change_table(default, evoked, names, alpha=opts.alpha, published=opts.published_test)
+    table = change_table(default, evoked, names, alpha=opts.alpha, published=opts.published)
     invalid = invalid_runs(frame)
     out: dict[str, Any] = {
         "model": model,
         "scale": task.scale.name,
-        "scoring": opts.scoring,
+        "published": opts.published,
         "alpha": opts.alpha,
         "prompt": opts.prompt,
         "stable": opts.stable,
@@ -116,7 +116,7 @@ def summarize_runs(task: EmotionBenchRun, frame: pd.DataFrame, model: str) -> di
     positive = _by_factor(frame, "positive", names)
     if positive:
         rq2 = change_table(
-            {}, positive, names, alpha=opts.alpha, published=opts.published_test, pooled_baseline=evoked
+            {}, positive, names, alpha=opts.alpha, published=opts.published, pooled_baseline=evoked
         )
         out["positive"] = table_json(rq2)
     return out
@@ -205,7 +205,7 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
         sections.append(
             (
                 f"Change from default ({task.scale.name}, alpha {task.options.alpha}, "
-                f"scoring {task.options.scoring})",
+                f"{'published' if task.options.published else 'corrected'})",
                 markdown(paper_table({task.config.model: summary}, factor_names)),
             )
         )

@@ -2,14 +2,14 @@
 
 * PANAS runs give ``positive`` and ``negative`` (sums of the PA and NA items, 10-50 each); every other
   scale gives ``total``.
-* ``scoring="paper"`` sums the raw answers, which is what reproduces the published numbers (no reverse
-  keys, no ×2 for DASS-21; spec §8.5). ``scoring="corrected"`` reverse-keys the items the data file lists
+* ``published=True`` sums the raw answers, which is what reproduces the published numbers (no reverse
+  keys, no ×2 for DASS-21). ``published=False`` (corrected) reverse-keys the items the data file lists
   and applies the scale's own mode (``SUM*2`` for DASS-21): psychometrically correct, not paper-compatible.
 * change = mean(evoked) − mean(baseline); baseline = the default runs (or, for positive situations, the
   negative originals' evoked runs). Emotion and overall rows **pool all runs**, as the papers do.
 * Test (spec §3.6, through :mod:`llmpsych.stats`): two-tailed F-test at alpha, then Student's or Welch's
   t-test; ``↑``/``↓`` when p <= alpha by the sign of the change, else ``—``. ``published=True`` follows the
-  original code exactly (1e-8 added to the SDs, F p-value ``2·(1 − cdf)``).
+  original code exactly (1e-8 added to the SDs, F p-value ``2·(1 − cdf)``); ``False`` is the plain F-test.
 """
 
 from __future__ import annotations
@@ -17,15 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from ..instruments.scale import Scale
 from ..stats import GroupStats, compare_with_norm, summarize
 from ..stats.descriptive import StatsError
 from .situations import EMOTIONS
 
-Scoring = Literal["paper", "corrected"]
-SCORINGS: tuple[str, ...] = ("paper", "corrected")
 UP, DOWN, SAME = "↑", "↓", "—"
 PANAS_MEASURES = ("positive", "negative")
 
@@ -41,12 +39,10 @@ def measures(scale: Scale) -> tuple[str, ...]:
     return PANAS_MEASURES if is_affect_scale(scale) else ("total",)
 
 
-def score_answers(scale: Scale, answers: Mapping[int, int], scoring: Scoring = "paper") -> dict[str, float]:
-    """The measures of one run (``NaN`` when an item is missing)."""
-    if scoring not in SCORINGS:
-        raise ValueError(f"unknown scoring {scoring!r} (use paper or corrected)")
-    reverse = scoring == "corrected"
-    mode = None if scoring == "corrected" else "SUM"
+def score_answers(scale: Scale, answers: Mapping[int, int], *, published: bool) -> dict[str, float]:
+    """The measures of one run (``NaN`` if an item is missing); ``published``: plain sums, no reverse keys."""
+    reverse = not published
+    mode = None if not published else "SUM"
     if is_affect_scale(scale):
         scores = scale.score(answers, reverse_keying=reverse, scoring=mode)
         out: dict[str, float] = {}

@@ -21,13 +21,6 @@ app = typer.Typer(
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 DataDirOpt = kit.DataDirOpt
-ScoringOpt = Annotated[
-    str,
-    typer.Option(
-        "--scoring",
-        help="paper: plain sums (reproduces the papers); corrected: reverse keys, ×2 where the scale says.",
-    ),
-]
 AlphaOpt = Annotated[float, typer.Option("--alpha", min=1e-6, max=0.5, help="Significance level.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
@@ -41,14 +34,18 @@ def emotionbench(debug: kit.DebugOpt = False) -> None:
     """EmotionBench: how situations shift a model's emotions, against 1,266 humans."""
 
 
-@app.command("score-results")
-def score_results(
+def _scoring_label(published: bool) -> str:
+    return "published" if published else "corrected"
+
+
+@app.command("rescore")
+def rescore(
     csv_file: Annotated[Path, typer.Argument(help="A released <model>-<scale>-testing.csv file.")],
     scale: Annotated[
         str | None, typer.Option("--scale", help="PANAS, AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS or BFNE.")
     ] = None,
     data_dir: DataDirOpt = None,
-    scoring: ScoringOpt = "paper",
+    published: kit.PublishedOpt = None,
     alpha: AlphaOpt = 0.01,
     as_json: JsonOpt = False,
 ) -> None:
@@ -57,18 +54,17 @@ def score_results(
     from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
 
-    if scoring not in ("paper", "corrected"):
-        raise LlmpsychError(f"unknown --scoring {scoring!r} (use paper or corrected)")
+    published = published is not False
     scales = load_emotionbench_scales(data_dir)
     chosen = scale_for_file(csv_file, scales, scale)
-    result = score_released(csv_file, chosen, scoring=scoring, alpha=alpha)  # type: ignore[arg-type]
+    result = score_released(csv_file, chosen, published=published, alpha=alpha)
     if as_json:
         _print_json(result)
         return
     names = _factor_names(data_dir)
     console.print(
-        f"[bold]{terminal_text(result['file'])}[/bold]: {terminal_text(chosen.name)}, scoring {scoring}, "
-        f"alpha {alpha}"
+        f"[bold]{terminal_text(result['file'])}[/bold]: {terminal_text(chosen.name)}, "
+        f"{_scoring_label(published)}, alpha {alpha}"
     )
     echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
     if result["invalid_runs"]:
@@ -77,6 +73,9 @@ def score_results(
         )
         for example in result["invalid_examples"]:
             console.print(f"  e.g. {example}", markup=False)
+
+
+app.command("score-results", hidden=True, help="Old name of `rescore`.")(rescore)
 
 
 @app.command("human")
@@ -208,7 +207,7 @@ def run(
     positive: Annotated[Path | None, typer.Option("--positive", help="Positive rewrites file (RQ2).")] = None,
     situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
-    scoring: ScoringOpt = "paper",
+    published: kit.PublishedOpt = None,
     alpha: AlphaOpt = 0.01,
     option: kit.OptionOpt = None,
     task_config: kit.TaskConfigOpt = None,
@@ -240,7 +239,7 @@ def run(
         "positive": str(positive) if positive else None,
         "situations_file": str(situations) if situations else None,
         "shuffle": not keep_order,
-        "scoring": scoring,
+        "published": published,
         "alpha": alpha,
     }
     aliases = {"situations": "situations_file", "keep_order": "shuffle"}
@@ -270,30 +269,50 @@ def compare(
         bool, typer.Option("--humans/--no-humans", help="Add the crowd column (PANAS).")
     ] = True,
     data_dir: DataDirOpt = None,
+    published: kit.PublishedOpt = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the Markdown table here.")] = None,
 ) -> None:
-    """Several models side by side in the papers' layout (from run directories or released CSVs)."""
-    from .rescore import scale_for_file, score_released
+    """Several models side by side in the papers' layout (from run directories or released CSVs).
+
+    Every column must be scored the same way (all published or all corrected), else the command
+    refuses: a run directory keeps the scoring it was run with; released CSVs are re-scored like the run
+    directories (published when there are none), or as --published/--corrected says."""
+    from .rescore import scale_for_file, score_released, summary_published
     from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
 
     columns: dict[str, dict[str, Any]] = {}
+    scorings: dict[str, bool] = {}
     scale_names: set[str] = set()
+    summaries: dict[Path, dict[str, Any]] = {}
     for source in sources:
         if source.is_dir():
             summary_file = source / "summary.json"
             if not summary_file.is_file():
                 raise LlmpsychError(f"{source}: no summary.json (run `llmpsych analyze {source}` first)")
-            result = json.loads(summary_file.read_text())
+            summaries[source] = json.loads(summary_file.read_text())
+    if published is None:  # released files follow the runs when they agree, else the authors' scoring
+        run_scorings = {summary_published(s) for s in summaries.values()}
+        published = run_scorings.pop() if len(run_scorings) == 1 else True
+    for source in sources:
+        if source in summaries:
+            result = summaries[source]
             label = f"{result.get('model', source.name)} ({source.name})"
         else:
             scales = load_emotionbench_scales(data_dir)
-            result = score_released(source, scale_for_file(source, scales, scale))
+            result = score_released(source, scale_for_file(source, scales, scale), published=published)
             label = result.get("model") or source.stem
         scale_names.add(result.get("scale", "?"))
+        scorings[label] = summary_published(result)
         columns[label] = result
     if len(scale_names) > 1:
         raise LlmpsychError(f"the sources use different scales ({', '.join(sorted(scale_names))})")
+    if len(set(scorings.values())) > 1:
+        listed = "; ".join(f"{label}: {_scoring_label(p)}" for label, p in scorings.items())
+        raise LlmpsychError(
+            f"the columns mix published and corrected scoring ({listed})",
+            "compare like with like: re-run with --published or --corrected to match the run directories",
+        )
     if humans and scale_names == {"PANAS"}:
         from .crowd import crowd_path, human_table, load_crowd
         from .report import human_as_result
@@ -313,8 +332,8 @@ def compare(
             for m in ("positive", "negative", "total")
             if any(m in c for c in result["factors"].values())
         }
-        shifts = {k: {f: v for f, v in col.items() if v is not None} for k, col in shifts.items()}
-        png = heatmap(shifts, out.with_suffix(".png"), "Change from default")
+        present = {k: {f: float(v) for f, v in col.items() if v is not None} for k, col in shifts.items()}
+        png = heatmap(present, out.with_suffix(".png"), "Change from default")
         image = f"\n\n![shifts]({png.name})" if png is not None else ""
         atomic_write_text(out, f"# EmotionBench comparison\n\n{text}{image}\n")
         console.print(

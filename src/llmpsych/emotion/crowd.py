@@ -206,8 +206,8 @@ def human_table(people: Sequence[Respondent], panas: Scale, alpha: float = 0.01)
     """Rows ``factors`` / ``emotions`` / ``overall``, each ``{"positive": PairedCell, "negative": ...}``."""
     scored: list[tuple[str, dict[str, float], dict[str, float]]] = []
     for person in people:
-        before = score_answers(panas, person.default)
-        after = score_answers(panas, person.evoked)
+        before = score_answers(panas, person.default, published=True)
+        after = score_answers(panas, person.evoked, published=True)
         scored.append((person.factor, before, after))
 
     def cells(selected: list[tuple[str, dict[str, float], dict[str, float]]]) -> dict[str, PairedCell]:

@@ -172,7 +172,11 @@ def group_table(
     before and after (a respondent with a blank item leaves that cell only).
     """
     scored = [
-        (group_of(p, by, survey_year), score_answers(panas, p.default), score_answers(panas, p.evoked))
+        (
+            group_of(p, by, survey_year),
+            score_answers(panas, p.default, published=True),
+            score_answers(panas, p.evoked, published=True),
+        )
         for p in people
     ]
     counts: dict[str, int] = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class EmotionBenchOptions(BaseModel):
@@ -37,8 +37,31 @@ class EmotionBenchOptions(BaseModel):
     positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
     max_reasks: int = Field(default=2, ge=0, le=10)
     alpha: float = Field(default=0.01, gt=0, lt=1)
-    scoring: Literal["paper", "corrected"] = "paper"
-    published_test: bool = Field(default=True, description="the original code's F-test details")
+    published: bool = Field(
+        default=False,
+        description="score and test as the original code did (plain sums, no reverse keys, the F-test with "
+        "1e-8); default: corrected (see docs/statistics.md, 'Published or corrected')",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_switches(cls, data: Any) -> Any:
+        """Configs stored before ``published`` had ``scoring`` (paper/corrected) and ``published_test``:
+        ``scoring`` decides (it moves the numbers most); ``published_test`` alone is taken as it is."""
+        if not isinstance(data, dict) or ("scoring" not in data and "published_test" not in data):
+            return data
+        data = dict(data)
+        scoring = data.pop("scoring", None)
+        published_test = data.pop("published_test", None)
+        if "published" in data:
+            return data
+        if scoring is not None:
+            if scoring not in ("paper", "corrected"):
+                raise ValueError(f"unknown scoring {scoring!r} (use paper or corrected)")
+            data["published"] = scoring == "paper"
+        elif published_test is not None:
+            data["published"] = published_test
+        return data
 
 
 class EmotionBenchResult(BaseModel):

@@ -1,4 +1,4 @@
-"""Re-score a released EmotionBench run file into the papers' table (``emotionbench score-results``)."""
+"""Re-score a released EmotionBench run file into the papers' table (``emotionbench rescore``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import DataError
 from ..instruments.scale import Scale, ScoringError
-from .changes import Scoring, change_table, measures, score_answers, summary_json, table_json
+from .changes import change_table, measures, score_answers, summary_json, table_json
 from .released import infer_model, infer_scale, read_released_runs
 
 
@@ -17,11 +17,13 @@ def score_released(
     path: str | os.PathLike[str],
     scale: Scale,
     *,
-    scoring: Scoring = "paper",
-    alpha: float = 0.01,
     published: bool = True,
+    alpha: float = 0.01,
 ) -> dict[str, Any]:
     """The default summary and the change table of a released file, as JSON.
+
+    ``published`` (default ``True``: this is the authors' data) scores and tests as their code did;
+    ``False`` applies the corrections (reverse keys, ×2 where the scale says, the plain F-test).
 
     ``{"default": {measure: {mean, sd, n}}, "factors": {...}, "emotions": {...}, "overall": {...}}`` with
     each cell ``{"change", "mark", "n", ...}``; ``measure`` is ``positive``/``negative`` for PANAS and
@@ -52,7 +54,7 @@ def score_released(
                 f"{path}: run {run.column} has no answer to item {missing[0]} of {scale.name}",
                 "the file lists fewer statements than the scale has: is it cut short?",
             )
-        scores = score_answers(scale, run.answers, scoring)
+        scores = score_answers(scale, run.answers, published=published)
         target = default if run.group == "default" else evoked.setdefault(run.group, {m: [] for m in names})
         for m in names:
             target[m].append(scores[m])
@@ -66,9 +68,8 @@ def score_released(
         "file": Path(path).name,
         "model": infer_model(path),
         "scale": scale.name,
-        "scoring": scoring,
+        "published": published,
         "alpha": alpha,
-        "published_procedure": published,
         "runs": sum(total.values()),
         "runs_per_group": dict(total),
         "invalid_runs": dict(invalid),
@@ -77,6 +78,14 @@ def score_released(
         "default": {m: summary_json(default[m]) for m in names},
         **table_json(table),
     }
+
+
+def summary_published(summary: dict[str, Any]) -> bool:
+    """Whether a summary (``summary.json`` of a run, or :func:`score_released`) was scored published;
+    summaries written before the ``published`` switch say ``scoring: paper|corrected`` instead."""
+    if "published" in summary:
+        return bool(summary["published"])
+    return summary.get("scoring", "paper") == "paper"
 
 
 def _out_of_range(scale: Scale, answers: dict[int, int]) -> str | None:

@@ -27,6 +27,7 @@ from ..instruments.administration import administer
 from ..instruments.official import official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
@@ -205,7 +206,7 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             WorkUnit(f"{prefix}/run{r:03d}", {**payload, "run": r}) for r in range(1, self.options.runs + 1)
         ]
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         scale = self.scale
         payload = unit.payload
         order = list(scale.item_indices)

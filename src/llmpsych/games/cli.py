@@ -122,7 +122,7 @@ def _detail(model: str, data_dir: Path | None, version: ScoringVersion, publishe
     return table
 
 
-@app.command("score-released")
+@app.command("score-released", hidden=True)
 def score_released_cmd(
     data_dir: DataDirOpt = None,
     model: ModelOpt = None,
@@ -160,7 +160,7 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
     return format_mean_sd(mean, sd)
 
 
-@app.command("score-logs")
+@app.command("score-logs", hidden=True)
 def score_logs_cmd(
     paths: Annotated[
         list[Path],
@@ -287,6 +287,60 @@ def score_logs_cmd(
         "overall = mean of the 8 games, SD over the per-run overall scores."
     )
     _print_variants(tables, lines)
+
+
+@app.command("rescore")
+def rescore_cmd(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Log files (raw_results format) or folders searched for *.json; none: the released "
+            "leaderboard logs of the data directory, compared with the published table."
+        ),
+    ] = None,
+    data_dir: DataDirOpt = None,
+    model: ModelOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON (with paths).")] = False,
+    scoring: ScoringOpt = "thesis",
+    published: kit.PublishedOpt = True,
+    skip_malformed: Annotated[
+        bool, typer.Option("--skip-malformed", help="With paths: skip malformed logs with a warning.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="With paths: list every skipped file.")
+    ] = False,
+    thesis: Annotated[
+        bool, typer.Option("--thesis", help="With paths: compare the variant tables with the thesis.")
+    ] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="With paths: write the variant tables here.")
+    ] = None,
+) -> None:
+    """Re-score released GAMA-Bench logs (published scoring unless --corrected).
+
+    Without paths: the released leaderboard logs (5 runs per game) against the published table, one
+    --model in detail. With paths: the logs given, as finished games (the leaderboard and the variant
+    tables; the old ``score-logs``).
+    """
+    if not paths:
+        with_paths = {"--json": as_json, "--skip-malformed": skip_malformed, "--thesis": thesis, "--out": out}
+        given = [name for name, value in with_paths.items() if value]
+        if given:
+            raise LlmpsychError(f"{given[0]} needs log paths", "give log files or folders, or leave it out")
+        score_released_cmd(data_dir=data_dir, model=model, scoring=scoring, published=published)
+        return
+    if model is not None:
+        raise LlmpsychError("--model chooses a model of the released leaderboard", "leave out the paths")
+    score_logs_cmd(
+        paths,
+        as_json=as_json,
+        scoring=scoring,
+        published=published,
+        skip_malformed=skip_malformed,
+        verbose=verbose,
+        thesis=thesis,
+        out=out,
+    )
 
 
 def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:

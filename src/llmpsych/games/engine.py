@@ -21,11 +21,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from ..models.types import GenerationParams, Message
+from ..models.chat_context import ChatContext, ChatRequest
+from ..models.types import ChatResult, GenerationParams, Message
 from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
@@ -72,6 +73,35 @@ class Answer:
         return out
 
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ..models.client import ModelClient
+
+
+@runtime_checkable
+class TableContext(ChatContext, Protocol):
+    """A :class:`ChatContext` that also records non-model answers (fixed, human, browser seats) as it
+    records model calls, and pauses progress output while a person types: what a game table needs."""
+
+    async def recorded(
+        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+    ) -> str:
+        """The answer ``produce`` gives, recorded (and replayed on resume) under ``key``."""
+        ...
+
+    def prompting(self) -> AbstractContextManager[None]:
+        """A block during which a person is asked (progress output paused)."""
+        ...
+
+
+def table_context(ctx: ChatContext) -> TableContext:
+    """``ctx`` as a :class:`TableContext`, or a clear error for a context that cannot record answers."""
+    if not isinstance(ctx, TableContext):
+        raise TypeError(f"a game table needs a context that records answers; {type(ctx).__name__} does not")
+    return ctx
+
+
 class Table:
     """The seats, their conversations and the asking machinery of one game."""
 
@@ -79,7 +109,7 @@ class Table:
         self,
         game: Game,
         seats: list[Seat],
-        ctx: Any,
+        ctx: TableContext,
         params: GenerationParams,
         label: str,
         max_reasks: int = 10,
@@ -336,13 +366,34 @@ class OfflineContext:
         self.seed = seed
         self.label = label
 
+    @property
+    def unit_id(self) -> str:
+        """The label, standing for the unit id."""
+        return self.label
+
+    @property
+    def clients(self) -> Mapping[str, ModelClient]:
+        """No models offline."""
+        return {}
+
     def rng(self, *labels: Any) -> random.Random:
         """Seeded randomness, as the run context gives it."""
         from ..runs.context import derived_seed
 
         return random.Random(derived_seed(self.seed, self.label, *labels))
 
-    async def chat(self, *args: Any, **kwargs: Any) -> Any:
+    async def chat(
+        self,
+        messages: list[Message],
+        params: GenerationParams | None = None,
+        role: str = "subject",
+        sample: int | str = 0,
+    ) -> ChatResult:
+        """No model to ask: an offline game has no model seats."""
+        raise RuntimeError("an offline game has no model seats")
+
+    async def chat_all(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        """No model to ask: an offline game has no model seats."""
         raise RuntimeError("an offline game has no model seats")
 
     async def recorded(

@@ -12,11 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import ConfigError
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from . import registry
-from .engine import Game, Table
+from .engine import Game, Table, table_context
 from .prompts import PromptSet
 from .seats import LLMSeat, build_seats
 
@@ -177,14 +178,14 @@ class GamaBenchTask(Task[GamaBenchOptions]):
             self.params[name], o.players, o.rounds, self.prompt_set(name), rng, o.persona, o.cot
         )
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         name = unit.payload["game"]
         game = self.new_game(name, ctx.rng)
         seats = build_seats(self.options.seats, self.options.players)
         table = Table(
             game,
             seats,
-            ctx,
+            table_context(ctx),
             self.generation_params(),
             unit.unit_id,
             self.options.max_reasks,

@@ -189,7 +189,13 @@ def summary_table(scales: dict[str, Scale], scores: pd.DataFrame, n_runs: dict[s
 
 
 def norm_comparisons(
-    scales: dict[str, Scale], summary: pd.DataFrame, *, model_label: str, alpha: float, method: str
+    scales: dict[str, Scale],
+    summary: pd.DataFrame,
+    *,
+    model_label: str,
+    alpha: float,
+    method: str,
+    published: bool,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Every (scale, subscale, norm group) test, Holm-adjusted over all of them; and what was skipped."""
     comparisons, skipped = [], []
@@ -208,6 +214,7 @@ def norm_comparisons(
                     norm,
                     alpha=alpha,
                     method=method,  # type: ignore[arg-type]
+                    published=published,
                     scale=row["scale"],
                     subscale=row["subscale"],
                 )
@@ -231,7 +238,12 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
     summary = summary_table(scales, scores, n_runs)
     model = task.config.model
     comparisons, skipped = norm_comparisons(
-        scales, summary, model_label=model, alpha=task.options.alpha, method=task.options.method
+        scales,
+        summary,
+        model_label=model,
+        alpha=task.options.alpha,
+        method=task.options.method,
+        published=task.options.published,
     )
     extra = Extras()
     for scale in scales.values():

@@ -20,6 +20,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+from ..models.chat_context import ChatContext
 from ..models.types import ChatResult, GenerationParams, Message
 
 DEFAULT_SHIFT = 3
@@ -100,7 +101,7 @@ class CipherContext:
     model's own original text is restored instead of re-enciphering our reading of it.
     """
 
-    def __init__(self, ctx: Any, shift: int = DEFAULT_SHIFT) -> None:
+    def __init__(self, ctx: ChatContext, shift: int = DEFAULT_SHIFT) -> None:
         self._ctx = ctx
         self.shift = shift
         self._raw_of: dict[str, str] = {}

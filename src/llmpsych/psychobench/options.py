@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import ConfigError
 from ..instruments.native import ScaleFileRecord, record_scale_file, sha256_text
+from ..stats.compare import METHOD_ALIASES
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
 
@@ -74,7 +75,21 @@ class PsychoBenchOptions(BaseModel):
     mode: Literal["generate", "logprob"] = "generate"
     top_logprobs: int = Field(default=20, ge=1, le=20)
     alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level (the paper's 0.01)")
-    method: Literal["paper", "welch", "student"] = "paper"
+    method: Literal["f-test", "welch", "student"] = Field(
+        default="f-test",
+        description="t-test against the norms: f-test (the papers' F-test, then Student or Welch), welch, "
+        "student",
+    )
+    published: bool = Field(
+        default=False,
+        description="the original code's test details (+1e-8 on both SDs, uncapped F-test p); "
+        "default: corrected (see docs/statistics.md, 'Published or corrected')",
+    )
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method_name(cls, value: Any) -> Any:
+        return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("persona")
     @classmethod

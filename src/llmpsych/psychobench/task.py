@@ -23,6 +23,7 @@ from ..instruments.native import ScaleFileRecord
 from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
+from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import GenerationParams
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
@@ -164,7 +165,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             for run in range(1, self.options.runs + 1)
         ]
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         scale = self.all_scales[unit.payload["scale"]]
         run = int(unit.payload["run"])
         order = list(scale.item_indices)
@@ -190,11 +191,11 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         return {**head, **result.to_json()}
 
     async def _run_logprob(
-        self, scale: Scale, ctx: Any, order: list[int], system_prompt: str | None, run: int
+        self, scale: Scale, ctx: ChatContext, order: list[int], system_prompt: str | None, run: int
     ) -> dict[str, Any]:
         params = self._params(max_tokens=16, logprobs=True, top_logprobs=self.options.top_logprobs)
         head = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        requests = [
+        requests: list[ChatRequest] = [
             (
                 [
                     *head,

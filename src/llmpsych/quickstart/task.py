@@ -12,6 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..instruments.administration import AdministrationResult, administer
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import bar_chart, table
@@ -84,7 +85,7 @@ class QuickstartTask(Task[QuickstartOptions]):
             units.append(WorkUnit(GAME_UNIT, {"game": "guessing"}))
         return units
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         if "game" in unit.payload:
             return await self._play_game(unit, ctx)
         scale = demo_scale()
@@ -104,9 +105,9 @@ class QuickstartTask(Task[QuickstartOptions]):
         )
         return {"order": order, **result.to_json()}
 
-    async def _play_game(self, unit: WorkUnit, ctx: Any) -> dict[str, Any]:
+    async def _play_game(self, unit: WorkUnit, ctx: ChatContext) -> dict[str, Any]:
         """Guess 2/3 of the Average with the paper's rules, ``game_players`` model seats, ``game_rounds``."""
-        from ..games.engine import Table
+        from ..games.engine import Table, table_context
         from ..games.prompts import PromptSet
         from ..games.seats import build_seats
         from ..games.task import game_class
@@ -123,7 +124,14 @@ class QuickstartTask(Task[QuickstartOptions]):
         )
         seats = build_seats(None, o.game_players)
         table = Table(
-            game, seats, ctx, params, unit.unit_id, o.game_max_reasks, "repeat", game.truncate_after
+            game,
+            seats,
+            table_context(ctx),
+            params,
+            unit.unit_id,
+            o.game_max_reasks,
+            "repeat",
+            game.truncate_after,
         )
         await game.play(table)
         return {

@@ -8,36 +8,58 @@
 - :func:`paired_group_tests`: two groups of runs, e.g. item orderings (Table 3.5) or dated runs
   (test-retest, Table 3.7).
 
-``method="paper"`` is the released analysis (``hypothesis_testing`` in the authors' ``Analysis/tools.py``):
-population SDs (``ddof = 0``) plus ``1e-8``, a two-sided F-test at alpha 0.001 to choose Student or Welch.
-It is the default of every test here that reproduces a printed table (3.3 and 3.10). ``"welch"`` (always
-Welch, sample SDs: no variance pre-test, the usual recommendation) and ``"student"`` are the alternatives.
+The statistical procedure and the original code's details are two separate choices.
+``method="f-test"`` is the authors' procedure (``hypothesis_testing`` in their ``Analysis/tools.py``): a
+two-sided F-test at alpha 0.001 chooses Student's or Welch's test (``"paper"`` is accepted as its old
+name); ``"welch"`` (always Welch: no variance pre-test, the usual recommendation) and ``"student"`` are the
+alternatives. ``published=True`` adds the original code's details: population SDs (``ddof = 0``) plus
+``1e-8`` and the uncapped F-test p; ``published=False`` uses sample SDs as given. Re-analysing the
+released data defaults to published (it reproduces Tables 3.3 and 3.10); own runs default to corrected.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-from ..stats.compare import GroupStats, holm_adjust, t_test_from_stats, variance_f_test
+from ..stats.compare import (
+    METHOD_ALIASES,
+    METHODS,
+    PUBLISHED_SD_EPSILON,
+    GroupStats,
+    Method,
+    holm_adjust,
+    t_test_from_stats,
+    variance_f_test,
+)
 from ..stats.descriptive import StatsError
 from .published import DIMENSIONS, HUMAN_N, HUMAN_SD, PROFILE_TARGET, profile_short
 from .saves import FACTORS
 
-Method = Literal["paper", "welch", "student"]
-METHODS: tuple[Method, ...] = ("paper", "welch", "student")
 #: What each method does, as reports and the CLI say it.
 METHOD_NOTES: dict[str, str] = {
-    "paper": "the authors' procedure, which reproduces the thesis: population SDs, a two-sided F-test at "
-    "alpha 0.001 chooses Student's or Welch's test",
-    "welch": "Welch's test with sample SDs and no variance pre-test (the alternative to the published "
-    "procedure)",
-    "student": "Student's test with sample SDs",
+    "f-test": "the authors' procedure: a two-sided F-test at alpha 0.001 chooses Student's or Welch's test",
+    "welch": "Welch's test, no variance pre-test (the alternative to the authors' procedure)",
+    "student": "Student's test",
 }
+#: What ``published`` does to every method, as reports and the CLI say it.
+PUBLISHED_NOTES: dict[bool, str] = {
+    True: "published: population SDs plus 1e-8, as the original code (reproduces the thesis)",
+    False: "corrected: sample SDs as given",
+}
+
+
+def method_name(method: str) -> Method:
+    """``method`` as one of :data:`METHODS` (``"paper"``, the old name of ``"f-test"``, is accepted)."""
+    name = METHOD_ALIASES.get(method, method)
+    if name not in METHODS:
+        raise StatsError(f"unknown t-test method {method!r}", f"use one of {', '.join(METHODS)}")
+    return name  # type: ignore[return-value]
+
+
 PAPER_VARIANCE_ALPHA = 0.001
 
 
@@ -59,10 +81,11 @@ def describe(frame: pd.DataFrame, dims: Sequence[str] = DIMENSIONS) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def two_sample(x: Iterable[float], y: Iterable[float], method: Method = "paper") -> dict[str, float | str]:
-    """``mean(x) − mean(y)`` with its t-test (the released procedure or a fixed test)."""
-    if method not in METHODS:
-        raise StatsError(f"unknown t-test method {method!r}", f"use one of {', '.join(METHODS)}")
+def two_sample(
+    x: Iterable[float], y: Iterable[float], method: Method | str = "f-test", *, published: bool
+) -> dict[str, float | str]:
+    """``mean(x) − mean(y)`` with its t-test (the authors' procedure or a fixed test)."""
+    method = method_name(method)
     a = np.asarray(x if isinstance(x, np.ndarray) else list(x), dtype=float)
     b = np.asarray(y if isinstance(y, np.ndarray) else list(y), dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
@@ -78,18 +101,17 @@ def two_sample(x: Iterable[float], y: Iterable[float], method: Method = "paper")
             "p": math.nan,
             "test": "none (n < 2)",
         }
-    if method == "paper":
-        ga = GroupStats(float(a.mean()), float(a.std()), int(a.size))
-        gb = GroupStats(float(b.mean()), float(b.std()), int(b.size))
-        f = variance_f_test(ga, gb, published=True)
-        equal = bool(f.p_value > PAPER_VARIANCE_ALPHA)
-        eps = 1e-8
-        t = t_test_from_stats(
-            GroupStats(ga.mean, ga.sd + eps, ga.n), GroupStats(gb.mean, gb.sd + eps, gb.n), equal_var=equal
-        )
+    ddof, eps = (0, PUBLISHED_SD_EPSILON) if published else (1, 0.0)
+    ga = GroupStats(float(a.mean()), float(a.std(ddof=ddof)), int(a.size))
+    gb = GroupStats(float(b.mean()), float(b.std(ddof=ddof)), int(b.size))
+    if method == "f-test":
+        f = variance_f_test(ga, gb, published=published)
+        equal = bool(f.p_value > PAPER_VARIANCE_ALPHA) if not math.isnan(f.p_value) else True
     else:
-        ga, gb = GroupStats.from_values(a), GroupStats.from_values(b)
-        t = t_test_from_stats(ga, gb, equal_var=method == "student")
+        equal = method == "student"
+    t = t_test_from_stats(
+        GroupStats(ga.mean, ga.sd + eps, ga.n), GroupStats(gb.mean, gb.sd + eps, gb.n), equal_var=equal
+    )
     return {
         "n_x": int(a.size),
         "n_y": int(b.size),
@@ -107,7 +129,9 @@ def factor_comparisons(
     frame: pd.DataFrame,
     factors: Sequence[str] = FACTORS,
     dims: Sequence[str] = DIMENSIONS,
-    method: Method = "paper",
+    method: Method | str = "f-test",
+    *,
+    published: bool,
 ) -> pd.DataFrame:
     """One row per (factor level, dimension): level minus the rest, t-test, Holm over the family."""
     rows = []
@@ -123,7 +147,7 @@ def factor_comparisons(
                         "factor": factor,
                         "level": level,
                         "dimension": dim,
-                        **two_sample(values[inside, k], values[~inside, k], method),
+                        **two_sample(values[inside, k], values[~inside, k], method, published=published),
                     }
                 )
     table = pd.DataFrame(rows)
@@ -146,7 +170,7 @@ def variance_tests(
             continue
         model = GroupStats.from_values(frame[dim], "model")
         human = GroupStats(0.0, human_sd[dim], human_n, "human")
-        test = variance_f_test(human, model, alternative="greater")
+        test = variance_f_test(human, model, alternative="greater", published=False)
         rows.append(
             {
                 "dimension": dim,
@@ -176,27 +200,34 @@ def group_table(frame: pd.DataFrame, by: str, dims: Sequence[str] = DIMENSIONS) 
 
 
 def extreme_tests(
-    default: pd.DataFrame, steered: pd.DataFrame, by: str = "append_label", method: Method = "paper"
+    default: pd.DataFrame,
+    steered: pd.DataFrame,
+    by: str = "append_label",
+    method: Method | str = "f-test",
+    *,
+    published: bool,
 ) -> pd.DataFrame:
     """Table 3.10: each profile's target dimension against the default cloud, tested by ``method``.
 
-    ``"paper"`` reproduces all ten printed t values to their two decimals (E-min −59.34): on the released
-    saves the F-test keeps equal variances for E-min and A-min (p 0.85, 0.09), so those two are Student's
-    tests and the other eight Welch's. ``"welch"`` (sample SDs, no pre-test) gives E-min −58.84 and A-min
-    −12.39 instead of −13.23; the column ``test`` says which test each row used.
+    ``"f-test"`` with ``published=True`` reproduces all ten printed t values to their two decimals
+    (E-min −59.34): on the released saves the F-test keeps equal variances for E-min and A-min (p 0.85,
+    0.09), so those two are Student's tests and the other eight Welch's. ``"welch"`` corrected (sample SDs,
+    no pre-test) gives E-min −58.84 and A-min −12.39 instead of −13.23; the column ``test`` says which
+    test each row used.
 
-    The SD columns are the SDs the test used (``sd_ddof``): population SDs for ``"paper"``, which is
+    The SD columns are the SDs the test used (``sd_ddof``): population SDs when published, which is
     also what the table prints (C-max 0.1847 prints 0.18 and N-max 0.9547 prints 0.95, where Table 3.14's
     sample SDs print 0.19 and 0.96), sample SDs otherwise.
     """
-    ddof = 0 if method == "paper" else 1
+    method = method_name(method)
+    ddof = 0 if published else 1
     rows = []
     for label, part in steered.groupby(by, sort=False):
         short = profile_short(str(label))
         if short not in PROFILE_TARGET:
             continue
         dim, side = PROFILE_TARGET[short]
-        result = two_sample(part[dim], default[dim], method)
+        result = two_sample(part[dim], default[dim], method, published=published)
         rows.append(
             {
                 "dimension": dim,
@@ -209,6 +240,7 @@ def extreme_tests(
                 "sd_ddof": ddof,
                 **{k: result[k] for k in ("n_x", "n_y", "difference", "t", "df", "p", "test")},
                 "method": method,
+                "published": published,
             }
         )
     table = pd.DataFrame(rows)
@@ -219,7 +251,11 @@ def extreme_tests(
 
 
 def paired_group_tests(
-    groups: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSIONS, method: Method = "student"
+    groups: dict[str, pd.DataFrame],
+    dims: Sequence[str] = DIMENSIONS,
+    method: Method | str = "student",
+    *,
+    published: bool = False,
 ) -> pd.DataFrame:
     """Every pair of groups (e.g. orderings, or dated runs of one model), per dimension."""
     names = list(groups)
@@ -227,7 +263,7 @@ def paired_group_tests(
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             for dim in dims:
-                result = two_sample(groups[first][dim], groups[second][dim], method)
+                result = two_sample(groups[first][dim], groups[second][dim], method, published=published)
                 rows.append({"x": first, "y": second, "dimension": dim, **result})
     return pd.DataFrame(rows)
 
@@ -239,7 +275,7 @@ def retest_extremes(runs: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSI
     for dim in dims:
         means = {name: float(part[dim].mean()) for name, part in runs.items()}
         for side, name in (("min", min(means, key=means.get)), ("max", max(means, key=means.get))):
-            result = two_sample(runs[name][dim], pooled[dim], "student")
+            result = two_sample(runs[name][dim], pooled[dim], "student", published=False)
             rows.append(
                 {
                     "dimension": dim,

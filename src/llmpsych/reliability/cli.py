@@ -30,8 +30,8 @@ def reliability(debug: kit.DebugOpt = False) -> None:
     """Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics."""
 
 
-@app.command()
-def analyze(
+@app.command("rescore")
+def rescore(
     paths: Annotated[list[Path], typer.Argument(help="Save files or run directories.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
     default: Annotated[
@@ -64,10 +64,12 @@ def analyze(
     method: Annotated[
         str,
         typer.Option(
-            help="t-test of the factor-level table and the --default min/max table: paper (the authors' "
-            "F-test chooses Student or Welch; reproduces Tables 3.3 and 3.10), welch or student."
+            help="t-test of the factor-level table and the --default min/max table: f-test (the authors' "
+            "F-test chooses Student or Welch; with --published it reproduces Tables 3.3 and 3.10), welch "
+            "or student ('paper' is accepted for f-test)."
         ),
-    ] = "paper",
+    ] = "f-test",
+    published: kit.PublishedOpt = None,
     keep_outliers: Annotated[
         bool, typer.Option("--keep-outliers", help="Test factor levels on all points, not the inliers.")
     ] = False,
@@ -75,10 +77,13 @@ def analyze(
         Path | None, typer.Option("--out", "-o", help="Write tables, map and report.md into this folder.")
     ] = None,
 ) -> None:
-    """Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables."""
+    """Re-score released saves (published unless --corrected) or own run directories (corrected).
+
+    Per-dimension mean ± sd, outliers, factor-level table, variance tests, steering tables.
+    """
     import pandas as pd
 
-    from .analysis import METHODS
+    from .analysis import METHOD_ALIASES, METHODS
     from .outliers import EPS, MIN_PTS
     from .published import DIMENSIONS
     from .reanalysis import reanalyse
@@ -86,8 +91,8 @@ def analyze(
 
     if fit_on not in ("data", "full-grid"):
         raise LlmpsychError(f"--fit-on must be data or full-grid, got {fit_on!r}")
-    if method not in METHODS:
-        raise LlmpsychError(f"--method must be paper, welch or student, got {method!r}")
+    if METHOD_ALIASES.get(method, method) not in METHODS:
+        raise LlmpsychError(f"--method must be f-test, welch or student, got {method!r}")
     if scoring not in ("text", "expected"):
         raise LlmpsychError(f"--scoring must be text or expected, got {scoring!r}")
     frame = load_points(paths, scoring)
@@ -101,7 +106,9 @@ def analyze(
         fit_on=fit,  # type: ignore[arg-type]
         eps=EPS if eps is None else eps,
         min_pts=MIN_PTS if min_pts is None else min_pts,
-        method=method,  # type: ignore[arg-type]
+        method=method,
+        # released saves: published by default; only own run directories: corrected
+        published=not all(p.is_dir() for p in paths) if published is None else published,
         keep_outliers=keep_outliers,
         default=default_frame,
         group_by=group_by,
@@ -122,6 +129,9 @@ def analyze(
         console.print(f"  wrote {terminal_text(path)}")
 
 
+app.command("analyze", hidden=True, help="Old name of `rescore`.")(rescore)
+
+
 def _fmt(mean: float, sd: float) -> str:
     from ..stats import format_mean_sd  # scipy loads on first use
 
@@ -131,7 +141,7 @@ def _fmt(mean: float, sd: float) -> str:
 def _print(result: Reanalysis) -> None:
     from rich.table import Table
 
-    from .analysis import METHOD_NOTES
+    from .analysis import METHOD_NOTES, PUBLISHED_NOTES
     from .published import DIMENSIONS, LEVEL_NAMES
 
     n = len(result.frame)
@@ -173,7 +183,8 @@ def _print(result: Reanalysis) -> None:
     if result.extremes is not None:
         method = result.settings["method"]
         table = Table(
-            title=f"steering extremes vs default (Table 3.10), --method {method}: {METHOD_NOTES[method]}"
+            title=f"steering extremes vs default (Table 3.10), --method {method}: {METHOD_NOTES[method]}; "
+            f"{PUBLISHED_NOTES[bool(result.settings['published'])]}"
         )
         for col in ("dimension", "side", "profile", "assigned", "difference", "t", "p", "test"):
             table.add_column(col)
@@ -348,7 +359,8 @@ def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:
 @app.command()
 def compare(
     paths: Annotated[list[Path], typer.Argument(help="Two or more save files or run directories.")],
-    method: Annotated[str, typer.Option(help="student (thesis), welch or paper.")] = "student",
+    method: Annotated[str, typer.Option(help="student (thesis), welch or f-test.")] = "student",
+    published: kit.PublishedOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Pairwise t-tests between groups of runs, e.g. the item-order experiment (Tables 3.4-3.5)."""
@@ -358,7 +370,7 @@ def compare(
     from .published import DIMENSIONS
 
     groups = _groups(paths)
-    tests = paired_group_tests(groups, method=method)  # type: ignore[arg-type]
+    tests = paired_group_tests(groups, method=method, published=bool(published))
     summaries = {name: describe(frame) for name, frame in groups.items()}
     if as_json:
         payload = {

@@ -90,8 +90,8 @@ def _rows(rows: dict[str, list[tuple[float, float]]]) -> dict[str, dict[str, tup
 
 #: Table 3.10 (000:880-893): steering extremes vs default (n_default = 2,500, n_assigned = 240).
 #: (dimension, "min"/"max") -> (assigned mean, assigned sd, difference, t). The caption says Student's
-#: t-tests; the t values are those of the authors' procedure (``method="paper"``: an F-test at 0.001
-#: chooses Student for E-min and A-min, Welch for the other eight, on population SDs).
+#: t-tests; the t values are those of the authors' procedure (``method="f-test"``, ``published=True``:
+#: an F-test at 0.001 chooses Student for E-min and A-min, Welch for the other eight, on population SDs).
 TABLE_3_10: dict[tuple[str, str], tuple[float, float, float, float]] = {
     ("Openness", "min"): (3.56, 0.52, -0.75, -21.44),
     ("Openness", "max"): (4.61, 0.21, 0.31, 18.98),

@@ -14,7 +14,7 @@ from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
 from ..stats import format_mean_sd
-from .analysis import METHOD_NOTES, validity_by_level
+from .analysis import METHOD_NOTES, PUBLISHED_NOTES, validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
 from .reanalysis import Reanalysis, reanalyse
@@ -129,8 +129,9 @@ def write_reanalysis(
         sections.append(
             (
                 "Minimum and maximum profiles against the default (Table 3.10)",
-                f"`--method {method}`: {METHOD_NOTES[method]}; column `test` names each row's test.\n\n"
-                + table(result.extremes),
+                f"`--method {method}`: {METHOD_NOTES[method]}; "
+                f"{PUBLISHED_NOTES[bool(result.settings['published'])]}; "
+                "column `test` names each row's test.\n\n" + table(result.extremes),
             )
         )
     if maps:
@@ -160,6 +161,12 @@ def analyze_record(record: RunRecord, options: Any) -> list[Path]:
     default = load_points([Path(p) for p in options.default_data]) if options.default_data else None
     min_pts = min(options.min_pts, max(2, len(frame) // 4))
     result = reanalyse(
-        frame, fit_on=options.fit_on, eps=options.eps, min_pts=min_pts, method=options.method, default=default
+        frame,
+        fit_on=options.fit_on,
+        eps=options.eps,
+        min_pts=min_pts,
+        method=options.method,
+        published=options.published,
+        default=default,
     )
     return write_reanalysis(result, run_dir, default, detail_frame(run_dir, units), points=frame)

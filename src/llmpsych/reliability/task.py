@@ -21,11 +21,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
+from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
+from ..stats.compare import METHOD_ALIASES
 from .answers import chunk_levels, parse_chunk
 from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, chunk_sizes, shuffled_chunks
 from .logprobs import expected_levels, label_distributions
@@ -82,12 +84,24 @@ class ReliabilityOptions(BaseModel):
     fit_on: Literal["data", "full-grid"] = "data"
     eps: float = Field(default=EPS, gt=0)
     min_pts: int = Field(default=MIN_PTS, ge=1)
-    method: Literal["paper", "welch", "student"] = Field(
-        default="paper", description="t-test of Tables 3.3 and 3.10: paper (reproduces them), welch, student"
+    method: Literal["f-test", "welch", "student"] = Field(
+        default="f-test",
+        description="t-test of Tables 3.3 and 3.10: f-test (the authors' F-test chooses Student or Welch), "
+        "welch, student",
+    )
+    published: bool = Field(
+        default=False,
+        description="the original code's test details (population SDs + 1e-8); default: corrected "
+        "(see docs/statistics.md, 'Published or corrected')",
     )
     default_data: list[str] | None = Field(
         default=None, description="unsteered results (save files or run dirs) to compare steering with"
     )
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method_name(cls, value: Any) -> Any:
+        return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("style", mode="before")
     @classmethod
@@ -217,7 +231,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
         keys = sorted(cases, key=lambda k: int(k) if k.isdigit() else k)
         return cases[keys[repeat % len(keys)]]
 
-    def plan(self, target: str | None, repeat: int, ctx: Any) -> SteeringPlan:
+    def plan(self, target: str | None, repeat: int, ctx: ChatContext) -> SteeringPlan:
         """The steering turns for a unit (deterministic for its seed)."""
         o = self.options
         if o.steer is None or target is None:
@@ -232,7 +246,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
             return character_plan(target, o.cot, self._official(target, repeat) if o.cot else None)
         return persona_plan(target)
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         p = unit.payload
         config = Configuration(p["template"], p["version"], p["language"], p["label"], p["order"])
         o = self.options

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    from ..models.chat_context import ChatContext
     from .config import RunConfig
     from .record import RunRecord
 
@@ -83,7 +84,7 @@ class Task(ABC, Generic[OptionsT]):
         """Expand the config into work units (deterministic for a given config)."""
 
     @abstractmethod
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         """Do one unit's work through ``ctx.chat`` and return a JSON-ready result."""
 
     def calls_per_unit(self) -> float | None:

@@ -6,11 +6,14 @@ The papers' procedure, per subscale and norm group (PsychoBench §3.7, EmotionBe
 2. Student's t-test if the F-test does not reject (p > alpha), otherwise Welch's t-test;
 3. significant when the t-test's two-sided p <= alpha (alpha = 0.01 in the papers).
 
+This procedure is ``method="f-test"`` (the name ``"paper"`` is still accepted and means the same).
 ``method="welch"`` always uses Welch's test (what most statisticians now recommend) and
 ``method="student"`` always Student's. Each comparison also reports Hedges' g with a confidence
 interval, Glass's delta (standardised by the human SD), and, through :func:`apply_holm`, Holm-adjusted
 p-values across a family of comparisons.
 
+``published`` is separate from the method: it is the switch for the original code's errata, and
+:func:`compare_with_norm` takes it keyword-only with no default, so every caller states which it wants.
 ``published=True`` reproduces the original code exactly: it adds ``1e-8`` to both SDs before testing and
 computes the F-test p-value as ``2 * (1 - F.cdf(larger variance / smaller variance))``, which can
 exceed 1. The default instead uses the SDs as given (scipy handles one zero SD exactly: the Welch limit;
@@ -30,7 +33,10 @@ from scipy import special, stats
 
 from .descriptive import StatsError, summarize
 
-Method = Literal["paper", "welch", "student"]
+Method = Literal["f-test", "welch", "student"]
+#: Accepted on input (old configs, old callers): ``"paper"`` is the F-test-then-t procedure.
+METHOD_ALIASES: dict[str, Method] = {"paper": "f-test"}
+METHODS: tuple[Method, ...] = ("f-test", "welch", "student")
 Alternative = Literal["two-sided", "less", "greater"]
 PUBLISHED_SD_EPSILON = 1e-8
 
@@ -110,7 +116,7 @@ class EffectSize:
 
 
 def variance_f_test(
-    a: Any, b: Any, *, alternative: Alternative = "two-sided", published: bool = False
+    a: Any, b: Any, *, alternative: Alternative = "two-sided", published: bool
 ) -> FTestResult:
     """F-test of ``var(a) = var(b)``; ``alternative="less"`` tests ``var(a) < var(b)``.
 
@@ -225,8 +231,8 @@ def compare_with_norm(
     *,
     alpha: float = 0.01,
     variance_alpha: float | None = None,
-    method: Method = "paper",
-    published: bool = False,
+    method: Method | Literal["paper"] = "f-test",
+    published: bool,
     confidence: float = 0.95,
     scale: str | None = None,
     subscale: str | None = None,
@@ -238,8 +244,7 @@ def compare_with_norm(
     """
     if not 0 < alpha < 1:
         raise StatsError(f"alpha must be between 0 and 1, got {alpha}")
-    if method not in ("paper", "welch", "student"):
-        raise StatsError(f"unknown method {method!r} (use paper, welch or student)")
+    method = normalize_method(method)
     gm, gh = GroupStats.of(model), GroupStats.of(human)
     _require_two(gm, gh)
     tested_m, tested_h = gm, gh
@@ -249,7 +254,7 @@ def compare_with_norm(
     f_test = variance_f_test(gm, gh, published=published)
     level = alpha if variance_alpha is None else variance_alpha
     equal_variance = bool(f_test.p_value > level) if not math.isnan(f_test.p_value) else True
-    use_student = {"paper": equal_variance, "welch": False, "student": True}[method]
+    use_student = {"f-test": equal_variance, "welch": False, "student": True}[method]
     t_test = t_test_from_stats(tested_m, tested_h, equal_var=use_student)
     significant = bool(t_test.p_value <= alpha) if not math.isnan(t_test.p_value) else False
     difference = gm.mean - gh.mean
@@ -291,6 +296,14 @@ def compare_with_norm(
         published=published,
         note=note,
     )
+
+
+def normalize_method(method: str) -> Method:
+    """``method`` as one of :data:`METHODS`, mapping the old name ``"paper"`` to ``"f-test"``."""
+    name = METHOD_ALIASES.get(method, method)
+    if name not in METHODS:
+        raise StatsError(f"unknown method {method!r} (use f-test, welch or student)")
+    return name
 
 
 def holm_adjust(p_values: Sequence[float]) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import GenerationParams
 from ..report.files import atomic_write_text
 from ..runs.record import RunRecord
@@ -39,7 +40,7 @@ class EchoTask(Task[EchoOptions]):
     def units(self) -> list[WorkUnit]:
         return [WorkUnit(f"u{i:06d}", {"index": i}) for i in range(self.options.units)]
 
-    async def run_unit(self, unit: WorkUnit, ctx: Any) -> Any:
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         params = GenerationParams(
             max_tokens=self.options.max_tokens, temperature=self.config.params.temperature
         )
@@ -48,7 +49,7 @@ class EchoTask(Task[EchoOptions]):
             for s in range(self.options.parallel)
         ]
         for turn in range(self.options.turns):
-            requests = [(history, params, "subject", turn) for history in histories]
+            requests: list[ChatRequest] = [(history, params, "subject", turn) for history in histories]
             results = await ctx.chat_all(requests)
             for seat, (history, result) in enumerate(zip(histories, results, strict=True)):
                 history.append({"role": "assistant", "content": result.text})
