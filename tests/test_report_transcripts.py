@@ -34,15 +34,19 @@ def test_calls_are_grouped_per_unit_and_seat_with_only_new_messages(tmp_path: Pa
     for unit in record.units:
         grouped = threads(Call.of(c) for c in record.calls.of_unit(unit.unit_id))
         assert len(grouped) == 2  # one conversation per seat, not one per call
-        for seat, thread in enumerate(grouped):
-            assert [t.reply for t in thread.turns] == answers[unit.unit_id][seat]
+        index = unit.payload["index"]
+        seats = []
+        for thread in grouped:  # the seats ask at once, so either thread may hold the first stored call
             first, *later = thread.turns
-            index = unit.payload["index"]
-            assert [m["content"] for m in first.new_messages] == [f"unit {index} seat {seat}: say something"]
+            (opening,) = [m["content"] for m in first.new_messages]
+            seat = int(opening.removeprefix(f"unit {index} seat ").removesuffix(": say something"))
+            seats.append(seat)
+            assert [t.reply for t in thread.turns] == answers[unit.unit_id][seat]
             # a later turn adds only the new user message: the history is not repeated
             assert [[m["content"] for m in t.new_messages] for t in later] == [
                 [f"turn {k} seat {seat}: go on"] for k in (1, 2)
             ]
+        assert sorted(seats) == [0, 1]
     text = transcripts_markdown(record, "Echo transcripts", intro="Every seat's conversation.")
     assert text.startswith("# Echo transcripts\n\nEvery seat's conversation.\n")
     assert text.count("\n## u0000") == 2 and text.count("\n### thread ") == 4
