@@ -125,7 +125,14 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
             answered = 0
             killed = reloaded = False
             finished = False
+            idle = 0
             while not finished:
+                assert idle < 40, (
+                    str(answered)
+                    + people[0].content()[:1500]
+                    + "".join(host.lines)
+                    + (host.proc.stderr.read() if host.proc.poll() is not None else "")
+                )
                 progressed = False
                 for i, page in enumerate(people):
                     try:
@@ -157,7 +164,10 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
                 if host.over.is_set():
                     finished = True
                 elif not progressed:
+                    idle += 1
                     monitor.reload()
+                else:
+                    idle = 0
             assert killed and reloaded
             monitor.reload()
             monitor.screenshot(path=str(shots / "monitor-end.png"), full_page=True)

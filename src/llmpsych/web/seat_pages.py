@@ -85,7 +85,11 @@ class SessionApp:
         body = b""
         if method == "POST":
             origin = headers.get("origin")
-            if origin is not None and _split_host(origin.split("://", 1)[-1].lower()) != (name, port):
+            # with Referrer-Policy no-referrer a browser sends "Origin: null"; the form token still decides
+            if origin not in (None, "null") and _split_host(origin.split("://", 1)[-1].lower()) != (
+                name,
+                port,
+            ):
                 return _text("forms are accepted from this server's pages only", 403)
             try:
                 length = int(headers.get("content-length", ""))

@@ -95,7 +95,8 @@ class Session:
         self.deadline_s = deadline_s
         self.started = started
         self.finished = False
-        self.secret = secrets.token_bytes(32)  # CSRF tokens of this process (a restart issues new ones)
+        #: signs the form tokens; kept in session.json, so a form loaded before a restart still works
+        self.secret = secrets.token_bytes(32)
         self.timings: list[dict[str, Any]] = []
         #: per-seat scores, filled when the run's analysis is written (the monitor shows them)
         self.scores: list[dict[str, Any]] = []
@@ -127,6 +128,7 @@ class Session:
             ]
             session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]))
             session.timings = list(data.get("answers", []))
+            session.secret = bytes.fromhex(str(data["secret"]))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is missing or damaged ({exc}); this run was not hosted") from None
         for slot in session.slots.values():
@@ -139,6 +141,7 @@ class Session:
             data = {
                 "deadline_s": self.deadline_s,
                 "started": self.started,
+                "secret": self.secret.hex(),
                 "seats": [
                     {"player": s.player, "spec": s.spec, "name": s.name, "token": s.token, "joined": s.joined}
                     for s in self.slots.values()
