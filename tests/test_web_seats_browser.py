@@ -175,7 +175,8 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
             assert people[0].locator("#finished").count() == 1
             # the model reply holding a script renders inert on the run's unit page
             unit = monitor
-            unit.goto(f"{base}/run/{run_dir.name}/unit?id=guessing-run01")
+            unit.click("#state a")  # the run's report
+            unit.goto(unit.url + "/unit?id=guessing-run01")
             assert SCRIPT in unit.inner_text("main")
             assert unit.title() != "pwned"
             browser.close()

@@ -18,6 +18,7 @@ from ..games.seats import WebSeat, build_seats, set_web_broker
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
 from .app import create_app
+from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
 from .security import TOKEN_PARAM, host_names, new_token
 from .server import LIMIT_CONCURRENCY, MAX_HEAD_BYTES, bind, is_loopback, url_host
@@ -57,7 +58,7 @@ def host_run(
         token=token,
         port=port,
         hosts=host_names(host),
-        extra_routes=[monitor_route(session, links, run_dir.name)],
+        extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name))],
     )
     app = SessionApp(session, inner, token=token, port=port, hosts=host_names(host))
     config = uvicorn.Config(
@@ -93,7 +94,7 @@ def host_run(
         outcome = run()
         session.finished = True
         session.scores = _scores(run_dir)
-        announce(f"the game is over; the report is on {public}/run/{run_dir.name}")
+        announce(f"the game is over; the report is on {public}/run/{_run_id(0, run_dir.name)}")
         if linger:
             announce("stop the server with Ctrl+C")
             while thread.is_alive():  # joined in steps, so Ctrl+C reaches this thread
