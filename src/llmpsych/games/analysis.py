@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..report.files import atomic_write_text, output_dir
+from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.store import RunStore
@@ -116,6 +116,7 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
             }
         )
     games = pd.DataFrame(game_rows)
+    seat_files = write_seat_scores(results, task, run_dir)  # per seat and per kind of seat (mixed tables)
     titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
     plots = write_plots(results, run_dir / "plots", titles)
     transcripts = write_transcripts(results, run_dir / "transcripts", titles)
@@ -128,6 +129,7 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
         sections,
         tables=[("decisions", decisions), ("rounds", rounds), ("games", games)],
         files=[
+            *seat_files,
             *(path for files in plots.values() for path in files.values()),
             *(path for paths in transcripts.values() for path in paths),
         ],
@@ -136,7 +138,63 @@ def analyze_run(run_dir: Path, task: Any) -> list[Path]:
 
 def _recorded_seat(spec: Any) -> bool:
     """Whether a seat's answers are stored beside the model calls (``human`` and ``python:`` seats)."""
-    return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python"}
+    return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python", "web"}
+
+
+def seat_scores(results: list[dict[str, Any]], task: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Scores per seat and per player kind in mixed tables (people and models at one table).
+
+    Per seat (one row per game run and player): its seat, who it is (the model of a model seat, else the
+    seat spec), decisions, fallbacks, mean numeric action, and the payoffs the game's round records give
+    per player: rounds won (``winners``, Guess 2/3) and total gain and final tokens (``gain`` /
+    ``tokens_after``, Public Goods). Per player: the same, averaged over that player's seats and runs.
+    """
+    specs = task.config.role_specs()
+    rows = []
+    for r in results:
+        seats = r.get("seats") or []
+        decisions = decision_rows(r)
+        for player in range(int(r.get("players", len(seats)))):
+            seat = str(seats[player]) if player < len(seats) else "?"
+            mine = [d for d in decisions if d["player"] == player]
+            numbers = [float(d["action"]) for d in mine if isinstance(d["action"], int | float)]
+            kind, _, role = seat.partition(":")
+            who = f"model {specs.get(role or 'subject', '?')}" if kind in ("llm", "model") else seat
+            row: dict[str, Any] = {
+                "game": r["game"],
+                "run": r["run"],
+                "player": player,
+                "seat": seat,
+                "who": who,
+                "decisions": len(mine),
+                "fallbacks": sum(d["fallback"] for d in mine),
+                "mean action": sum(numbers) / len(numbers) if numbers else math.nan,
+            }
+            rounds = r["rounds"]
+            if rounds and all("winners" in x for x in rounds):
+                row["rounds won"] = sum(player in x["winners"] for x in rounds)
+            if rounds and all(isinstance(x.get("gain"), list) for x in rounds):
+                row["total gain"] = round(sum(x["gain"][player] for x in rounds), 2)
+                row["final tokens"] = rounds[-1]["tokens_after"][player]
+            rows.append(row)
+    per_seat = pd.DataFrame(rows)
+    if per_seat.empty:
+        return per_seat, per_seat
+    numeric = [c for c in per_seat.columns if c not in ("run", "player", "seat", "who", "game")]
+    per_who = per_seat.groupby(["game", "who"], sort=False)[numeric].mean().reset_index()
+    per_who.insert(2, "seats", per_seat.groupby(["game", "who"], sort=False).size().to_numpy())
+    return per_seat, per_who
+
+
+def write_seat_scores(results: list[dict[str, Any]], task: Any, run_dir: Path) -> list[Path]:
+    """``seats.csv`` (per seat) and ``seat_kinds.csv`` (per model / other seat) of :func:`seat_scores`."""
+    per_seat, per_who = seat_scores(results, task)
+    if per_seat.empty:
+        return []
+    paths = [run_dir / "seats.csv", run_dir / "seat_kinds.csv"]
+    write_csv(per_seat, paths[0])
+    write_csv(per_who, paths[1])
+    return paths
 
 
 def players_text(task: Any) -> str:

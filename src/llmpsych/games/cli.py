@@ -450,6 +450,90 @@ def run_cmd(
     kit.finish(kit.start(cfg, out, progress))
 
 
+@app.command("host")
+def host_cmd(
+    ctx: typer.Context,
+    game: Annotated[str, typer.Option("--game", help="A game, or several comma-separated.")] = "guessing",
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Games played per game.")] = 1,
+    players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 5,
+    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 5,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
+    deadline: Annotated[
+        float,
+        typer.Option(
+            "--deadline",
+            min=0,
+            help="Seconds a participant has per decision (0: none); then the game's equilibrium action "
+            "is entered for them.",
+        ),
+    ] = 120.0,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on. Default loopback; another address lets others connect."
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port (default: a free one).", min=0, max=65535)] = 0,
+    linger: Annotated[
+        bool, typer.Option("--linger/--exit", help="Keep serving the report after the game ends.")
+    ] = True,
+    model: kit.ModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    data_dir: DataDirOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Host a game with participants in browsers: seats ``web[:NAME]`` (e.g. -O seats='[web:Ann, web:Bob,
+    llm, llm]') get one join link each; a monitor page shows the session."""
+    from ..paths import runs_dir
+    from ..runs import resume_run, start_run
+    from ..runs.runner import new_run_dir
+    from ..web.host import host_run, prepare
+    from ..web.session import Session
+
+    if resume is not None:
+        kit.refuse_with_resume(ctx, {"resume", "base_url", "host", "port", "linger", "debug"})
+        session = Session.load(resume)
+        run_dir = resume
+
+        def play() -> object:
+            return resume_run(resume, False, kit.state.debug, base_url=base_url)
+
+    else:
+        games = [part.strip() for part in game.split(",") if part.strip()]
+        flags = {
+            "game": games[0] if len(games) == 1 else games,
+            "runs": runs,
+            "players": players,
+            "rounds": rounds,
+            "max_tokens": max_tokens,
+        }
+        options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
+        cfg = kit.build_config(
+            "gamabench",
+            options=options,
+            model=model,
+            base_url=base_url,
+            seed=seed,
+            data_dir=data_dir,
+            temperature=temperature,
+            source="gamabench host",
+        )
+        run_dir = out or new_run_dir(runs_dir(), "gamabench-host")
+        session = prepare(cfg, run_dir, deadline)
+
+        def play() -> object:
+            return start_run(cfg, run_dir, False, kit.state.debug)
+
+    outcome = host_run(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)  # type: ignore[arg-type]
+    kit.finish(outcome)
+
+
 @app.command("preset")
 def preset_cmd(
     ctx: typer.Context,

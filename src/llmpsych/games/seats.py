@@ -19,6 +19,10 @@ Seat specs are short strings (``-O seats='[llm, fixed:91, human]'``):
     the answer value from stdin. Each typed answer is stored in the run store (role ``human``), so a
     resumed game replays it instead of asking again. Ctrl-C at the prompt stops the run at once (resume
     it with ``llmpsych run --resume``).
+``web`` / ``web:<name>``
+    a participant in a browser (``llmpsych gamabench host``): the question is shown on the seat's page and
+    the answer comes from its form. Answers are stored (role ``web``) and replayed on resume, like
+    ``human``. Only a run hosted by ``gamabench host`` can seat one.
 
 A seat is given an :class:`~llmpsych.games.observation.Observation` (what its player may see) and the
 unit's :class:`~llmpsych.games.observation.SeatContext`, and returns a :class:`Reply`; it never sees the
@@ -37,7 +41,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from ..errors import ConfigError, LlmpsychError, terminal_text
 from .observation import Observation, SeatContext
@@ -279,6 +283,55 @@ class HumanSeat(Seat):
         return line.strip()
 
 
+class WebBroker(Protocol):
+    """Where a web seat's question goes and its answer comes from (the hosted session)."""
+
+    async def answer(self, seat: WebSeat, observation: Observation) -> str: ...
+
+    def saved(self, observation: Observation) -> None:
+        """The answer to ``observation`` is durable in the run store."""
+
+
+#: the session of ``llmpsych gamabench host`` (None: no run in this process may seat a ``web`` player)
+_WEB_BROKER: list[WebBroker] = []
+
+
+def set_web_broker(broker: WebBroker | None) -> None:
+    """Install (or remove, with None) the broker that answers ``web`` seats in this process."""
+    _WEB_BROKER.clear()
+    if broker is not None:
+        _WEB_BROKER.append(broker)
+
+
+class WebSeat(Seat):
+    """A participant in a browser; the answer is typed in the seat's page of a hosted session.
+
+    Answers are recorded in the run store (role ``web``) as they are given; on resume they are replayed,
+    not asked again.
+    """
+
+    kind = "web"
+
+    def __init__(self, spec: str, name: str = "") -> None:
+        super().__init__(spec)
+        self.name = name
+
+    async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        async def ask() -> str:
+            if not _WEB_BROKER:
+                raise ConfigError(
+                    f"seat {self.spec!r} is a browser seat",
+                    "play it with `llmpsych gamabench host` (it serves the seats' pages)",
+                )
+            return await _WEB_BROKER[0].answer(self, observation)
+
+        request = {"question": observation.question, "valid": observation.valid}
+        line = await ctx.recorded("web", f"web:{observation.key}", self.spec, request, ask)
+        if _WEB_BROKER:
+            _WEB_BROKER[0].saved(observation)
+        return _wrap(line, observation)
+
+
 def parse_seat(spec: str, load: bool = True) -> Seat:
     """Build a seat from its spec string; ``load=False`` checks a ``python:`` seat without importing it."""
     kind, _, rest = spec.strip().partition(":")
@@ -293,9 +346,11 @@ def parse_seat(spec: str, load: bool = True) -> Seat:
         return CallableSeat(spec, rest, load)
     if kind in {"human", "user"}:
         return HumanSeat(spec)
+    if kind == "web":
+        return WebSeat(spec, rest.strip())
     raise ConfigError(
         f"unknown seat {spec!r}",
-        "use llm[:role], fixed:<values>, strategy:ne, python:<module>:<function> or human",
+        "use llm[:role], fixed:<values>, strategy:ne, python:<module>:<function>, human or web[:name]",
     )
 
 

@@ -306,8 +306,17 @@ async def _not_found(request: Request, exc: Exception) -> Response:
     )
 
 
-def create_app(roots: list[Path], *, token: str, port: int, hosts: set[str], rescan_s: float = 2.0) -> Gate:
-    """The whole application for the runs under ``roots``, behind its :class:`Gate`."""
+def create_app(
+    roots: list[Path],
+    *,
+    token: str,
+    port: int,
+    hosts: set[str],
+    rescan_s: float = 2.0,
+    extra_routes: list[Route] | None = None,
+) -> Gate:
+    """The whole application for the runs under ``roots``, behind its :class:`Gate` (``extra_routes``:
+    further read-only pages behind the same gate, e.g. a hosted session's monitor)."""
     pages = Pages(Catalog(roots, rescan_s))
     routes = [
         Route("/", pages.runs),
@@ -318,6 +327,7 @@ def create_app(roots: list[Path], *, token: str, port: int, hosts: set[str], res
         Route("/run/{run_id}/unit", pages.unit),
         Route("/run/{run_id}/file/{name:path}", pages.file),
         Mount("/static", StaticFiles(directory=str(_PACKAGE / "static")), name="static"),
+        *(extra_routes or []),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _not_found})
     return Gate(app, token=token, port=port, hosts=hosts)

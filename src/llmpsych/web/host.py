@@ -1,0 +1,133 @@
+"""``llmpsych gamabench host``: a GAMA-Bench run with browser seats, served while it plays.
+
+One process (see :mod:`.session` for why): uvicorn serves from a second thread; the run engine plays in
+the main thread exactly as ``gamabench run`` does, its web seats answered through the session.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import uvicorn
+
+from ..errors import ConfigError
+from ..games.seats import WebSeat, build_seats, set_web_broker
+from ..runs import RunOutcome
+from ..runs.config import RunConfig
+from .app import create_app
+from .catalog import _run_id
+from .seat_pages import SessionApp, monitor_route
+from .security import TOKEN_PARAM, host_names, new_token
+from .server import LIMIT_CONCURRENCY, MAX_HEAD_BYTES, bind, is_loopback, url_host
+from .session import SESSION_FILE, Session
+
+
+def web_seats(config: RunConfig) -> list[tuple[int, str, str]]:
+    """``(player, spec, name)`` of each ``web`` seat of a GAMA-Bench config."""
+    options = config.options if isinstance(config.options, dict) else {}
+    players = int(options.get("players", 10))
+    seats = build_seats(options.get("seats"), players, load=False)
+    return [(i, s.spec, s.name) for i, s in enumerate(seats) if isinstance(s, WebSeat)]
+
+
+def host_run(
+    run: Callable[[], RunOutcome],
+    run_dir: Path,
+    session: Session,
+    *,
+    host: str,
+    port: int,
+    announce: Callable[[str], None],
+    linger: bool,
+) -> RunOutcome:
+    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game."""
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    token = new_token()
+    base = f"http://{url_host(host)}:{port}"
+    public = base
+    if not is_loopback(host):
+        name = host if host not in ("0.0.0.0", "::") else socket.gethostname()
+        public = f"http://{url_host(name)}:{port}"
+    links = {s.player: f"{public}/play/{s.token}" for s in session.slots.values()}
+    inner = create_app(
+        [run_dir.parent],
+        token=token,
+        port=port,
+        hosts=host_names(host),
+        extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name))],
+    )
+    app = SessionApp(session, inner, token=token, port=port, hosts=host_names(host))
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        limit_concurrency=LIMIT_CONCURRENCY,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        server_header=False,
+        proxy_headers=False,
+        lifespan="off",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    announce(f"llmpsych gamabench host: session in {run_dir}")
+    if is_loopback(host):
+        announce(
+            "only this machine can reach it (loopback); use --host to let participants on a network join"
+        )
+    else:
+        announce(
+            f"WARNING: bound to {host}: anyone who can reach this machine on port {port} can connect; "
+            "each page still needs its token, but the connection is plain HTTP (not encrypted): use it "
+            "only on a network you trust"
+        )
+    announce("join links (one per participant; each admits its seat only):")
+    for slot in sorted(session.slots.values(), key=lambda s: s.player):
+        announce(f"  player {slot.player} ({slot.name}): {links[slot.player]}")
+    announce(f"monitor (experimenter only): {public}/session?{TOKEN_PARAM}={token}")
+    set_web_broker(session)
+    try:
+        outcome = run()
+        session.finished = True
+        session.scores = _scores(run_dir)
+        announce(f"the game is over; the report is on {public}/run/{_run_id(0, run_dir.name)}")
+        if linger:
+            announce("stop the server with Ctrl+C")
+            while thread.is_alive():  # joined in steps, so Ctrl+C reaches this thread
+                thread.join(0.5)
+        return outcome
+    finally:
+        set_web_broker(None)
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def _scores(run_dir: Path) -> list[dict[str, object]]:
+    """The per-seat scores the analysis wrote (``seats.csv``), for the monitor."""
+    import pandas as pd
+
+    path = run_dir / "seats.csv"
+    if not path.exists():
+        return []
+    frame = pd.read_csv(path)
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
+    """A new session in ``run_dir`` for the web seats of ``config`` (refused without any)."""
+    if config.task != "gamabench":
+        raise ConfigError("only GAMA-Bench runs can be hosted")
+    seats = web_seats(config)
+    if not seats:
+        raise ConfigError(
+            "this run has no web seats", "seat participants with e.g. -O seats='[web:Ann, web:Bob, llm, llm]'"
+        )
+    if (run_dir / SESSION_FILE).exists():
+        raise ConfigError(f"{run_dir} already holds a session", "continue it with --resume")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return Session.create(run_dir, seats, deadline_s)

@@ -1,0 +1,200 @@
+"""The pages of a hosted session: a participant's seat page and the experimenter's monitor.
+
+The seat pages (``/play/<seat token>``) are the only pages open without the experimenter token: the
+seat token in the path admits that one seat and nothing else (not another seat, not the runs pages).
+Answers are POSTed with a per-question form token (HMAC of this process's secret, the seat and the
+question), only from this server's own pages (``Origin`` checked, cookies ``SameSite=Strict``), with a
+body of at most 4 kB. The monitor (``/session``) sits behind the runs pages' gate (the experimenter
+token); starting the game early is its one form, protected the same way. Every text (rules, other seats'
+replies, names) is escaped by Jinja2's autoescape.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from http.cookies import SimpleCookie
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl
+
+import anyio.to_thread
+import jinja2
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..games.seats import _shown
+from .security import SECURITY_HEADERS, _split_host
+from .session import ANSWERED, FORGED, Session
+
+#: Seconds a form submission waits for its answer to reach the run store.
+STORE_WAIT_S = 30.0
+#: Largest form body accepted (an answer is at most 200 characters).
+MAX_BODY = 4096
+_PACKAGE = resources.files("llmpsych.web")
+_ENV = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(_PACKAGE / "templates")),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def _page(template: str, code: int = 200, **context: Any) -> HTMLResponse:
+    return HTMLResponse(_ENV.get_template(template).render(**context), status_code=code)
+
+
+def _text(message: str, code: int) -> Response:
+    return PlainTextResponse(message + "\n", code)
+
+
+class SessionApp:
+    """ASGI: ``/play/...`` answered here; everything else goes to ``inner`` (the gated runs app, which
+    also serves the monitor); ``POST /session/start`` is checked here against the experimenter cookie."""
+
+    def __init__(self, session: Session, inner: ASGIApp, *, token: str, port: int, hosts: set[str]) -> None:
+        self.session = session
+        self.inner = inner
+        self.token = token
+        self.port = port
+        self.hosts = hosts
+        self.cookie = f"llmpsych_web_{port}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/seat.css" or path.startswith("/play/") or (path == "/session/start"):
+            response = await self._handle(scope, receive, path)
+            for name, value in SECURITY_HEADERS:
+                response.headers[name.decode()] = value.decode()
+            await response(scope, receive, send)
+            return
+        await self.inner(scope, receive, send)
+
+    async def _handle(self, scope: Scope, receive: Receive, path: str) -> Response:
+        headers = Headers(scope=scope)
+        name, port = _split_host(headers.get("host", "").lower())
+        if name not in self.hosts or port != str(self.port):
+            return _text("unknown Host header", 421)
+        method = scope["method"]
+        if method not in ("GET", "HEAD", "POST"):
+            return _text("method not allowed", 405)
+        if path == "/seat.css":
+            return Response((_PACKAGE / "static" / "seat.css").read_bytes(), media_type="text/css")
+        body = b""
+        if method == "POST":
+            origin = headers.get("origin")
+            # with Referrer-Policy no-referrer a browser sends "Origin: null"; the form token still decides
+            if origin not in (None, "null") and _split_host(origin.split("://", 1)[-1].lower()) != (
+                name,
+                port,
+            ):
+                return _text("forms are accepted from this server's pages only", 403)
+            try:
+                length = int(headers.get("content-length", ""))
+            except ValueError:
+                return _text("a form needs its length", 411)
+            if length > MAX_BODY or "transfer-encoding" in headers:
+                return _text("request too large", 413)
+            body = await Request(scope, receive).body()
+            if len(body) > MAX_BODY:
+                return _text("request too large", 413)
+        elif headers.get("content-length", "0") != "0":
+            return _text("requests have no body here", 413)
+        form = dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
+        if path == "/session/start":
+            return self._start(headers, method, form)
+        token = path[len("/play/") :]
+        slot = self.session.slot_for(token) if token and "/" not in token else None
+        if slot is None:
+            return _text("this link does not open a seat (check the link you were given)", 403)
+        if method == "POST":
+            taken = self.session.submit(
+                slot, form.get("key", ""), form.get("csrf", ""), form.get("answer", "")
+            )
+            if taken in (FORGED, ANSWERED):
+                return _text(str(taken), 403)
+            if isinstance(taken, str):
+                return self._seat(slot, taken, 400)
+            # answered once the answer is durable: a page that says "your answer is in" never lies
+            await anyio.to_thread.run_sync(taken.wait, STORE_WAIT_S)
+            return RedirectResponse(f"/play/{slot.token}", 303)
+        self.session.join(slot)
+        return self._seat(slot, None, 200)
+
+    def _seat(self, slot: Any, error: str | None, code: int) -> Response:
+        session = self.session
+        pending = session.current(slot)
+        context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
+        if session.finished:
+            state = "finished"
+        elif not session.started:
+            state = "lobby"
+            context["joined"] = sum(1 for s in session.slots.values() if s.joined)
+            context["seats"] = len(session.slots)
+        elif pending is None:
+            state = "waiting"
+        else:
+            state = "question"
+            o = pending.observation
+            left = None
+            if session.deadline_s > 0 and pending.shown_at is not None:
+                left = max(0, round(pending.shown_at + session.deadline_s - time.time()))
+            context["q"] = {
+                "round": o.round,
+                "rules": o.rules,
+                "history": [_shown(m) for m in o.history],
+                "question": o.question,
+                "valid": o.valid,
+                "field": o.primary,
+                "retry": o.attempt > 0,
+                "key": o.key,
+                "csrf": session.csrf(slot, o.key),
+                "left": left,
+            }
+        context["state"] = state
+        context["token"] = slot.token
+        context["deadline"] = round(session.deadline_s)
+        return _page("seat.html", code, **context)
+
+    def _start(self, headers: Headers, method: str, form: dict[str, str]) -> Response:
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is a missing one
+            cookie = SimpleCookie()
+        held = cookie.get(self.cookie)
+        if held is None or not hmac.compare_digest(held.value.encode(), self.token.encode()):
+            return _text("the monitor needs the experimenter link", 403)
+        if method != "POST":
+            return _text("start from the monitor page", 405)
+        if not hmac.compare_digest(form.get("csrf", "").encode(), monitor_csrf(self.session).encode()):
+            return _text("this form is not valid (reload the monitor)", 403)
+        self.session.start()
+        return RedirectResponse("/session", 303)
+
+
+def monitor_csrf(session: Session) -> str:
+    """The form token of the monitor's start button."""
+    return hmac.new(session.secret, b"start", "sha256").hexdigest()
+
+
+def monitor_route(session: Session, links: dict[int, str], run_id: str) -> Route:
+    """``/session``: who joined, their round, who is answering, answers given, the links to hand out."""
+
+    def monitor(request: Request) -> Response:
+        return _page(
+            "monitor.html",
+            seats=session.status(),
+            links=links,
+            started=session.started,
+            finished=session.finished,
+            all_joined=session.all_joined(),
+            csrf=monitor_csrf(session),
+            deadline=round(session.deadline_s),
+            run_id=run_id,
+            scores=session.scores,
+        )
+
+    return Route("/session", monitor)

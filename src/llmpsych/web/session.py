@@ -1,0 +1,302 @@
+"""A hosted game session: browser seats, their tokens, the lobby, deadlines and the participants' data.
+
+``llmpsych gamabench host`` runs the game in the same process as the web server: the run engine keeps
+the main thread (its own event loop, Ctrl-C and the run lock as in ``gamabench run``) and uvicorn
+serves the pages from a second thread. A web seat's question is handed to the :class:`Session` from
+the engine's loop and waits on a future of that loop; the page that receives the answer resolves it with
+``call_soon_threadsafe``. One process means no second copy of the run state to keep in step, and the run
+engine is used exactly as ``gamabench run`` uses it.
+
+What is kept about participants (``session.json`` in the run folder, readable by its owner only): the
+seat tokens and names given by the experimenter, whether each seat joined, and for every answer the
+question's key, when it was shown, when it was answered and how (typed, deadline, bot). The answers
+themselves are in the run store, like every model answer. Nothing else (no address, no browser data).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..games.observation import Observation
+from ..games.seats import WebSeat
+
+SESSION_FILE = "session.json"
+#: The default seconds a participant has for one decision; then the seat's default action is taken.
+DEFAULT_DEADLINE_S = 120.0
+#: Longest answer accepted from a form (a pirate proposal of 10 numbers needs ~40 characters).
+MAX_ANSWER_CHARS = 200
+FORGED = "this form is not valid for this question (reload the page)"
+ANSWERED = "this question was already answered (reload the page)"
+
+
+@dataclass
+class Pending:
+    """A question waiting for a participant."""
+
+    observation: Observation
+    future: asyncio.Future[str]
+    loop: asyncio.AbstractEventLoop
+    shown_at: float | None = None
+    timer: asyncio.TimerHandle | None = None
+    #: set once the answer is in the run store (the page that took it waits for this)
+    stored: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class SeatSlot:
+    """One browser seat."""
+
+    player: int
+    spec: str
+    name: str
+    token: str
+    joined: bool = False
+    answered: int = 0
+    last_round: int = 0
+    pending: dict[str, Pending] = field(default_factory=dict)
+
+
+def default_action(observation: Observation) -> str:
+    """The answer a seat nobody answers for gives: the game's equilibrium action (``strategy:ne``) for this
+    decision, as text the game's parser reads ("" when the game has none: the game's fallback then)."""
+    strategy = observation.strategy
+    if strategy is None:
+        return ""
+    try:
+        import random
+
+        value = strategy("ne", random.Random(observation.key))
+    except Exception:  # a game without an "ne" strategy for this decision
+        return ""
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return "null" if value is None else str(value)
+
+
+class Session:
+    """The web seats of one hosted run (thread-safe: the engine's loop and the server's thread use it)."""
+
+    def __init__(
+        self, run_dir: Path, slots: list[SeatSlot], deadline_s: float, started: bool = False
+    ) -> None:
+        self.run_dir = run_dir
+        self.slots = {s.player: s for s in slots}
+        self.deadline_s = deadline_s
+        self.started = started
+        self.finished = False
+        #: signs the form tokens; kept in session.json, so a form loaded before a restart still works
+        self.secret = secrets.token_bytes(32)
+        self.timings: list[dict[str, Any]] = []
+        #: per-seat scores, filled when the run's analysis is written (the monitor shows them)
+        self.scores: list[dict[str, Any]] = []
+        self._lock = threading.RLock()
+        self._storing: dict[str, threading.Event] = {}
+
+    # -- creating and persisting ------------------------------------------------------------------------
+    @classmethod
+    def create(cls, run_dir: Path, seats: list[tuple[int, str, str]], deadline_s: float) -> Session:
+        """A new session for ``(player, spec, name)`` web seats, each with a fresh token; saved at once."""
+        if not seats:
+            raise ConfigError("no web seats: give at least one, e.g. -O seats='[web:Ann, web:Bob, llm]'")
+        slots = [
+            SeatSlot(p, spec, name or f"player {p}", secrets.token_urlsafe(32)) for p, spec, name in seats
+        ]
+        session = cls(run_dir, slots, deadline_s)
+        session.save()
+        return session
+
+    @classmethod
+    def load(cls, run_dir: Path) -> Session:
+        """The session saved in ``run_dir`` (a resumed host)."""
+        path = run_dir / SESSION_FILE
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            slots = [
+                SeatSlot(int(s["player"]), str(s["spec"]), str(s["name"]), str(s["token"]), bool(s["joined"]))
+                for s in data["seats"]
+            ]
+            session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]))
+            session.timings = list(data.get("answers", []))
+            session.secret = bytes.fromhex(str(data["secret"]))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{path} is missing or damaged ({exc}); this run was not hosted") from None
+        for slot in session.slots.values():
+            slot.answered = sum(1 for t in session.timings if t.get("player") == slot.player)
+        return session
+
+    def save(self) -> None:
+        """Write ``session.json`` atomically, readable by its owner only (it holds the seat tokens)."""
+        with self._lock:
+            data = {
+                "deadline_s": self.deadline_s,
+                "started": self.started,
+                "secret": self.secret.hex(),
+                "seats": [
+                    {"player": s.player, "spec": s.spec, "name": s.name, "token": s.token, "joined": s.joined}
+                    for s in self.slots.values()
+                ],
+                "answers": self.timings,
+            }
+            path = self.run_dir / SESSION_FILE
+            tmp = path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=2)
+            os.replace(tmp, path)
+
+    # -- the browser side (server thread) ---------------------------------------------------------------
+    def slot_for(self, token: str) -> SeatSlot | None:
+        """The seat of ``token`` (compared in constant time), or None."""
+        found = None
+        for slot in self.slots.values():
+            if hmac.compare_digest(slot.token.encode(), token.encode()):
+                found = slot
+        return found
+
+    def join(self, slot: SeatSlot) -> None:
+        """The participant opened their link; the last one to join starts the game."""
+        with self._lock:
+            if not slot.joined:
+                slot.joined = True
+                self.save()
+                if self.all_joined():
+                    self.start()
+
+    def current(self, slot: SeatSlot) -> Pending | None:
+        """The question the seat's page shows: its oldest shown one (none in the lobby)."""
+        with self._lock:
+            shown = [p for p in slot.pending.values() if p.shown_at is not None]
+            return min(shown, key=lambda p: p.shown_at or 0.0) if shown else None
+
+    def csrf(self, slot: SeatSlot, key: str) -> str:
+        """The form token of one question of one seat (useless for any other question or seat)."""
+        return hmac.new(self.secret, f"{slot.token}\n{key}".encode(), hashlib.sha256).hexdigest()
+
+    def submit(self, slot: SeatSlot, key: str, csrf: str, answer: str) -> str | threading.Event:
+        """Take a typed answer: an event set once it is stored, or an error message (nothing taken)."""
+        if not hmac.compare_digest(self.csrf(slot, key).encode(), csrf.encode()):
+            return FORGED
+        answer = answer.strip()
+        if not answer:
+            return "please type an answer"
+        if len(answer) > MAX_ANSWER_CHARS:
+            return f"the answer is too long (at most {MAX_ANSWER_CHARS} characters)"
+        with self._lock:
+            pending = slot.pending.get(key)
+            if pending is None or pending.shown_at is None:
+                return ANSWERED
+            self._resolve(slot, key, answer, "typed")
+        return pending.stored
+
+    def start(self) -> None:
+        """The experimenter starts: seats that did not join are played by the default action."""
+        with self._lock:
+            if self.started:
+                return
+            self.started = True
+            for slot in self.slots.values():
+                for key in list(slot.pending):
+                    if slot.joined:
+                        self._show(slot, key)
+                    else:
+                        self._resolve(slot, key, default_action(slot.pending[key].observation), "bot")
+            self.save()
+
+    def all_joined(self) -> bool:
+        """Whether every web seat opened its link."""
+        return all(s.joined for s in self.slots.values())
+
+    # -- the engine side (the run's event loop) ---------------------------------------------------------
+    async def answer(self, seat: WebSeat, observation: Observation) -> str:
+        """The broker of :class:`~llmpsych.games.seats.WebSeat`: wait for the participant's answer."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[str] = loop.create_future()
+        with self._lock:
+            slot = self.slots.get(observation.player)
+            if slot is None:
+                raise ConfigError(f"player {observation.player} has no web seat in this session")
+            slot.last_round = observation.round
+            slot.pending[observation.key] = Pending(observation, future, loop)
+            if self.started:
+                if slot.joined:
+                    self._show(slot, observation.key)
+                else:
+                    self._resolve(slot, observation.key, default_action(observation), "bot")
+        return await future
+
+    def saved(self, observation: Observation) -> None:
+        """The engine stored the answer to ``observation``: the page waiting on it may answer."""
+        with self._lock:
+            event = self._storing.pop(observation.key, None)
+        if event is not None:
+            event.set()
+
+    # -- both (holding the lock) -------------------------------------------------------------------------
+    def _show(self, slot: SeatSlot, key: str) -> None:
+        pending = slot.pending[key]
+        pending.shown_at = time.time()
+        if self.deadline_s > 0:
+
+            def arm() -> None:
+                pending.timer = pending.loop.call_later(self.deadline_s, self._expire, slot, key, pending)
+
+            pending.loop.call_soon_threadsafe(arm)
+
+    def _expire(self, slot: SeatSlot, key: str, pending: Pending) -> None:
+        with self._lock:
+            if slot.pending.get(key) is pending:
+                self._resolve(slot, key, default_action(pending.observation), "deadline")
+
+    def _resolve(self, slot: SeatSlot, key: str, answer: str, how: str) -> None:
+        pending = slot.pending.pop(key)
+        self._storing[key] = pending.stored
+        now = time.time()
+        o = pending.observation
+        self.timings.append(
+            {
+                "player": slot.player,
+                "key": key,
+                "round": o.round,
+                "attempt": o.attempt,
+                "shown_at": pending.shown_at,
+                "answered_at": now,
+                "how": how,
+            }
+        )
+        slot.answered += 1
+        self.save()
+
+        def settle() -> None:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            if not pending.future.done():
+                pending.future.set_result(answer)
+
+        pending.loop.call_soon_threadsafe(settle)
+
+    def status(self) -> list[dict[str, Any]]:
+        """One row per web seat for the monitor."""
+        with self._lock:
+            return [
+                {
+                    "player": s.player,
+                    "name": s.name,
+                    "spec": s.spec,
+                    "joined": s.joined,
+                    "answered": s.answered,
+                    "round": s.last_round,
+                    "waiting": any(p.shown_at is not None for p in s.pending.values()),
+                }
+                for s in sorted(self.slots.values(), key=lambda s: s.player)
+            ]

@@ -1,0 +1,201 @@
+"""Browser seats end to end: real Chromium, three participants and two model seats (a scripted server) play
+Guess 2/3 and the Public Goods Game through ``llmpsych gamabench host``; one participant reloads mid-game,
+the server process is killed and resumed mid-session, and the stored answers equal those typed.
+
+Screenshots of the lobby, a game seat and the monitor go to ``$LLMPSYCH_SCREENSHOTS`` (default: the test's
+temporary folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from llmpsych.runs import RunStore
+from llmpsych.testing.fault_server import FaultServer
+from llmpsych.testing.game_player import game_answer
+
+playwright = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+SCRIPT = "<script>document.title='pwned'</script>"
+NAMES = ["Ann", "Bob", "<b>Cy</b>"]
+
+
+def hostile(body: dict[str, Any]) -> str:
+    """A valid game answer preceded by a script tag (a model reply that tries XSS)."""
+    return f"{SCRIPT}\n{game_answer(body, fenced=True)}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Host:
+    """One ``llmpsych gamabench host`` process, its printed links read as they come."""
+
+    def __init__(self, args: list[str]) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "COLUMNS": "400"}
+        command = [sys.executable, "-m", "llmpsych", "gamabench", "host", *args]
+        self.proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        self.lines: list[str] = []
+        self.links: dict[int, str] = {}
+        self.monitor = ""
+        self.ready = threading.Event()
+        self.over = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        assert self.ready.wait(60), self.proc.stderr.read() if self.proc.poll() is not None else self.lines
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            text = line.strip()
+            if text.startswith("player ") and "/play/" in text:
+                self.links[int(text.split()[1])] = text.rsplit(" ", 1)[1]
+            if text.startswith("monitor"):
+                self.monitor = text.rsplit(" ", 1)[1]
+                self.ready.set()
+            if text.startswith("the game is over"):
+                self.over.set()
+        self.ready.set()
+        self.over.set()
+
+
+def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tmp_path: Path) -> None:
+    shots = Path(os.environ.get("LLMPSYCH_SCREENSHOTS", tmp_path / "screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    run_dir = tmp_path / "session"
+    port = _free_port()
+    seats = "seats=[web:Ann, web:Bob, 'web:<b>Cy</b>', llm, llm]"
+    typed: dict[str, str] = {}  # question key -> the answer typed for it
+    with FaultServer(responder=hostile) as server:
+        host = Host(
+            ["--game", "guessing,public_goods", "--players", "5", "--rounds", "3", "--deadline", "0"]
+            + ["--model", "openai-compatible/scripted", "--base-url", server.base_url, "--seed", "1"]
+            + ["-O", seats, "--out", str(run_dir), "--port", str(port), "--exit"]
+        )
+        assert sorted(host.links) == [0, 1, 2]
+        assert len({link.rsplit("/", 1)[1] for link in host.links.values()}) == 3
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            monitor = browser.new_context().new_page()
+            monitor.goto(host.monitor)
+            assert "0 of 3 joined" in monitor.inner_text("#state")
+            people = [browser.new_context().new_page() for _ in NAMES]
+            people[0].goto(host.links[0])
+            assert "1 of 3 participants have joined" in people[0].inner_text("#lobby")
+            people[0].screenshot(path=str(shots / "lobby.png"), full_page=True)
+            monitor.reload()
+            assert "Ann" in monitor.inner_text("#seats")
+            assert "<b>Cy</b>" in monitor.inner_text("#seats")  # the name is text, not markup
+            monitor.screenshot(path=str(shots / "monitor-lobby.png"), full_page=True)
+            for i in (1, 2):
+                people[i].goto(host.links[i])
+
+            # seat A's form cannot answer for seat B, another token opens nothing, a replay is refused
+            people[0].wait_for_selector("#answer")
+            key = people[0].get_attribute("input[name=key]", "value")
+            csrf = people[0].get_attribute("input[name=csrf]", "value")
+            base = f"http://127.0.0.1:{port}"
+            token_b = host.links[1].rsplit("/", 1)[1]
+            with httpx.Client(base_url=base, trust_env=False, timeout=30) as client:
+                form = {"key": key, "csrf": csrf, "answer": "1"}
+                assert client.post(f"/play/{token_b}", data=form).status_code == 403
+                assert client.post("/play/" + "x" * 43, data=form).status_code == 403
+                assert client.get("/play/").status_code == 403
+                assert client.get("/session").status_code == 403  # the monitor needs the experimenter token
+                assert client.post(f"/play/{token_b}", data={**form, "answer": "9" * 5000}).status_code == 413
+
+            answered = 0
+            killed = reloaded = False
+            finished = False
+            idle = 0
+            while not finished:
+                assert idle < 40, (
+                    str(answered)
+                    + people[0].content()[:1500]
+                    + "".join(host.lines)
+                    + (host.proc.stderr.read() if host.proc.poll() is not None else "")
+                )
+                progressed = False
+                for i, page in enumerate(people):
+                    try:
+                        page.wait_for_selector("#answer", timeout=1500)
+                    except playwright.Error:
+                        continue
+                    key = page.get_attribute("input[name=key]", "value")
+                    assert key is not None and key not in typed, f"asked twice: {key}"
+                    heading = page.inner_text("#question")
+                    value = str(10 + 7 * i + answered % 5) if "guessing" in key else str(3 + i)
+                    if answered == 4 and not reloaded:
+                        page.screenshot(path=str(shots / "seat.png"), full_page=True)
+                        page.fill("#answer", "not a number")
+                        page.reload()  # mid-game reload: the same question is still there
+                        reloaded = True
+                        assert page.get_attribute("input[name=key]", "value") == key
+                        assert "Round" in heading
+                    page.fill("#answer", value)
+                    with page.expect_navigation():
+                        page.click("#send")
+                    typed[key] = value
+                    answered += 1
+                    progressed = True
+                    if answered == 7 and not killed:
+                        host.proc.send_signal(signal.SIGKILL)
+                        host.proc.wait(30)
+                        killed = True
+                        host = Host(["--resume", str(run_dir), "--port", str(port)])
+                if host.over.is_set():
+                    finished = True
+                elif not progressed:
+                    idle += 1
+                else:
+                    idle = 0
+            assert killed and reloaded
+            monitor.goto(host.monitor)  # the restarted server has a new experimenter token
+            monitor.screenshot(path=str(shots / "monitor-end.png"), full_page=True)
+            assert "Scores per seat" in monitor.inner_text("main")
+            people[0].reload()
+            assert people[0].locator("#finished").count() == 1
+            # the model reply holding a script renders inert on the run's unit page
+            unit = monitor
+            unit.click("#state a")  # the run's report
+            unit.goto(unit.url + "/unit?id=guessing-run01")
+            assert SCRIPT in unit.inner_text("main")
+            assert unit.title() != "pwned"
+            browser.close()
+        host.proc.send_signal(signal.SIGINT)
+        host.proc.wait(30)
+
+    store = RunStore.in_dir(run_dir)
+    try:
+        assert {u.status for u in store.units()} == {"done"}
+        web = {c["call_key"]: c["response"]["text"] for c in store.calls() if c["role"] == "web"}
+    finally:
+        store.close()
+    assert web == {f"web:{k}#0": v for k, v in typed.items()}
+    assert len(web) == 3 * 2 * 3  # three people, two games, three rounds: each asked once
+    seats_csv = (run_dir / "seats.csv").read_text()
+    assert (
+        "web:Ann" in seats_csv
+        and "model openai-compatible/scripted" in (run_dir / "seat_kinds.csv").read_text()
+    )
+    session = json.loads((run_dir / "session.json").read_text())
+    assert {t["how"] for t in session["answers"]} == {"typed"}
+    assert oct((run_dir / "session.json").stat().st_mode & 0o777) == "0o600"
