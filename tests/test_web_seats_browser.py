@@ -171,6 +171,8 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
             monitor.goto(host.monitor)  # the restarted server has a new experimenter token
             monitor.screenshot(path=str(shots / "monitor-end.png"), full_page=True)
             assert "Scores per seat" in monitor.inner_text("main")
+            scores = monitor.inner_text("#scores")
+            assert "nan" not in scores and "2.6666" not in scores  # missing cells read "–", numbers rounded
             people[0].reload()
             assert people[0].locator("#finished").count() == 1
             # the model reply holding a script renders inert on the run's unit page

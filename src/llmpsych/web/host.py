@@ -13,7 +13,7 @@ from pathlib import Path
 
 import uvicorn
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RunInterrupted
 from ..games.seats import WebSeat, build_seats, set_web_broker
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
@@ -91,7 +91,13 @@ def host_run(
     announce(f"monitor (experimenter only): {public}/session?{TOKEN_PARAM}={token}")
     set_web_broker(session)
     try:
-        outcome = run()
+        try:
+            outcome = run()
+        except RunInterrupted as exc:  # the session resumes with this command, not `llmpsych run`
+            hint = (
+                f"continue with: llmpsych gamabench host --resume {run_dir} (participants keep their links)"
+            )
+            raise RunInterrupted(exc.message, hint) from None
         session.finished = True
         session.scores = _scores(run_dir)
         announce(f"the game is over; the report is on {public}/run/{_run_id(0, run_dir.name)}")
