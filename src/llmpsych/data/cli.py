@@ -48,11 +48,12 @@ def list_cmd(data_dir: DataDirOpt = None) -> None:
     """Show each dataset's pinned source, how many of its files are present, and whether they verify."""
     from rich.table import Table
 
-    from .sources import data_status, resolve_data_dir
+    from .registry import QUESTION_SETS
+    from .sources import data_status, dataset_status, resolve_data_dir
 
     console = _console()
     root = resolve_data_dir(data_dir)
-    statuses = data_status(data_dir)
+    statuses = data_status(data_dir) + [dataset_status(name, data_dir) for name in QUESTION_SETS]
     console.print(f"data directory: {escape(str(root))} ({_origin(data_dir)})", highlight=False)
     table = Table()
     table.add_column("dataset", style="bold")
@@ -97,6 +98,14 @@ def fetch_cmd(
         Path | None,
         typer.Option("--dest", help="Data directory to fetch into (default: the user cache)."),
     ] = None,
+    trust_unpinned: Annotated[
+        bool,
+        typer.Option(
+            "--trust-unpinned",
+            help="Also fetch a dataset whose commit and sha256 are not pinned (unchecked; its sha256 is "
+            "printed).",
+        ),
+    ] = False,
 ) -> None:
     """Download a dataset at its pinned commit, verify every file's sha256, and resume if interrupted."""
     from rich.progress import (
@@ -130,14 +139,19 @@ def fetch_cmd(
                 tasks[name] = bar.add_task(name, total=total)
             bar.update(tasks[name], completed=done, total=total)
 
-        reports = fetch_datasets(names, base_url=base_url, dest=dest, progress=progress)
+        reports = fetch_datasets(
+            names, base_url=base_url, dest=dest, progress=progress, trust_unpinned=trust_unpinned
+        )
     for r in reports:
+        checked = "not verified (unpinned)" if r.unpinned else "all verified"
         console.print(
             f"[bold]{r.dataset}[/bold]: {r.downloaded} downloaded, {r.skipped} already present, "
-            f"all verified -> {escape(str(r.folder))}",
+            f"{checked} -> {escape(str(r.folder))}",
             highlight=False,
             soft_wrap=True,
         )
+        for path, sha in r.unpinned.items():
+            console.print(f"  {escape(path)}: sha256 {sha}", highlight=False, soft_wrap=True)
     target = reports[0].folder.parent
     if dest is None and os.environ.get(ENV_DATA_DIR, "").strip():
         console.print(

@@ -21,7 +21,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote
@@ -48,6 +48,8 @@ ENV_BASE_URL = "LLMPSYCH_DATA_BASE_URL"
 _READ_STEP = 1 << 16
 #: Most seconds to wait for a connection (less when ``timeout`` is lower).
 _CONNECT_TIMEOUT = 15.0
+#: Most bytes taken of a file whose size is not pinned (``--trust-unpinned``).
+UNPINNED_MAX_BYTES = 64 << 20
 
 #: progress(dataset, bytes_done, bytes_total), called as files are checked and downloaded
 ProgressCallback = Callable[[str, int, int], None]
@@ -61,6 +63,7 @@ class FetchReport:
     folder: Path
     downloaded: int = 0
     skipped: int = 0  # files already present with the right sha256
+    unpinned: dict[str, str] = field(default_factory=dict)  # unchecked file -> the sha256 it has
 
 
 def base_url_from(base_url: str | None = None) -> str:
@@ -72,8 +75,22 @@ def base_url_from(base_url: str | None = None) -> str:
 
 
 def file_url(manifest: Manifest, entry: FileEntry, base_url: str) -> str:
-    """``{base}/{repository}/{commit}/{remote path}``, with the path URL-encoded (spaces as %20)."""
-    return f"{base_url.rstrip('/')}/{manifest.repository}/{manifest.commit}/{quote(entry.remote, safe='/')}"
+    """``{base}/{repository}/{commit}/{remote path}``, with the path URL-encoded (spaces as %20); an
+    unpinned manifest names its branch (``ref``) instead of a commit."""
+    ref = manifest.commit or manifest.ref or "HEAD"
+    return f"{base_url.rstrip('/')}/{manifest.repository}/{ref}/{quote(entry.remote, safe='/')}"
+
+
+def refuse_unpinned(manifests: list[Manifest]) -> None:
+    """One line naming a dataset whose commit or checksums are not pinned (``--trust-unpinned`` fetches it)."""
+    for manifest in manifests:
+        if not manifest.pinned:
+            raise DataError(
+                f"{manifest.dataset} is not pinned: its commit and sha256 could not be verified when "
+                f"llmpsych was released, so its download cannot be checked",
+                f"pass --trust-unpinned to fetch {manifest.repository}@{manifest.ref or 'HEAD'} unchecked "
+                "(its sha256 is printed and every run records it), or place the file in the data directory",
+            )
 
 
 def fetch_dataset(
@@ -85,6 +102,7 @@ def fetch_dataset(
     attempts: int = 3,
     backoff: float = 0.5,
     timeout: float = 60.0,
+    trust_unpinned: bool = False,
 ) -> Path:
     """Fetch one dataset (or ``all``) into ``dest`` (default ``<user cache>/data``).
 
@@ -93,7 +111,14 @@ def fetch_dataset(
     """
     names = resolve_names(name)
     reports = fetch_datasets(
-        names, base_url, dest, progress, attempts=attempts, backoff=backoff, timeout=timeout
+        names,
+        base_url,
+        dest,
+        progress,
+        attempts=attempts,
+        backoff=backoff,
+        timeout=timeout,
+        trust_unpinned=trust_unpinned,
     )
     return reports[0].folder.parent if name.strip().lower() == "all" else reports[0].folder
 
@@ -107,8 +132,13 @@ def fetch_datasets(
     attempts: int = 3,
     backoff: float = 0.5,
     timeout: float = 60.0,
+    trust_unpinned: bool = False,
 ) -> list[FetchReport]:
     """Fetch several datasets over one HTTP connection pool; one report per dataset.
+
+    A dataset that is not pinned (no commit or sha256 in its manifest) is refused unless
+    ``trust_unpinned``; then its files are taken unchecked from its branch, at most
+    :data:`UNPINNED_MAX_BYTES` each, and their sha256 is in the report (``unpinned``).
 
     Each file gets at most ``attempts`` attempts, waiting up to ``backoff`` x 2^(retry - 1) seconds
     (full jitter) before each retry. Runs its own event loop, so it is called from synchronous code.
@@ -120,6 +150,8 @@ def fetch_datasets(
     base = base_url_from(base_url)
     root = Path(dest).expanduser() if dest is not None else default_data_dir()
     manifests = [load_manifest(n) for n in names]
+    if not trust_unpinned:
+        refuse_unpinned(manifests)
     policy = RetryPolicy(max_retries=attempts - 1, base_delay=backoff)
     return asyncio.run(_fetch_all(manifests, base, root, progress, policy, timeout))
 
@@ -171,14 +203,20 @@ async def _fetch_one(
             report.skipped += 1
         else:
             url = file_url(manifest, entry, base)
-            await _download(session, url, target, manifest.dataset, entry, tell, policy)
+            limited = entry if entry.size is not None else replace(entry, size=UNPINNED_MAX_BYTES)
+            await _download(session, url, target, manifest.dataset, limited, tell, policy)
             report.downloaded += 1
-        done += entry.size
+        if entry.sha256 is None:
+            report.unpinned[entry.path] = file_sha256(target)
+        done += entry.size or 0
         tell(0)
     return report
 
 
 def _matches(path: Path, entry: FileEntry) -> bool:
+    """A present file with the pinned size and sha256 (an unpinned file: present at all)."""
+    if entry.sha256 is None:
+        return path.is_file()
     return path.is_file() and path.stat().st_size == entry.size and file_sha256(path) == entry.sha256
 
 
@@ -253,7 +291,7 @@ async def _download_once(
                 raise RetryableError(scrub(f"{type(exc).__name__}: {exc}", secrets)) from None
             fh.flush()
             os.fsync(fh.fileno())
-        if got != entry.sha256:
+        if entry.sha256 is not None and got != entry.sha256:
             raise ChecksumError(
                 f"checksum mismatch for {dataset}/{entry.path} from {redact_url(url)}: "
                 f"expected sha256 {entry.sha256}, got {got} ({received} bytes, expected {entry.size})",
@@ -274,6 +312,7 @@ async def _receive(
 ) -> tuple[int, str]:
     """GET ``url`` into ``fh``: (bytes written, their sha256). At most ``entry.size + 1`` decoded bytes
     are taken, and at most twice the size (plus 64 KiB) of compressed ones."""
+    size = entry.size if entry.size is not None else UNPINNED_MAX_BYTES
     async with session.get(url) as response:
         if response.status in RETRYABLE_STATUS:
             raise RetryableError(
@@ -286,28 +325,28 @@ async def _receive(
             )
         coding = response.headers.get("Content-Encoding", "").strip().lower() or "identity"
         length = response.content_length
-        if coding == "identity" and length is not None and length > entry.size:
+        if coding == "identity" and length is not None and length > size:
             raise _too_big(dataset, entry, url, f"Content-Length {length}")
         if coding not in ("identity", "gzip", "x-gzip", "deflate"):
             raise DataError(
                 f"{dataset}/{entry.path} from {redact_url(url)}: unsupported content-encoding {coding[:40]!r}"
             )
         inflater = None if coding == "identity" else Inflater(coding)
-        wire_cap = entry.size + 1 if inflater is None else 2 * entry.size + _READ_STEP
+        wire_cap = size + 1 if inflater is None else 2 * size + _READ_STEP
         digest = hashlib.sha256()
         wire = received = 0
         while wire < wire_cap and (data := await response.content.read(min(_READ_STEP, wire_cap - wire))):
             wire += len(data)
             try:
-                chunks = [data] if inflater is None else inflater.feed(data, entry.size - received)
+                chunks = [data] if inflater is None else inflater.feed(data, size - received)
             except ResponseTooLarge:
-                raise _too_big(dataset, entry, url, f"more than {entry.size} bytes sent") from None
+                raise _too_big(dataset, entry, url, f"more than {size} bytes sent") from None
             except UndecodableBody:
                 raise RetryableError(f"undecodable {coding} body") from None
             for chunk in chunks:
                 received += len(chunk)
-                if received > entry.size:
-                    raise _too_big(dataset, entry, url, f"more than {entry.size} bytes sent")
+                if received > size:
+                    raise _too_big(dataset, entry, url, f"more than {size} bytes sent")
                 fh.write(chunk)
                 digest.update(chunk)
             tell(received)

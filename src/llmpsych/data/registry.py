@@ -18,6 +18,8 @@ DATASETS: tuple[str, ...] = (
     "FairEval",
     "LLMPersonality",
 )
+#: Public question sets a study borrowed (PsychoBench's validity check): fetched by name, never by ``all``.
+QUESTION_SETS: tuple[str, ...] = ("TruthfulQA", "SafetyQA")
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,8 @@ class FileEntry:
 
     path: str  # relative to the dataset folder, '/'-separated
     remote: str  # path inside the repository at the pinned commit
-    sha256: str
-    size: int
+    sha256: str | None  # None: not pinned (the file could not be checked when the entry was written)
+    size: int | None
 
 
 @dataclass(frozen=True)
@@ -36,20 +38,28 @@ class Manifest:
 
     dataset: str
     repository: str
-    commit: str
+    commit: str | None  # None: not pinned; ``ref`` (a branch) is fetched instead
     licence: str
     files: tuple[FileEntry, ...]
     note: str = ""
+    ref: str = ""
+
+    @property
+    def pinned(self) -> bool:
+        """Whether the commit and every file's sha256 and size are known (``data fetch`` verifies them)."""
+        return self.commit is not None and all(f.sha256 and f.size is not None for f in self.files)
 
     @property
     def source(self) -> str:
-        """``owner/repo@commit`` with the commit shortened to 7 characters."""
+        """``owner/repo@commit`` with the commit shortened to 7 characters (``@ref, unpinned`` if none)."""
+        if self.commit is None:
+            return f"{self.repository}@{self.ref or 'HEAD'} (unpinned)"
         return f"{self.repository}@{self.commit[:7]}"
 
     @property
     def total_size(self) -> int:
-        """Bytes of all files together."""
-        return sum(f.size for f in self.files)
+        """Bytes of all files together (unpinned files count 0)."""
+        return sum(f.size or 0 for f in self.files)
 
     def file(self, path: str) -> FileEntry | None:
         """The entry for a local relative path, or None if the manifest does not list it."""
@@ -59,11 +69,11 @@ class Manifest:
 
 def canonical_name(name: str) -> str:
     """The registered spelling of a dataset name (case-insensitive); DataError if unknown."""
-    for known in DATASETS:
+    for known in DATASETS + QUESTION_SETS:
         if known.lower() == name.strip().lower():
             return known
     raise DataError(
-        f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS)}",
+        f"unknown dataset {name!r}; known datasets: {', '.join(DATASETS + QUESTION_SETS)}",
         "use one of these names, or 'all' with `llmpsych data fetch`",
     )
 
@@ -84,7 +94,10 @@ def load_manifest(name: str) -> Manifest:
         raw = json.loads(resource.read_text(encoding="utf-8"))
         files = tuple(
             FileEntry(
-                path=_joined(f["path"]), remote=_joined(f["remote"]), sha256=f["sha256"], size=int(f["size"])
+                path=_joined(f["path"]),
+                remote=_joined(f["remote"]),
+                sha256=f["sha256"] or None,
+                size=None if f["size"] is None else int(f["size"]),
             )
             for f in raw["files"]
         )
@@ -95,6 +108,7 @@ def load_manifest(name: str) -> Manifest:
             licence=raw["licence"],
             files=files,
             note=raw.get("note", ""),
+            ref=raw.get("ref", ""),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DataError(
