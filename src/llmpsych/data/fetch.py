@@ -82,7 +82,8 @@ def file_url(manifest: Manifest, entry: FileEntry, base_url: str) -> str:
 
 
 def refuse_unpinned(manifests: list[Manifest]) -> None:
-    """One line naming a dataset whose commit or checksums are not pinned (``--trust-unpinned`` fetches it)."""
+    """One line naming a dataset whose commit or checksums are not pinned (``--trust-unpinned`` takes
+    it anyway)."""
     for manifest in manifests:
         if not manifest.pinned:
             raise DataError(

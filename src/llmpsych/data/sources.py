@@ -137,8 +137,10 @@ def _status(manifest: Manifest, root: Path, verify: bool) -> DatasetStatus:
         if not path.is_file():
             continue
         status.present += 1
-        if verify and entry.sha256 is not None and (
-            path.stat().st_size != entry.size or file_sha256(path) != entry.sha256
+        if (
+            verify
+            and entry.sha256 is not None
+            and (path.stat().st_size != entry.size or file_sha256(path) != entry.sha256)
         ):
             status.mismatched.append(entry.path)
     return status

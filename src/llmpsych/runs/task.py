@@ -105,6 +105,7 @@ TASKS: dict[str, str] = {
     "reliability": "llmpsych.reliability.task:ReliabilityTask",
     "emotionbench": "llmpsych.emotion.task:EmotionBenchTask",
     "mas": "llmpsych.collab.task:MasTask",
+    "validity": "llmpsych.psychobench.validity:ValidityTask",
 }
 
 
