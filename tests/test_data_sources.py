@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from llmpsych.data import (
     DATASETS,
+    QUESTION_SETS,
     all_manifests,
     data_file,
     data_status,
@@ -109,7 +110,7 @@ def test_unknown_dataset_lists_known_names(seed: Path) -> None:
 def test_manifests_pin_full_commits_and_hold_only_paths_hashes_sizes() -> None:
     folder = resources.files("llmpsych.data") / "manifests"
     names = sorted(p.name for p in folder.iterdir() if p.name.endswith(".json"))
-    assert names == sorted(f"{d}.json" for d in DATASETS)
+    assert names == sorted(f"{d}.json" for d in DATASETS + QUESTION_SETS)  # question sets: own test
     for manifest in all_manifests():
         raw = json.loads((folder / f"{manifest.dataset}.json").read_text(encoding="utf-8"))
         assert set(raw) <= {"dataset", "repository", "commit", "licence", "note", "files"}

@@ -25,7 +25,7 @@ from llmpsych.psychobench.questionsets import read_safetyqa, read_truthfulqa
 from llmpsych.psychobench.validity import JUDGE_SYSTEM, read_choice, read_verdict
 from llmpsych.runs import analyze_run, parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultServer
-from llmpsych.testing.runs import unit_results
+from llmpsych.testing.runs import run_cli, unit_results
 
 #: Our own questions, in TruthfulQA.csv's columns (best answer, then ';'-separated incorrect answers).
 TRUTHFUL_ROWS = [
@@ -242,3 +242,55 @@ def test_unpinned_question_set_needs_trust(tmp_path: Path, branch_server: tuple[
     [report] = fetch_datasets(["TruthfulQA"], base_url=url, dest=tmp_path / "d", trust_unpinned=True)
     assert report.downloaded == 1 and len(report.unpinned["TruthfulQA.csv"]) == 64
     assert len(read_truthfulqa(tmp_path / "d" / "TruthfulQA" / "TruthfulQA.csv")) == 3
+
+
+def scale_or_validity(body: dict[str, Any]) -> str:
+    """Validity prompts as :func:`responder`; a PsychoBench scale prompt gets every statement rated the
+    scale's lowest value."""
+    first = body["messages"][0]["content"]
+    found = re.search(r"from (\d+) to (\d+)", first) if body["messages"][0]["role"] == "system" else None
+    if found is None or first == JUDGE_SYSTEM:
+        return responder(body)
+    listed = re.findall(r"^(\d+)\. ", body["messages"][-1]["content"], flags=re.MULTILINE)
+    return "\n".join(f"{item}: {found.group(1)}" for item in listed)
+
+
+def test_validity_command_with_scales_per_persona(tmp_path: Path, data_dir: Path, seed_data: Path) -> None:
+    (data_dir / "PsychoBench").symlink_to(seed_data / "PsychoBench")
+    with FaultServer(responder=scale_or_validity) as server:
+        args = [
+            "psychobench",
+            "validity",
+            "--model",
+            "openai-compatible/scripted",
+            "--base-url",
+            server.base_url,
+        ]
+        args += ["--judge", "openai-compatible/judge", "--judge-base-url", server.base_url]
+        args += ["--personas", "default,liar", "--runs", "1", "--scales", "DTDD", "--data-dir", data_dir]
+        args += ["--out", tmp_path / "v", "--no-progress", "--no-cache"]
+        done = run_cli(*args)
+        assert done.returncode == 0, done.stderr
+        again = run_cli(*args)  # the same command resumes: nothing is asked again
+    assert again.returncode == 0 and "0 requests sent" in again.stdout
+    roles = pd.read_csv(tmp_path / "v" / "roles.csv").set_index("persona")
+    assert roles.loc["liar", "TruthfulQA (%)"] == 0 and roles.loc["default", "SafetyQA (%)"] == 100
+    assert roles.loc["default", "DTDD Machiavellianism"] == 1  # every statement rated 1
+    assert (tmp_path / "v" / "scales-liar" / "report.md").is_file()
+    # a SafetyQA run without a judge: one line, exit 2
+    refused = run_cli("psychobench", "validity", "--data-dir", data_dir, "--out", tmp_path / "w")
+    assert refused.returncode != 0 and "SafetyQA needs a judge model" in refused.stderr
+
+
+def test_question_set_manifests() -> None:
+    safety = load_manifest("SafetyQA")
+    assert (
+        safety.repository == "RobustNLP/CipherChat"
+        and safety.commit == "540b95e6afb54e7776f08ae2c094f9d7ff7e7b1f"
+    )
+    [entry] = safety.files
+    assert (entry.remote, entry.size) == ("data/data_en_zh.dict", 715129)
+    assert entry.sha256 == "2f65b19261dc12262c77e082d6da4b6b7084f312276b1756837003466848dc1b"
+    truthful = load_manifest("TruthfulQA")
+    assert truthful.commit is None and truthful.ref == "main" and truthful.files[0].sha256 is None
+    assert truthful.source == "sylinrl/TruthfulQA@main (unpinned)"

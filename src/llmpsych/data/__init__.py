@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     )
     from .registry import (
         DATASETS,
+        QUESTION_SETS,
         FileEntry,
         Manifest,
         all_manifests,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 _WHERE: dict[str, str] = {
     "fetch_dataset": "fetch",
     "DATASETS": "registry",
+    "QUESTION_SETS": "registry",
     "FileEntry": "registry",
     "Manifest": "registry",
     "all_manifests": "registry",
@@ -49,6 +51,7 @@ _WHERE: dict[str, str] = {
 
 __all__ = [
     "DATASETS",
+    "QUESTION_SETS",
     "DatasetStatus",
     "FileEntry",
     "Manifest",

@@ -62,7 +62,9 @@ def list_cmd(data_dir: DataDirOpt = None) -> None:
     table.add_column("checksums")
     table.add_column("location", overflow="fold")
     for s in statuses:
-        if s.checksums_ok is None:
+        if not s.manifest.pinned:
+            check = "[yellow]unpinned[/yellow]"
+        elif s.checksums_ok is None:
             check = "-"
         elif s.checksums_ok:
             check = "[green]ok[/green]"

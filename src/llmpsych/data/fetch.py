@@ -90,7 +90,7 @@ def refuse_unpinned(manifests: list[Manifest]) -> None:
                 f"{manifest.dataset} is not pinned: its commit and sha256 could not be verified when "
                 f"llmpsych was released, so its download cannot be checked",
                 f"pass --trust-unpinned to fetch {manifest.repository}@{manifest.ref or 'HEAD'} unchecked "
-                "(its sha256 is printed and every run records it), or place the file in the data directory",
+                "(a run records the sha256 of the file it reads), or put the file in the data directory",
             )
 
 

@@ -331,3 +331,127 @@ def import_answers_command(
     )
     for path in paths:
         console.print(f"wrote {terminal_text(path)}")
+
+
+#: ``--preset thesis``: Fig. 4.2's sweep (000:1397-1401): five roles, three runs of both question sets, and
+#: the scales the figure shows beside them, ten runs each.
+VALIDITY_PRESETS: dict[str, dict[str, Any]] = {
+    "thesis": {
+        "personas": ["default", "psychopath", "liar", "ordinary", "hero"],
+        "runs": 3,
+        "scales": ["EPQ-R", "DTDD"],
+        "scale_runs": 10,
+    }
+}
+
+
+def _comma_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+@app.command("validity")
+def validity(
+    ctx: typer.Context,
+    model: kit.ModelOpt = None,
+    judge: Annotated[
+        str | None,
+        typer.Option("--judge", help="The model that judges SafetyQA replies (the thesis used GPT-4)."),
+    ] = None,
+    judge_base_url: Annotated[
+        str | None,
+        typer.Option("--judge-base-url", help="The judge's endpoint, when it is not its provider's."),
+    ] = None,
+    benchmarks: Annotated[
+        str | None, typer.Option("--benchmarks", help="truthfulqa, safetyqa or both (default both).")
+    ] = None,
+    personas: Annotated[
+        str | None,
+        typer.Option("--personas", help="Comma-separated personas (default the thesis's five roles)."),
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", min=1, max=100, help="Identical runs (default 3).")
+    ] = None,
+    questions: Annotated[
+        int | None,
+        typer.Option("--questions", min=1, help="Questions per set, a seeded sample (default all)."),
+    ] = None,
+    scales: Annotated[
+        str | None,
+        typer.Option("--scales", help="Also run these PsychoBench scales per persona and put them beside."),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option("--preset", help="thesis: Fig. 4.2's five roles, 3 runs, with EPQ-R and DTDD."),
+    ] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    data_dir: kit.DataDirOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Behavioural validity per role: TruthfulQA accuracy and SafetyQA safety rate for each persona."""
+    if resume is not None:
+        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+        return
+    chosen: dict[str, Any] = {}
+    if preset is not None:
+        if preset not in VALIDITY_PRESETS:
+            raise LlmpsychError(f"unknown preset {preset!r}", f"choose one of {', '.join(VALIDITY_PRESETS)}")
+        chosen = dict(VALIDITY_PRESETS[preset])
+    flags: dict[str, Any] = {
+        "benchmarks": _comma_list(benchmarks.lower()) if benchmarks else None,
+        "personas": _comma_list(personas) if personas else chosen.get("personas"),
+        "runs": runs if runs is not None else chosen.get("runs"),
+        "questions": questions,
+    }
+    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
+    models: dict[str, Any] | None = None
+    if judge is not None:
+        models = {"judge": {"model": judge, **({"base_url": judge_base_url} if judge_base_url else {})}}
+    elif judge_base_url is not None:
+        raise LlmpsychError("--judge-base-url needs --judge MODEL")
+    common: dict[str, Any] = {
+        "base_url": base_url,
+        "seed": seed,
+        "concurrency": concurrency,
+        "data_dir": data_dir,
+        "no_cache": no_cache,
+        "temperature": temperature,
+    }
+    cfg = kit.build_config(
+        "validity", options=options, model=model, models=models, source="psychobench validity", **common
+    )
+    scale_names = parse_scales(scales) if scales is not None else chosen.get("scales")
+    if not scale_names:
+        kit.finish(kit.start(cfg, out, progress, name="validity"))
+        return
+    from ..paths import runs_dir
+    from ..runs.runner import new_run_dir
+    from ..runs.sweep import PlannedRun, run_sweep
+    from .validity import persona_labels, write_roles_table
+
+    persona_list = list(cfg.options.get("personas") or VALIDITY_PRESETS["thesis"]["personas"])
+    labels = persona_labels(persona_list)
+    planned = [PlannedRun("validity", cfg, {"task": "validity"})]
+    for persona in persona_list:
+        scale_cfg = kit.build_config(
+            "psychobench",
+            options={"scales": scale_names, "persona": persona, "runs": chosen.get("scale_runs", 10)},
+            model=model,
+            source="psychobench validity",
+            **common,
+        )
+        planned.append(PlannedRun(f"scales-{labels[persona]}", scale_cfg, {"persona": labels[persona]}))
+    parent = out or new_run_dir(runs_dir(), "validity")
+    for outcome in run_sweep(planned, parent, progress=progress, debug=kit.state.debug):
+        console.print(kit.outcome_line(outcome, outcome.run_dir.name), soft_wrap=True)
+    for path in write_roles_table(parent, list(labels.values())):
+        console.print(f"  wrote {terminal_text(path)}")
+    kit.exit_if_failed(kit.summarize([parent / p.directory for p in planned]))

@@ -174,7 +174,7 @@ class ValidityTask(Task[ValidityOptions]):
         if "safetyqa" in self.options.benchmarks and "judge" not in config.roles():
             raise ConfigError(
                 "SafetyQA needs a judge model",
-                "name one with --judge MODEL (the thesis used GPT-4), or leave safetyqa out of --benchmarks",
+                "name one with --judge MODEL (the thesis used GPT-4); or leave safetyqa out of --benchmarks",
             )
 
     # -- data ------------------------------------------------------------------------------------
@@ -423,3 +423,35 @@ def console_lines(run_dir: Path) -> list[str]:
     """After the run summary: the per-role table's file."""
     path = run_dir / "validity.csv"
     return [f"per-role scores: {path}"] if path.is_file() else []
+
+
+def write_roles_table(folder: Path, personas: list[str]) -> list[Path]:
+    """Fig. 4.2 as a table: per persona, the TruthfulQA and SafetyQA scores of ``folder/validity`` and the
+    subscale means of each ``folder/scales-<persona>`` PsychoBench run (``roles.csv``, ``roles.md``)."""
+    from ..report.files import write_csv
+    from ..report.markdown import write_report
+
+    scores = folder / "validity" / "validity.csv"
+    validity = (
+        pd.read_csv(scores) if scores.is_file() else pd.DataFrame(columns=["benchmark", "persona", "mean"])
+    )
+    rows = []
+    for persona in personas:
+        row: dict[str, Any] = {"persona": persona}
+        for benchmark, column in (("truthfulqa", "TruthfulQA (%)"), ("safetyqa", "SafetyQA (%)")):
+            found = validity[(validity["benchmark"] == benchmark) & (validity["persona"] == persona)]["mean"]
+            row[column] = float(found.iloc[0]) if len(found) else math.nan
+        summary = folder / f"scales-{persona}" / "summary.csv"
+        if summary.is_file():
+            for item in pd.read_csv(summary).itertuples():
+                row[f"{item.scale} {item.subscale}"] = item.mean
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    body = table(frame, floatfmt=".1f") + (
+        "\n\nTruthfulQA: accuracy; SafetyQA: safety rate (means over runs, `validity/report.md`); the scale "
+        "columns are subscale means over each persona's PsychoBench runs (`scales-<persona>/report.md`)."
+    )
+    return [
+        write_csv(frame, folder / "roles.csv"),
+        write_report(folder / "roles.md", "Validity per role", [("Scores and scales per role", body)]),
+    ]
