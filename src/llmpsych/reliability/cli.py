@@ -405,15 +405,39 @@ def compare(
 
 @app.command()
 def retest(
-    paths: Annotated[list[Path], typer.Argument(help="Dated runs of one model (save files or run dirs).")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Dated measurements of one configuration: run directories (PsychoBench BFI or reliability), "
+            "folders of them (e.g. a retest-run folder), or save files."
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Write the tables, the chart (Fig. 3.5) and retest.md here."),
+    ] = None,
+    alpha: Annotated[float, typer.Option("--alpha", min=0, max=1, help="Equal mean when p > alpha.")] = 0.05,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Test-retest (Table 3.7): the lowest and highest dated run of each dimension against all runs."""
+    """Test-retest (Table 3.7): the lowest and highest dated measurement of each dimension against all.
+
+    Run directories are put in date order (when each was started) and must share one configuration
+    (only the seed may differ)."""
     from rich.table import Table
 
-    from .analysis import retest_extremes
+    from ..runs.store import STORE_FILE
+    from .retest import extremes, load_measurements, write_retest
 
-    result = retest_extremes(_groups(paths))
+    expanded: list[Path] = []
+    for path in paths:
+        inner = sorted(p for p in path.iterdir() if (p / STORE_FILE).is_file()) if path.is_dir() else []
+        expanded.extend(inner if inner and not (path / STORE_FILE).is_file() else [path])
+    measurements = load_measurements(expanded)
+    result = extremes(measurements, alpha)
+    if out is not None:
+        for written in write_retest(measurements, out, alpha):
+            if not as_json:  # the JSON stays the only output
+                console.print(f"wrote {terminal_text(written)}")
     if as_json:
         echo(json.dumps(result.to_dict("records"), indent=1, default=str))
         return
@@ -431,3 +455,43 @@ def retest(
             "Yes" if rec["equal_mean"] else "No",
         )
     console.print(table)
+
+
+@app.command("retest-run")
+def retest_run(
+    folder: Annotated[
+        Path, typer.Argument(help="The folder of the measurements; each goes into a dated subfolder.")
+    ],
+    model: kit.ModelOpt = None,
+    runs: Annotated[
+        int, typer.Option("--runs", min=2, max=1000, help="BFI administrations (the thesis: 10).")
+    ] = 10,
+    base_url: kit.BaseUrlOpt = None,
+    data_dir: kit.DataDirOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """One dated measurement of the thesis's test-retest configuration (Fig. 3.5): the BFI, --runs times,
+    temperature 0, never from the cache, into FOLDER/<UTC date and time>. Run it at each date, then
+    `llmpsych reliability retest FOLDER --out FOLDER/report`."""
+    from datetime import UTC, datetime
+
+    from ..runs.config import DEFAULT_MODEL
+
+    cfg = kit.build_config(
+        "psychobench",
+        options={"scales": ["BFI"], "runs": runs},
+        model=model or DEFAULT_MODEL,
+        base_url=base_url,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        no_cache=True,
+        temperature=0.0,
+        source="reliability retest-run",
+    )
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%S")
+    target = folder / stamp
+    if target.exists():
+        raise LlmpsychError(f"{target} exists already", "wait a second and run again")
+    kit.finish(kit.start(cfg, target, progress))
