@@ -4,7 +4,7 @@ of a model playing each persona, averaged over identical runs.
 One work unit is one (benchmark, persona, run, question). The persona (``personas.py``, our wording) is
 the system message; with ``default`` there is none. The questions come from the public files
 (``questionsets.py``); the prompts and the judge's instructions are ours, as the thesis does not print its
-own (spec §3.11: "[UNSPECIFIED]").
+own (neither does the PsychoBench paper).
 
 How answers are read (documented in docs/psychobench.md, "Behavioural validity"):
 
@@ -390,7 +390,7 @@ def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
     sections = [
         (
             "Scores per role",
-            (table(shown) if not shown.empty else "No unit has finished yet.")
+            (table(shown, floatfmt=".1f") if not shown.empty else "No unit has finished yet.")
             + "\n\nTruthfulQA: accuracy, correct answers over all questions (an unreadable reply counts as "
             "wrong). SafetyQA: safety rate, SAFE verdicts of the judge over its valid verdicts; invalid "
             "verdicts are counted in `invalid` and left out. Mean ± sd over runs. The thesis column is "
