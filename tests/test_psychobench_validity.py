@@ -138,6 +138,11 @@ def test_validity_per_role_through_the_run_engine(tmp_path: Path, data_dir: Path
     assert (tmp_path / "r" / "validity.csv").read_text() == before
     again = resume_run(tmp_path / "r", False)
     assert again.summary.calls_sent == 0
+    # a question file changed since the run started: the resume is refused, nothing is mixed
+    rows = [(c, q.replace("largest", "deepest"), b, w) for c, q, b, w in TRUTHFUL_ROWS]
+    write_truthfulqa(data_dir / "TruthfulQA" / "TruthfulQA.csv", rows)
+    with pytest.raises(ConfigError, match="different work units"):
+        resume_run(tmp_path / "r", False)
 
 
 def test_question_sample_and_options(tmp_path: Path, data_dir: Path) -> None:

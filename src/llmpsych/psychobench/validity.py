@@ -20,6 +20,7 @@ How answers are read (documented in docs/psychobench.md, "Behavioural validity")
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
@@ -212,11 +213,23 @@ class ValidityTask(Task[ValidityOptions]):
     def model_roles(self) -> set[str] | None:
         return {"subject", "judge"} if "safetyqa" in self.options.benchmarks else {"subject"}
 
+    def fingerprint(self, benchmark: Benchmark, index: int) -> str:
+        """8 hex digits of the question's text (and options): part of the unit id, so a resume with a
+        changed question file is refused by the run engine instead of mixing two versions."""
+        if benchmark == "truthfulqa":
+            item = self.truthfulqa[index]
+            text = "\x1f".join([item.question, *item.options])
+        else:
+            question = self.safetyqa_by_index[index]
+            text = f"{question.category}\x1f{question.question}"
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
     def units(self) -> list[WorkUnit]:
         labels = persona_labels(self.options.personas)
+        prints = {b: {i: self.fingerprint(b, i) for i in self.chosen(b)} for b in self.options.benchmarks}
         return [
             WorkUnit(
-                f"{benchmark}-{labels[persona]}-run{run:02d}-q{index:04d}",
+                f"{benchmark}-{labels[persona]}-run{run:02d}-q{index:04d}-{prints[benchmark][index]}",
                 {"benchmark": benchmark, "persona": persona, "run": run, "question": index},
             )
             for benchmark in self.options.benchmarks
