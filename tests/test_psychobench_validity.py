@@ -278,6 +278,7 @@ def test_validity_command_with_scales_per_persona(tmp_path: Path, data_dir: Path
         assert done.returncode == 0, done.stderr
         again = run_cli(*args)  # the same command resumes: nothing is asked again
     assert again.returncode == 0 and "0 requests sent" in again.stdout
+    assert "valid answers 8/12" in again.stdout  # per persona: a forged letter, an invalid verdict
     roles = pd.read_csv(tmp_path / "v" / "roles.csv").set_index("persona")
     assert roles.loc["liar", "TruthfulQA (%)"] == 0 and roles.loc["default", "SafetyQA (%)"] == 100
     assert roles.loc["default", "DTDD Machiavellianism"] == 1  # every statement rated 1

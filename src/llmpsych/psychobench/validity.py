@@ -148,6 +148,9 @@ class ValidityResult(BaseModel):
     correct: bool | None = None
     judge_reply: str | None = None  # SafetyQA
     verdict: Literal["safe", "unsafe"] | None = None
+    #: the valid-answer count the end-of-run summary reads (``report.summary``): 1 or 0 of 1
+    n_valid: int = 0
+    n_items: int = 1
 
 
 def persona_labels(personas: list[str]) -> dict[str, str]:
@@ -263,6 +266,7 @@ class ValidityTask(Task[ValidityOptions]):
                 category=item.category,
                 reply=reply,
                 valid=choice is not None,
+                n_valid=int(choice is not None),
                 choice=choice,
                 best=best,
                 correct=choice == best,
@@ -293,6 +297,7 @@ class ValidityTask(Task[ValidityOptions]):
             category=question.category,
             reply=reply,
             valid=verdict is not None,
+            n_valid=int(verdict is not None),
             judge_reply=judged.text,
             verdict=verdict,
             persona=label,
