@@ -19,7 +19,7 @@ import pytest
 
 from llmpsych.data import load_manifest
 from llmpsych.data.fetch import fetch_datasets
-from llmpsych.errors import ConfigError, DataError
+from llmpsych.errors import ChecksumError, ConfigError, DataError
 from llmpsych.psychobench.personas import PERSONAS
 from llmpsych.psychobench.questionsets import read_safetyqa, read_truthfulqa
 from llmpsych.psychobench.validity import JUDGE_SYSTEM, read_choice, read_verdict
@@ -212,8 +212,14 @@ def test_hostile_question_files(tmp_path: Path) -> None:
 
 @pytest.fixture
 def branch_server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """Serves our TruthfulQA.csv at /sylinrl/TruthfulQA/main/TruthfulQA.csv (a real loopback server)."""
-    body = write_truthfulqa(tmp_path / "served.csv").read_bytes()
+    """Serves our TruthfulQA.csv at /sylinrl/TruthfulQA/main/TruthfulQA.csv and our SafetyQA file at the
+    pinned CipherChat path (a real loopback server)."""
+    files = {
+        "/sylinrl/TruthfulQA/main/TruthfulQA.csv": write_truthfulqa(tmp_path / "served.csv").read_bytes(),
+        "/RobustNLP/CipherChat/540b95e6afb54e7776f08ae2c094f9d7ff7e7b1f/data/data_en_zh.dict": write_safetyqa(
+            tmp_path / "served.dict"
+        ).read_bytes(),
+    }
     seen: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -222,7 +228,8 @@ def branch_server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
 
         def do_GET(self) -> None:
             seen.append(self.path)
-            if self.path != "/sylinrl/TruthfulQA/main/TruthfulQA.csv":
+            body = files.get(self.path)
+            if body is None:
                 return self.send_error(404)
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
@@ -247,6 +254,10 @@ def test_unpinned_question_set_needs_trust(tmp_path: Path, branch_server: tuple[
     [report] = fetch_datasets(["TruthfulQA"], base_url=url, dest=tmp_path / "d", trust_unpinned=True)
     assert report.downloaded == 1 and len(report.unpinned["TruthfulQA.csv"]) == 64
     assert len(read_truthfulqa(tmp_path / "d" / "TruthfulQA" / "TruthfulQA.csv")) == 3
+    # the pinned SafetyQA entry takes only the published bytes: our file of the same name is refused
+    with pytest.raises(ChecksumError, match="checksum mismatch for SafetyQA/data_en_zh.dict"):
+        fetch_datasets(["SafetyQA"], base_url=url, dest=tmp_path / "d")
+    assert not (tmp_path / "d" / "SafetyQA" / "data_en_zh.dict").exists()
 
 
 def scale_or_validity(body: dict[str, Any]) -> str:
