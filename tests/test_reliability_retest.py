@@ -112,3 +112,30 @@ def test_retest_run_takes_one_uncached_bfi_measurement(tmp_path: Path, seed_data
     config = read_run(run_dir).config
     assert config.options == {"scales": ["BFI"], "runs": 2} and config.cache is False
     assert config.params.temperature == 0
+
+
+def test_retest_of_reliability_runs(tmp_path: Path, seed_data: Path) -> None:
+    """Reliability runs (one grid of configurations per date) are measurements too."""
+    from test_reliability_task import Respondent  # the scripted BFI respondent of the reliability grid
+
+    grid = {"languages": ["En"], "templates": ["t1", "t2"], "versions": ["v1"], "labels": ["n"]}
+    with FaultServer(responder=Respondent(seed_data)) as server:
+        for day in range(2):
+            cfg = parse_run_config(
+                {
+                    "task": "reliability",
+                    "model": "openai-compatible/scripted",
+                    "base_url": server.base_url,
+                    "cache": False,
+                    "seed": day,
+                    "data_dir": str(seed_data),
+                    "options": grid,
+                }
+            )
+            start_run(cfg, tmp_path / f"d{day}", False)
+    measurements = load_measurements([tmp_path / "d1", tmp_path / "d0"])
+    assert [m.label for m in measurements] == ["d0", "d1"]  # date order (then name), not argument order
+    assert [len(m.points) for m in measurements] == [4, 4]  # one point per configuration of the grid
+    done = run_cli("reliability", "retest", tmp_path / "d0", tmp_path / "d1", "--out", tmp_path / "report")
+    assert done.returncode == 0, done.stderr
+    assert "Openness" in done.stdout and (tmp_path / "report" / "retest.png").is_file()

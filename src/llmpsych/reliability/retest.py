@@ -110,7 +110,7 @@ def load_measurements(paths: list[Path]) -> list[Measurement]:
         found.append(Measurement(path.name, date, points, cached))
     dated = [m for m in found if m.date is not None]
     if len(dated) == len(found):
-        found.sort(key=lambda m: m.date or datetime.min)
+        found.sort(key=lambda m: (m.date or datetime.min, m.label))  # same second: by name
     return found
 
 
