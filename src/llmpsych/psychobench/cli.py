@@ -366,7 +366,11 @@ def validity(
     ] = None,
     personas: Annotated[
         str | None,
-        typer.Option("--personas", help="Comma-separated personas (default the thesis's five roles)."),
+        typer.Option(
+            "--personas",
+            help="Comma-separated built-in personas (default the thesis's five roles); "
+            "role texts: -O personas=[...].",
+        ),
     ] = None,
     runs: Annotated[
         int | None, typer.Option("--runs", min=1, max=100, help="Identical runs (default 3).")
