@@ -311,3 +311,23 @@ def test_question_set_manifests() -> None:
     truthful = load_manifest("TruthfulQA")
     assert truthful.commit is None and truthful.ref == "main" and truthful.files[0].sha256 is None
     assert truthful.source == "sylinrl/TruthfulQA@main (unpinned)"
+
+
+def test_thesis_preset_runs_five_roles_with_their_scales(
+    tmp_path: Path, data_dir: Path, seed_data: Path
+) -> None:
+    (data_dir / "PsychoBench").symlink_to(seed_data / "PsychoBench")
+    with FaultServer(responder=scale_or_validity) as server:
+        done = run_cli(
+            "psychobench", "validity", "--preset", "thesis", "--model", "openai-compatible/scripted",
+            "--base-url", server.base_url, "--benchmarks", "truthfulqa", "--questions", "1",
+            "--data-dir", data_dir, "--out", tmp_path / "p", "--no-progress", "--no-cache",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    roles = pd.read_csv(tmp_path / "p" / "roles.csv")
+    assert list(roles["persona"]) == ["default", "psychopath", "liar", "ordinary", "hero"]
+    assert {"EPQ-R Lying", "DTDD Psychopathy"} <= set(roles.columns)
+    assert len(unit_results(tmp_path / "p" / "validity")) == 5 * 3  # five roles, three runs, one question
+    assert len(unit_results(tmp_path / "p" / "scales-hero")) == 2 * 10  # EPQ-R and DTDD, ten runs each
+    wrong = run_cli("psychobench", "validity", "--preset", "fig9", "--out", tmp_path / "q")
+    assert wrong.returncode != 0 and "unknown preset 'fig9'" in wrong.stderr
