@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -59,8 +60,9 @@ def until(probe: Callable[[], Any], what: str, host: Host | None = None) -> Any:
     raise AssertionError(f"gave up waiting for {what}: " + ("".join(host.lines) if host else ""))
 
 
-def host_args(server: FaultServer, run_dir: Path, *rest: str) -> list[str]:
-    return [*MODEL, "--base-url", server.base_url, "--seed", "1", "--out", str(run_dir), "--exit", *rest]
+def host_args(server: FaultServer, run_dir: Path, *rest: str, linger: bool = False) -> list[str]:
+    end = "--linger" if linger else "--exit"
+    return [*MODEL, "--base-url", server.base_url, "--seed", "1", "--out", str(run_dir), end, *rest]
 
 
 def web_calls(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -113,7 +115,7 @@ def test_start_now_refused_answers_live_scores_and_two_games_at_once(
     rounds = 2
     with FaultServer(responder=models) as server:
         args = ["--game", "guessing,public_goods", "--players", "3", "--rounds", str(rounds)]
-        host = Host(host_args(server, run_dir, *args, "--deadline", "0", "-O", seats))
+        host = Host(host_args(server, run_dir, *args, "--deadline", "0", "-O", seats, linger=True))
         hosts.append(host)
         base = host.monitor.split("/session", 1)[0]
         with (
@@ -171,6 +173,12 @@ def test_start_now_refused_answers_live_scores_and_two_games_at_once(
             assert host.over.wait(PATIENCE_S), "".join(host.lines)
             final = lab.get("/session").text
             assert "Scores per seat</h2>" in final and "default answers" in final
+            result = ann.get(host.links[0]).text  # Ann's own final payoffs, nobody else's
+            assert 'id="finished"' in result and "Your result" in result
+            assert "Guess 2/3 of the Average: rounds won" in result
+            assert "Public Goods Game: total gain" in result
+            assert "Bob" not in result
+        host.proc.send_signal(signal.SIGINT)
         host.proc.wait(60)
     calls = web_calls(run_dir)
     # Ann: exactly the typed answers, one stored call per question (nothing of the refused ones)

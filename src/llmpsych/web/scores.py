@@ -75,6 +75,23 @@ def own(rows: list[dict[str, Any]], unit: str, player: int) -> list[tuple[str, A
     return []
 
 
+def own_final(rows: list[dict[str, Any]], player: int) -> list[tuple[str, list[tuple[str, Any]]]]:
+    """A player's own final payoffs per game (title, worded payoffs) from ``seats.csv`` rows."""
+    from ..games import registry
+
+    out = []
+    for row in rows:
+        if row.get("player") != player:
+            continue
+        game = str(row.get("game"))
+        title = registry.get(game).title if game in registry.names() else game
+        unit = f"{game}-run{int(row.get('run', 0)):02d}"
+        mine = own([{**row, "run": unit}], unit, player)
+        if mine:
+            out.append((title, mine))
+    return out
+
+
 def final(run_dir: Path) -> tuple[list[dict[str, Any]], ...]:
     """``seats.csv`` and ``seat_kinds.csv`` as rows (empty when the analysis wrote none)."""
     import pandas as pd

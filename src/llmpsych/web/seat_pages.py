@@ -131,6 +131,7 @@ class SessionApp:
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
         if session.finished:
             state = "finished"
+            context["final"] = scores.own_final(session.scores, slot.player)
         elif not session.started:
             state = "lobby"
             context["joined"] = sum(1 for s in session.slots.values() if s.joined)

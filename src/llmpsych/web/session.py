@@ -337,8 +337,12 @@ class Session:
                     "joined": s.joined,
                     "answered": s.answered,
                     "round": s.last_round,
-                    "game": s.last.title if s.last is not None else "",
-                    "waiting": any(p.shown_at is not None for p in s.pending.values()),
+                    "waiting": [
+                        f"{p.observation.title}, round {p.observation.round}"
+                        + (f" of {p.observation.rounds}" if p.observation.rounds else "")
+                        for p in s.pending.values()
+                        if p.shown_at is not None
+                    ],
                 }
                 for s in sorted(self.slots.values(), key=lambda s: s.player)
             ]
