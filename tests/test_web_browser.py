@@ -127,6 +127,8 @@ def test_runs_page_lists_every_run_with_its_state_and_filters(page, web: WebServ
 
 
 def test_run_page_shows_report_config_manifest_files_and_units(page, web: WebServer, shots: Path) -> None:
+    page.goto(f"{web.base}/run/{_run_id(0, 'games-a')}")
+    page.screenshot(path=str(shots / "run.png"))
     page.goto(f"{web.base}/run/{_run_id(0, 'pb-low')}")
     report = page.locator("#report .report")
     assert "PsychoBench report" in report.inner_text() and "Machiavellianism" in report.inner_text()
@@ -137,7 +139,6 @@ def test_run_page_shows_report_config_manifest_files_and_units(page, web: WebSer
     page.click("#config summary:text-is('Manifest')")
     assert "llmpsych_version" in page.locator("#config pre").nth(1).inner_text()
     assert "DTDD-run001" in page.locator("table.units").inner_text()
-    page.screenshot(path=str(shots / "run.png"))
 
 
 def test_unit_page_is_a_readable_chat_with_per_call_figures(page, web: WebServer, shots: Path) -> None:

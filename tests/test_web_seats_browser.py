@@ -182,6 +182,12 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
                     continue  # sent while the restarted host had not asked it again yet: asked later
                 typed[key] = value
                 answered += 1
+                if answered == 13:  # later in the game: the seat's own score, the monitor's scores so far
+                    if people[i].locator("#answer").count():
+                        people[i].screenshot(path=str(shots / "seat-later.png"), full_page=True)
+                    monitor.goto(host.monitor)
+                    assert "Scores per seat so far" in monitor.inner_text("main")
+                    monitor.screenshot(path=str(shots / "monitor-playing.png"), full_page=True)
                 if answered == 7 and not killed:
                     host.proc.send_signal(signal.SIGKILL)
                     host.proc.wait(30)

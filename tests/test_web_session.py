@@ -284,3 +284,16 @@ def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path) -> None
         for path in [root, *root.rglob("*")]:
             path.chmod(path.stat().st_mode | 0o200)
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*")} == before  # nothing written, nothing added
+
+
+def test_a_seat_page_between_questions_renders_before_any_question(tmp_path: Path) -> None:
+    """Joined and started, but the game has not asked this seat yet: the waiting page, not an error."""
+    from llmpsych.web.seat_pages import SessionApp
+    from llmpsych.web.session import Session
+
+    session = Session.create(tmp_path, [(0, "web:Ann", "Ann")], 0.0)
+    app = SessionApp(session, lambda *a: None, token="t", port=1, hosts={"127.0.0.1"})  # type: ignore[arg-type]
+    slot = session.slots[0]
+    session.join(slot)  # the only seat: the game starts
+    page = app._seat(slot, None, 200)
+    assert page.status_code == 200 and b'id="waiting"' in page.body and b'id="game"' not in page.body

@@ -19,7 +19,14 @@ from ..runs import parse_run_config
 from . import store
 
 #: The payoff columns of ``seats.csv`` a player may see of their own seat, and their wording for them.
-OWN_SCORES = {"rounds won": "rounds won", "total gain": "total gain", "final tokens": "tokens now"}
+OWN_SCORES = {
+    "rounds won": "rounds won",
+    "total gain": "total gain",
+    "final tokens": "tokens now",
+    "tokens now": "tokens now",
+}
+#: Columns renamed while the game is still going (``final tokens`` is not final yet).
+SO_FAR_NAMES = {"final tokens": "tokens now"}
 #: The column ``gamabench host`` adds to ``seats.csv``: answers the seat did not type (deadline or absent).
 DEFAULTS = "default answers"
 
@@ -60,7 +67,7 @@ def so_far(results: list[dict[str, Any]], specs: dict[str, str]) -> tuple[list[d
     if not started:
         return [], []
     per_seat, per_who = seat_scores(started, _Task(_Config(specs)))
-    return _rows(per_seat), _rows(per_who)
+    return _rows(per_seat.rename(columns=SO_FAR_NAMES)), _rows(per_who.rename(columns=SO_FAR_NAMES))
 
 
 def own(rows: list[dict[str, Any]], unit: str, player: int) -> list[tuple[str, Any]]:

@@ -12,6 +12,7 @@ replies, names) is escaped by Jinja2's autoescape.
 from __future__ import annotations
 
 import hmac
+import json
 import time
 from http.cookies import SimpleCookie
 from importlib import resources
@@ -129,6 +130,7 @@ class SessionApp:
         session = self.session
         pending = session.current(slot)
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
+        context.update(game=None, more=0, final=[])
         if session.finished:
             state = "finished"
             context["final"] = scores.own_final(session.scores, slot.player)
@@ -152,7 +154,7 @@ class SessionApp:
             context["q"] = {
                 "round": o.round,
                 "rules": o.rules,
-                "history": [_shown(m) for m in o.history],
+                "history": [_turn(m) for m in o.history],
                 "question": o.question,
                 "valid": o.valid,
                 "field": o.primary,
@@ -181,6 +183,22 @@ class SessionApp:
             return _text("this form is not valid (reload the monitor)", 403)
         self.session.start()
         return RedirectResponse("/session", 303)
+
+
+def _turn(message: dict[str, Any]) -> tuple[str, str]:
+    """A history turn as a participant reads it: (``you`` or ``game``, text). The player's own answers
+    (JSON, as their model-facing history holds them) read "Your answer: 19", without field names."""
+    if message.get("role") != "assistant":
+        return "game", str(message.get("content", ""))
+    try:
+        data = json.loads(str(message.get("content", "")))
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        values = [v for k, v in data.items() if k != "explanation"]
+        if len(values) == 1:
+            return "you", f"Your answer: {values[0]}"
+    return "you", "Your answer: " + _shown(message).removeprefix("(your answer: ").removesuffix(")")
 
 
 def _game(o: Any, player: int) -> dict[str, Any]:
