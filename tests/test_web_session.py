@@ -149,7 +149,7 @@ def test_start_now_refused_answers_live_scores_and_two_games_at_once(
                 if round_no == 2:  # a finished round: the seat's own payoff so far, nothing of others
                     own = re.search(r'id="own">(.*?)</section>', page, re.S)
                     assert own is not None, page
-                    words = "rounds won" if game.startswith("Guess") else "tokens now"
+                    words = "rounds won" if game.startswith("Guess") else "total gain"
                     assert words in own.group(1) and "Bob" not in own.group(1) and "web:" not in own.group(1)
                     monitor = lab.get("/session").text
                     assert "Scores per seat so far" in monitor

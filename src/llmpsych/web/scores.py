@@ -3,7 +3,7 @@
 The numbers come from the games analysis's own :func:`~llmpsych.games.analysis.seat_scores`, fed the
 games' round records so far, so the monitor's live table and the final ``seats.csv`` agree. A participant
 is shown only their own row, and only the columns that are payoffs their round reports already told them
-(rounds won, total gain, tokens): nothing about another player.
+(rounds won, total gain): nothing about another player.
 """
 
 from __future__ import annotations
@@ -19,12 +19,9 @@ from ..runs import parse_run_config
 from . import store
 
 #: The payoff columns of ``seats.csv`` a player may see of their own seat, and their wording for them.
-OWN_SCORES = {
-    "rounds won": "rounds won",
-    "total gain": "total gain",
-    "final tokens": "tokens now",
-    "tokens now": "tokens now",
-}
+#: (Not the tokens held: the Public Goods question names this round's fresh endowment, and a second
+#: token count beside it confused.)
+OWN_SCORES = {"rounds won": "rounds won", "total gain": "total gain"}
 #: Columns renamed while the game is still going (``final tokens`` is not final yet).
 SO_FAR_NAMES = {"final tokens": "tokens now"}
 #: The column ``gamabench host`` adds to ``seats.csv``: answers the seat did not type (deadline or absent).

@@ -186,10 +186,10 @@ class SessionApp:
 
 
 def _turn(message: dict[str, Any]) -> tuple[str, str]:
-    """A history turn as a participant reads it: (``you`` or ``game``, text). The player's own answers
+    """A history turn as a participant reads it: (``you`` or ``report``, text). The player's own answers
     (JSON, as their model-facing history holds them) read "Your answer: 19", without field names."""
     if message.get("role") != "assistant":
-        return "game", str(message.get("content", ""))
+        return "report", str(message.get("content", ""))
     try:
         data = json.loads(str(message.get("content", "")))
     except ValueError:
