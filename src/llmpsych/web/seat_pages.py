@@ -11,6 +11,7 @@ replies, names) is escaped by Jinja2's autoescape.
 
 from __future__ import annotations
 
+import copy
 import hmac
 import json
 import time
@@ -206,7 +207,10 @@ def _game(o: Any, player: int) -> dict[str, Any]:
     unit = o.sample.rpartition(":p")[0]
     own: list[tuple[str, Any]] = []
     if o.progress is not None:
-        per_seat, _ = scores.so_far([o.progress()], {})
+        try:
+            per_seat, _ = scores.so_far([copy.deepcopy(o.progress())], {})
+        except RuntimeError:  # the engine is adding a round record right now; the next refresh shows it
+            per_seat = []
         own = scores.own(per_seat, unit, player)
     return {"title": o.title or o.kind, "round": o.round, "rounds": o.rounds, "unit": unit, "own": own}
 

@@ -16,6 +16,7 @@ themselves are in the run store, like every model answer. Nothing else (no addre
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import hmac
 import json
@@ -281,7 +282,15 @@ class Session:
         """Every game of this session so far (partial unit results, in the order they started)."""
         with self._lock:
             games = list(self.games.values())
-        return [so_far() for so_far in games]
+        out = []
+        for so_far in games:
+            for _ in range(3):  # the engine's thread may be adding a round record right now: look again
+                try:
+                    out.append(copy.deepcopy(so_far()))
+                    break
+                except RuntimeError:
+                    continue
+        return out
 
     # -- both (holding the lock) -------------------------------------------------------------------------
     def _show(self, slot: SeatSlot, key: str) -> None:
