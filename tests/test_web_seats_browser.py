@@ -1,9 +1,10 @@
 """Browser seats end to end: real Chromium, three participants and two model seats (a scripted server) play
-Guess 2/3 and the Public Goods Game through ``llmpsych gamabench host``; one participant reloads mid-game,
-the server process is killed and resumed mid-session, and the stored answers equal those typed.
+Guess 2/3 and the Public Goods Game through ``llmpsych gamabench host``; one participant's unusable answer
+is refused with the game's reason, one reloads mid-game, the server process is killed and resumed
+mid-session, and the stored answers equal those typed (nothing of the refused one).
 
-Screenshots of the lobby, a game seat and the monitor go to ``$LLMPSYCH_SCREENSHOTS`` (default: the test's
-temporary folder).
+Screenshots of the lobby, a game seat (early and later) and the monitor (lobby, playing, end) go to
+``$LLMPSYCH_SCREENSHOTS`` (default: the test's temporary folder).
 """
 
 from __future__ import annotations
@@ -161,13 +162,20 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
                 assert client.post(f"/play/{token_b}", data={**form, "answer": "9" * 5000}).status_code == 413
 
             answered = 0
-            killed = reloaded = False
+            killed = reloaded = refused = False
             while (i := next_question(people, host, host.links)) is not None:
                 page = people[i]
                 key = page.get_attribute("input[name=key]", "value")
                 assert key is not None and key not in typed, f"asked twice: {key}"
                 heading = page.inner_text("#question")
                 value = str(10 + 7 * i + answered % 5) if "guessing" in key else str(3 + i)
+                if answered == 2 and not refused:  # the game's own check refuses it; the same question stays
+                    page.fill("#answer", "abc")
+                    with page.expect_navigation():
+                        page.click("#send")
+                    assert "'abc' is not a whole number" in page.inner_text("#error")
+                    assert page.get_attribute("input[name=key]", "value") == key
+                    refused = True
                 if answered == 4 and not reloaded:
                     page.screenshot(path=str(shots / "seat.png"), full_page=True)
                     page.fill("#answer", "not a number")
@@ -193,7 +201,7 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
                     host.proc.wait(30)
                     killed = True
                     host = Host(["--resume", str(run_dir), "--port", str(port)])
-            assert killed and reloaded
+            assert killed and reloaded and refused
             monitor.goto(host.monitor)  # the restarted server has a new experimenter token
             monitor.screenshot(path=str(shots / "monitor-end.png"), full_page=True)
             assert "Scores per seat" in monitor.inner_text("main")
