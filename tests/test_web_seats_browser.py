@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -209,11 +210,15 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
             assert "nan" not in scores and "2.6666" not in scores  # missing cells read "–", numbers rounded
             people[0].reload()
             assert people[0].locator("#finished").count() == 1
+            own = people[0].inner_text("#own")  # the participant's own result only, whole numbers whole
+            assert re.search(r"Guess 2/3 of the Average: rounds won \d+$", own, re.M), own
+            people[0].screenshot(path=str(shots / "finished.png"), full_page=True)
             # the model reply holding a script renders inert on the run's unit page
             unit = monitor
             unit.click("#state a")  # the run's report
             unit.goto(unit.url + "/unit?id=guessing-run01")
             assert SCRIPT in unit.inner_text("main")
+            unit.screenshot(path=str(shots / "transcript-game.png"))
             assert unit.title() != "pwned"
             browser.close()
         host.proc.send_signal(signal.SIGINT)

@@ -67,12 +67,19 @@ def so_far(results: list[dict[str, Any]], specs: dict[str, str]) -> tuple[list[d
     return _rows(per_seat.rename(columns=SO_FAR_NAMES)), _rows(per_who.rename(columns=SO_FAR_NAMES))
 
 
+def _number(value: Any) -> Any:
+    """A payoff as a person reads it: whole numbers whole ("1", not "1.0"), others to two decimals."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else round(value, 2)
+    return value
+
+
 def own(rows: list[dict[str, Any]], unit: str, player: int) -> list[tuple[str, Any]]:
     """A player's own payoffs so far in one game (``unit``), worded for them (none if the game has none)."""
     for row in rows:
         if row.get("run") == unit and row.get("player") == player:
             return [
-                (label, row[column])
+                (label, _number(row[column]))
                 for column, label in OWN_SCORES.items()
                 if column in row and not (isinstance(row[column], float) and math.isnan(row[column]))
             ]
