@@ -242,10 +242,33 @@ def test_another_address_needs_host_says_who_can_reach_it_and_keeps_the_token(
         host.proc.wait(60)
 
 
-def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path) -> None:
+def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path, seed_data: Path) -> None:
+    from typer.testing import CliRunner
+
+    from llmpsych.collab.cli import app as mas_app
+    from llmpsych.collab.scripted import ScriptedCollaborator
     from test_games_engine_runs import scripted
+    from test_web_browser import scores_responder
 
     root = tmp_path / "runs"
+    with FaultServer(responder=scores_responder) as server:
+        for model in ("low", "high"):
+            config = {
+                "task": "psychobench",
+                "model": f"openai-compatible/{model}",
+                "base_url": server.base_url,
+                "cache": False,
+                "data_dir": str(seed_data),
+                "options": {"scales": ["DTDD"], "runs": 1},
+            }
+            start_run(parse_run_config(config), root / f"pb-{model}", False)
+    with FaultServer(responder=ScriptedCollaborator({}, answers={"Alice": "1.5"})) as server:
+        for fault in ("none", "autoinject"):
+            args = ["run", "--system", "mad", "--task", "ciar", "--items", "1", "--fault", fault]
+            args += ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
+            args += ["--data-dir", str(seed_data), "--no-cache", "--no-progress", "--out", str(root / fault)]
+            result = CliRunner().invoke(mas_app, args)
+            assert result.exit_code == 0, result.output
     with FaultServer(responder=scripted) as server:
         for model in ("a", "b"):
             config = {
@@ -279,6 +302,12 @@ def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path) -> None
         status, _, body = web.request(query)
         assert status == 200 and b"GAMA-Bench leaderboard" in body, body[-3000:]
         assert b'class="error"' not in body, body[-3000:]
+        for pair, title in (
+            (("pb-low", "pb-high"), b"PsychoBench"),
+            (("none", "autoinject"), b"MAS-Resilience"),
+        ):
+            status, _, body = web.request("/compare?" + "&".join(f"run={_run_id(0, r)}" for r in pair))
+            assert status == 200 and title in body and b'class="error"' not in body, body[-3000:]
     finally:
         web.stop()
         for path in [root, *root.rglob("*")]:
