@@ -79,6 +79,15 @@ def browser() -> Iterator[object]:
         chromium.close()
 
 
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the screenshots go: ``$LLMPSYCH_SCREENSHOTS`` or a temporary folder (never the repository)."""
+    folder = os.environ.get("LLMPSYCH_SCREENSHOTS")
+    path = Path(folder) if folder else tmp_path_factory.mktemp("screenshots")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @pytest.fixture
 def page(web: WebServer, browser, tmp_path: Path) -> Iterator[object]:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -92,7 +101,8 @@ def page(web: WebServer, browser, tmp_path: Path) -> Iterator[object]:
     context.close()
 
 
-def test_runs_page_lists_every_run_with_its_state_and_filters(page, web: WebServer) -> None:
+def test_runs_page_lists_every_run_with_its_state_and_filters(page, web: WebServer, shots: Path) -> None:
+    page.screenshot(path=str(shots / "runs.png"))
     rows = page.locator("table.runs tbody tr")
     assert rows.count() == 4
     text = page.locator("table.runs").inner_text()
@@ -116,7 +126,9 @@ def test_runs_page_lists_every_run_with_its_state_and_filters(page, web: WebServ
     assert labels == sorted(labels)
 
 
-def test_run_page_shows_report_config_manifest_files_and_units(page, web: WebServer) -> None:
+def test_run_page_shows_report_config_manifest_files_and_units(page, web: WebServer, shots: Path) -> None:
+    page.goto(f"{web.base}/run/{_run_id(0, 'games-a')}")
+    page.screenshot(path=str(shots / "run.png"))
     page.goto(f"{web.base}/run/{_run_id(0, 'pb-low')}")
     report = page.locator("#report .report")
     assert "PsychoBench report" in report.inner_text() and "Machiavellianism" in report.inner_text()
@@ -127,10 +139,9 @@ def test_run_page_shows_report_config_manifest_files_and_units(page, web: WebSer
     page.click("#config summary:text-is('Manifest')")
     assert "llmpsych_version" in page.locator("#config pre").nth(1).inner_text()
     assert "DTDD-run001" in page.locator("table.units").inner_text()
-    page.screenshot(path=str(Path(os.environ.get("LLMPSYCH_WEB_SHOTS", "/tmp")) / "web-run.png"))
 
 
-def test_unit_page_is_a_readable_chat_with_per_call_figures(page, web: WebServer) -> None:
+def test_unit_page_is_a_readable_chat_with_per_call_figures(page, web: WebServer, shots: Path) -> None:
     page.goto(f"{web.base}/run/{_run_id(0, 'pb-low')}")
     page.click("text=DTDD-run001")
     thread = page.locator(".thread").first
@@ -141,6 +152,7 @@ def test_unit_page_is_a_readable_chat_with_per_call_figures(page, web: WebServer
     assert re.search(r"\d+ ms", meta) and "prompt" in meta and "completion tokens" in meta
     assert '"answers"' in page.locator("pre.result").inner_text()
     assert page.locator("a[href^='javascript']").count() == 0
+    page.screenshot(path=str(shots / "transcript.png"))
 
 
 def test_compare_page_gives_each_benchmarks_comparison(page, web: WebServer) -> None:

@@ -1,20 +1,23 @@
 """Browser seats end to end: real Chromium, three participants and two model seats (a scripted server) play
-Guess 2/3 and the Public Goods Game through ``llmpsych gamabench host``; one participant reloads mid-game,
-the server process is killed and resumed mid-session, and the stored answers equal those typed.
+Guess 2/3 and the Public Goods Game through ``llmpsych gamabench host``; one participant's unusable answer
+is refused with the game's reason, one reloads mid-game, the server process is killed and resumed
+mid-session, and the stored answers equal those typed (nothing of the refused one).
 
-Screenshots of the lobby, a game seat and the monitor go to ``$LLMPSYCH_SCREENSHOTS`` (default: the test's
-temporary folder).
+Screenshots of the lobby, a game seat (early and later) and the monitor (lobby, playing, end) go to
+``$LLMPSYCH_SCREENSHOTS`` (default: the test's temporary folder).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,9 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SCRIPT = "<script>document.title='pwned'</script>"
 NAMES = ["Ann", "Bob", "<b>Cy</b>"]
+#: Upper bounds of the waits below: generous for a loaded machine; each wait ends on its event sooner.
+STARTUP_S = 240.0
+PATIENCE_S = 300.0
 
 
 def hostile(body: dict[str, Any]) -> str:
@@ -59,7 +65,16 @@ class Host:
         self.ready = threading.Event()
         self.over = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
-        assert self.ready.wait(60), self.proc.stderr.read() if self.proc.poll() is not None else self.lines
+        # bounded, and ended early by the event (the monitor line) or by the process ending
+        assert self.ready.wait(STARTUP_S), (
+            self.proc.stderr.read() if self.proc.poll() is not None else self.lines
+        )
+
+    def close(self) -> None:
+        """End the process if it still runs (a failed test leaves no server behind)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(60)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -75,6 +90,29 @@ class Host:
                 self.over.set()
         self.ready.set()
         self.over.set()
+
+
+def next_question(people: list[Any], host: Host, links: dict[int, str]) -> int | None:
+    """The first participant whose page shows a question, or None once the game is over.
+
+    Bounded (:data:`PATIENCE_S` without any page showing a question) and ended by its events: a question
+    on a page, the host's "game is over" line, or the host process ending. A page that lost the server
+    (the kill and restart) is opened again from its link, as a participant would."""
+    end = time.monotonic() + PATIENCE_S
+    while time.monotonic() < end:
+        for i, page in enumerate(people):
+            try:
+                if page.locator("#answer").count():
+                    return i
+                if page.locator("main.seat").count() == 0:  # the browser's error page: come back
+                    page.goto(links[i])
+            except playwright.Error:  # between two loads (the waiting page refreshes itself)
+                continue
+        if host.over.is_set():
+            return None
+        assert host.proc.poll() is None, "".join(host.lines) + host.proc.stderr.read()
+        people[0].wait_for_timeout(200)  # a pause between looks, not a wait for anything to happen
+    raise AssertionError(f"no question for {PATIENCE_S:.0f} s: " + "".join(host.lines))
 
 
 def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tmp_path: Path) -> None:
@@ -98,6 +136,8 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
             monitor.goto(host.monitor)
             assert "0 of 3 joined" in monitor.inner_text("#state")
             people = [browser.new_context().new_page() for _ in NAMES]
+            for page in [monitor, *people]:
+                page.set_default_timeout(PATIENCE_S * 1000)  # bounds, not expectations of speed
             people[0].goto(host.links[0])
             assert "1 of 3 participants have joined" in people[0].inner_text("#lobby")
             people[0].screenshot(path=str(shots / "lobby.png"), full_page=True)
@@ -123,51 +163,46 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
                 assert client.post(f"/play/{token_b}", data={**form, "answer": "9" * 5000}).status_code == 413
 
             answered = 0
-            killed = reloaded = False
-            finished = False
-            idle = 0
-            while not finished:
-                assert idle < 40, (
-                    str(answered)
-                    + people[0].content()[:1500]
-                    + "".join(host.lines)
-                    + (host.proc.stderr.read() if host.proc.poll() is not None else "")
-                )
-                progressed = False
-                for i, page in enumerate(people):
-                    try:
-                        page.wait_for_selector("#answer", timeout=1500)
-                    except playwright.Error:
-                        continue
-                    key = page.get_attribute("input[name=key]", "value")
-                    assert key is not None and key not in typed, f"asked twice: {key}"
-                    heading = page.inner_text("#question")
-                    value = str(10 + 7 * i + answered % 5) if "guessing" in key else str(3 + i)
-                    if answered == 4 and not reloaded:
-                        page.screenshot(path=str(shots / "seat.png"), full_page=True)
-                        page.fill("#answer", "not a number")
-                        page.reload()  # mid-game reload: the same question is still there
-                        reloaded = True
-                        assert page.get_attribute("input[name=key]", "value") == key
-                        assert "Round" in heading
-                    page.fill("#answer", value)
+            killed = reloaded = refused = False
+            while (i := next_question(people, host, host.links)) is not None:
+                page = people[i]
+                key = page.get_attribute("input[name=key]", "value")
+                assert key is not None and key not in typed, f"asked twice: {key}"
+                heading = page.inner_text("#question")
+                value = str(10 + 7 * i + answered % 5) if "guessing" in key else str(3 + i)
+                if answered == 2 and not refused:  # the game's own check refuses it; the same question stays
+                    page.fill("#answer", "abc")
                     with page.expect_navigation():
                         page.click("#send")
-                    typed[key] = value
-                    answered += 1
-                    progressed = True
-                    if answered == 7 and not killed:
-                        host.proc.send_signal(signal.SIGKILL)
-                        host.proc.wait(30)
-                        killed = True
-                        host = Host(["--resume", str(run_dir), "--port", str(port)])
-                if host.over.is_set():
-                    finished = True
-                elif not progressed:
-                    idle += 1
-                else:
-                    idle = 0
-            assert killed and reloaded
+                    assert "'abc' is not a whole number" in page.inner_text("#error")
+                    assert page.get_attribute("input[name=key]", "value") == key
+                    refused = True
+                if answered == 4 and not reloaded:
+                    page.screenshot(path=str(shots / "seat.png"), full_page=True)
+                    page.fill("#answer", "not a number")
+                    page.reload()  # mid-game reload: the same question is still there
+                    reloaded = True
+                    assert page.get_attribute("input[name=key]", "value") == key
+                    assert "Round" in heading
+                page.fill("#answer", value)
+                with page.expect_navigation():
+                    page.click("#send")
+                if page.locator("main.seat").count() == 0:
+                    continue  # sent while the restarted host had not asked it again yet: asked later
+                typed[key] = value
+                answered += 1
+                if answered == 13:  # later in the game: the seat's own score, the monitor's scores so far
+                    if people[i].locator("#answer").count():
+                        people[i].screenshot(path=str(shots / "seat-later.png"), full_page=True)
+                    monitor.goto(host.monitor)
+                    assert "Scores per seat so far" in monitor.inner_text("main")
+                    monitor.screenshot(path=str(shots / "monitor-playing.png"), full_page=True)
+                if answered == 7 and not killed:
+                    host.proc.send_signal(signal.SIGKILL)
+                    host.proc.wait(30)
+                    killed = True
+                    host = Host(["--resume", str(run_dir), "--port", str(port)])
+            assert killed and reloaded and refused
             monitor.goto(host.monitor)  # the restarted server has a new experimenter token
             monitor.screenshot(path=str(shots / "monitor-end.png"), full_page=True)
             assert "Scores per seat" in monitor.inner_text("main")
@@ -175,11 +210,15 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
             assert "nan" not in scores and "2.6666" not in scores  # missing cells read "–", numbers rounded
             people[0].reload()
             assert people[0].locator("#finished").count() == 1
+            own = people[0].inner_text("#own")  # the participant's own result only, whole numbers whole
+            assert re.search(r"Guess 2/3 of the Average: rounds won \d+$", own, re.M), own
+            people[0].screenshot(path=str(shots / "finished.png"), full_page=True)
             # the model reply holding a script renders inert on the run's unit page
             unit = monitor
             unit.click("#state a")  # the run's report
             unit.goto(unit.url + "/unit?id=guessing-run01")
             assert SCRIPT in unit.inner_text("main")
+            unit.screenshot(path=str(shots / "transcript-game.png"))
             assert unit.title() != "pwned"
             browser.close()
         host.proc.send_signal(signal.SIGINT)

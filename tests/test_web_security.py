@@ -34,14 +34,14 @@ def hostile_responder(body: dict) -> str:
 class WebServer:
     """``llmpsych web`` in a child process on a free loopback port; ``url`` holds the printed token."""
 
-    def __init__(self, *roots: Path, host: str = "127.0.0.1") -> None:
+    def __init__(self, *roots: Path, host: str = "127.0.0.1", wrap: tuple[str, ...] = ()) -> None:
         code = (
             "import sys; from pathlib import Path; from llmpsych.web.cli import serve_runs; "
             "serve_runs([Path(p) for p in sys.argv[2:]], host=sys.argv[1])"
         )
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", code, host, *map(str, roots)],
+            [*wrap, sys.executable, "-c", code, host, *map(str, roots)],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

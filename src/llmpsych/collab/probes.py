@@ -21,7 +21,7 @@ def unit_results(run_dir: Path) -> list[dict[str, Any]]:
     """The results of a run's finished items (empty without a store)."""
     if not (Path(run_dir) / STORE_FILE).is_file():
         return []
-    store = RunStore.in_dir(Path(run_dir))
+    store = RunStore.in_dir(Path(run_dir), readonly=True)
     try:
         return [u.result for u in store.units("done") if isinstance(u.result, dict)]
     finally:

@@ -173,7 +173,21 @@ class Table:
             params=self.params,
             key=f"{self.label}:p{decision.player}:r{decision.round}:{decision.kind}",
             strategy=lambda name, rng: game.strategy(name, decision, rng),
+            check=decision.validate,
+            title=game.title,
+            rounds=game.rounds,
+            progress=self.so_far,
         )
+
+    def so_far(self) -> dict[str, Any]:
+        """The game so far in the shape of a unit result (the round records finished until now)."""
+        return {
+            "game": self.game.name,
+            "run": self.label,
+            "players": len(self.seats),
+            "seats": [seat.spec for seat in self.seats],
+            "rounds": list(self.game.records),
+        }
 
     async def ask(self, decisions: list[Decision]) -> list[Answer]:
         """Ask all decisions concurrently; each is re-asked on its own until valid or out of tries."""

@@ -109,7 +109,7 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", published
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
-    store = RunStore.in_dir(run_dir)
+    store = RunStore.in_dir(run_dir, readonly=True)
     try:
         config = store.get_meta("config") or {}
         units = store.units()

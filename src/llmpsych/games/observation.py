@@ -65,6 +65,14 @@ class Observation:
     key: str = ""  # names this decision for recorded answers (``<unit>:p<player>:r<round>:<kind>``)
     #: the game's built-in strategies for this decision: ``strategy(name, rng)`` -> value
     strategy: Callable[[str, random.Random], Any] | None = None
+    #: the game's own check of the JSON fields: returns the action or raises ``InvalidAnswer`` (a form
+    #: refuses an unusable answer with the game's message before anything is stored)
+    check: Callable[[dict[str, Any]], Any] | None = None
+    title: str = ""  # the game's title ("Guess 2/3 of the Average")
+    rounds: int = 0  # the rounds the game plays (0: not known)
+    #: the game so far as a partial result (``game``, ``run``, ``players``, ``seats``, ``rounds``): for the
+    #: host's monitor and a participant's own score, never shown to a model
+    progress: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def primary(self) -> str:

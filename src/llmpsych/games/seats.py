@@ -286,7 +286,9 @@ class HumanSeat(Seat):
 class WebBroker(Protocol):
     """Where a web seat's question goes and its answer comes from (the hosted session)."""
 
-    async def answer(self, seat: WebSeat, observation: Observation) -> str: ...
+    async def answer(self, seat: WebSeat, observation: Observation) -> tuple[str, str]:
+        """The answer to ``observation`` and how it was given (``typed``, ``deadline`` or ``bot``)."""
+        ...
 
     def saved(self, observation: Observation) -> None:
         """The answer to ``observation`` is durable in the run store."""
@@ -306,8 +308,9 @@ def set_web_broker(broker: WebBroker | None) -> None:
 class WebSeat(Seat):
     """A participant in a browser; the answer is typed in the seat's page of a hosted session.
 
-    Answers are recorded in the run store (role ``web``) as they are given; on resume they are replayed,
-    not asked again.
+    Answers are recorded in the run store (role ``web``) as they are given, with how (``answered``:
+    ``typed``, ``deadline`` for the default action after the deadline, ``bot`` for a seat that never
+    joined); on resume they are replayed, not asked again.
     """
 
     kind = "web"
@@ -317,15 +320,18 @@ class WebSeat(Seat):
         self.name = name
 
     async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        request: dict[str, Any] = {"question": observation.question, "valid": observation.valid}
+
         async def ask() -> str:
             if not _WEB_BROKER:
                 raise ConfigError(
                     f"seat {self.spec!r} is a browser seat",
                     "play it with `llmpsych gamabench host` (it serves the seats' pages)",
                 )
-            return await _WEB_BROKER[0].answer(self, observation)
+            text, how = await _WEB_BROKER[0].answer(self, observation)
+            request["answered"] = how  # stored with the answer: ctx.recorded writes after produce returns
+            return text
 
-        request = {"question": observation.question, "valid": observation.valid}
         line = await ctx.recorded("web", f"web:{observation.key}", self.spec, request, ask)
         if _WEB_BROKER:
             _WEB_BROKER[0].saved(observation)

@@ -33,7 +33,7 @@ def run_label(run_dir: Path) -> str:
     """The model of a run, with its persona and ``-JB`` for the cipher, from the stored config."""
     config: dict[str, Any] = {}
     if (run_dir / STORE_FILE).exists():
-        with RunStore.in_dir(run_dir) as store:
+        with RunStore.in_dir(run_dir, readonly=True) as store:
             config = store.get_meta("config") or {}
     label = str(config.get("model") or run_dir.name)
     options = config.get("options") or {}

@@ -290,6 +290,10 @@ class RunStore:
                 self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             else:  # mode=rw / mode=ro: SQLite must not create a missing file
                 uri = self.path.absolute().as_uri() + ("?mode=ro" if readonly else "?mode=rw")
+                if readonly and not os.access(self.path.parent, os.W_OK):
+                    # a read-only folder (an archive, a read-only mount): SQLite cannot make the WAL side
+                    # files it reads with, and nothing can be writing the store, so read it as immutable
+                    uri += "&immutable=1"
                 self._db = sqlite3.connect(uri, uri=True, check_same_thread=False, isolation_level=None)
         except sqlite3.Error as exc:
             raise self._damaged(exc) from None

@@ -6,7 +6,6 @@ the main thread exactly as ``gamabench run`` does, its web seats answered throug
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -17,11 +16,12 @@ from ..errors import ConfigError, RunInterrupted
 from ..games.seats import WebSeat, build_seats, set_web_broker
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
+from . import scores
 from .app import create_app
 from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
 from .security import TOKEN_PARAM, host_names, new_token
-from .server import LIMIT_CONCURRENCY, MAX_HEAD_BYTES, bind, is_loopback, url_host
+from .server import LIMIT_CONCURRENCY, MAX_HEAD_BYTES, bind, is_loopback, public_name, url_host
 from .session import SESSION_FILE, Session
 
 
@@ -50,15 +50,14 @@ def host_run(
     base = f"http://{url_host(host)}:{port}"
     public = base
     if not is_loopback(host):
-        name = host if host not in ("0.0.0.0", "::") else socket.gethostname()
-        public = f"http://{url_host(name)}:{port}"
+        public = f"http://{url_host(public_name(host))}:{port}"
     links = {s.player: f"{public}/play/{s.token}" for s in session.slots.values()}
     inner = create_app(
         [run_dir.parent],
         token=token,
         port=port,
         hosts=host_names(host),
-        extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name))],
+        extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name), run_dir)],
     )
     app = SessionApp(session, inner, token=token, port=port, hosts=host_names(host))
     config = uvicorn.Config(
@@ -98,8 +97,9 @@ def host_run(
                 f"continue with: llmpsych gamabench host --resume {run_dir} (participants keep their links)"
             )
             raise RunInterrupted(exc.message, hint) from None
+        scores.mark_defaults(run_dir, session.timings)
+        session.scores, session.kinds = scores.final(run_dir)
         session.finished = True
-        session.scores = _scores(run_dir)
         announce(f"the game is over; the report is on {public}/run/{_run_id(0, run_dir.name)}")
         if linger:
             announce("stop the server with Ctrl+C")
@@ -111,17 +111,6 @@ def host_run(
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
-
-
-def _scores(run_dir: Path) -> list[dict[str, object]]:
-    """The per-seat scores the analysis wrote (``seats.csv``), for the monitor."""
-    import pandas as pd
-
-    path = run_dir / "seats.csv"
-    if not path.exists():
-        return []
-    frame = pd.read_csv(path)
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
 def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:

@@ -11,10 +11,13 @@ replies, names) is escaped by Jinja2's autoescape.
 
 from __future__ import annotations
 
+import copy
 import hmac
+import json
 import time
 from http.cookies import SimpleCookie
 from importlib import resources
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -27,7 +30,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..games.seats import _shown
-from .security import SECURITY_HEADERS, _split_host
+from . import scores
+from .security import SECURITY_HEADERS, _split_host, host_allowed
 from .session import ANSWERED, FORGED, Session
 
 #: Seconds a form submission waits for its answer to reach the run store.
@@ -75,7 +79,7 @@ class SessionApp:
     async def _handle(self, scope: Scope, receive: Receive, path: str) -> Response:
         headers = Headers(scope=scope)
         name, port = _split_host(headers.get("host", "").lower())
-        if name not in self.hosts or port != str(self.port):
+        if not host_allowed(name, self.hosts) or port != str(self.port):
             return _text("unknown Host header", 421)
         method = scope["method"]
         if method not in ("GET", "HEAD", "POST"):
@@ -127,24 +131,31 @@ class SessionApp:
         session = self.session
         pending = session.current(slot)
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
+        context.update(game=None, more=0, final=[])
         if session.finished:
             state = "finished"
+            context["final"] = scores.own_final(session.scores, slot.player)
         elif not session.started:
             state = "lobby"
             context["joined"] = sum(1 for s in session.slots.values() if s.joined)
             context["seats"] = len(session.slots)
         elif pending is None:
             state = "waiting"
+            last = slot.last
+            if last is not None:
+                context["game"] = _game(last, slot.player)
         else:
             state = "question"
             o = pending.observation
+            context["game"] = _game(o, slot.player)
+            context["more"] = max(0, len(slot.pending) - 1)
             left = None
             if session.deadline_s > 0 and pending.shown_at is not None:
                 left = max(0, round(pending.shown_at + session.deadline_s - time.time()))
             context["q"] = {
                 "round": o.round,
                 "rules": o.rules,
-                "history": [_shown(m) for m in o.history],
+                "history": [_turn(m) for m in o.history],
                 "question": o.question,
                 "valid": o.valid,
                 "field": o.primary,
@@ -175,15 +186,52 @@ class SessionApp:
         return RedirectResponse("/session", 303)
 
 
+def _turn(message: dict[str, Any]) -> tuple[str, str]:
+    """A history turn as a participant reads it: (``you`` or ``report``, text). The player's own answers
+    (JSON, as their model-facing history holds them) read "Your answer: 19", without field names."""
+    if message.get("role") != "assistant":
+        return "report", str(message.get("content", ""))
+    try:
+        data = json.loads(str(message.get("content", "")))
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        values = [v for k, v in data.items() if k != "explanation"]
+        if len(values) == 1:
+            return "you", f"Your answer: {values[0]}"
+    return "you", "Your answer: " + _shown(message).removeprefix("(your answer: ").removesuffix(")")
+
+
+def _game(o: Any, player: int) -> dict[str, Any]:
+    """Which game and round a question belongs to, and the player's own score so far in it."""
+    unit = o.sample.rpartition(":p")[0]
+    own: list[tuple[str, Any]] = []
+    if o.progress is not None:
+        try:
+            per_seat, _ = scores.so_far([copy.deepcopy(o.progress())], {})
+        except RuntimeError:  # the engine is adding a round record right now; the next refresh shows it
+            per_seat = []
+        own = scores.own(per_seat, unit, player)
+    return {"title": o.title or o.kind, "round": o.round, "rounds": o.rounds, "unit": unit, "own": own}
+
+
 def monitor_csrf(session: Session) -> str:
     """The form token of the monitor's start button."""
     return hmac.new(session.secret, b"start", "sha256").hexdigest()
 
 
-def monitor_route(session: Session, links: dict[int, str], run_id: str) -> Route:
-    """``/session``: who joined, their round, who is answering, answers given, the links to hand out."""
+def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir: Path) -> Route:
+    """``/session``: who joined, their round, who is answering, answers given, the links to hand out, and
+    the scores so far per seat and per model (the final ``seats.csv`` / ``seat_kinds.csv`` at the end)."""
+    specs: dict[str, str] = {}
 
     def monitor(request: Request) -> Response:
+        if session.finished and session.scores:
+            per_seat, per_kind = session.scores, session.kinds
+        else:
+            if not specs:
+                specs.update(scores.role_specs(run_dir))
+            per_seat, per_kind = scores.so_far(session.progress(), specs)
         return _page(
             "monitor.html",
             seats=session.status(),
@@ -194,7 +242,8 @@ def monitor_route(session: Session, links: dict[int, str], run_id: str) -> Route
             csrf=monitor_csrf(session),
             deadline=round(session.deadline_s),
             run_id=run_id,
-            scores=session.scores,
+            scores=per_seat,
+            kinds=per_kind,
         )
 
     return Route("/session", monitor)

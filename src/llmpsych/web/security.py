@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
@@ -56,6 +57,7 @@ def host_names(host: str) -> set[str]:
         import socket
 
         names.add(socket.gethostname().lower())
+        names.add(ANY_ADDRESS)
         try:
             for info in socket.getaddrinfo(socket.gethostname(), None):
                 address = str(info[4][0])
@@ -63,6 +65,27 @@ def host_names(host: str) -> set[str]:
         except OSError:
             pass
     return {n.lower() for n in names}
+
+
+#: In :func:`host_names`: the server is bound to every address, so any IP-address Host is one of its own.
+ANY_ADDRESS = "*"
+
+
+def host_allowed(name: str, hosts: set[str]) -> bool:
+    """Whether a request's Host name (lower case, no port) names this server.
+
+    On a wildcard bind (``0.0.0.0``) participants type the machine's address, whichever interface it is on,
+    so any IP address is accepted there; a name must still be this machine's (a DNS-rebinding page always
+    sends its own domain name, never an address)."""
+    if name in hosts:
+        return True
+    if ANY_ADDRESS not in hosts:
+        return False
+    try:
+        ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
+    except ValueError:
+        return False
+    return True
 
 
 def _split_host(value: str) -> tuple[str, str]:
@@ -110,7 +133,7 @@ class Gate:
     def _refusal(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
         name, port = _split_host(headers.get("host", "").lower())
-        if name not in self.hosts or port != str(self.port):
+        if not host_allowed(name, self.hosts) or port != str(self.port):
             return PlainTextResponse("unknown Host header (open the URL llmpsych web printed)\n", 421)
         if scope["method"] not in ("GET", "HEAD"):
             return PlainTextResponse("read-only server: GET only\n", 405, headers={"Allow": "GET, HEAD"})

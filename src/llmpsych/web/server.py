@@ -53,6 +53,21 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def public_name(host: str) -> str:
+    """How other machines reach a server bound to ``host``: the address itself, or for a wildcard bind
+    this machine's address on its network (the source address of its default route; no packet is sent),
+    else its host name."""
+    if host not in ("0.0.0.0", "::", ""):
+        return host
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        try:
+            probe.connect(("10.255.255.255", 9))
+            address = str(probe.getsockname()[0])
+        except OSError:
+            address = ""
+    return address if address and not is_loopback(address) else socket.gethostname()
+
+
 def url_host(host: str) -> str:
     """``host`` as written in a URL (the loopback address for a wildcard bind)."""
     if host in ("0.0.0.0", ""):
@@ -83,8 +98,7 @@ def serve(
     if is_loopback(host):
         announce("only this machine can reach it (loopback); the token in the URL is needed to open it")
     else:
-        name = host if host not in ("0.0.0.0", "::") else socket.gethostname()
-        announce(f"from other machines: http://{url_host(name)}:{port}/?{TOKEN_PARAM}={token}")
+        announce(f"from other machines: http://{url_host(public_name(host))}:{port}/?{TOKEN_PARAM}={token}")
         announce(
             f"WARNING: bound to {host}: anyone who can reach this machine on port {port} over the network "
             "can connect; the token still guards every page, but the connection is plain HTTP (not "

@@ -16,6 +16,7 @@ themselves are in the run store, like every model answer. Nothing else (no addre
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import hmac
 import json
@@ -23,12 +24,14 @@ import os
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 from ..games.observation import Observation
+from ..games.parsing import InvalidAnswer
 from ..games.seats import WebSeat
 
 SESSION_FILE = "session.json"
@@ -45,7 +48,7 @@ class Pending:
     """A question waiting for a participant."""
 
     observation: Observation
-    future: asyncio.Future[str]
+    future: asyncio.Future[tuple[str, str]]
     loop: asyncio.AbstractEventLoop
     shown_at: float | None = None
     timer: asyncio.TimerHandle | None = None
@@ -65,6 +68,8 @@ class SeatSlot:
     answered: int = 0
     last_round: int = 0
     pending: dict[str, Pending] = field(default_factory=dict)
+    #: the seat's latest question (the waiting page names its game and round)
+    last: Observation | None = None
 
 
 def default_action(observation: Observation) -> str:
@@ -84,6 +89,19 @@ def default_action(observation: Observation) -> str:
     return "null" if value is None else str(value)
 
 
+def _refusal(observation: Observation, answer: str) -> str | None:
+    """Why the game cannot use ``answer`` (its own message), or None: the check a model's answer meets."""
+    if observation.check is None:
+        return None
+    try:
+        observation.check({observation.primary: answer})
+    except InvalidAnswer as exc:
+        return f"This answer cannot be used: {exc}. Please answer with {observation.valid}."
+    except (ValueError, TypeError, KeyError) as exc:  # a validator that trips over a typed string
+        return f"This answer cannot be used ({type(exc).__name__}). Please answer with {observation.valid}."
+    return None
+
+
 class Session:
     """The web seats of one hosted run (thread-safe: the engine's loop and the server's thread use it)."""
 
@@ -100,8 +118,12 @@ class Session:
         self.timings: list[dict[str, Any]] = []
         #: per-seat scores, filled when the run's analysis is written (the monitor shows them)
         self.scores: list[dict[str, Any]] = []
+        #: the same averaged per model and per other seat (``seat_kinds.csv``)
+        self.kinds: list[dict[str, Any]] = []
         self._lock = threading.RLock()
         self._storing: dict[str, threading.Event] = {}
+        #: each game's progress (the table's partial result) by unit id, for the scores so far
+        self.games: dict[str, Callable[[], dict[str, Any]]] = {}
 
     # -- creating and persisting ------------------------------------------------------------------------
     @classmethod
@@ -184,7 +206,10 @@ class Session:
         return hmac.new(self.secret, f"{slot.token}\n{key}".encode(), hashlib.sha256).hexdigest()
 
     def submit(self, slot: SeatSlot, key: str, csrf: str, answer: str) -> str | threading.Event:
-        """Take a typed answer: an event set once it is stored, or an error message (nothing taken)."""
+        """Take a typed answer: an event set once it is stored, or an error message (nothing taken).
+
+        The answer is checked by the game's own validation (the parser and range a model's answer meets);
+        an answer it refuses is not stored, and the same question stays open with the game's reason."""
         if not hmac.compare_digest(self.csrf(slot, key).encode(), csrf.encode()):
             return FORGED
         answer = answer.strip()
@@ -196,6 +221,9 @@ class Session:
             pending = slot.pending.get(key)
             if pending is None or pending.shown_at is None:
                 return ANSWERED
+            refusal = _refusal(pending.observation, answer)
+            if refusal is not None:
+                return refusal
             self._resolve(slot, key, answer, "typed")
         return pending.stored
 
@@ -218,15 +246,18 @@ class Session:
         return all(s.joined for s in self.slots.values())
 
     # -- the engine side (the run's event loop) ---------------------------------------------------------
-    async def answer(self, seat: WebSeat, observation: Observation) -> str:
-        """The broker of :class:`~llmpsych.games.seats.WebSeat`: wait for the participant's answer."""
+    async def answer(self, seat: WebSeat, observation: Observation) -> tuple[str, str]:
+        """The broker of :class:`~llmpsych.games.seats.WebSeat`: wait for the participant's answer (and
+        how it came: ``typed``, ``deadline`` or ``bot`` for a seat that never joined)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[str] = loop.create_future()
+        future: asyncio.Future[tuple[str, str]] = loop.create_future()
         with self._lock:
             slot = self.slots.get(observation.player)
             if slot is None:
                 raise ConfigError(f"player {observation.player} has no web seat in this session")
             slot.last_round = observation.round
+            slot.last = observation
+            self._track(observation)
             slot.pending[observation.key] = Pending(observation, future, loop)
             if self.started:
                 if slot.joined:
@@ -238,9 +269,28 @@ class Session:
     def saved(self, observation: Observation) -> None:
         """The engine stored the answer to ``observation``: the page waiting on it may answer."""
         with self._lock:
+            self._track(observation)
             event = self._storing.pop(observation.key, None)
         if event is not None:
             event.set()
+
+    def _track(self, observation: Observation) -> None:
+        if observation.progress is not None:
+            self.games[observation.sample.rpartition(":p")[0]] = observation.progress
+
+    def progress(self) -> list[dict[str, Any]]:
+        """Every game of this session so far (partial unit results, in the order they started)."""
+        with self._lock:
+            games = list(self.games.values())
+        out = []
+        for so_far in games:
+            for _ in range(3):  # the engine's thread may be adding a round record right now: look again
+                try:
+                    out.append(copy.deepcopy(so_far()))
+                    break
+                except RuntimeError:
+                    continue
+        return out
 
     # -- both (holding the lock) -------------------------------------------------------------------------
     def _show(self, slot: SeatSlot, key: str) -> None:
@@ -281,7 +331,7 @@ class Session:
             if pending.timer is not None:
                 pending.timer.cancel()
             if not pending.future.done():
-                pending.future.set_result(answer)
+                pending.future.set_result((answer, how))
 
         pending.loop.call_soon_threadsafe(settle)
 
@@ -296,7 +346,12 @@ class Session:
                     "joined": s.joined,
                     "answered": s.answered,
                     "round": s.last_round,
-                    "waiting": any(p.shown_at is not None for p in s.pending.values()),
+                    "waiting": [
+                        f"{p.observation.title}, round {p.observation.round}"
+                        + (f" of {p.observation.rounds}" if p.observation.rounds else "")
+                        for p in s.pending.values()
+                        if p.shown_at is not None
+                    ],
                 }
                 for s in sorted(self.slots.values(), key=lambda s: s.player)
             ]

@@ -13,6 +13,7 @@ with ``mode=ro`` so nothing is created or changed.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import stat
 from collections.abc import Iterator
@@ -81,6 +82,10 @@ def connect(run_dir: Path) -> Iterator[sqlite3.Connection]:
     """A read-only connection to the run's store, closed after the block; damage is a DataError."""
     path = check_store_files(run_dir)
     uri = path.absolute().as_uri() + "?mode=ro"
+    if not os.access(run_dir, os.W_OK):
+        # a WAL store in a folder nobody may write (an archive, a read-only mount) cannot get the side
+        # files SQLite reads it with; nothing can be writing it either, so it is read as immutable
+        uri += "&immutable=1"
     try:
         with closing(sqlite3.connect(uri, uri=True, check_same_thread=False)) as db:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
