@@ -27,6 +27,7 @@ from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
 from ..stats import format_mean_sd
 from . import bsri as bsri_mod
+from .quality import comparison_quality, comparison_quality_section
 
 
 def run_label(run_dir: Path) -> str:
@@ -195,7 +196,10 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     """Write ``comparison.md``/``.html``, tidy ``comparison.csv`` (``.parquet``) and a chart per scale."""
     display, tidy = comparison_frames(run_dirs)
     output_dir(out_dir)
-    outputs, parquet_note = write_tables([("comparison", tidy)], out_dir)
+    models = dict(zip(map(Path, tidy["run_dir"]), tidy["model"], strict=True))
+    quality = comparison_quality(models)
+    quality_tables = [("comparison_quality", quality)] if not quality.empty else []
+    outputs, parquet_note = write_tables([("comparison", tidy), *quality_tables], out_dir)
     norms_parts = [
         checked_csv(d / "norms.csv", _NORMS, ("mean", "sd", "n"))
         for d in run_dirs
@@ -224,6 +228,8 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
             "A = Androgynous).\n\n" + table(display),
         ),
     ]
+    if not quality.empty:
+        sections.append(("Psychometric quality", comparison_quality_section(quality)))
     if charts:
         sections.append(
             (

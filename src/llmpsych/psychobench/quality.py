@@ -226,7 +226,7 @@ def _estimate(value: float, low: float, high: float, note: object) -> str:
         return note
     if math.isnan(value):
         return NOT_MEANINGFUL
-    interval = "" if math.isnan(low) else f" [{low:.2f}, {high:.2f}]"
+    interval = " [interval not meaningful]" if math.isnan(low) else f" [{low:.2f}, {high:.2f}]"
     return f"{value:.2f}{interval}"
 
 
@@ -243,12 +243,13 @@ QUALITY_EXPLAINED = (
     "is the number of runs that answered every item of the subscale (listwise). Answers are reverse-keyed "
     "first. Alpha is Cronbach's, with Feldt's analytic 95 % interval; omega is McDonald's omega total "
     "from one factor (iterated principal axes), with a percentile bootstrap 95 % interval over runs "
-    "({resamples} resamples, seed {seed}). A figure is *not meaningful* when n < 3, when the subscale has "
-    "fewer than 2 items, or when the runs do not vary (the subscale score for alpha; any item for omega "
-    "and the item-total correlations). Repeated runs of one model are not a sample of people: these "
-    "figures say whether the items move together across runs, not whether the scale measures the same "
-    "trait in the model as in people. Weakest item: the lowest corrected item-total correlation (the item "
-    "against the sum of the others)."
+    "({resamples} resamples, seed {seed}; a resample in which an item does not vary is skipped, and with "
+    "fewer than half of them left the interval is not meaningful). A figure is *not meaningful* when "
+    "n < 3, when the subscale has fewer than 2 items (omega: 3), or when the runs do not vary (the "
+    "subscale score for alpha; any item for omega). Repeated runs of one model are not a sample of "
+    "people: these figures say whether the items move together across runs, not whether the scale "
+    "measures the same trait in the model as in people. Weakest item: the lowest corrected item-total "
+    "correlation (the item against the sum of the others)."
 )
 
 
