@@ -292,7 +292,9 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
             charts,
             extra,
             parquet_note,
-            quality_section(quality, seed=seed, resamples=BOOTSTRAP_RESAMPLES),
+            quality_section(
+                quality, seed=seed, resamples=BOOTSTRAP_RESAMPLES, imported=bool(task.options.imported)
+            ),
         ),
         tables=frames,
         parquet=settings.parquet,

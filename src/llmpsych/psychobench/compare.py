@@ -4,8 +4,9 @@ Rows are (scale, subscale); there is one ``mean ± sd`` column per run and one `
 human norm group of the data file. BSRI adds a "Conclusion" row (each run's classification counts) and
 CABIN its higher-order dimensions when the runs were reported with a mapping (as in Table 4.4). Only the
 files a run's analysis wrote are read (``summary.csv``, ``norms.csv``, ``bsri.csv``,
-``cabin_groups_summary.csv``) plus the run's stored config and report settings, so no model and no data
-file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped bar chart per scale.
+``cabin_groups_summary.csv``, ``quality.csv``) plus the run's stored config and report settings, so no
+model and no data file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped
+bar chart per scale.
 """
 
 from __future__ import annotations

@@ -99,7 +99,10 @@ def keyed_matrix(scale: Scale, raw: pd.DataFrame) -> pd.DataFrame:
     return keyed
 
 
-def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int) -> tuple[list[dict[str, Any]], list[dict]]:
+Rows = list[dict[str, Any]]
+
+
+def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int) -> tuple[Rows, Rows]:
     subscales, items = [], []
     reverse = set(scale.reverse_indices)
     for sub in scale.subscales:
@@ -253,7 +256,9 @@ QUALITY_EXPLAINED = (
 )
 
 
-def quality_section(tables: dict[str, pd.DataFrame], *, seed: int, resamples: int) -> str:
+def quality_section(
+    tables: dict[str, pd.DataFrame], *, seed: int, resamples: int, imported: bool = False
+) -> str:
     """The report's "Psychometric quality" section."""
     quality, items, per_scale = tables["quality"], tables["quality_items"], tables["quality_scales"]
     text = [QUALITY_EXPLAINED.format(seed=seed, resamples=resamples)]
@@ -278,11 +283,15 @@ def quality_section(tables: dict[str, pd.DataFrame], *, seed: int, resamples: in
         text.append(table(view))
     if not per_scale.empty:
         text.append(
-            "Valid answers: parsed, in range, not refused, out of every item asked, with a Wilson 95 % "
-            "interval. Acquiescence: each run's mean answer over all items *before* reverse keying, minus "
-            "the scale midpoint, then mean ± sd over runs (positive: the model agrees more than the keys "
-            "would balance out). It separates agreement from the trait only when the scale has reverse-keyed "
-            "items."
+            (
+                "Valid answers: non-empty cells of the imported file, out of every item"
+                if imported
+                else "Valid answers: parsed, in range, not refused, out of every item asked"
+            )
+            + ", with a Wilson 95 % interval. Acquiescence: each run's mean answer over all items *before* "
+            "reverse keying, minus the scale midpoint, then mean ± sd over runs (positive: the model agrees "
+            "more than the keys would balance out). It separates agreement from the trait only when the "
+            "scale has reverse-keyed items."
         )
         scale_view = pd.DataFrame(
             {
