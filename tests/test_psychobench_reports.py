@@ -293,7 +293,8 @@ def test_two_models_give_one_table_4_3_comparison_with_html_and_charts(
         )  # fmt: skip
     assert result.exit_code == 0, result.output
     text = (out / "comparison.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| BSRI")]
+    scores = text[text.index("## Scores") : text.index("## Psychometric quality")]
+    rows = [line for line in scores.splitlines() if line.startswith("| BSRI")]
     assert [r.split("|")[2].strip() for r in rows] == ["Masculine", "Feminine", "Conclusion (runs, U:M:F:A)"]
     for model in ("low", "high"):
         labels = pd.read_csv(out / f"openai-compatible_{model}" / "bsri.csv")["label"]

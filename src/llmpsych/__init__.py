@@ -1,10 +1,40 @@
-"""llmpsych: behavioural-science measurement of large language models."""
+"""llmpsych: behavioural-science measurement of large language models.
 
+The public names below are imported on first use, so ``import llmpsych`` (and ``llmpsych --help``) stays
+cheap: ``llmpsych.load_runs(...)`` imports pandas only when it is called."""
+
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runs.frames import RunFrames, load_runs
+    from .runs.record import RunRecord, read_run
 
 try:
     __version__ = version("llmpsych")
 except PackageNotFoundError:  # running from a source tree without installation
     __version__ = "0.0.0+source"
 
-__all__ = ["__version__"]
+#: public name -> the module defining it
+_WHERE: dict[str, str] = {
+    "RunFrames": "runs.frames",
+    "load_runs": "runs.frames",
+    "RunRecord": "runs.record",
+    "read_run": "runs.record",
+}
+
+__all__ = ["RunFrames", "RunRecord", "__version__", "load_runs", "read_run"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module the first time it is asked for."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

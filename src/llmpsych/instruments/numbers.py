@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
 _WHOLE = re.compile(r"-?[0-9]{1,15}")
-_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,17})?")
+#: up to 20 decimals: Python (and pandas' CSV writer) print a float in [1e-4, 0.1) with up to 3 leading
+#: zeros and 17 significant digits, e.g. 0.006409670809770109
+_DECIMAL = re.compile(r"-?[0-9]{1,15}(?:\.[0-9]{1,20})?")
 _SCIENTIFIC = re.compile(r"-?[0-9](?:\.[0-9]{1,17})?e[-+][0-9]{1,3}")
 
 

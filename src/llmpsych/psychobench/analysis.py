@@ -38,11 +38,13 @@ from ..stats import (
     summarize,
     valid_rate,
 )
+from ..stats.reliability import BOOTSTRAP_RESAMPLES
 from . import bsri as bsri_mod
 from . import cabin as cabin_mod
 from .logprob import ItemDistribution, weighted_scores
 from .options import PsychoBenchOptions, PsychoBenchResult
 from .personas import Persona
+from .quality import quality_section, quality_tables
 from .transcripts import TRANSCRIPTS, run_link, write_transcripts
 
 SETTINGS_KEY = "psychobench_report"
@@ -245,6 +247,14 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         method=task.options.method,
         published=task.options.published,
     )
+    seed = task.config.seed
+    quality = quality_tables(
+        scales,
+        tables["answers"],
+        tables["valid"],
+        column="value" if task.options.mode == "logprob" else "answer",
+        seed=seed,
+    )
     extra = Extras()
     for scale in scales.values():
         if bsri_mod.is_bsri(scale):
@@ -256,6 +266,7 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         ("summary", summary),
         ("comparisons", comparisons),
         ("norms", norms_table(scales)),
+        *quality.items(),
         *extra.frames(),
     ]
     failed = [u.unit_id for u in units if u.status == "failed"]
@@ -271,7 +282,19 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         run_dir,
         "PsychoBench report",
         lambda parquet_note: _sections(
-            task, tables["valid"], summary, comparisons, skipped, failed, n_calls, charts, extra, parquet_note
+            task,
+            tables["valid"],
+            summary,
+            comparisons,
+            skipped,
+            failed,
+            n_calls,
+            charts,
+            extra,
+            parquet_note,
+            quality_section(
+                quality, seed=seed, resamples=BOOTSTRAP_RESAMPLES, imported=bool(task.options.imported)
+            ),
         ),
         tables=frames,
         parquet=settings.parquet,
@@ -403,6 +426,7 @@ def _sections(
     charts: list[Path],
     extra: Extras,
     parquet_note: str | None,
+    quality: str,
 ) -> list[tuple[str, str]]:
     """The report's sections (the Parquet note, when there is one, ends the list of files)."""
     options, config = task.options, task.config
@@ -486,10 +510,11 @@ def _sections(
     if skipped:
         sections.append(("Not tested", "\n".join(f"- {line}" for line in skipped)))
     sections.append(("Valid answers", _valid_text(valid, n_calls, failed, imported=bool(options.imported))))
+    sections.append(("Psychometric quality", quality))
     files = (
         "Tidy tables, as CSV and Parquet: answers (scale, run, item), scores (scale, run, subscale), valid "
         "(scale, run), summary (scale, subscale), comparisons (one row per test), norms (scale, subscale, "
-        "group)"
+        "group), quality (scale, subscale), quality_items (scale, subscale, item), quality_scales (scale)"
         + (", bsri (scale, run)" if "bsri" in extra.tables else "")
         + (
             ", cabin_groups (run, dimension) and cabin_groups_summary"

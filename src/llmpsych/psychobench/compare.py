@@ -4,8 +4,9 @@ Rows are (scale, subscale); there is one ``mean ± sd`` column per run and one `
 human norm group of the data file. BSRI adds a "Conclusion" row (each run's classification counts) and
 CABIN its higher-order dimensions when the runs were reported with a mapping (as in Table 4.4). Only the
 files a run's analysis wrote are read (``summary.csv``, ``norms.csv``, ``bsri.csv``,
-``cabin_groups_summary.csv``) plus the run's stored config and report settings, so no model and no data
-file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped bar chart per scale.
+``cabin_groups_summary.csv``, ``quality.csv``) plus the run's stored config and report settings, so no
+model and no data file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped
+bar chart per scale.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
 from ..stats import format_mean_sd
 from . import bsri as bsri_mod
+from .quality import comparison_quality, comparison_quality_section
 
 
 def run_label(run_dir: Path) -> str:
@@ -195,7 +197,10 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
     """Write ``comparison.md``/``.html``, tidy ``comparison.csv`` (``.parquet``) and a chart per scale."""
     display, tidy = comparison_frames(run_dirs)
     output_dir(out_dir)
-    outputs, parquet_note = write_tables([("comparison", tidy)], out_dir)
+    models = dict(zip(map(Path, tidy["run_dir"]), tidy["model"], strict=True))
+    quality = comparison_quality(models)
+    quality_tables = [("comparison_quality", quality)] if not quality.empty else []
+    outputs, parquet_note = write_tables([("comparison", tidy), *quality_tables], out_dir)
     norms_parts = [
         checked_csv(d / "norms.csv", _NORMS, ("mean", "sd", "n"))
         for d in run_dirs
@@ -224,6 +229,8 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
             "A = Androgynous).\n\n" + table(display),
         ),
     ]
+    if not quality.empty:
+        sections.append(("Psychometric quality", comparison_quality_section(quality)))
     if charts:
         sections.append(
             (

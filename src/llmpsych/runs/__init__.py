@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from .context import (
         UnitContext,
     )
+    from .frames import (
+        RunFrames,
+        load_runs,
+    )
     from .record import (
         Calls,
         RunRecord,
@@ -42,6 +46,8 @@ _WHERE: dict[str, str] = {
     "load_run_config": "config",
     "parse_run_config": "config",
     "UnitContext": "context",
+    "RunFrames": "frames",
+    "load_runs": "frames",
     "Calls": "record",
     "RunRecord": "record",
     "read_run": "record",
@@ -58,6 +64,7 @@ _WHERE: dict[str, str] = {
 __all__ = [
     "Calls",
     "RunConfig",
+    "RunFrames",
     "RunOutcome",
     "RunRecord",
     "RunStore",
@@ -66,6 +73,7 @@ __all__ = [
     "WorkUnit",
     "analyze_run",
     "load_run_config",
+    "load_runs",
     "parse_run_config",
     "read_run",
     "register_task",

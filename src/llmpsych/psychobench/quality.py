@@ -1,0 +1,368 @@
+"""Psychometric quality of a run's scales, from its repeated runs: internal consistency per subscale
+(Cronbach's alpha with Feldt's interval, McDonald's omega with a seeded bootstrap interval), corrected
+item-total correlations, acquiescence and the rate of valid answers.
+
+The runs are the respondents and the items the variables: n is the number of runs that answered every
+item of a subscale (listwise). A figure is *not meaningful* (a blank number and a note saying why) when
+n < 3, when the subscale has fewer than 2 items, or when the runs do not vary (the subscale score for
+alpha; any item for omega and the item-total correlations). Works for any scale, official or a scale file.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataError
+from ..instruments.numbers import checked_csv
+from ..instruments.scale import Scale
+from ..report.markdown import table
+from ..stats import valid_rate
+from ..stats.reliability import (
+    alpha_if_item_deleted,
+    bootstrap_omega_interval,
+    corrected_item_total,
+    cronbach_alpha,
+    feldt_alpha_interval,
+    mcdonald_omega,
+)
+
+#: Fewest complete runs for which a consistency figure is reported.
+MIN_RUNS = 3
+NOT_MEANINGFUL = "not meaningful"
+
+SUBSCALE_COLUMNS = [
+    "scale",
+    "subscale",
+    "items",
+    "n",
+    "alpha",
+    "alpha_ci_low",
+    "alpha_ci_high",
+    "alpha_note",
+    "omega",
+    "omega_ci_low",
+    "omega_ci_high",
+    "omega_resamples",
+    "omega_note",
+]
+ITEM_COLUMNS = [
+    "scale",
+    "subscale",
+    "item",
+    "reverse",
+    "n",
+    "mean",
+    "sd",
+    "item_total_r",
+    "alpha_if_deleted",
+]
+SCALE_COLUMNS = [
+    "scale",
+    "runs",
+    "items",
+    "reverse_items",
+    "answers",
+    "valid",
+    "valid_rate",
+    "valid_ci_low",
+    "valid_ci_high",
+    "midpoint",
+    "acquiescence",
+    "acquiescence_sd",
+    "acquiescence_n",
+    "acquiescence_note",
+]
+
+
+def raw_matrix(scale: Scale, answers: pd.DataFrame, column: str = "answer") -> pd.DataFrame:
+    """Runs × items of the answers as given (before reverse keying; NaN: no valid answer)."""
+    items = list(scale.item_indices)
+    if answers.empty or column not in answers:
+        return pd.DataFrame(columns=items, dtype=float)
+    part = answers[answers["scale"] == scale.name]
+    values = pd.to_numeric(part[column], errors="coerce")
+    frame = pd.DataFrame({"run": part["run"], "item": part["item"], "value": values})
+    wide = frame.pivot_table(index="run", columns="item", values="value", aggfunc="first", dropna=False)
+    return wide.reindex(columns=items).astype(float).sort_index()
+
+
+def keyed_matrix(scale: Scale, raw: pd.DataFrame) -> pd.DataFrame:
+    """The raw matrix with reverse-keyed items turned (``min + max − value``)."""
+    keyed = raw.copy()
+    for index in scale.reverse_indices:
+        if index in keyed:
+            keyed[index] = scale.response_min + scale.response_max - keyed[index]
+    return keyed
+
+
+Rows = list[dict[str, Any]]
+
+
+def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int) -> tuple[Rows, Rows]:
+    subscales, items = [], []
+    reverse = set(scale.reverse_indices)
+    for sub in scale.subscales:
+        data = keyed[list(sub.item_indices)].dropna(how="any")
+        k, n = len(sub.item_indices), len(data)
+        row: dict[str, Any] = dict.fromkeys(SUBSCALE_COLUMNS, math.nan)
+        row |= {"scale": scale.name, "subscale": sub.name, "items": k, "n": n, "omega_resamples": 0}
+        why = _why_not(k, n, data)
+        row["alpha_note"] = why["alpha"]
+        row["omega_note"] = why["omega"]
+        if not why["alpha"]:
+            alpha = cronbach_alpha(data)
+            interval = feldt_alpha_interval(alpha, n, k)
+            row |= {"alpha": alpha, "alpha_ci_low": interval.low, "alpha_ci_high": interval.high}
+        if not why["omega"]:
+            omega = mcdonald_omega(data, max_iter=200)
+            interval, used = bootstrap_omega_interval(data, seed=seed)
+            row |= {
+                "omega": omega.omega,
+                "omega_ci_low": interval.low,
+                "omega_ci_high": interval.high,
+                "omega_resamples": used,
+            }
+        subscales.append(row)
+        item_r = corrected_item_total(data) if not why["alpha"] else {}
+        deleted = alpha_if_item_deleted(data) if not why["alpha"] and k >= 3 else {}
+        for index in sub.item_indices:
+            column = data[index] if n else pd.Series(dtype=float)
+            items.append(
+                {
+                    "scale": scale.name,
+                    "subscale": sub.name,
+                    "item": index,
+                    "reverse": index in reverse,
+                    "n": n,
+                    "mean": float(column.mean()) if n else math.nan,
+                    "sd": float(column.std(ddof=1)) if n > 1 else math.nan,
+                    "item_total_r": item_r.get(str(index), math.nan),
+                    "alpha_if_deleted": deleted.get(str(index), math.nan),
+                }
+            )
+    return subscales, items
+
+
+def _why_not(k: int, n: int, data: pd.DataFrame) -> dict[str, str]:
+    """Why alpha and omega are not meaningful for this subscale ('' when they are)."""
+    if k < 2:
+        reason = f"{NOT_MEANINGFUL}: the subscale has {k} item"
+        return {"alpha": reason, "omega": reason}
+    if n < MIN_RUNS:
+        reason = f"{NOT_MEANINGFUL}: n = {n} complete run(s), need {MIN_RUNS}"
+        return {"alpha": reason, "omega": reason}
+    alpha = ""
+    if data.sum(axis=1).var(ddof=1) == 0:
+        alpha = f"{NOT_MEANINGFUL}: every run has the same subscale score"
+    constant = [str(c) for c in data.columns if data[c].std(ddof=0) == 0]
+    omega = f"{NOT_MEANINGFUL}: item {constant[0]} has the same answer in every run" if constant else ""
+    if k < 3 and not (omega or alpha):  # a one-factor model of two items is not identified
+        omega = f"{NOT_MEANINGFUL}: omega needs 3 items (one factor is not identified by 2)"
+    return {"alpha": alpha, "omega": alpha or omega}
+
+
+def _scale_row(scale: Scale, raw: pd.DataFrame, valid: pd.DataFrame) -> dict[str, Any]:
+    part = valid[valid["scale"] == scale.name] if not valid.empty else valid
+    answered = int(part["valid"].sum()) if len(part) else 0
+    asked = int(part["items"].sum()) if len(part) else 0
+    rate = valid_rate(answered, asked)
+    midpoint = (scale.response_min + scale.response_max) / 2
+    per_run = (raw.mean(axis=1, skipna=True) - midpoint).dropna()
+    n = len(per_run)
+    note = ""
+    if n == 0:
+        note = f"{NOT_MEANINGFUL}: no run has a valid answer"
+    elif not scale.reverse_indices:
+        note = "no reverse-keyed items: agreement and the trait cannot be told apart"
+    return {
+        "scale": scale.name,
+        "runs": len(part),
+        "items": scale.n_items,
+        "reverse_items": len(scale.reverse_indices),
+        "answers": asked,
+        "valid": answered,
+        "valid_rate": rate.rate,
+        "valid_ci_low": rate.ci_low,
+        "valid_ci_high": rate.ci_high,
+        "midpoint": midpoint,
+        "acquiescence": float(per_run.mean()) if n else math.nan,
+        "acquiescence_sd": float(per_run.std(ddof=1)) if n > 1 else math.nan,
+        "acquiescence_n": n,
+        "acquiescence_note": note,
+    }
+
+
+def quality_tables(
+    scales: dict[str, Scale],
+    answers: pd.DataFrame,
+    valid: pd.DataFrame,
+    *,
+    column: str = "answer",
+    seed: int = 0,
+) -> dict[str, pd.DataFrame]:
+    """``quality`` (scale, subscale), ``quality_items`` (scale, subscale, item) and ``quality_scales``
+    (scale) of the administered ``scales``; ``column`` names the answers' value column (``value`` in
+    logprob mode, the probability-weighted answer)."""
+    subscales: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
+    per_scale: list[dict[str, Any]] = []
+    for scale in scales.values():
+        raw = raw_matrix(scale, answers, column)
+        sub_rows, item_rows = _subscale_rows(scale, keyed_matrix(scale, raw), seed)
+        subscales += sub_rows
+        items += item_rows
+        per_scale.append(_scale_row(scale, raw, valid))
+    return {
+        "quality": pd.DataFrame(subscales, columns=SUBSCALE_COLUMNS),
+        "quality_items": pd.DataFrame(items, columns=ITEM_COLUMNS),
+        "quality_scales": pd.DataFrame(per_scale, columns=SCALE_COLUMNS),
+    }
+
+
+# -- report ------------------------------------------------------------------------------------------
+def _estimate(value: float, low: float, high: float, note: object) -> str:
+    if isinstance(note, str) and note:
+        return note
+    if math.isnan(value):
+        return NOT_MEANINGFUL
+    interval = " [interval not meaningful]" if math.isnan(low) else f" [{low:.2f}, {high:.2f}]"
+    return f"{value:.2f}{interval}"
+
+
+def _weakest_item(items: pd.DataFrame, scale: str, subscale: str) -> str:
+    part = items[(items["scale"] == scale) & (items["subscale"] == subscale)].dropna(subset=["item_total_r"])
+    if part.empty:
+        return "–"
+    row = part.loc[part["item_total_r"].idxmin()]
+    return f"item {int(row['item'])}: {row['item_total_r']:.2f}"
+
+
+QUALITY_EXPLAINED = (
+    "Computed from the repeated runs: the runs are the respondents and the items the variables, so **n** "
+    "is the number of runs that answered every item of the subscale (listwise). Answers are reverse-keyed "
+    "first. Alpha is Cronbach's, with Feldt's analytic 95 % interval; omega is McDonald's omega total "
+    "from one factor (iterated principal axes), with a percentile bootstrap 95 % interval over runs "
+    "({resamples} resamples, seed {seed}; a resample in which an item does not vary is skipped, and with "
+    "fewer than half of them left the interval is not meaningful). A figure is *not meaningful* when "
+    "n < 3, when the subscale has fewer than 2 items (omega: 3), or when the runs do not vary (the "
+    "subscale score for alpha; any item for omega). Repeated runs of one model are not a sample of "
+    "people: these figures say whether the items move together across runs, not whether the scale "
+    "measures the same trait in the model as in people. Weakest item: the lowest corrected item-total "
+    "correlation (the item against the sum of the others)."
+)
+
+
+def quality_section(
+    tables: dict[str, pd.DataFrame], *, seed: int, resamples: int, imported: bool = False
+) -> str:
+    """The report's "Psychometric quality" section."""
+    quality, items, per_scale = tables["quality"], tables["quality_items"], tables["quality_scales"]
+    text = [QUALITY_EXPLAINED.format(seed=seed, resamples=resamples)]
+    if not quality.empty:
+        view = pd.DataFrame(
+            {
+                "scale": quality["scale"],
+                "subscale": quality["subscale"],
+                "items": quality["items"],
+                "n": quality["n"],
+                "alpha [95% CI]": [
+                    _estimate(r.alpha, r.alpha_ci_low, r.alpha_ci_high, r.alpha_note)
+                    for r in quality.itertuples()
+                ],
+                "omega [95% CI]": [
+                    _estimate(r.omega, r.omega_ci_low, r.omega_ci_high, r.omega_note)
+                    for r in quality.itertuples()
+                ],
+                "weakest item (r)": [_weakest_item(items, r.scale, r.subscale) for r in quality.itertuples()],
+            }
+        )
+        text.append(table(view))
+    if not per_scale.empty:
+        text.append(
+            (
+                "Valid answers: non-empty cells of the imported file, out of every item"
+                if imported
+                else "Valid answers: parsed, in range, not refused, out of every item asked"
+            )
+            + ", with a Wilson 95 % interval. Acquiescence: each run's mean answer over all items *before* "
+            "reverse keying, minus the scale midpoint, then mean ± sd over runs (positive: the model agrees "
+            "more than the keys would balance out). It separates agreement from the trait only when the "
+            "scale has reverse-keyed items."
+        )
+        scale_view = pd.DataFrame(
+            {
+                "scale": per_scale["scale"],
+                "runs": per_scale["runs"],
+                "valid rate [95% CI]": [
+                    NOT_MEANINGFUL
+                    if math.isnan(r.valid_rate)
+                    else f"{r.valid_rate:.2f} [{r.valid_ci_low:.2f}, {r.valid_ci_high:.2f}]"
+                    for r in per_scale.itertuples()
+                ],
+                "reverse-keyed items": [f"{r.reverse_items} of {r.items}" for r in per_scale.itertuples()],
+                "acquiescence (n)": [_acquiescence(r) for r in per_scale.itertuples()],
+                "note": [r.acquiescence_note or "" for r in per_scale.itertuples()],
+            }
+        )
+        text.append(table(scale_view))
+    text.append("Per item (mean, sd, item-total r, alpha if deleted): quality_items.csv.")
+    return "\n\n".join(text)
+
+
+def _acquiescence(row: Any) -> str:
+    if math.isnan(row.acquiescence):
+        return NOT_MEANINGFUL
+    sd = "" if math.isnan(row.acquiescence_sd) else f" ± {row.acquiescence_sd:.2f}"
+    return f"{row.acquiescence:+.2f}{sd} ({row.acquiescence_n}) around {row.midpoint:g}"
+
+
+# -- several runs ------------------------------------------------------------------------------------
+_QUALITY = ("scale", "subscale", "items", "n", "alpha", "alpha_ci_low", "alpha_ci_high", "omega")
+
+
+def comparison_quality(models: dict[Path, str]) -> pd.DataFrame:
+    """Each run's ``quality.csv`` (runs analysed before it existed are left out), with a ``model``
+    column; a damaged file is a one-line error naming it."""
+    parts = []
+    for run_dir, label in models.items():
+        path = run_dir / "quality.csv"
+        if not path.is_file():
+            continue
+        frame = checked_csv(path, (*_QUALITY, "alpha_note", "omega_note"), _QUALITY[2:])
+        if frame.duplicated(["scale", "subscale"]).any():
+            raise DataError(f"{path}: a (scale, subscale) appears twice")
+        frame.insert(0, "model", label)
+        frame.insert(1, "run_dir", str(run_dir))
+        parts.append(frame)
+    if not parts:
+        return pd.DataFrame(columns=["model", "run_dir", *_QUALITY, "alpha_note", "omega_note"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def comparison_quality_section(quality: pd.DataFrame) -> str:
+    """Alpha and omega of every run side by side: rows (scale, subscale), one column per model."""
+    rows = []
+    models = list(dict.fromkeys(quality["model"]))
+    for (scale, subscale), part in quality.groupby(["scale", "subscale"], sort=False):
+        row: dict[str, Any] = {"Scale": scale, "Subscale": subscale}
+        for model in models:
+            hit = part[part["model"] == model]
+            if hit.empty:
+                row[model] = "–"
+                continue
+            r = hit.iloc[0]
+            row[model] = f"α {_figure(r['alpha'])} / ω {_figure(r['omega'])} (n {int(r['n'])})"
+        rows.append(row)
+    return (
+        "Cronbach's alpha and McDonald's omega per subscale over each model's runs (n: runs with every item "
+        "answered; intervals and item-level figures are in each run's report and quality.csv). "
+        "Not meaningful: n < 3, fewer than 2 items, or runs that do not vary.\n\n" + table(pd.DataFrame(rows))
+    )
+
+
+def _figure(value: float) -> str:
+    return NOT_MEANINGFUL if math.isnan(value) else f"{value:.2f}"

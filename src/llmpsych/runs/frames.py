@@ -1,0 +1,283 @@
+"""Many runs, one set of DataFrames: :func:`load_runs` reads run folders (paths, globs, sweep or preset
+folders) into tidy pandas frames, ``runs``, ``units``, ``calls`` and ``scores``, keyed by ``run_dir``.
+
+Each folder is read once, read-only, with :func:`~llmpsych.runs.record.read_run`; nothing is written and no
+model is called. ``scores`` is read from the table the benchmark's analysis wrote into the folder
+(:data:`SCORE_TABLES`), so a run that was never analysed contributes no score rows (``runs.scores_from``
+is then empty).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import DataError, LlmpsychError
+from .record import RunRecord, read_run
+from .store import STORE_FILE
+
+PathLike = str | Path
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """Where a benchmark's analysis keeps its per-repeat scores, and which of its columns mean what.
+
+    ``measures`` lists the score columns of a wide table; ``measure`` names the column that holds a long
+    table's measure (``None``: the one column ``value``, called by its own name)."""
+
+    file: str
+    group: str | None
+    repeat: str | None
+    item: str | None = None
+    measure: str | None = None
+    value: str = "score"
+    wide: bool = False
+
+
+#: task name -> its analysis's score table (benchmarks not listed give no score rows)
+SCORE_TABLES: dict[str, ScoreTable] = {
+    "psychobench": ScoreTable("scores.csv", group="scale", repeat="run", measure="subscale"),
+    "gamabench": ScoreTable("games.csv", group="game", repeat="run"),
+    "mas": ScoreTable("results.csv", group=None, repeat=None, item="item"),
+    "emotionbench": ScoreTable("runs.csv", group="factor", repeat="run", item="situation", wide=True),
+}
+#: emotionbench runs.csv columns that are not scores
+_EMOTION_KEYS = ("kind", "factor", "situation", "run", "valid", "refused", "asks")
+
+RUN_COLUMNS = [
+    "run_dir",
+    "task",
+    "model",
+    "label",
+    "seed",
+    "temperature",
+    "units",
+    "done",
+    "failed",
+    "calls",
+    "cached_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "llmpsych_version",
+    "scores_from",
+]
+UNIT_COLUMNS = ["run_dir", "unit_id", "status", "attempts", "error", "payload", "result"]
+CALL_COLUMNS = [
+    "run_dir",
+    "unit_id",
+    "seq",
+    "role",
+    "model",
+    "messages",
+    "answer",
+    "finish_reason",
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "attempts",
+    "cached",
+]
+SCORE_COLUMNS = ["run_dir", "task", "model", "group", "item", "repeat", "measure", "score"]
+
+
+@dataclass(frozen=True)
+class RunFrames:
+    """Tidy frames of several runs; every frame has a ``run_dir`` column joining it to ``runs``."""
+
+    runs: pd.DataFrame
+    units: pd.DataFrame
+    calls: pd.DataFrame
+    scores: pd.DataFrame
+
+
+def find_run_dirs(paths_or_globs: PathLike | Iterable[PathLike]) -> list[Path]:
+    """The run folders named: a run folder itself, every run folder directly inside a sweep or preset
+    folder, or every match of a glob (``runs/*/gpt*``, ``runs/**``); in the order given, each once."""
+    entries = [paths_or_globs] if isinstance(paths_or_globs, str | Path) else list(paths_or_globs)
+    if not entries:
+        raise LlmpsychError("give at least one run folder, sweep folder or glob")
+    found: list[Path] = []
+    for entry in entries:
+        text = str(entry)
+        if not Path(text).exists() and glob.has_magic(text):
+            matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))]
+            folders = [m for m in matches if (m / STORE_FILE).is_file()]
+            folders += [d for m in matches if not (m / STORE_FILE).is_file() for d in _runs_inside(m)]
+            if not folders:
+                raise DataError(f"{text}: no run folder matches", "a run folder holds run.sqlite")
+            found += folders
+            continue
+        path = Path(text)
+        if (path / STORE_FILE).is_file():
+            found.append(path)
+        elif path.is_dir() and _runs_inside(path):
+            found += _runs_inside(path)
+        elif not path.exists():
+            raise DataError(f"{path}: no such folder")
+        else:
+            raise DataError(
+                f"{path}: not a run folder (no {STORE_FILE}) and no run folder inside it",
+                "give a run folder, a sweep or preset folder, or a glob",
+            )
+    unique: dict[str, Path] = {}
+    for path in found:
+        unique.setdefault(str(path.resolve()), path)
+    return list(unique.values())
+
+
+def _runs_inside(folder: Path) -> list[Path]:
+    """Run folders directly inside ``folder`` (a sweep or preset folder), in name order."""
+    if not folder.is_dir():
+        return []
+    return sorted(p.parent for p in folder.glob(f"*/{STORE_FILE}"))
+
+
+def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
+    """Read every run folder named (see :func:`find_run_dirs`) into :class:`RunFrames`.
+
+    A folder that is not a run, a damaged store or a damaged score table is one :class:`DataError` naming
+    the folder."""
+    runs, units, calls, scores = [], [], [], []
+    for run_dir in find_run_dirs(paths_or_globs):
+        try:
+            record = read_run(run_dir)
+            key = str(run_dir)
+            score_rows, source = _scores(record, key)
+        except LlmpsychError as exc:
+            message = exc.message if str(run_dir) in exc.message else f"{run_dir}: {exc.message}"
+            raise DataError(message, exc.hint) from None
+        runs.append(_run_row(record, key, source))
+        units.append(_units(record, key))
+        calls.append(_calls(record, key))
+        scores.append(score_rows)
+    return RunFrames(
+        runs=pd.DataFrame(runs, columns=RUN_COLUMNS),
+        units=_concat(units, UNIT_COLUMNS),
+        calls=_concat(calls, CALL_COLUMNS),
+        scores=_concat(scores, SCORE_COLUMNS),
+    )
+
+
+def _concat(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    parts = [p for p in parts if not p.empty]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    return pd.concat(parts, ignore_index=True)[columns]
+
+
+def _run_row(record: RunRecord, key: str, source: str | None) -> dict[str, Any]:
+    counts = record.unit_counts()
+    rows = record.calls.frame() if len(record.calls) else None
+    label = _sweep_label(record.run_dir)
+    return {
+        "run_dir": key,
+        "task": record.config.task,
+        "model": record.config.model,
+        "label": label,
+        "seed": record.config.seed,
+        "temperature": record.config.params.temperature,
+        "units": len(record.units),
+        "done": counts.get("done", 0),
+        "failed": counts.get("failed", 0),
+        "calls": len(record.calls),
+        "cached_calls": int(rows["cached"].sum()) if rows is not None else 0,
+        "prompt_tokens": _total(rows, "prompt_tokens"),
+        "completion_tokens": _total(rows, "completion_tokens"),
+        "llmpsych_version": record.manifest.get("llmpsych_version"),
+        "scores_from": source,
+    }
+
+
+def _total(rows: pd.DataFrame | None, column: str) -> float:
+    """Sum of a token column; NaN when no call reported it."""
+    if rows is None:
+        return 0
+    values = pd.to_numeric(rows[column], errors="coerce")
+    return float(values.sum()) if values.notna().any() else math.nan
+
+
+def _sweep_label(run_dir: Path) -> str | None:
+    """The run's label in its parent's sweep.json, as ``key=value`` pairs (None outside a sweep)."""
+    plan = run_dir.parent / "sweep.json"
+    try:
+        entries = json.loads(plan.read_text(encoding="utf-8")) if plan.is_file() else []
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and entry.get("directory") == run_dir.name:
+            label = entry.get("label")
+            if isinstance(label, dict):
+                return ", ".join(f"{k}={v}" for k, v in label.items())
+    return None
+
+
+def _units(record: RunRecord, key: str) -> pd.DataFrame:
+    from .export import units_frame
+
+    frame = units_frame(record)
+    frame.insert(0, "run_dir", key)
+    return frame
+
+
+def _calls(record: RunRecord, key: str) -> pd.DataFrame:
+    from .export import calls_frame
+
+    frame = calls_frame(record)
+    if frame.empty:
+        return frame
+    frame.insert(0, "run_dir", key)
+    return frame
+
+
+def _scores(record: RunRecord, key: str) -> tuple[pd.DataFrame, str | None]:
+    """The run's scores in long form, and the file they came from (None: no analysed score table)."""
+    spec = SCORE_TABLES.get(record.config.task)
+    path = record.run_dir / spec.file if spec else None
+    if spec is None or path is None or not path.is_file():
+        return pd.DataFrame(columns=SCORE_COLUMNS), None
+    try:
+        table = pd.read_csv(path)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise DataError(f"{path}: cannot read as CSV ({str(exc).splitlines()[0][:120]})") from None
+    wanted = [c for c in (spec.group, spec.repeat, spec.item, spec.measure) if c]
+    if not spec.wide:
+        wanted.append(spec.value)
+    absent = [c for c in wanted if c not in table.columns]
+    if absent:
+        raise DataError(f"{path}: no column {absent[0]!r}", "re-run `llmpsych report RUN_DIR`")
+    if spec.wide:
+        measures = [c for c in table.columns if c not in _EMOTION_KEYS]
+        table = table.melt(id_vars=[c for c in table.columns if c not in measures], value_vars=measures)
+        measure, value = table["variable"], table["value"]
+    else:
+        measure = table[spec.measure] if spec.measure else pd.Series(spec.value, index=table.index)
+        value = table[spec.value]
+    scores = pd.to_numeric(value, errors="coerce")
+    bad = value.notna() & scores.isna()
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise DataError(f"{path}: a score is not a number: {str(value.iloc[row])[:20]!r}")
+    frame = pd.DataFrame(
+        {
+            "run_dir": key,
+            "task": record.config.task,
+            "model": record.config.model,
+            "group": table[spec.group] if spec.group else None,
+            "item": table[spec.item] if spec.item else None,
+            "repeat": table[spec.repeat] if spec.repeat else None,
+            "measure": measure,
+            "score": scores,
+        }
+    )
+    return frame[SCORE_COLUMNS], spec.file
+
+
+__all__ = ["SCORE_TABLES", "RunFrames", "ScoreTable", "find_run_dirs", "load_runs"]
