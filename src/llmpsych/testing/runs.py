@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,11 @@ def unit_results(run_dir: Path) -> dict[str, Any]:
 
 
 def call_keys(run_dir: Path) -> list[tuple[str, str]]:
-    """Every stored call as (unit id, call key), read straight from SQLite (duplicates would show)."""
-    with sqlite3.connect(run_dir / "run.sqlite") as db:
+    """Every stored call as (unit id, call key), read straight from SQLite (duplicates would show).
+
+    Opened read-only: a poll while a run is starting must never create the store file itself (a run
+    refuses a folder that already holds one)."""
+    with closing(sqlite3.connect(f"{(run_dir / 'run.sqlite').resolve().as_uri()}?mode=ro", uri=True)) as db:
         return db.execute("SELECT unit_id, call_key FROM calls").fetchall()
 
 
