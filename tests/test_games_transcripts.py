@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -122,3 +123,17 @@ def test_a_result_that_is_not_a_game_is_one_line(tmp_path: Path) -> None:
     record = read_run(run_dir)
     with pytest.raises(Exception, match="guessing-run01"):
         GamaBenchTask(record.config).analyze(record)
+
+
+def test_calls_that_do_not_match_the_record_keep_the_renderers_grouping(tmp_path: Path) -> None:
+    """A store whose calls no longer add up to the recorded asks (a call deleted) is still rendered, with
+    the renderer's own thread titles rather than guessed players."""
+    run_dir = tmp_path / "r"
+    play(run_dir, lambda body: game_answer(body, fenced=True), game="guessing", players=2, rounds=2)
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        db.execute("DELETE FROM calls WHERE seq = (SELECT MAX(seq) FROM calls)")
+    db.close()
+    analyze_run(run_dir)
+    text = (run_dir / "transcripts" / "guessing-run01.md").read_text()
+    assert "### Player" not in text and text.count("**reply**") == 3
+    assert "### thread 1 (subject)" in text and "player 1 `llm` (model `openai-compatible/scripted`)" in text

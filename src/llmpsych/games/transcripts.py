@@ -40,7 +40,8 @@ def _is_model(seat: SeatInfo) -> bool:
 
 def player_keys(result: GamaBenchResult, calls: list[Call], seats: list[SeatInfo]) -> dict[int, Hashable]:
     """Call number -> the player (or, for a seat spec shared by several non-model seats, the spec) each
-    stored call of one game belongs to; empty when the model calls do not match the recorded asks."""
+    stored call of one game belongs to. When the model calls do not match the recorded asks, only the
+    non-model answers are named: the model calls keep the renderer's own grouping."""
     keys: dict[int, Hashable] = {}
     specs = [seat.spec for seat in seats]
     for call in calls:
@@ -56,6 +57,7 @@ def player_keys(result: GamaBenchResult, calls: list[Call], seats: list[SeatInfo
     model_calls = [call for call in calls if call.role not in RECORDED_KINDS]
     if len(model_calls) != sum(asks for batch in batches.values() for _, asks in batch):
         return keys  # the recorded answers only: model calls keep the renderer's grouping
+    recorded = dict(keys)
     position = 0
     for batch in batches.values():
         left: dict[int, int] = {}
@@ -69,7 +71,9 @@ def player_keys(result: GamaBenchResult, calls: list[Call], seats: list[SeatInfo
             position += 1
             messages = _messages(call)
             open_players = [p for p, n in left.items() if n > 0]
-            player = next((p for p in open_players if messages[: len(sent[p])] == sent[p]), open_players[0])
+            player = next((p for p in open_players if messages[: len(sent[p])] == sent[p]), None)
+            if player is None:  # not a re-ask of this batch: the record and the calls disagree
+                return recorded
             keys[call.seq], left[player], sent[player] = player, left[player] - 1, messages
     return keys
 
@@ -87,7 +91,8 @@ def _messages(call: StoredCall) -> list[Any]:
 def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
     """Who sat where, and the answers of the seats that made no model call (one line per round)."""
     lines = ["Seats: " + "; ".join(f"player {s.player} {_seat(s)}" for s in seats) + "."]
-    others = [row for row in result.decisions() if not _is_model(seats[row["player"]])]
+    models = {seat.player for seat in seats if _is_model(seat)}
+    others = [row for row in result.decisions() if row["player"] not in models]
     if others:
         lines += ["", "Answers of the seats without a model (fixed, strategy, python, human, web):", ""]
         for row in others:
