@@ -1,7 +1,8 @@
 """The CLI kit: what every ``run`` command shares, defined once.
 
-The options every run command takes (one definition and one help text each), task options from
-``-O key=value`` and ``--task-config FILE`` checked against the task's ``Options`` model, the run config,
+The options every run command takes (one definition and one help text each, read once into a
+:class:`RunFlags` by :func:`run_command`), task options from ``-O key=value`` and ``--task-config
+FILE`` checked against the task's ``Options`` model, the run config,
 starting or resuming through the one engine entry (:func:`llmpsych.runs.start_run` /
 :func:`~llmpsych.runs.resume_run`), the printed outcome (the shared end-of-run summary), exit status 1
 when units failed, and ``--debug``.
