@@ -82,6 +82,9 @@ def test_each_call_is_shown_under_the_player_who_made_it_re_asks_included(tmp_pa
         assert re.findall(r"Your seniority rank is (\d+)", body) == [str(player + 1)]
         assert f"; {asks[player]} call(s)," in body  # every ask it answered, re-asks included
     assert "Let me think about it." in threads[f"Player 2: {spec}"]
+    refused = text.split("Answers that could not be used, and why", 1)[1].split("###", 1)[0]
+    assert "- round 1, votes: player 2: " in refused and "- round 1, votes: player 3: " in refused
+    assert "player 1:" not in refused
     assert "player 4 `fixed:accept`" in text and "- round 1, votes: player 4 `accept`" in text
     assert "transcripts" not in record.units[0].result  # no copy of the conversations in the result
 

@@ -89,7 +89,7 @@ def _messages(call: StoredCall) -> list[Any]:
 
 
 def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
-    """Who sat where, and the answers of the seats that made no model call (one line per round)."""
+    """Who sat where, the answers of the seats that made no model call, and why answers were refused."""
     lines = ["Seats: " + "; ".join(f"player {s.player} {_seat(s)}" for s in seats) + "."]
     models = {seat.player for seat in seats if _is_model(seat)}
     others = [row for row in result.decisions() if row["player"] not in models]
@@ -99,7 +99,29 @@ def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
             fallback = " (fallback)" if row["fallback"] else ""
             where = f"round {row['round']}, {row['decision']}"
             lines.append(f"- {where}: player {row['player']} `{row['action']}`{fallback}")
+    refused = [(record["round"], key, item) for record, key, item in _answers(result) if item.get("errors")]
+    if refused:
+        lines += [
+            "",
+            "Answers that could not be used, and why (each was followed by a re-ask or the fallback):",
+            "",
+        ]
+        for round_no, key, item in refused:
+            reasons = "; ".join(" ".join(str(e).split()) for e in item["errors"])
+            fallback = " Fallback used." if item.get("fallback") else ""
+            lines.append(f"- round {round_no}, {key}: player {item['player']}: {reasons}.{fallback}")
     return "\n".join(lines)
+
+
+def _answers(result: GamaBenchResult) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """Every per-player answer record of the rounds, with its round record and field."""
+    out = []
+    for record in result.rounds:
+        for key, value in record.items():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, dict) and "player" in item and "action" in item:
+                    out.append((record, key, item))
+    return out
 
 
 def _thread_title(seats: list[SeatInfo]) -> Callable[[Thread, int], str]:
