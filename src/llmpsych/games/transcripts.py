@@ -71,10 +71,10 @@ def player_keys(result: GamaBenchResult, calls: list[Call], seats: list[SeatInfo
             position += 1
             messages = _messages(call)
             open_players = [p for p, n in left.items() if n > 0]
-            player = next((p for p in open_players if messages[: len(sent[p])] == sent[p]), None)
-            if player is None:  # not a re-ask of this batch: the record and the calls disagree
+            owner = next((p for p in open_players if messages[: len(sent[p])] == sent[p]), None)
+            if owner is None:  # not a re-ask of this batch: the record and the calls disagree
                 return recorded
-            keys[call.seq], left[player], sent[player] = player, left[player] - 1, messages
+            keys[call.seq], left[owner], sent[owner] = owner, left[owner] - 1, messages
     return keys
 
 
