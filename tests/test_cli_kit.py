@@ -8,13 +8,19 @@ exit status 1 of each benchmark's run command with failed units is tested in ``t
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from llmpsych import clikit as kit
 from llmpsych.clikit import parse_options
 from llmpsych.errors import ConfigError
 from llmpsych.runs import RunStore
@@ -251,3 +257,92 @@ def test_a_config_file_option_is_checked_with_the_valid_ones_listed(tmp_path: Pa
     assert f"{tmp_path / 'run.toml'}: unknown option 'turn' for task 'echo'" in line and "turns" in line
     line = one_line_error(run_cli("run", tmp_path / "run.toml", "-O", "turns=1", "-O", "x=1"))
     assert "unknown option 'turn'" in line
+
+
+def _flags_app(flags_type: type[kit.RunFlags] = kit.RunFlags) -> tuple[typer.Typer, list[kit.RunFlags]]:
+    """A one-command app declaring some of the shared options; each call's flags are kept."""
+    seen: list[kit.RunFlags] = []
+    app = typer.Typer()
+
+    def run(
+        games: Annotated[int, typer.Option("--games")] = 1,
+        model: kit.ModelOpt = None,
+        seed: kit.SeedOpt = None,
+        option: kit.OptionOpt = None,
+        out: kit.OutOpt = None,
+        progress: kit.ProgressOpt = True,
+        debug: kit.DebugOpt = False,
+        *,
+        flags: kit.RunFlags,
+    ) -> None:
+        assert games == 2  # the command's own options still reach it
+        seen.append(flags)
+
+    app.command()(kit.run_command(run, flags_type))
+    return app, seen
+
+
+def test_run_flags_are_filled_once_from_the_shared_options(tmp_path: Path) -> None:
+    app, seen = _flags_app()
+    args = ["--games", "2", "-m", "openai/x", "--seed", "7", "-O", "a=1", "--out", str(tmp_path)]
+    result = CliRunner().invoke(app, [*args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    (flags,) = seen
+    assert (flags.models, flags.model, flags.seed, flags.option) == (("openai/x",), "openai/x", 7, ("a=1",))
+    assert (flags.out, flags.progress, flags.base_url, flags.concurrency) == (tmp_path, False, None, None)
+    assert flags.config_values() == {
+        "model": "openai/x",
+        "base_url": None,
+        "seed": 7,
+        "concurrency": None,
+        "data_dir": None,
+    }
+    assert flags.but(models=("a", "b")).models == ("a", "b")
+    with pytest.raises(ValueError, match="several"):
+        _ = flags.but(models=("a", "b")).model
+
+
+@dataclass(frozen=True)
+class _WithExecutor(kit.RunFlags):
+    """The kit's flags with one more every-command flag: the one-place change a new shared flag is."""
+
+    executor: str | None = field(
+        default=None,
+        metadata={"option": Annotated[str | None, typer.Option("--executor", help="Where units run.")]},
+    )
+
+
+def test_a_flag_added_to_run_flags_reaches_every_run_command_and_the_config() -> None:
+    app, seen = _flags_app(_WithExecutor)
+    help_text = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
+    assert "--executor" in help_text and "Where units run." in help_text
+    assert help_text.index("--executor") < help_text.index("--debug")  # added before --debug
+    result = CliRunner().invoke(app, ["--games", "2", "--executor", "ray"])
+    assert result.exit_code == 0, result.output
+    (flags,) = seen
+    assert isinstance(flags, _WithExecutor) and flags.executor == "ray"
+    assert flags.config_values()["executor"] == "ray"
+    assert CliRunner().invoke(app, ["--games", "2"]).exit_code == 0
+    assert seen[1].config_values()["executor"] is None  # not given: left out of the config
+
+
+def test_every_run_command_takes_its_flags_from_the_kit() -> None:
+    """The eight commands that build a run config all receive a RunFlags (none reads the shared options
+    itself), so a flag added to RunFlags reaches each of them."""
+    import importlib
+
+    commands = [
+        ("llmpsych.cli", "run"),
+        ("llmpsych.cli", "quickstart"),
+        ("llmpsych.psychobench.cli", "run"),
+        ("llmpsych.emotion.cli", "run"),
+        ("llmpsych.reliability.cli", "run"),
+        ("llmpsych.collab.cli", "run"),
+        ("llmpsych.games.cli", "run_cmd"),
+        ("llmpsych.games.cli", "host_cmd"),
+    ]
+    for module, name in commands:
+        command = getattr(importlib.import_module(module), name)
+        flags = inspect.signature(inspect.unwrap(command)).parameters.get("flags")
+        assert flags is not None and flags.default is inspect.Parameter.empty, name  # filled by the kit
+        assert "flags" not in inspect.signature(command).parameters, name  # not an option

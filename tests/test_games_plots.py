@@ -10,10 +10,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from llmpsych.games.analysis import transcript_markdown, write_transcripts
 from llmpsych.games.engine import OfflineContext, play_offline
 from llmpsych.games.plots import PANELS, plot_data
 from llmpsych.games.prompts import PromptSet
+from llmpsych.games.result import GamaBenchResult
 from llmpsych.games.seats import HumanSeat, build_seats
 from llmpsych.games.task import GAMES, game_class
 from llmpsych.runs import RunStore, parse_run_config, start_run
@@ -29,7 +29,7 @@ def offline_result(
     game = cls(
         cls.Params(**params), len(seats), rounds, PromptSet(cls.folder, cls.builtin), OfflineContext().rng
     )
-    table = play_offline(game, build_seats(seats, len(seats)))
+    play_offline(game, build_seats(seats, len(seats)))
     return {
         "game": name,
         "run": run,
@@ -38,7 +38,6 @@ def offline_result(
         "prompts": "builtin-v1",
         "seats": seats,
         "rounds": game.records,
-        "transcripts": table.transcripts,
     }
 
 
@@ -134,7 +133,7 @@ def test_two_runs_are_separate_series() -> None:
     assert points(data, "orders", "cheap", run=2) == [(1, 0.0), (2, 0.0), (3, 0.0)]
 
 
-def test_transcript_shows_rules_requests_every_answer_and_reports() -> None:
+def test_the_table_logs_rules_requests_every_answer_and_reports() -> None:
     human = HumanSeat("human", stdin=io.StringIO("fifty\n40\n30\n"), stdout=io.StringIO())
     cls = game_class("guessing")
     game = cls(cls.Params(), 2, 2, PromptSet(cls.folder, cls.builtin), OfflineContext().rng)
@@ -146,20 +145,6 @@ def test_transcript_shows_rules_requests_every_answer_and_reports() -> None:
         "request", "answer", "report", "report", "report",
     ]  # fmt: skip
     assert turns[2]["content"] == "fifty" and "error" in turns[2] and turns[4]["action"] == 40
-    result = {
-        "game": "guessing",
-        "run": 1,
-        "players": 2,
-        "seats": ["human", "fixed:50"],
-        "transcripts": table.transcripts,
-    }
-    text = transcript_markdown(result, "Guess 2/3 of the Average")
-    assert "## Player 0 (human)" in text and "## Player 1 (fixed:50)" in text and "### Round 2" in text
-    assert "> fifty" in text and "rejected:" in text and "read as `40`" in text
-    assert "> Round 1 begins." in text  # the request
-    # results stored before transcripts were recorded get none (and no error)
-    older = {k: v for k, v in result.items() if k != "transcripts"}
-    assert write_transcripts([older], Path("unused"), {}) == {}
 
 
 def test_run_report_links_one_plot_and_the_transcripts_per_game(tmp_path: Path) -> None:
@@ -195,7 +180,9 @@ def test_run_report_links_one_plot_and_the_transcripts_per_game(tmp_path: Path) 
         for run in (1, 2):
             transcript = run_dir / "transcripts" / f"{name}-run{run:02d}.md"
             assert f"](transcripts/{transcript.name})" in report
-            assert transcript.read_text().count("## Player ") == 4
+            result = next(r for r in results if r["game"] == name and r["run"] == run)
+            asked = {d["player"] for d in GamaBenchResult.model_validate(result).decisions()}
+            assert transcript.read_text().count("\n### Player ") == len(asked)  # each seat that was asked
     guessing = pd.read_csv(run_dir / "plots" / "guessing.csv")
     means = guessing[(guessing["series"] == "mean") & (guessing["run"] == 1)]["y"].tolist()
     first = next(r for r in results if r["game"] == "guessing" and r["run"] == 1)

@@ -60,6 +60,7 @@ def main_options(
 
 # -- runs ----------------------------------------------------------------------------------------
 @app.command()
+@kit.run_command
 def run(
     ctx: typer.Context,
     config: Annotated[Path | None, typer.Argument(help="Run config file (.toml or .yaml).")] = None,
@@ -78,10 +79,12 @@ def run(
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run a task from a config file and/or flags, or resume an interrupted run."""
-    if resume is not None:
-        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags))
         return
     if config is None and task is None:
         raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
@@ -102,30 +105,16 @@ def run(
 
         overrides: dict[str, Any] = {
             "task": task,
-            "model": model,
-            "base_url": base_url,
-            "seed": seed,
-            "concurrency": concurrency,
-            "data_dir": str(data_dir) if data_dir else None,
+            **flags.config_values(),
             "options": options,
             "params": params,
-            "cache": False if no_cache else None,
+            "cache": False if flags.no_cache else None,
         }
         cfg = load_run_config(config, overrides)
     else:
         assert task is not None
-        cfg = kit.build_config(
-            task,
-            options=options,
-            model=model,
-            base_url=base_url,
-            seed=seed,
-            concurrency=concurrency,
-            data_dir=data_dir,
-            no_cache=no_cache,
-            params=params,
-        )
-    kit.finish(kit.start(cfg, out, progress))
+        cfg = kit.build_config(task, flags, options=options, params=params)
+    kit.finish(kit.start(cfg, flags))
 
 
 @app.command()
@@ -152,6 +141,7 @@ def export(
 
 
 @app.command()
+@kit.run_command
 def quickstart(
     ctx: typer.Context,
     model: kit.ModelOpt = None,
@@ -168,16 +158,16 @@ def quickstart(
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run a short, complete evaluation on the embedded model and write a report (no network, no data):
     a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot."""
-    flags = {"runs": runs, "game_players": game_seats if game else 0, "game_rounds": game_rounds}
+    values = {"runs": runs, "game_players": game_seats if game else 0, "game_rounds": game_rounds}
     aliases = {"game_seats": "game_players", "game": "game_players"}
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
-    cfg = kit.build_config(
-        "quickstart", options=options, model=model, base_url=base_url, no_cache=no_cache, source="quickstart"
-    )
-    outcome = kit.start(cfg, out, progress)
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config("quickstart", flags, options=options, source="quickstart")
+    outcome = kit.start(cfg, flags)
     failed = kit.print_outcome(outcome)  # the task's own lines (scale and game results) come last
     report = outcome.run_dir / "report.md"
     if report.exists():

@@ -1,7 +1,8 @@
 """The CLI kit: what every ``run`` command shares, defined once.
 
-The options every run command takes (one definition and one help text each), task options from
-``-O key=value`` and ``--task-config FILE`` checked against the task's ``Options`` model, the run config,
+The options every run command takes (one definition and one help text each, read once into a
+:class:`RunFlags` by :func:`run_command`), task options from ``-O key=value`` and ``--task-config
+FILE`` checked against the task's ``Options`` model, the run config,
 starting or resuming through the one engine entry (:func:`llmpsych.runs.start_run` /
 :func:`~llmpsych.runs.resume_run`), the printed outcome (the shared end-of-run summary), exit status 1
 when units failed, and ``--debug``.
@@ -12,9 +13,12 @@ engine pulls in pydantic, aiohttp and the task's libraries, so it is imported in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -130,6 +134,102 @@ ResumeOpt = Annotated[
 RESUME_FLAGS = frozenset({"resume", "base_url", "progress", "debug"})
 
 
+@dataclass(frozen=True)
+class RunFlags:
+    """The shared run options of one command, filled once by :func:`run_command` from its parameters.
+
+    Each field is named as the command's parameter is (``--model`` fills ``models``, one spec or, for
+    commands taking several, each); a command without a flag gets the field's default. ``name`` is no
+    flag: the run folder's name, which a command may set (default: the task's).
+
+    Adding a flag that every run command takes is one change, here: a field whose metadata holds its
+    typer option, e.g. ``executor: str | None = field(default=None, metadata={"option": ExecutorOpt})``.
+    :func:`run_command` adds that option (before ``--debug``) to every run command that does not declare
+    it, and :func:`build_config` passes a value given for it into the run config under the field's name.
+    """
+
+    models: tuple[str, ...] = ()
+    base_url: str | None = None
+    seed: int | None = None
+    concurrency: int | None = None
+    data_dir: Path | None = None
+    temperature: float | None = None
+    no_cache: bool = False
+    option: tuple[str, ...] = ()
+    task_config: Path | None = None
+    out: Path | None = None
+    progress: bool = True
+    resume: Path | None = None
+    name: str | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> RunFlags:
+        """The flags among a command's parameter values (``ctx.params``); the others are left out."""
+        values = {f.name: params[f.name] for f in fields(cls) if f.name in params and f.name != "name"}
+        model = params.get("model")
+        values["models"] = tuple(model) if isinstance(model, list | tuple) else (model,) if model else ()
+        values["option"] = tuple(params.get("option") or ())
+        return cls(**values)
+
+    def but(self, **changes: Any) -> RunFlags:
+        """These flags with ``changes`` (``flags.but(models=(spec,))``)."""
+        return replace(self, **changes)
+
+    @property
+    def model(self) -> str | None:
+        """The one model spec given (None: the task's default); an error for several."""
+        if len(self.models) > 1:
+            raise ValueError("several --model values: build one config per model")
+        return self.models[0] if self.models else None
+
+    def config_values(self) -> dict[str, Any]:
+        """What the flags set in a run config (None: not given): model, endpoint, seed, concurrency, data
+        folder, and every flag added through a field's ``option`` metadata."""
+        values: dict[str, Any] = {
+            "model": self.model,
+            "base_url": self.base_url,
+            "seed": self.seed,
+            "concurrency": self.concurrency,
+            "data_dir": str(self.data_dir) if self.data_dir else None,
+        }
+        for f in fields(self):
+            if "option" in f.metadata:
+                values[f.name] = getattr(self, f.name)
+        return values
+
+
+CommandT = TypeVar("CommandT", bound=Callable[..., Any])
+
+
+def run_command(func: CommandT, flags_type: type[RunFlags] = RunFlags) -> CommandT:
+    """Make ``func`` a run command (put it under ``@app.command``): its ``flags: RunFlags`` parameter is
+    filled once from the shared options it declares, and every field of ``flags_type`` carrying an
+    ``option`` that it does not declare is added to its options, before ``--debug``."""
+    signature = inspect.signature(func, eval_str=True)
+    wants_flags = "flags" in signature.parameters
+    params = [p for name, p in signature.parameters.items() if name != "flags"]
+    declared = {p.name for p in params}
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    added = [
+        inspect.Parameter(f.name, kind, default=f.default, annotation=f.metadata["option"])
+        for f in fields(flags_type)
+        if "option" in f.metadata and f.name not in declared
+    ]
+    at = next((i for i, p in enumerate(params) if p.name == "debug"), len(params))
+    params[at:at] = added
+    extra = {p.name for p in added}
+
+    @functools.wraps(func)
+    def command(**kwargs: Any) -> Any:
+        flags = flags_type.of(kwargs)
+        mine = {k: v for k, v in kwargs.items() if k not in extra}
+        return func(**mine, flags=flags) if wants_flags else func(**mine)
+
+    command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    return command  # type: ignore[return-value]
+
+
 # -- task options --------------------------------------------------------------------------------------
 def parse_options(pairs: Iterable[str]) -> dict[str, Any]:
     """``["runs=3", "scales=[BFI, EPQ-R]"]`` -> ``{"runs": 3, "scales": ["BFI", "EPQ-R"]}``: each value is
@@ -228,35 +328,27 @@ def check_options(task: str, options: dict[str, Any], source: str | None = None)
 
 def build_config(
     task: str,
+    flags: RunFlags,
     *,
     options: dict[str, Any],
-    model: str | None = None,
     models: dict[str, Any] | None = None,
-    base_url: str | None = None,
-    seed: int | None = None,
-    concurrency: int | None = None,
-    data_dir: Path | None = None,
-    no_cache: bool = False,
-    temperature: float | None = None,
     params: dict[str, Any] | None = None,
     n_parallel: int | None = None,
     source: str = "flags",
 ) -> RunConfig:
-    """The run config of a command (its options checked against the task first)."""
+    """The run config of a command from its shared ``flags`` and task ``options`` (checked against the
+    task first); ``models`` maps further model roles, ``params`` adds sampling parameters."""
     from .runs import parse_run_config
 
     check_options(task, options)
+    temperature = flags.temperature
     all_params = {**(params or {}), **({"temperature": temperature} if temperature is not None else {})}
     data: dict[str, Any] = {
         "task": task,
-        "model": model,
+        **flags.config_values(),
         "models": models or None,
-        "base_url": base_url,
-        "seed": seed,
-        "concurrency": concurrency,
         "n_parallel": n_parallel,
-        "data_dir": str(data_dir) if data_dir else None,
-        "cache": not no_cache,
+        "cache": not flags.no_cache,
         "params": all_params or None,
         "options": options,
     }
@@ -264,14 +356,14 @@ def build_config(
 
 
 # -- starting, resuming, the outcome -------------------------------------------------------------------
-def start(config: RunConfig, out: Path | None, progress: bool, name: str | None = None) -> RunOutcome:
-    """Start a run in ``out`` (default: a new folder named after ``name`` or the task)."""
+def start(config: RunConfig, flags: RunFlags) -> RunOutcome:
+    """Start a run in ``flags.out`` (default: a new folder named after ``flags.name`` or the task)."""
     from .paths import runs_dir
     from .runs import start_run
     from .runs.runner import new_run_dir
 
-    run_dir = out or new_run_dir(runs_dir(), name or config.task)
-    return start_run(config, run_dir, progress, state.debug)
+    run_dir = flags.out or new_run_dir(runs_dir(), flags.name or config.task)
+    return start_run(config, run_dir, flags.progress, state.debug)
 
 
 def refuse_with_resume(ctx: typer.Context, honoured: Iterable[str] = RESUME_FLAGS) -> None:
@@ -287,14 +379,16 @@ def refuse_with_resume(ctx: typer.Context, honoured: Iterable[str] = RESUME_FLAG
         )
 
 
-def resume(ctx: typer.Context, run_dir: Path, *, base_url: str | None, progress: bool) -> RunOutcome:
-    """Resume a run: refuses flags it cannot honour; ``--progress/--no-progress`` defaults to the choice
-    the run was started with."""
+def resume(ctx: typer.Context, flags: RunFlags) -> RunOutcome:
+    """Resume the run in ``flags.resume``: refuses flags it cannot honour; ``--progress/--no-progress``
+    defaults to the choice the run was started with."""
     from .runs import resume_run
 
+    if flags.resume is None:
+        raise ValueError("resume() needs flags.resume")
     refuse_with_resume(ctx)
-    show = progress if "progress" in given(ctx) else None
-    return resume_run(run_dir, show, state.debug, base_url=base_url)
+    show = flags.progress if "progress" in given(ctx) else None
+    return resume_run(flags.resume, show, state.debug, base_url=flags.base_url)
 
 
 def outcome_line(outcome: RunOutcome, label: str = "run") -> str:
@@ -359,6 +453,7 @@ def finish(outcome: RunOutcome, resume_hint: str | None = None) -> None:
 
 
 __all__ = [
+    "RunFlags",
     "build_config",
     "check_options",
     "check_task",
@@ -368,6 +463,7 @@ __all__ = [
     "parse_options",
     "print_outcome",
     "resume",
+    "run_command",
     "start",
     "state",
     "summarize",

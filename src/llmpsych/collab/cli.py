@@ -35,6 +35,7 @@ def _parse_models(pairs: list[str] | None) -> dict[str, str]:
 
 
 @app.command("run")
+@kit.run_command
 def run(
     ctx: typer.Context,
     system: Annotated[
@@ -104,12 +105,14 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run one system on one task under one condition and write its report."""
-    if resume is not None:
-        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags))
         return
-    flags: dict[str, Any] = {
+    values: dict[str, Any] = {
         "system": system,
         "dataset": task,
         "fault": fault,
@@ -130,21 +133,9 @@ def run(
         "max_rounds": max_rounds,
     }
     aliases = {"task": "dataset", "pm": "p_m", "pe": "p_e", "error": "error_type"}
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
-    cfg = kit.build_config(
-        "mas",
-        options=options,
-        model=model,
-        models=_parse_models(agent_model),
-        base_url=base_url,
-        seed=seed,
-        concurrency=concurrency,
-        data_dir=data_dir,
-        no_cache=no_cache,
-        temperature=temperature,
-        source="mas run",
-    )
-    kit.finish(kit.start(cfg, out, progress, f"mas-{system}-{task}"))
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config("mas", flags, options=options, models=_parse_models(agent_model), source="mas run")
+    kit.finish(kit.start(cfg, flags.but(name=f"mas-{system}-{task}")))
 
 
 @app.command("systems")

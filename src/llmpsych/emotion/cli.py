@@ -172,6 +172,7 @@ def _factor_names(data_dir: Path | None) -> dict[str, str]:
 
 
 @app.command("run")
+@kit.run_command
 def run(
     ctx: typer.Context,
     model: kit.ModelOpt = None,
@@ -221,12 +222,14 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
-    if resume is not None:
-        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags))
         return
-    flags: dict[str, Any] = {
+    values: dict[str, Any] = {
         "scale": scale,
         "situations_per_factor": situations_per_factor or None,
         "runs": runs,
@@ -243,20 +246,9 @@ def run(
         "alpha": alpha,
     }
     aliases = {"situations": "situations_file", "keep_order": "shuffle"}
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
-    cfg = kit.build_config(
-        "emotionbench",
-        options=options,
-        model=model,
-        base_url=base_url,
-        seed=seed,
-        concurrency=concurrency,
-        data_dir=data_dir,
-        no_cache=no_cache,
-        temperature=temperature,
-        source="emotionbench run",
-    )
-    kit.finish(kit.start(cfg, out, progress))
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    cfg = kit.build_config("emotionbench", flags, options=options, source="emotionbench run")
+    kit.finish(kit.start(cfg, flags))
 
 
 @app.command("compare")

@@ -1,84 +1,58 @@
-"""Tables and a report from a gamabench run store (never calls a model).
+"""Tables and a report from a gamabench run record (never calls a model, never opens the store).
 
 Writes ``rounds.csv`` (one row per game round), ``decisions.csv`` (one row per asked decision),
 ``games.csv`` (one row per game run with its raw summary and its 0-100 score, from the registered
 game's scorer), ``plots/<game>.png`` with the plotted data in ``plots/<game>.csv``
-(:mod:`llmpsych.games.plots`), ``transcripts/<game>-run<k>.md`` (every seat's conversation) and
-``report.md``, which links the plots and transcripts.
+(:mod:`llmpsych.games.plots`), ``transcripts/<game>-run<k>.md`` (every model seat's conversation, from
+the stored calls: :mod:`llmpsych.games.transcripts`) and ``report.md``, which links the plots and
+transcripts.
 """
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from ..report.files import atomic_write_text, output_dir, write_csv
+from ..report.files import write_csv
 from ..report.markdown import table
 from ..report.run_report import write_run_report
-from ..runs.store import RunStore
 from . import registry, scoring
 from .plots import write_plots
+from .result import GamaBenchResult, as_result
 from .seats import LLMSeat, build_seats
+from .transcripts import write_transcripts
+
+if TYPE_CHECKING:
+    from ..runs.record import RunRecord
+    from .task import GamaBenchTask
 
 
-def decision_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every decision of a game result: any round field holding a list of per-player answer records."""
-    rows = []
-    for record in result["rounds"]:
-        for key, value in record.items():
-            items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
-            for item in items:
-                if isinstance(item, dict) and "player" in item and "action" in item:
-                    rows.append(
-                        {
-                            "game": result["game"],
-                            "run": result["run"],
-                            "round": record["round"],
-                            "decision": key,
-                            "player": item["player"],
-                            "seat": item.get("seat"),
-                            "action": _cell(item["action"]),
-                            "asks": item.get("asks"),
-                            "fallback": bool(item.get("fallback", False)),
-                        }
-                    )
-    return rows
+def decision_rows(result: GamaBenchResult | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every decision of a game result (:meth:`GamaBenchResult.decisions`)."""
+    return as_result(result).decisions()
 
 
-def round_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per round with its outcome fields (lists written as JSON)."""
-    rows = []
-    for record in result["rounds"]:
-        row = {"game": result["game"], "run": result["run"]}
-        for key, value in record.items():
-            if isinstance(value, list) and value and isinstance(value[0], dict) and "asks" in value[0]:
-                continue
-            if isinstance(value, dict) and "asks" in value:
-                continue
-            row[key] = _cell(value)
-        rows.append(row)
-    return rows
+def round_rows(result: GamaBenchResult | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per round with its outcome fields (:meth:`GamaBenchResult.round_rows`)."""
+    return as_result(result).round_rows()
 
 
-def _cell(value: Any) -> Any:
-    return json.dumps(value) if isinstance(value, list | dict) else value
-
-
-def scoring_log(result: dict[str, Any], scoring: Any = None) -> Any:
+def scoring_log(result: GamaBenchResult | Mapping[str, Any], scoring: Any = None) -> Any:
     """The scoring record of one engine result, built by its registered game (``scoring`` is unused and
     kept for callers that pass the module)."""
+    record = result.record() if isinstance(result, GamaBenchResult) else dict(result)
     try:
-        game = registry.get(result["game"])
+        game = registry.get(record["game"])
     except KeyError:
-        raise ValueError(f"no scoring record for game {result['game']!r}") from None
-    return game.scoring_log(result)
+        raise ValueError(f"no scoring record for game {record['game']!r}") from None
+    return game.scoring_log(record)
 
 
-def game_score(result: dict[str, Any], published: bool = False) -> float | None:
+def game_score(result: GamaBenchResult | Mapping[str, Any], published: bool = False) -> float | None:
     """The paper's 0-100 score (thesis version) of one game result, or None when it cannot be scored
     (e.g. too few rounds); ``published=False`` applies llmpsych's documented corrections."""
     try:
@@ -87,42 +61,37 @@ def game_score(result: dict[str, Any], published: bool = False) -> float | None:
         return None
 
 
-def analyze_run(run_dir: Path, task: Any) -> list[Path]:
-    """Write the tables and the report of a gamabench run."""
-    store = RunStore.in_dir(run_dir)
-    try:
-        units = store.units()
-        n_calls = store.call_count()
-        manifest = store.get_meta("manifest") or {}
-    finally:
-        store.close()
-    results = [u.result for u in units if u.status == "done"]
-    failed = [u for u in units if u.status != "done"]
-    decisions = pd.DataFrame([row for r in results for row in decision_rows(r)])
-    rounds = pd.DataFrame([row for r in results for row in round_rows(r)])
+def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
+    """Write the tables and the report of a gamabench run from its record (the store is not opened)."""
+    run_dir = record.run_dir
+    results = [result for _, result in record.results(GamaBenchResult)]
+    failed = [u for u in record.units if u.status != "done"]
+    decisions = pd.DataFrame([row for r in results for row in r.decisions()])
+    rounds = pd.DataFrame([row for r in results for row in r.round_rows()])
     game_rows = []
     for r in results:
-        n_dec = sum(1 for _ in decision_rows(r))
-        first_try = sum(1 for d in decision_rows(r) if d["asks"] == 1 and not d["fallback"])
+        mine = r.decisions()
+        first_try = sum(1 for d in mine if d["asks"] == 1 and not d["fallback"])
         game_rows.append(
             {
-                "game": r["game"],
-                "run": r["run"],
-                "rounds_played": len(r["rounds"]),
-                **{k: v for k, v in r["summary"].items() if not isinstance(v, list | dict)},
-                "fallbacks": r["fallbacks"],
-                "valid_first_try": first_try / n_dec if n_dec else math.nan,
+                "game": r.game,
+                "run": r.run,
+                "rounds_played": len(r.rounds),
+                **{k: v for k, v in r.summary.items() if not isinstance(v, list | dict)},
+                "fallbacks": r.fallbacks,
+                "valid_first_try": first_try / len(mine) if mine else math.nan,
                 "score": game_score(r, task.options.published),
             }
         )
     games = pd.DataFrame(game_rows)
     seat_files = write_seat_scores(results, task, run_dir)  # per seat and per kind of seat (mixed tables)
     titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
-    plots = write_plots(results, run_dir / "plots", titles)
-    transcripts = write_transcripts(results, run_dir / "transcripts", titles)
+    plots = write_plots([r.record() for r in results], run_dir / "plots", titles)
+    transcripts = write_transcripts(record, run_dir / "transcripts", titles)
     # answers of human and python: seats are stored beside the model calls (so a resume replays them)
-    human = sum(d["asks"] for r in results for d in decision_rows(r) if _recorded_seat(d["seat"]))
-    sections = _sections(task, games, results, failed, n_calls - human, manifest, plots, transcripts)
+    human = sum(d["asks"] for r in results for d in r.decisions() if _recorded_seat(d["seat"]))
+    n_calls = len(record.calls)
+    sections = _sections(task, games, results, failed, n_calls - human, record.manifest, plots, transcripts)
     return write_run_report(
         run_dir,
         "llmpsych GAMA-Bench report",
@@ -141,7 +110,7 @@ def _recorded_seat(spec: Any) -> bool:
     return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python", "web"}
 
 
-def seat_scores(results: list[dict[str, Any]], task: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores per seat and per player kind in mixed tables (people and models at one table).
 
     Per seat (one row per game run and player): its seat, who it is (the model of a model seat, else the
@@ -152,25 +121,22 @@ def seat_scores(results: list[dict[str, Any]], task: Any) -> tuple[pd.DataFrame,
     specs = task.config.role_specs()
     rows = []
     for r in results:
-        seats = r.get("seats") or []
-        decisions = decision_rows(r)
-        for player in range(int(r.get("players", len(seats)))):
-            seat = str(seats[player]) if player < len(seats) else "?"
+        decisions = r.decisions()
+        for seat in r.seat_info(specs):
+            player = seat.player
             mine = [d for d in decisions if d["player"] == player]
             numbers = [float(d["action"]) for d in mine if isinstance(d["action"], int | float)]
-            kind, _, role = seat.partition(":")
-            who = f"model {specs.get(role or 'subject', '?')}" if kind in ("llm", "model") else seat
             row: dict[str, Any] = {
-                "game": r["game"],
-                "run": r["run"],
+                "game": r.game,
+                "run": r.run,
                 "player": player,
-                "seat": seat,
-                "who": who,
+                "seat": seat.spec,
+                "who": seat.who,
                 "decisions": len(mine),
                 "fallbacks": sum(d["fallback"] for d in mine),
                 "mean action": sum(numbers) / len(numbers) if numbers else math.nan,
             }
-            rounds = r["rounds"]
+            rounds = r.rounds
             if rounds and all("winners" in x for x in rounds):
                 row["rounds won"] = sum(player in x["winners"] for x in rounds)
             if rounds and all(isinstance(x.get("gain"), list) for x in rounds):
@@ -186,7 +152,7 @@ def seat_scores(results: list[dict[str, Any]], task: Any) -> tuple[pd.DataFrame,
     return per_seat, per_who
 
 
-def write_seat_scores(results: list[dict[str, Any]], task: Any, run_dir: Path) -> list[Path]:
+def write_seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask, run_dir: Path) -> list[Path]:
     """``seats.csv`` (per seat) and ``seat_kinds.csv`` (per model / other seat) of :func:`seat_scores`."""
     per_seat, per_who = seat_scores(results, task)
     if per_seat.empty:
@@ -197,7 +163,7 @@ def write_seat_scores(results: list[dict[str, Any]], task: Any, run_dir: Path) -
     return paths
 
 
-def players_text(task: Any) -> str:
+def players_text(task: GamaBenchTask) -> str:
     """Who played: the models of the model seats (by role), and the other seats; never a model of the
     config that no seat used."""
     seats = build_seats(task.options.seats, task.options.players, load=False)
@@ -209,53 +175,6 @@ def players_text(task: Any) -> str:
     others = list(dict.fromkeys(seat.spec for seat in seats if not isinstance(seat, LLMSeat)))
     text = f"model {', '.join(models)}" if models else "no model seats"
     return text + (f"; other seats: {', '.join(others)}" if others else "")
-
-
-def transcript_markdown(result: dict[str, Any], title: str) -> str:
-    """Every seat's conversation in one game, as readable Markdown (one section per seat)."""
-    seats = result.get("seats") or []
-    lines = [f"# {title}, run {result['run']}", ""]
-    lines.append(
-        f"{result['players']} players; prompts {result.get('prompts', '?')}. Each seat's full conversation: "
-        "the rules (system), each request, every answer given (re-asks included) and the round reports. "
-        "The request is shown to the seat only while it decides; from round 21 on (11 in the Public Goods "
-        "Game) the oldest turns drop out of what the seat is sent, but not out of this transcript."
-    )
-    lines.append("")
-    lines += [f"- [player {i} ({seat})](#player-{i})" for i, seat in enumerate(seats)]
-    for player, turns in enumerate(result.get("transcripts") or []):
-        seat = seats[player] if player < len(seats) else "?"
-        lines += ["", f'<a id="player-{player}"></a>', "", f"## Player {player} ({seat})", ""]
-        current = None
-        for turn in turns:
-            if turn["round"] != current and turn["round"]:
-                current = turn["round"]
-                lines += [f"### Round {current}", ""]
-            label = f"**{turn['role']}** · {turn['kind']}"
-            if "error" in turn:
-                label += f" · rejected: {turn['error']}"
-            elif "action" in turn:
-                label += f" · read as `{json.dumps(turn['action'])}`"
-            lines += [label, ""]
-            body = str(turn["content"]) or "(empty)"
-            lines += [f"> {line}" if line else ">" for line in body.splitlines()] + [""]
-    return "\n".join(lines)
-
-
-def write_transcripts(
-    results: list[dict[str, Any]], out_dir: Path, titles: dict[str, str]
-) -> dict[str, list[Path]]:
-    """``<game>-run<k>.md`` per finished game that recorded its transcripts; {game: [paths]}."""
-    written: dict[str, list[Path]] = {}
-    for result in results:
-        if not result.get("transcripts"):
-            continue
-        output_dir(out_dir.parent, out_dir.name)  # RUN/transcripts: a link there is replaced by a folder
-        path = out_dir / f"{result['game']}-run{result['run']:02d}.md"
-        title = titles.get(result["game"], result["game"])
-        atomic_write_text(path, transcript_markdown(result, title))
-        written.setdefault(result["game"], []).append(path)
-    return written
 
 
 def _summary(games: pd.DataFrame) -> pd.DataFrame:
@@ -296,9 +215,9 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
 
 
 def _sections(
-    task: Any,
+    task: GamaBenchTask,
     games: pd.DataFrame,
-    results: list[dict[str, Any]],
+    results: Sequence[GamaBenchResult],
     failed: list[Any],
     n_calls: int,
     manifest: dict[str, Any],
@@ -347,7 +266,7 @@ def _sections(
             for p in (transcripts or {}).get(game, [])
         ]
         if links:
-            body.append("Transcripts (every seat's conversation): " + ", ".join(links) + ".")
+            body.append("Transcripts (every model seat's conversation): " + ", ".join(links) + ".")
         sections.append((f"Game: {game}", "\n\n".join(body)))
     sections.append(
         (

@@ -396,6 +396,7 @@ def _games_list(value: str | None) -> list[str] | None:
 
 
 @app.command("run")
+@kit.run_command
 def run_cmd(
     ctx: typer.Context,
     game: Annotated[
@@ -419,14 +420,16 @@ def run_cmd(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Play GAMA-Bench games with a model (the same as `llmpsych run --task gamabench`); writes scores,
     plots and a report."""
-    if resume is not None:
-        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags))
         return
     games = [part.strip() for part in game.split(",") if part.strip()]
-    flags = {
+    values = {
         "game": games[0] if len(games) == 1 else games,
         "runs": runs,
         "players": players,
@@ -434,23 +437,13 @@ def run_cmd(
         "max_tokens": max_tokens,
         "published": published,
     }
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
-    cfg = kit.build_config(
-        "gamabench",
-        options=options,
-        model=model,
-        base_url=base_url,
-        seed=seed,
-        concurrency=concurrency,
-        data_dir=data_dir,
-        no_cache=no_cache,
-        temperature=temperature,
-        source="gamabench run",
-    )
-    kit.finish(kit.start(cfg, out, progress))
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config)
+    cfg = kit.build_config("gamabench", flags, options=options, source="gamabench run")
+    kit.finish(kit.start(cfg, flags))
 
 
 @app.command("host")
+@kit.run_command
 def host_cmd(
     ctx: typer.Context,
     game: Annotated[str, typer.Option("--game", help="A game, or several comma-separated.")] = "guessing",
@@ -487,6 +480,8 @@ def host_cmd(
     out: kit.OutOpt = None,
     resume: kit.ResumeOpt = None,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Host a game with participants in browsers: seats ``web[:NAME]`` (e.g. -O seats='[web:Ann, web:Bob,
     llm, llm]') get one join link each; a monitor page shows the session."""
@@ -506,25 +501,16 @@ def host_cmd(
 
     else:
         games = [part.strip() for part in game.split(",") if part.strip()]
-        flags = {
+        values = {
             "game": games[0] if len(games) == 1 else games,
             "runs": runs,
             "players": players,
             "rounds": rounds,
             "max_tokens": max_tokens,
         }
-        options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
-        cfg = kit.build_config(
-            "gamabench",
-            options=options,
-            model=model,
-            base_url=base_url,
-            seed=seed,
-            data_dir=data_dir,
-            temperature=temperature,
-            source="gamabench host",
-        )
-        run_dir = out or new_run_dir(runs_dir(), "gamabench-host")
+        options = kit.task_options(ctx, values, pairs=option, task_config=task_config)
+        cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
+        run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
         session = prepare(cfg, run_dir, deadline)
 
         def play() -> object:

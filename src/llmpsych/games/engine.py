@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -259,7 +259,7 @@ class Game(ABC):
     in_overall: ClassVar[bool] = False
     folder: ClassVar[str]  # the official template folder
     Params: ClassVar[type[BaseModel]]
-    builtin: ClassVar[dict[str, Builtin]]
+    builtin: ClassVar[Mapping[str, Builtin]]
     #: plot panels: panel name -> (title, x label, y label), in drawing order
     panels: ClassVar[dict[str, tuple[str, str, str]]] = {}
     #: the reference code's history truncation starts after this round
@@ -315,7 +315,7 @@ class Game(ABC):
         """Validate the parameters against the number of players (raise ConfigError)."""
         return None
 
-    def fmt(self, fields: dict[str, object]) -> str:
+    def fmt(self, fields: Mapping[str, object]) -> str:
         """The JSON-format instruction for ``fields``."""
         return format_instruction(fields, self.cot_text)
 

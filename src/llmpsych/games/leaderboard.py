@@ -29,7 +29,8 @@ from ..report.charts import pyplot
 from ..report.files import atomic_write_text, output_dir, save_figure, write_csv
 from ..report.html import html_beside
 from ..report.markdown import table, write_report
-from ..runs.store import STORE_FILE, RunStore
+from ..runs.record import RunRecord, read_run
+from ..runs.store import STORE_FILE
 from . import registry, scoring
 from .analysis import scoring_log
 from .score_logs import GAME_KEYS, LogRun, ModelScores, score_runs, to_json
@@ -109,12 +110,14 @@ def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", published
     run_dir = Path(run_dir)
     if not (run_dir / STORE_FILE).is_file():
         raise LlmpsychError(f"no run found in {run_dir}", f"expected {run_dir / STORE_FILE}")
-    store = RunStore.in_dir(run_dir, readonly=True)
-    try:
-        config = store.get_meta("config") or {}
-        units = store.units()
-    finally:
-        store.close()
+    return run_info(read_run(run_dir), version=version, published=published)
+
+
+def run_info(record: RunRecord, *, version: ScoringVersion = "thesis", published: bool = False) -> RunDirInfo:
+    """Score every finished game of one ``gamabench`` run record. A stored result that is not a game
+    record is left out with the reason (a leaderboard of many runs still shows the others)."""
+    run_dir, units = record.run_dir, record.units
+    config = record.meta.get("config") or {}
     if config.get("task") != "gamabench":
         raise LlmpsychError(f"{run_dir} is a {config.get('task', '?')!r} run, not a gamabench run")
     options = config.get("options") or {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +27,7 @@ _BUILTIN_PLACEHOLDER = re.compile(r"@(\d+)")
 
 #: A built-in template: one text, or the (user, assistant, user) turns of a report. Built-in texts write
 #: placeholder k as ``@k``; they are turned into the official ``!<INPUT k>!`` form when loaded.
-Builtin = str | tuple[str, ...]
+Builtin = str | Sequence[str]
 
 PromptSource = Literal["builtin", "official"]
 
@@ -90,7 +91,7 @@ def official_template_path(folder: str, kind: str, version: int, data_dir: Path 
     return path
 
 
-def format_instruction(fields: dict[str, object], cot: str = "") -> str:
+def format_instruction(fields: Mapping[str, object], cot: str = "") -> str:
     """Ask for a JSON answer with ``fields`` (name -> description of the value), in our own words.
 
     ``cot`` is a step-by-step trigger sentence; with it, the JSON also asks for the reasoning.
@@ -107,7 +108,7 @@ class PromptSet:
     def __init__(
         self,
         folder: str,
-        builtin: dict[str, Builtin],
+        builtin: Mapping[str, Builtin],
         source: PromptSource = "builtin",
         version: int = 1,
         data_dir: Path | None = None,

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..data.sources import dataset_path
 from ..errors import DataError
@@ -362,7 +362,8 @@ def _auction(data: dict[str, Any]) -> AuctionLog:
     bids, valuations = _numbers(data, what="bid"), _numbers(data, "valuations", what="valuation")
     if any(len(b) != len(v) for b, v in zip(bids, valuations, strict=True)):
         raise _Malformed("a round has a different number of bids and valuations")
-    mode = "second_price" if str(_meta(data, "mode", "highest bid")).startswith("second") else "first_price"
+    second = str(_meta(data, "mode", "highest bid")).startswith("second")
+    mode: Literal["first_price", "second_price"] = "second_price" if second else "first_price"
     return AuctionLog(valuations=valuations, bids=bids, mode=mode)
 
 

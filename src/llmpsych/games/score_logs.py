@@ -209,7 +209,8 @@ def collect(
             out.malformed.append(exc)
             continue
         tag = match["tag"]
-        meta = data.get("meta") if isinstance(data.get("meta"), dict) else {}
+        raw_meta = data.get("meta")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         model = match["model"] or DEFAULT_MODEL
         setting = classify(game, match["version"], tag, meta, path)
         leaderboard = setting.family == "runs" and _variant(game, meta, path) is None

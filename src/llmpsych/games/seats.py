@@ -371,7 +371,8 @@ def build_seats(
         bad = [k for k in spec if not 0 <= int(k) < players]
         if bad:
             raise ConfigError(f"seats: player index {bad[0]} is outside 0..{players - 1}")
-        specs = [spec.get(i, spec.get(str(i), default)) for i in range(players)]  # type: ignore[call-overload]
+        by_text = {str(k): v for k, v in spec.items()}  # keys from YAML/JSON may be text
+        specs = [spec.get(i, by_text.get(str(i), default)) for i in range(players)]
     else:
         if len(spec) != players:
             raise ConfigError(f"seats: {len(spec)} seats given for {players} players")

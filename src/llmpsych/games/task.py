@@ -19,6 +19,7 @@ from ..runs.task import Task, WorkUnit
 from . import registry
 from .engine import Game, Table, table_context
 from .prompts import PromptSet
+from .result import GamaBenchResult
 from .seats import LLMSeat, build_seats
 
 #: The registered games by engine name (a live view of :mod:`llmpsych.games.registry`).
@@ -94,6 +95,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
 
     name = "gamabench"
     Options = GamaBenchOptions
+    Result = GamaBenchResult
     options: GamaBenchOptions
 
     def __init__(self, config: Any) -> None:
@@ -206,10 +208,9 @@ class GamaBenchTask(Task[GamaBenchOptions]):
             "deviations": DEVIATIONS,
             "summary": game.summary(),
             "rounds": game.records,
-            "transcripts": table.transcripts,
-        }
+        }  # the conversations are the stored calls (games/transcripts.py renders them)
 
     def analyze(self, record: RunRecord) -> list[Path]:
-        from .analysis import analyze_run
+        from .analysis import analyze_record
 
-        return analyze_run(record.run_dir, self)  # the games analysis reads the store itself
+        return analyze_record(record, self)

@@ -121,6 +121,7 @@ CABIN_GROUPINGS = typer.Option(
 
 
 @app.command("run")
+@kit.run_command
 def run(
     ctx: typer.Context,
     model: kit.ModelsOpt = None,
@@ -160,6 +161,8 @@ def run(
     bsri_order: Annotated[str | None, BSRI_ORDER] = None,
     cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run PsychoBench on each model (one run directory per model), then compare them in one table."""
     from ..paths import runs_dir
@@ -175,11 +178,11 @@ def run(
     changes |= {"cabin_groupings": cabin_groupings}
     custom = report_settings(None, **changes) if any(v is not None for v in changes.values()) else None
 
-    models = model or [DEFAULT_MODEL]
+    models = list(flags.models) or [DEFAULT_MODEL]
     chosen = parse_scales(scales)
     if scale_file and scales is not None and chosen is None:
         chosen = ["all"]  # --scales all next to a scale file: every official scale as well
-    flags: dict[str, Any] = {
+    values: dict[str, Any] = {
         "scales": chosen,
         "scale_files": [str(p) for p in scale_file] if scale_file else None,
         "runs": runs,
@@ -189,24 +192,13 @@ def run(
         **parse_cipher(cipher),
     }
     options = kit.task_options(
-        ctx, flags, pairs=option, task_config=task_config, aliases={"scale_file": "scale_files"}
+        ctx, values, pairs=option, task_config=task_config, aliases={"scale_file": "scale_files"}
     )
     configs = [
-        kit.build_config(
-            "psychobench",
-            options=options,
-            model=spec,
-            base_url=base_url,
-            seed=seed,
-            concurrency=concurrency,
-            data_dir=data_dir,
-            no_cache=no_cache,
-            temperature=temperature,
-            source="psychobench run",
-        )
+        kit.build_config("psychobench", flags.but(models=(spec,)), options=options, source="psychobench run")
         for spec in models
     ]
-    parent = out or new_run_dir(runs_dir(), "psychobench")
+    parent = flags.out or new_run_dir(runs_dir(), "psychobench")
     names = [model_dir_name(spec) for spec in models]
     folders = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
     run_dirs = [parent / folder for folder in folders]
@@ -221,7 +213,7 @@ def run(
 
     # one run folder per model, through the sweep runner: the same command with the same --out resumes
     planned = [PlannedRun(f, cfg, {"model": cfg.model}) for f, cfg in zip(folders, configs, strict=True)]
-    run_sweep(planned, parent, progress=progress, debug=kit.state.debug, on_outcome=finished)
+    run_sweep(planned, parent, progress=flags.progress, debug=kit.state.debug, on_outcome=finished)
     analysed = [d for d in run_dirs if (d / "summary.csv").is_file()]
     if analysed:
         for path in write_comparison(analysed, parent):

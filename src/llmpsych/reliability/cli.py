@@ -257,6 +257,7 @@ def run_options(
 
 
 @app.command()
+@kit.run_command
 def run(
     ctx: typer.Context,
     model: kit.ModelOpt = None,
@@ -300,15 +301,17 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run (part of) the 2,500-configuration grid, optionally steered, and write the report.
 
     The temperature is 0 unless given (the thesis's)."""
     again = "llmpsych reliability run --resume {run_dir}"
-    if resume is not None:
-        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress), again)
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags), again)
         return
-    flags: dict[str, Any] = run_options(
+    values: dict[str, Any] = run_options(
         languages=languages,
         templates=templates,
         versions=versions,
@@ -321,27 +324,18 @@ def run(
         repeats=repeats,
         default=default,
     )
-    flags.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
+    values.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
     if logprobs:
-        flags["mode"] = "logprob"
+        values["mode"] = "logprob"
     if tokens_per_item:
-        flags["tokens_per_item"] = tokens_per_item
+        values["tokens_per_item"] = tokens_per_item
     aliases = {"target": "targets", "default": "default_data", "logprobs": "mode"}
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    thesis = flags.but(temperature=0.0 if temperature is None else temperature)
     cfg = kit.build_config(
-        "reliability",
-        options=options,
-        model=model,
-        base_url=base_url,
-        seed=seed,
-        concurrency=concurrency,
-        n_parallel=n_parallel,
-        data_dir=data_dir,
-        no_cache=no_cache,
-        temperature=0.0 if temperature is None else temperature,
-        source="reliability run",
+        "reliability", thesis, options=options, n_parallel=n_parallel, source="reliability run"
     )
-    kit.finish(kit.start(cfg, out, progress), again)
+    kit.finish(kit.start(cfg, flags), again)
 
 
 def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:

@@ -15,7 +15,7 @@ to whom in a multi-agent system, injected edits, a human seat's answers) stays i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -105,6 +105,8 @@ class Thread:
     role: str
     model: str
     turns: list[Turn] = field(default_factory=list)
+    #: what the ``key`` of :func:`threads` named this thread by (e.g. a game's player); None by default
+    key: Hashable | None = None
     _history: list[dict[str, str]] = field(default_factory=list, repr=False)
 
     @property
@@ -142,23 +144,47 @@ def _messages(request: dict[str, Any]) -> list[dict[str, str]]:
     ]
 
 
-def threads(calls: Iterable[StoredCall]) -> list[Thread]:
-    """Group a unit's calls (in the order they were made) into conversations."""
+def _common(a: list[dict[str, str]], b: list[dict[str, str]]) -> int:
+    """How many leading messages ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def threads(
+    calls: Iterable[StoredCall], key: Callable[[StoredCall], Hashable | None] | None = None
+) -> list[Thread]:
+    """Group a unit's calls (in the order they were made) into conversations.
+
+    ``key`` names a call's conversation when the caller knows it (a game's player, whose later requests
+    carry the game's summary of its answers rather than the reply itself): calls with one key form one
+    thread, each turn showing the messages after those it shares with the thread's previous exchange.
+    Calls it gives None, and all calls without it, are grouped by their messages as above.
+    """
     out: list[Thread] = []
+    keyed: dict[Hashable, Thread] = {}
     for call in calls:
         messages = _messages(call.request)
         reply = _text(call.response.get("text"))
         errors = [str(e) for e in call.response.get("errors") or [] if e]
-        owner = None
-        for thread in reversed(out):  # the latest matching thread: a seat's newest turn
-            n = len(thread._history)
-            if n and messages[:n] == thread._history and thread.role == call.role:
-                owner = thread
-                break
+        name = key(call) if key is not None else None
+        owner = keyed.get(name) if name is not None else None
+        if name is None:
+            for thread in reversed(out):  # the latest matching thread: a seat's newest turn
+                n = len(thread._history)
+                if n and thread.key is None and messages[:n] == thread._history and thread.role == call.role:
+                    owner = thread
+                    break
         if owner is None:
-            owner = Thread(call.role, call.model)
+            owner = Thread(call.role, call.model, key=name)
             out.append(owner)
-        new = messages[len(owner._history) :]
+            if name is not None:
+                keyed[name] = owner
+        shared = _common(messages, owner._history) if name is not None else len(owner._history)
+        new = messages[shared:]
         owner.turns.append(Turn(call, new, reply, errors))
         owner._history = [*messages, {"role": "assistant", "content": reply}]
     return out
@@ -214,14 +240,19 @@ def unit_markdown(
     title: str | None = None,
     thread_title: Callable[[Thread, int], str] = default_thread_title,
     level: int = 2,
+    note: str = "",
+    key: Callable[[StoredCall], Hashable | None] | None = None,
 ) -> list[str]:
-    """One unit as Markdown lines: its heading and status, then one section per thread."""
+    """One unit as Markdown lines: its heading and status, ``note`` (Markdown: what the task keeps beside
+    the calls), then one section per thread (grouped by :func:`threads` with ``key``)."""
     lines = [f"{'#' * level} {title or unit.unit_id}", ""]
     status = f"Unit `{unit.unit_id}`: {unit.status}"
     if unit.status == "failed" and unit.error:
         status += f" ({' '.join(str(unit.error).split())})"
     lines += [status + ".", ""]
-    grouped = threads(calls)
+    if note:
+        lines += [note.rstrip(), ""]
+    grouped = threads(calls, key)
     if not grouped:
         lines += ["_(no model call stored for this unit)_", ""]
     for index, thread in enumerate(grouped):
@@ -237,11 +268,15 @@ def transcripts_markdown(
     unit_title: Callable[[UnitRow], str | None] | None = None,
     thread_title: Callable[[Thread, int], str] = default_thread_title,
     units: Iterable[UnitRow] | None = None,
+    unit_note: Callable[[UnitRow], str] | None = None,
+    thread_key: Callable[[UnitRow, list[Call]], Callable[[StoredCall], Hashable | None]] | None = None,
 ) -> str:
     """A run's conversations as one Markdown page: per unit (creation order, or ``units``), per thread.
 
     ``unit_title`` names a unit's section (``None``: its id) and ``thread_title`` a thread's, so a
-    benchmark can label seats, agents or scale runs without re-rendering the calls.
+    benchmark can label seats, agents or scale runs without re-rendering the calls. ``unit_note`` adds
+    what the calls do not hold under a unit's heading (who sat where, answers typed by people), and
+    ``thread_key`` gives, from a unit and its calls, the ``key`` that groups them (:func:`threads`).
     """
     by_unit: dict[str, list[Call]] = {}
     for row in record.calls:
@@ -252,7 +287,9 @@ def transcripts_markdown(
     for unit in record.units if units is None else units:
         named = unit_title(unit) if unit_title is not None else None
         calls = sorted(by_unit.get(unit.unit_id, []), key=lambda c: c.seq)
-        lines += unit_markdown(unit, calls, named, thread_title)
+        note = unit_note(unit) if unit_note is not None else ""
+        key = thread_key(unit, calls) if thread_key is not None else None
+        lines += unit_markdown(unit, calls, named, thread_title, note=note, key=key)
     return "\n".join(lines).rstrip() + "\n"
 
 

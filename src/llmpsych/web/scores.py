@@ -59,11 +59,12 @@ def _rows(frame: Any) -> list[dict[str, Any]]:
 def so_far(results: list[dict[str, Any]], specs: dict[str, str]) -> tuple[list[dict[str, Any]], ...]:
     """(per seat, per model or other seat) of partial game results, as rows for the monitor."""
     from ..games.analysis import seat_scores
+    from ..games.result import GamaBenchResult
 
-    started = [r for r in results if r.get("rounds")]
+    started = [GamaBenchResult.model_validate(r) for r in results if r.get("rounds")]
     if not started:
         return [], []
-    per_seat, per_who = seat_scores(started, _Task(_Config(specs)))
+    per_seat, per_who = seat_scores(started, _Task(_Config(specs)))  # type: ignore[arg-type]
     return _rows(per_seat.rename(columns=SO_FAR_NAMES)), _rows(per_who.rename(columns=SO_FAR_NAMES))
 
 

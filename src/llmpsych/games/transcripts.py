@@ -1,0 +1,171 @@
+"""Game transcripts: each game's conversations rendered from the stored calls by the one renderer.
+
+A model seat's requests carry the game's summary of its earlier answers, not the replies themselves, so
+its calls are not chained by their messages; they are assigned to players from the game's own record
+instead. Decisions are asked in batches (one round's simultaneous decisions; a proposal, then the votes
+on it), in the order the round record lists them: a batch's first asks start in player order, then its
+re-asks, each continuing the request of a player with asks left. A unit whose calls do not add up to its
+recorded asks (an edited store) keeps the renderer's own grouping. What the calls do not hold (who sat
+where, the answers of fixed and strategy seats) is a short note under each game's heading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..report.files import output_dir
+from ..report.transcripts import Call, StoredCall, Thread, default_thread_title
+from ..report.transcripts import write_transcripts as write_page
+from .result import GamaBenchResult, SeatInfo
+
+if TYPE_CHECKING:
+    from ..runs.record import RunRecord
+    from ..runs.store import UnitRow
+
+#: the roles under which the answers of seats that are not models are stored (``ctx.recorded``)
+RECORDED_KINDS = frozenset({"human", "user", "python", "web"})
+
+INTRO = (
+    "{players} players; prompts {prompts}. Each model seat's conversation as its calls were stored: what it "
+    "was sent that it had not been sent before, and every reply (re-asks included). From round 21 on (11 in "
+    "the Public Goods Game) the oldest turns drop out of what a seat is sent."
+)
+
+
+def _is_model(seat: SeatInfo) -> bool:
+    return seat.kind in ("llm", "model")
+
+
+def player_keys(result: GamaBenchResult, calls: list[Call], seats: list[SeatInfo]) -> dict[int, Hashable]:
+    """Call number -> the player (or, for a seat spec shared by several non-model seats, the spec) each
+    stored call of one game belongs to. When the model calls do not match the recorded asks, only the
+    non-model answers are named: the model calls keep the renderer's own grouping."""
+    keys: dict[int, Hashable] = {}
+    specs = [seat.spec for seat in seats]
+    for call in calls:
+        if call.role in RECORDED_KINDS:  # a person's or user code's answer: stored under its seat spec
+            keys[call.seq] = specs.index(call.model) if specs.count(call.model) == 1 else call.model
+    model_seats = {seat.player for seat in seats if _is_model(seat)}
+    batches: dict[tuple[Any, str], list[tuple[int, int]]] = {}
+    for row in result.decisions():
+        if row["player"] in model_seats:
+            batches.setdefault((row["round"], row["decision"]), []).append(
+                (row["player"], int(row["asks"] or 1))
+            )
+    model_calls = [call for call in calls if call.role not in RECORDED_KINDS]
+    if len(model_calls) != sum(asks for batch in batches.values() for _, asks in batch):
+        return keys  # the recorded answers only: model calls keep the renderer's grouping
+    recorded = dict(keys)
+    position = 0
+    for batch in batches.values():
+        left: dict[int, int] = {}
+        sent: dict[int, list[Any]] = {}
+        for player, asks in batch:  # the first asks, in the order the batch was asked
+            call = model_calls[position]
+            position += 1
+            keys[call.seq], left[player], sent[player] = player, asks - 1, _messages(call)
+        for _ in range(sum(left.values())):  # then the re-asks, as they came
+            call = model_calls[position]
+            position += 1
+            messages = _messages(call)
+            open_players = [p for p, n in left.items() if n > 0]
+            owner = next((p for p in open_players if messages[: len(sent[p])] == sent[p]), None)
+            if owner is None:  # not a re-ask of this batch: the record and the calls disagree
+                return recorded
+            keys[call.seq], left[owner], sent[owner] = owner, left[owner] - 1, messages
+    return keys
+
+
+def _seat(seat: SeatInfo) -> str:
+    """A seat as the transcript names it: its spec, and the model of a model seat."""
+    return f"`{seat.spec}`" + (f" (model `{seat.model}`)" if _is_model(seat) else "")
+
+
+def _messages(call: StoredCall) -> list[Any]:
+    messages = call.request.get("messages")
+    return list(messages) if isinstance(messages, list) else []
+
+
+def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
+    """Who sat where, the answers of the seats that made no model call, and why answers were refused."""
+    lines = ["Seats: " + "; ".join(f"player {s.player} {_seat(s)}" for s in seats) + "."]
+    models = {seat.player for seat in seats if _is_model(seat)}
+    others = [row for row in result.decisions() if row["player"] not in models]
+    if others:
+        lines += ["", "Answers of the seats without a model (fixed, strategy, python, human, web):", ""]
+        for row in others:
+            fallback = " (fallback)" if row["fallback"] else ""
+            where = f"round {row['round']}, {row['decision']}"
+            lines.append(f"- {where}: player {row['player']} `{row['action']}`{fallback}")
+    refused = [(record["round"], key, item) for record, key, item in _answers(result) if item.get("errors")]
+    if refused:
+        lines += [
+            "",
+            "Answers that could not be used, and why (each was followed by a re-ask or the fallback):",
+            "",
+        ]
+        for round_no, key, item in refused:
+            reasons = "; ".join(" ".join(str(e).split()) for e in item["errors"])
+            fallback = " Fallback used." if item.get("fallback") else ""
+            lines.append(f"- round {round_no}, {key}: player {item['player']}: {reasons}.{fallback}")
+    return "\n".join(lines)
+
+
+def _answers(result: GamaBenchResult) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """Every per-player answer record of the rounds, with its round record and field."""
+    out = []
+    for record in result.rounds:
+        for key, value in record.items():
+            for item in value if isinstance(value, list) else [value]:
+                if isinstance(item, dict) and "player" in item and "action" in item:
+                    out.append((record, key, item))
+    return out
+
+
+def _thread_title(seats: list[SeatInfo]) -> Callable[[Thread, int], str]:
+    def title(thread: Thread, index: int) -> str:
+        if isinstance(thread.key, int) and 0 <= thread.key < len(seats):
+            seat = seats[thread.key]
+            return f"Player {seat.player}: {_seat(seat)}"
+        if isinstance(thread.key, str):
+            return f"Seats `{thread.key}`"
+        return default_thread_title(thread, index)
+
+    return title
+
+
+def write_transcripts(record: RunRecord, out_dir: Path, titles: Mapping[str, str]) -> dict[str, list[Path]]:
+    """``<game>-run<k>.md`` per finished game; {game: [paths]}."""
+    written: dict[str, list[Path]] = {}
+    for unit, result in record.results(GamaBenchResult):
+        output_dir(out_dir.parent, out_dir.name)  # RUN/transcripts: a link there is replaced by a folder
+        path = out_dir / f"{result.game}-run{result.run:02d}.md"
+        _write_game(record, unit, result, path, titles.get(result.game, result.game))
+        written.setdefault(result.game, []).append(path)
+    return written
+
+
+def _write_game(record: RunRecord, unit: UnitRow, result: GamaBenchResult, path: Path, title: str) -> None:
+    seats = result.seat_info(record.config.role_specs())
+
+    def keys(unit: UnitRow, calls: list[Call]) -> Callable[[StoredCall], Hashable | None]:
+        players = player_keys(result, calls, seats)
+        return lambda call: players.get(call.seq)
+
+    write_page(
+        record,
+        path,
+        f"{title}, run {result.run}",
+        html=False,
+        intro=INTRO.format(players=result.players, prompts=result.prompts),
+        units=[unit],
+        unit_title=lambda unit: "Conversations",
+        thread_title=_thread_title(seats),
+        unit_note=lambda unit: seat_note(result, seats),
+        thread_key=keys,
+    )
+
+
+__all__ = ["player_keys", "seat_note", "write_transcripts"]
