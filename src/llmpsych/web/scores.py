@@ -61,10 +61,19 @@ def so_far(results: list[dict[str, Any]], specs: dict[str, str]) -> tuple[list[d
     from ..games.analysis import seat_scores
     from ..games.result import GamaBenchResult
 
-    started = [GamaBenchResult.model_validate(r) for r in results if r.get("rounds")]
+    # a game in play names its run by the unit id (``guessing-run01``); a stored result by its number
+    started = [
+        GamaBenchResult.model_validate({**r, "run": int(str(r.get("run")).rpartition("-run")[2])})
+        for r in results
+        if r.get("rounds")
+    ]
     if not started:
         return [], []
     per_seat, per_who = seat_scores(started, _Task(_Config(specs)))  # type: ignore[arg-type]
+    if not per_seat.empty:  # rows name the game's unit, as the seat pages and the monitor do
+        per_seat["run"] = [
+            f"{g}-run{int(n):02d}" for g, n in zip(per_seat["game"], per_seat["run"], strict=True)
+        ]
     return _rows(per_seat.rename(columns=SO_FAR_NAMES)), _rows(per_who.rename(columns=SO_FAR_NAMES))
 
 
