@@ -53,14 +53,21 @@ class ExecutorSettings:
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
             raise ConfigError(f"unknown executor {self.kind!r}", f"choose one of: {', '.join(EXECUTORS)}")
-        if self.actors < 1 or self.cpus_per_actor < 0 or self.gpus_per_actor < 0 or self.threads_per_actor < 0:
+        if (
+            self.actors < 1
+            or self.cpus_per_actor < 0
+            or self.gpus_per_actor < 0
+            or self.threads_per_actor < 0
+        ):
             raise ConfigError("the Ray actors need actors >= 1 and no negative CPUs, GPUs or threads")
 
 
 class Executor(Protocol):
     """Runs one unit for the engine; the engine records the unit's start, result or failure."""
 
-    async def open(self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore) -> None:
+    async def open(
+        self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore
+    ) -> None:
         """Get ready for the run's units (the driver's clients already carry the run's call identities)."""
 
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:
@@ -73,7 +80,9 @@ class Executor(Protocol):
 class LocalExecutor:
     """Units run in the driver's event loop (the default; what every run did before executors)."""
 
-    async def open(self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore) -> None:
+    async def open(
+        self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore
+    ) -> None:
         return None
 
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:

@@ -27,7 +27,7 @@ import json
 import math
 import os
 import pickle
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ..errors import ConfigError, LlmpsychError
 from ..models.embedded import EmbeddedSettings
@@ -133,10 +133,8 @@ class _Stream(GroupCommit):
 class _ActorContext(UnitContext):
     """A unit's context on an actor: no person can answer there (no terminal)."""
 
-    @contextlib.contextmanager
-    def prompting(self) -> Any:
+    def prompting(self) -> NoReturn:
         raise ConfigError("a person's seat cannot be played on Ray actors", "run it with --executor local")
-        yield  # pragma: no cover - a generator for contextmanager
 
 
 def _error_item(exc: BaseException) -> tuple[str, Any]:
@@ -254,7 +252,9 @@ class RayExecutor:
             ) from None
         except ray.exceptions.RayTaskError as exc:  # the task or a model could not be opened on an actor
             cause = exc.as_instanceof_cause()
-            raise cause if isinstance(cause, LlmpsychError) else ConfigError(f"a Ray actor failed to start: {exc}")
+            if isinstance(cause, LlmpsychError):
+                raise cause from None
+            raise ConfigError(f"a Ray actor failed to start: {exc}") from None
 
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:
         lost = (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError)

@@ -217,7 +217,16 @@ async def _execute(
             if len(store.units("done")) < len(units):  # nothing to run: no cluster to start
                 await executor.open(task, config, clients, store)
             return await execute(
-                task, units, store, clients, config.seed, config.params, workers, show_progress, debug, executor
+                task,
+                units,
+                store,
+                clients,
+                config.seed,
+                config.params,
+                workers,
+                show_progress,
+                debug,
+                executor,
             )
         finally:
             await executor.aclose()
