@@ -21,7 +21,7 @@ import pytest
 from llmpsych.runs import parse_run_config, resume_run, start_run
 from llmpsych.runs.executors import ExecutorSettings, use
 from llmpsych.testing.fault_server import FaultRates, FaultServer, body_key
-from llmpsych.testing.runs import call_keys, unit_results
+from llmpsych.testing.runs import call_keys, run_cli, unit_results
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'llmpsych[ray]'")
@@ -254,3 +254,22 @@ def _host(hex_address: str, width: int) -> str:
     words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
     address = ipaddress.IPv6Address(words)
     return f"::ffff:{address.ipv4_mapped}" if address.ipv4_mapped else str(address)
+
+
+def test_the_cli_runs_on_ray_and_resumes_with_another_executor(tmp_path: Path) -> None:
+    """``llmpsych run --executor ray`` in a fresh process starts (and stops) its own loopback Ray; the
+    executor is not part of the run, so ``--resume`` takes the flags (here: back to local)."""
+    with FaultServer() as server:
+        flags = ["--task", "echo", "--model", "openai-compatible/m", "--base-url", server.base_url]
+        flags += ["--no-cache", "--no-progress", "-O", "units=4", "-O", "parallel=2"]
+        done = run_cli("run", *flags, "--executor", "ray", "--actors", "1", "--out", tmp_path / "r")
+        assert done.returncode == 0, done.stderr
+        with sqlite3.connect(tmp_path / "r" / "run.sqlite") as db:  # as if interrupted: one unit undone
+            db.execute("UPDATE units SET status='running', result=NULL WHERE unit_id='u000003'")
+        again = run_cli("run", "--resume", tmp_path / "r", "--executor", "local", "--actors", "1")
+        assert again.returncode == 0, again.stderr
+        local = run_cli("run", *flags, "--out", tmp_path / "local")
+        assert local.returncode == 0, local.stderr
+    assert sum(server.hits.values()) == 2 * 4 * 2  # the resumed unit replayed its calls
+    assert _rows(tmp_path / "r")[1] == _rows(tmp_path / "local")[1]
+    assert unit_results(tmp_path / "r") == unit_results(tmp_path / "local")

@@ -221,6 +221,11 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
 ) -> None:
     """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
     if resume is not None:

@@ -300,6 +300,11 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
 ) -> None:
     """Run (part of) the 2,500-configuration grid, optionally steered, and write the report.
 

@@ -13,7 +13,8 @@ chosen per invocation, by :func:`use` (the CLI's ``--executor``), and a resumed 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -92,11 +93,40 @@ class LocalExecutor:
         return None
 
 
-_current = ExecutorSettings()
+#: Environment variables giving the executor of runs whose command has no flags for it (and of the API).
+ENVIRONMENT = {
+    "kind": "LLMPSYCH_EXECUTOR",
+    "address": "LLMPSYCH_RAY_ADDRESS",
+    "actors": "LLMPSYCH_RAY_ACTORS",
+    "cpus_per_actor": "LLMPSYCH_RAY_ACTOR_CPUS",
+    "threads_per_actor": "LLMPSYCH_RAY_ACTOR_THREADS",
+}
+_TYPES: dict[str, type] = {"actors": int, "cpus_per_actor": float, "threads_per_actor": int}
+
+_current: ExecutorSettings | None = None
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> ExecutorSettings:
+    """Executor settings from :data:`ENVIRONMENT` (unset: the defaults); a bad value is a ConfigError."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for name, variable in ENVIRONMENT.items():
+        text = environ.get(variable, "").strip()
+        if not text:
+            continue
+        try:
+            values[name] = _TYPES.get(name, str)(text)
+        except ValueError:
+            raise ConfigError(f"{variable}={text!r} is not a {_TYPES[name].__name__}") from None
+    return ExecutorSettings(**values)
 
 
 def current() -> ExecutorSettings:
-    """The executor settings runs of this process use now (see :func:`use`)."""
+    """The executor settings runs of this process use now: :func:`use` / :func:`set_current` (the CLI's
+    flags), else the environment (:data:`ENVIRONMENT`), else local."""
+    global _current
+    if _current is None:
+        _current = from_environment()
     return _current
 
 
@@ -117,9 +147,24 @@ def use(settings: ExecutorSettings) -> Iterator[None]:
         set_current(before)
 
 
+def check(settings: ExecutorSettings | None = None) -> None:
+    """Refuse settings that cannot run (before a run folder is made): a Ray address for the local
+    executor, or Ray asked for but not installed."""
+    settings = settings or current()
+    if settings.kind == "local" and settings.address is not None:
+        raise ConfigError(
+            "--ray-address applies to --executor ray", "add --executor ray, or drop the address"
+        )
+    if settings.kind == "ray":
+        from .ray_executor import import_ray
+
+        import_ray()
+
+
 def make_executor(settings: ExecutorSettings | None = None) -> Executor:
     """The executor for ``settings`` (default: :func:`current`)."""
     settings = settings or current()
+    check(settings)
     if settings.kind == "local":
         return LocalExecutor()
     from .ray_executor import RayExecutor

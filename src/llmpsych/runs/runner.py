@@ -23,6 +23,7 @@ from ..report.files import atomic_write_text
 from ..report.html import html_beside
 from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
+from .executors import check as check_executor
 from .executors import make_executor
 from .manifest import build_manifest
 from .record import record_from_store
@@ -252,6 +253,7 @@ def start_run(
 ) -> RunOutcome:
     """Create a run directory, record the config, execute and analyse (holding the run's lock)."""
     _refuse_existing(run_dir)
+    check_executor()
     _announce_code(config)
     task = task_class(config.task)(config)
     created = not run_dir.exists()
@@ -313,6 +315,7 @@ def resume_run(
     needs ``--base-url`` again, since they were never stored.
     """
     RunStore.in_dir(run_dir).close()  # a missing, foreign or damaged store: one clear error, nothing made
+    check_executor()
     with run_lock(run_dir):
         store = RunStore.in_dir(run_dir)
         try:
