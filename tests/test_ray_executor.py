@@ -273,3 +273,25 @@ def test_the_cli_runs_on_ray_and_resumes_with_another_executor(tmp_path: Path) -
     assert sum(server.hits.values()) == 2 * 4 * 2  # the resumed unit replayed its calls
     assert _rows(tmp_path / "r")[1] == _rows(tmp_path / "local")[1]
     assert unit_results(tmp_path / "r") == unit_results(tmp_path / "local")
+
+
+@pytest.mark.model
+def test_the_embedded_model_on_an_actor_answers_as_in_process(cluster: Path, tmp_path: Path) -> None:
+    """The actor loads its own copy of the model (once) and answers exactly as the run's process does."""
+
+    def config() -> Any:
+        return parse_run_config(
+            {
+                "task": "echo",
+                "model": "local/qwen2.5-0.5b",
+                "cache": False,
+                "params": {"temperature": 0},
+                "options": {"units": 2, "max_tokens": 6},
+            }
+        )
+
+    local = start_run(config(), tmp_path / "local", False)
+    with use(ExecutorSettings(kind="ray", actors=1)):
+        remote = start_run(config(), tmp_path / "ray", False)
+    assert remote.summary.done == local.summary.done == 2
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
