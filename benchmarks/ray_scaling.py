@@ -90,10 +90,11 @@ def _series(config: Any, root: Path, name: str, actors: list[int], threads: int)
 def _startup(config: Any, run_dir: Path, settings: ExecutorSettings) -> float:
     """Seconds the Ray executor takes to place its actors and have each open the task and its clients
     (what a run waits for before its first unit), measured alone."""
-    from llmpsych.runs.ray_executor import RayExecutor
+    from llmpsych.runs.ray_executor import RayExecutor, shutdown_actors
     from llmpsych.runs.runner import open_clients
     from llmpsych.runs.task import task_class
 
+    shutdown_actors()  # the run before left its actors for the next run: start afresh
     task = task_class(config.task)(config)
     run_dir.mkdir()
     store = RunStore.in_dir(run_dir, create=True)

@@ -1,7 +1,8 @@
 """Work units on Ray actors; the driver stays the single writer of the run store.
 
-Each actor builds the task from the run's config and opens its own model clients once (an embedded model
-is loaded once per actor). A unit goes to the least busy actor as (unit id, payload, the unit's stored
+Each actor builds the task from the run's config and opens its own model clients once per run (an
+embedded model is loaded once per actor and stays loaded). The actors of a process are kept from one run
+to the next, so a sweep or preset starts them once. A unit goes to the least busy actor as (unit id, payload, the unit's stored
 calls); the actor runs :meth:`Task.run_unit` with a :class:`~llmpsych.runs.context.UnitContext` whose
 store is those stored calls (so a resumed or retried unit replays them) and whose writes are streamed back
 to the driver the moment each call completes (a Ray streaming generator). The driver checks that each
@@ -27,6 +28,8 @@ import json
 import math
 import os
 import pickle
+import uuid
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ..errors import ConfigError, LlmpsychError
@@ -40,6 +43,7 @@ from .task import WorkUnit
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable
 
+    from ..models.cache import ResponseCache
     from ..models.client import ModelClient
     from .config import RunConfig
     from .task import Task
@@ -146,50 +150,85 @@ def _error_item(exc: BaseException) -> tuple[str, Any]:
     return ("error", exc)
 
 
+@dataclass
+class _OpenRun:
+    """What an actor holds for one run: the task, the clients and the response cache."""
+
+    config: RunConfig
+    task: Task[Any]
+    clients: dict[str, ModelClient]
+    cache: ResponseCache | None
+
+
 class UnitActor:
-    """One Ray actor: the task and model clients of a run, opened once, running many units at once."""
+    """One Ray actor: runs the units of any run it is sent, many at once, opening each run's task and
+    model clients once (an embedded model stays loaded for the actor's life, so a sweep loads it once)."""
 
-    def __init__(self, config: RunConfig, identities: dict[str, str], threads: int) -> None:
-        self.config = config
-        self.identities = identities
+    def __init__(self, threads: int) -> None:
         self.threads = threads
-        self._ready: asyncio.Task[None] | None = None
+        self.runs: dict[str, asyncio.Future[_OpenRun]] = {}
 
-    async def _open(self) -> None:
+    async def _open(self, config: RunConfig, identities: dict[str, str]) -> _OpenRun:
         from .runner import _open_cache, open_clients
         from .task import task_class
 
-        self.task = task_class(self.config.task)(self.config)
-        self.cache = _open_cache(self.config)
-        embedded = EmbeddedSettings(n_parallel=self.config.n_parallel, n_threads=self.threads)
-        self.clients = open_clients(self.config, self.cache, self.task.model_roles(), embedded)
-        for role, client in self.clients.items():
-            client.call_identity = self.identities.get(role, client.call_identity)
+        task = task_class(config.task)(config)
+        cache = _open_cache(config)
+        embedded = EmbeddedSettings(n_parallel=config.n_parallel, n_threads=self.threads)
+        clients = open_clients(config, cache, task.model_roles(), embedded)
+        for role, client in clients.items():
+            client.call_identity = identities.get(role, client.call_identity)
             await client.settle_concurrency()
+        return _OpenRun(config, task, clients, cache)
 
-    async def ready(self) -> int:
-        """Open the task and clients (once); the actor's process id."""
-        if self._ready is None:
-            self._ready = asyncio.ensure_future(self._open())
-        await asyncio.shield(self._ready)
+    async def _opened(self, run_key: str, config: RunConfig, identities: dict[str, str]) -> _OpenRun:
+        if run_key not in self.runs:
+            self.runs[run_key] = asyncio.ensure_future(self._open(config, identities))
+        return await asyncio.shield(self.runs[run_key])
+
+    async def prepare(self, run_key: str, config: RunConfig, identities: dict[str, str]) -> int:
+        """Open a run's task and clients (once); the actor's process id."""
+        await self._opened(run_key, config, identities)
         return os.getpid()
 
+    async def release(self, run_key: str) -> None:
+        """Close a finished run's clients and cache (an embedded model stays loaded)."""
+        opening = self.runs.pop(run_key, None)
+        if opening is None or opening.cancelled() or (opening.done() and opening.exception()):
+            return
+        opened = await opening
+        for client in {id(c): c for c in opened.clients.values()}.values():
+            with contextlib.suppress(Exception):
+                await client.aclose()
+        if opened.cache is not None:
+            opened.cache.close()
+
     async def run(
-        self, unit_id: str, payload: dict[str, Any], may_replay: bool, stored: dict[str, dict[str, Any]]
+        self,
+        run_key: str,
+        config: RunConfig,
+        identities: dict[str, str],
+        unit_id: str,
+        payload: dict[str, Any],
+        may_replay: bool,
+        stored: dict[str, dict[str, Any]],
     ) -> AsyncIterator[tuple[str, Any]]:
-        """Run one unit, yielding ("call", statements) as calls complete, then its result or failure."""
-        await self.ready()
+        """Run one unit, yielding ("call", statements) as calls complete, then its result or failure.
+
+        The run's config comes with every unit: an actor Ray restarted after its process died has lost
+        what it had opened, and opens it again."""
+        opened = await self._opened(run_key, config, identities)
         stream = _Stream()
         ctx = _ActorContext(
             unit_id,
             cast(RunStore, _StoredCalls(stored)),
-            self.clients,
-            self.config.seed,
-            self.config.params,
+            opened.clients,
+            config.seed,
+            config.params,
             stream,
             may_replay,
         )
-        running = asyncio.ensure_future(self.task.run_unit(WorkUnit(unit_id, payload), ctx))
+        running = asyncio.ensure_future(opened.task.run_unit(WorkUnit(unit_id, payload), ctx))
         while not running.done():
             getter = asyncio.ensure_future(stream.queue.get())
             await asyncio.wait({running, getter}, return_when=asyncio.FIRST_COMPLETED)
@@ -210,38 +249,75 @@ class ActorsLost(LlmpsychError):
     """A unit whose actors kept dying."""
 
 
+@dataclass
+class _Pool:
+    """The actors of this process: kept from one run to the next (a sweep starts them once)."""
+
+    key: tuple[Any, ...]
+    actors: list[Any]
+    busy: list[int] = field(default_factory=list)
+
+
+_pool: _Pool | None = None
+
+
+async def _actor_pool(ray: Any, settings: ExecutorSettings) -> _Pool:
+    """The process's actors for ``settings`` on the current Ray connection, started if need be; actors
+    started for other settings are stopped first (they would hold the cluster's CPUs)."""
+    global _pool
+    context = ray.get_runtime_context()
+    key = (settings, context.get_node_id(), context.get_job_id())
+    if _pool is not None and _pool.key == key:
+        return _pool
+    shutdown_actors()
+    actor_class = ray.remote(UnitActor).options(
+        num_cpus=settings.cpus_per_actor,
+        num_gpus=settings.gpus_per_actor,
+        max_restarts=-1,
+        max_task_retries=0,  # the driver retries a unit itself, replaying the calls it received
+        max_concurrency=100_000,
+    )
+    actors = [actor_class.remote(settings.threads_per_actor) for _ in range(settings.actors)]
+    _pool = _Pool(key, actors, [0] * len(actors))
+    return _pool
+
+
+def shutdown_actors() -> None:
+    """Stop this process's actors (Ray stops them anyway when the process disconnects)."""
+    global _pool
+    if _pool is not None:
+        ray = import_ray()
+        for actor in _pool.actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+    _pool = None
+
+
 class RayExecutor:
     """Units on Ray actors (see the module docstring)."""
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
-        self.actors: list[Any] = []
-        self.busy: list[int] = []
+        self.pool = _Pool((), [])
         self.stored: dict[str, dict[str, dict[str, Any]]] = {}
-        self.owns_ray = False
         self.ray: Any = None
+        self.run_key = uuid.uuid4().hex
+        self.run_args: tuple[Any, ...] = ()
         self.restarts = 0  # units run again after their actor died
 
     async def open(
         self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore
     ) -> None:
         ray = import_ray()
+        connect(self.settings)  # a Ray this process starts stops when the process ends
         self.ray = ray
-        self.owns_ray = connect(self.settings)
         for row in store.call_rows() if store.units_with_calls() else []:
             self.stored.setdefault(row[0], {})[row[1]] = json.loads(row[6])
         identities = {role: client.call_identity for role, client in clients.items()}
-        actor_class = ray.remote(UnitActor).options(
-            num_cpus=self.settings.cpus_per_actor,
-            num_gpus=self.settings.gpus_per_actor,
-            max_restarts=-1,
-            max_task_retries=0,  # the driver retries a unit itself, replaying the calls it received
-            max_concurrency=100_000,
-        )
+        self.run_args = (self.run_key, ray.put(config), identities)
+        self.pool = await _actor_pool(ray, self.settings)
         s = self.settings
-        self.actors = [actor_class.remote(config, identities, s.threads_per_actor) for _ in range(s.actors)]
-        self.busy = [0] * len(self.actors)
-        ready = [actor.ready.remote() for actor in self.actors]
+        ready = [actor.prepare.remote(*self.run_args) for actor in self.pool.actors]
         try:
             await asyncio.wait_for(asyncio.gather(*ready), s.start_timeout_s)
         except TimeoutError:
@@ -255,26 +331,35 @@ class RayExecutor:
             if isinstance(cause, LlmpsychError):
                 raise cause from None
             raise ConfigError(f"a Ray actor failed to start: {exc}") from None
+        except ray.exceptions.RayActorError as exc:  # llmpsych could not even be imported there
+            shutdown_actors()
+            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(
+                f"a Ray actor died while starting: {first}",
+                "every node needs the same llmpsych installed (pip install 'llmpsych[ray]')",
+            ) from None
 
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:
         lost = (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError)
-        attempts = RETRIES_PER_ACTOR * len(self.actors) + 1
+        actors, busy = self.pool.actors, self.pool.busy
+        attempts = RETRIES_PER_ACTOR * len(actors) + 1
         for _ in range(attempts):
-            index = min(range(len(self.actors)), key=self.busy.__getitem__)
-            self.busy[index] += 1
+            index = min(range(len(actors)), key=busy.__getitem__)
+            busy[index] += 1
             try:
-                return await self._run_on(self.actors[index], unit, ctx)
+                return await self._run_on(actors[index], unit, ctx)
             except lost:
                 self.restarts += 1
             finally:
-                self.busy[index] -= 1
+                busy[index] -= 1
         raise ActorsLost(f"the Ray actors running unit {unit.unit_id} died {attempts} times")
 
     async def _run_on(self, actor: Any, unit: WorkUnit, ctx: UnitContext) -> Any:
         stored = self.stored.setdefault(unit.unit_id, {})
         may_replay = ctx.may_replay or bool(stored)
         outcome: tuple[str, Any] | None = None
-        async for ref in actor.run.remote(unit.unit_id, unit.payload, may_replay, stored):
+        stream = actor.run.remote(*self.run_args, unit.unit_id, unit.payload, may_replay, stored)
+        async for ref in stream:
             kind, value = await ref
             if kind == "call":
                 rows = [_checked(statement, unit.unit_id) for statement in value]
@@ -298,14 +383,12 @@ class RayExecutor:
         return value
 
     async def aclose(self) -> None:
-        if self.ray is None:  # never opened
+        """Let the actors close this run's clients; the actors stay for the process's next run."""
+        if not self.pool.actors:
             return
-        for actor in self.actors:
-            with contextlib.suppress(Exception):
-                self.ray.kill(actor)
-        self.actors = []
-        if self.owns_ray:
-            self.ray.shutdown()
+        released = [actor.release.remote(self.run_key) for actor in self.pool.actors]
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.gather(*released, return_exceptions=True), 30)
 
 
 class RemoteUnitError(Exception):
