@@ -2,10 +2,11 @@
 
 Each actor builds the task from the run's config and opens its own model clients once per run (an
 embedded model is loaded once per actor and stays loaded). The actors of a process are kept from one run
-to the next, so a sweep or preset starts them once. A unit goes to the least busy actor as (unit id, payload, the unit's stored
-calls); the actor runs :meth:`Task.run_unit` with a :class:`~llmpsych.runs.context.UnitContext` whose
-store is those stored calls (so a resumed or retried unit replays them) and whose writes are streamed back
-to the driver the moment each call completes (a Ray streaming generator). The driver checks that each
+to the next, so a sweep or preset starts them once. A unit goes to the least busy actor as (unit id,
+payload, the unit's stored calls); the actor runs :meth:`Task.run_unit` with a
+:class:`~llmpsych.runs.context.UnitContext` whose store is those stored calls (so a resumed or retried
+unit replays them) and whose writes are streamed back to the driver the moment each call completes (a Ray
+streaming generator). The driver checks that each
 streamed write is one call of that unit and commits it through the run's grouped commits, then records the
 result or failure as the local path does.
 
@@ -94,12 +95,20 @@ def connect(settings: ExecutorSettings) -> bool:
     if settings.address is not None:
         ray.init(address=settings.address, **quiet)
         return True
-    os.environ[LOOPBACK_ENV] = "0"
     from ray._private import ray_constants  # read when Ray picks the node's address (Ray 2.60)
 
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    before = os.environ.get(LOOPBACK_ENV), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[LOOPBACK_ENV] = "0"  # for the Ray processes started now
+    ray_constants.ENABLE_RAY_CLUSTER = False  # for this process, which imported Ray already
     cpus = max(os.cpu_count() or 1, math.ceil(settings.actors * settings.cpus_per_actor))
-    ray.init(address="local", num_cpus=cpus, **quiet)
+    try:
+        ray.init(address="local", num_cpus=cpus, **quiet)
+    finally:  # a later connection of this process to a real cluster must see its own address again
+        if before[0] is None:
+            os.environ.pop(LOOPBACK_ENV, None)
+        else:
+            os.environ[LOOPBACK_ENV] = before[0]
+        ray_constants.ENABLE_RAY_CLUSTER = before[1]
     gcs = str(ray.get_runtime_context().gcs_address)
     if not _is_loopback(gcs):
         ray.shutdown()
