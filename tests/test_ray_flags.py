@@ -36,7 +36,7 @@ def test_settings_from_the_environment() -> None:
     assert from_environment({}) == ExecutorSettings()
     env = {"LLMPSYCH_EXECUTOR": "ray", "LLMPSYCH_RAY_ACTORS": "4", "LLMPSYCH_RAY_ACTOR_CPUS": "0.5"}
     assert from_environment(env) == ExecutorSettings(kind="ray", actors=4, cpus_per_actor=0.5)
-    with pytest.raises(ConfigError, match="LLMPSYCH_RAY_ACTORS='many' is not a int"):
+    with pytest.raises(ConfigError, match="LLMPSYCH_RAY_ACTORS='many' is not a whole number"):
         from_environment({"LLMPSYCH_RAY_ACTORS": "many"})
     with pytest.raises(ConfigError, match="actors >= 1"):
         from_environment({"LLMPSYCH_RAY_ACTORS": "0"})

@@ -117,7 +117,8 @@ def from_environment(environ: Mapping[str, str] | None = None) -> ExecutorSettin
         try:
             values[name] = _TYPES.get(name, str)(text)
         except ValueError:
-            raise ConfigError(f"{variable}={text!r} is not a {_TYPES[name].__name__}") from None
+            kind = "whole number" if _TYPES[name] is int else "number"
+            raise ConfigError(f"{variable}={text!r} is not a {kind}") from None
     return ExecutorSettings(**values)
 
 
