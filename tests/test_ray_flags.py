@@ -62,3 +62,26 @@ def test_every_run_command_and_preset_takes_the_executor_flags(module: str, comm
     assert shown.exit_code == 0, shown.output
     for flag in ("--executor", "--ray-address", "--actors", "--actor-cpus", "--actor-threads"):
         assert flag in shown.output, flag
+
+
+@pytest.mark.parametrize(
+    ("address", "message"),
+    [
+        ("127.0.0.1:1", "nothing answers at the Ray address 127.0.0.1:1"),
+        ("ray://127.0.0.1:1", "nothing answers at the Ray address ray://127.0.0.1:1"),
+        ("head-node", "is not auto, HOST:PORT or ray://HOST:PORT"),
+    ],
+)
+def test_a_cluster_address_where_nothing_answers_is_refused_at_once(
+    address: str, message: str, tmp_path: Path
+) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed: pip install 'llmpsych[ray]'")
+    from llmpsych.runs import parse_run_config, start_run
+    from llmpsych.runs.executors import use
+
+    config = parse_run_config(
+        {"task": "echo", "model": "openai-compatible/m", "base_url": "http://127.0.0.1:9/v1"}
+    )
+    with use(ExecutorSettings(kind="ray", address=address)), pytest.raises(ConfigError, match=message):
+        start_run(config, tmp_path / "r", False)
+    assert not (tmp_path / "r").exists()

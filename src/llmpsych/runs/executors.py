@@ -150,16 +150,18 @@ def use(settings: ExecutorSettings) -> Iterator[None]:
 
 def check(settings: ExecutorSettings | None = None) -> None:
     """Refuse settings that cannot run (before a run folder is made): a Ray address for the local
-    executor, or Ray asked for but not installed."""
+    executor, Ray asked for but not installed, or a cluster address where nothing answers."""
     settings = settings or current()
     if settings.kind == "local" and settings.address is not None:
         raise ConfigError(
             "--ray-address applies to --executor ray", "add --executor ray, or drop the address"
         )
     if settings.kind == "ray":
-        from .ray_executor import import_ray
+        from .ray_executor import import_ray, probe
 
         import_ray()
+        if settings.address is not None:
+            probe(settings.address)
 
 
 def make_executor(settings: ExecutorSettings | None = None) -> Executor:

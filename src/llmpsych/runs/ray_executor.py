@@ -29,6 +29,7 @@ import json
 import math
 import os
 import pickle
+import socket
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -93,7 +94,12 @@ def connect(settings: ExecutorSettings) -> bool:
         return False
     quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if settings.address is not None:
-        ray.init(address=settings.address, **quiet)
+        probe(settings.address)
+        try:
+            ray.init(address=settings.address, **quiet)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ConfigError(f"cannot connect to the Ray cluster at {settings.address}: {first}") from None
         return True
     from ray._private import ray_constants  # read when Ray picks the node's address (Ray 2.60)
 
@@ -114,6 +120,26 @@ def connect(settings: ExecutorSettings) -> bool:
         ray.shutdown()
         raise ConfigError(f"the local Ray instance listened on {gcs}, not on loopback; it was stopped")
     return True
+
+
+def probe(address: str) -> None:
+    """Refuse, in one line, a cluster address that is malformed or where nothing answers (Ray itself
+    retries such an address for minutes); ``auto`` is left to Ray, which fails fast without a cluster."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(
+            f"--ray-address {address!r} is not auto, HOST:PORT or ray://HOST:PORT",
+            "e.g. --ray-address head-node:6379",
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"nothing answers at the Ray address {address} ({exc.strerror or exc})",
+            "start the cluster first (ray start --head), or check --ray-address",
+        ) from None
 
 
 # -- the actor side --------------------------------------------------------------------------------

@@ -211,12 +211,13 @@ async def _execute(
                 "the task now expands into different work units than the stored run; "
                 "resume it with the llmpsych version and data it was started with"
             )
-        store.add_units((u.unit_id, u.payload) for u in units)
         workers = config.workers or DEFAULT_WORKERS
         executor = make_executor()
         try:
             if len(store.units("done")) < len(units):  # nothing to run: no cluster to start
+                # before the units are registered: a cluster that fails to start leaves no run behind
                 await executor.open(task, config, clients, store)
+            store.add_units((u.unit_id, u.payload) for u in units)
             return await execute(
                 task,
                 units,
