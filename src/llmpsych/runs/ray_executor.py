@@ -30,6 +30,7 @@ import math
 import os
 import pickle
 import socket
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -434,8 +435,9 @@ class RemoteUnitError(Exception):
 
 
 def _checked(statement: Any, unit_id: str) -> Statement:
-    """``statement`` if it is one call of ``unit_id`` (an actor writes nothing else to the store)."""
+    """``statement`` if it is one call of ``unit_id`` (an actor writes nothing else to the store), stamped
+    with the driver's clock (the store's completion order must not depend on the clocks of other nodes)."""
     sql, row = statement
     if sql != CALL_SQL or not isinstance(row, tuple) or len(row) != CALL_COLUMNS or row[0] != unit_id:
         raise ConfigError(f"a Ray actor sent a write that is not a call of unit {unit_id}; it was refused")
-    return sql, row
+    return sql, (*row[:-1], time.time())
