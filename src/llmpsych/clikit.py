@@ -134,6 +134,74 @@ ResumeOpt = Annotated[
 RESUME_FLAGS = frozenset({"resume", "base_url", "progress", "debug"})
 
 
+# -- where units execute (--executor; docs/scale-out.md) -----------------------------------------------
+def _executor_flag(setting: str) -> Any:
+    """A callback making a given flag part of the executor of every run this command starts or resumes
+    (a preset's and a sweep's too); flags not given leave the environment's choice."""
+
+    def callback(value: Any) -> Any:
+        if value is not None:
+            from dataclasses import replace
+
+            from .runs.executors import current, set_current
+
+            set_current(replace(current(), **{setting: value}))
+        return value
+
+    return callback
+
+
+ExecutorOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--executor",
+        callback=_executor_flag("kind"),
+        help="Where work units run: local (this process, the default) or ray (actors of a Ray cluster; "
+        "the store stays here). Default: $LLMPSYCH_EXECUTOR, else local.",
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address",
+        callback=_executor_flag("address"),
+        help="Ray cluster to use (auto, host:6379, ray://host:10001); default: start a private Ray on "
+        "127.0.0.1 ($LLMPSYCH_RAY_ADDRESS).",
+    ),
+]
+ActorsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--actors",
+        min=1,
+        callback=_executor_flag("actors"),
+        help="Ray actors running units, each with its own model clients (an embedded model loaded once "
+        "per actor); default 2.",
+    ),
+]
+ActorCpusOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--actor-cpus",
+        min=0,
+        callback=_executor_flag("cpus_per_actor"),
+        help="CPUs each actor reserves (default 1).",
+    ),
+]
+ActorThreadsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--actor-threads",
+        min=0,
+        callback=_executor_flag("threads_per_actor"),
+        help="llama.cpp threads of an actor's embedded model (default 0: every core of its node).",
+    ),
+]
+#: The executor flags; ``--resume`` honours them (where a run executes is not part of the run).
+EXECUTOR_FLAGS = frozenset({"executor", "ray_address", "actors", "actor_cpus", "actor_threads"})
+RESUME_FLAGS = RESUME_FLAGS | EXECUTOR_FLAGS
+
+
 @dataclass(frozen=True)
 class RunFlags:
     """The shared run options of one command, filled once by :func:`run_command` from its parameters.

@@ -105,6 +105,11 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -193,6 +198,11 @@ def preset(
         "mas-preset"
     ),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
 ) -> None:
     """Run one of the paper's experiments (every run, then the comparison report)."""
     from .experiments import PRESETS, expand_preset, run_preset

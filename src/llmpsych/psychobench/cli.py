@@ -161,6 +161,11 @@ def run(
     bsri_order: Annotated[str | None, BSRI_ORDER] = None,
     cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
     debug: kit.DebugOpt = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:

@@ -20,6 +20,7 @@ from ..errors import LlmpsychError
 from ..models.client import ModelClient
 from ..models.types import GenerationParams
 from .context import UnitContext
+from .executors import Executor, LocalExecutor
 from .group_commit import GroupCommit
 from .store import RunStore, fail_unit_statements, finish_unit_statements, start_unit_statements
 from .task import Task, WorkUnit
@@ -220,8 +221,14 @@ async def execute(
     workers: int,
     show_progress: bool = True,
     debug: bool = False,
+    executor: Executor | None = None,
 ) -> RunSummary:
-    """Run every unit not yet done; failures are recorded and reported, never lost."""
+    """Run every unit not yet done; failures are recorded and reported, never lost.
+
+    ``executor`` decides where a unit runs (default: here, :class:`~llmpsych.runs.executors.LocalExecutor`);
+    whatever it is, everything is recorded here, by this process.
+    """
+    runner = executor or LocalExecutor()
     done_ids = {row.unit_id for row in store.units("done")}
     recorded = store.units_with_calls()  # units interrupted mid-way: their calls replay
     pending = [unit for unit in units if unit.unit_id not in done_ids]
@@ -281,7 +288,7 @@ async def execute(
             eta.live[unit.unit_id] = ctx
             commits.defer(start_unit_statements(unit.unit_id))  # with the next commit
             try:
-                result = await task.run_unit(unit, ctx)
+                result = await runner.run_unit(task, unit, ctx)
             except Exception as exc:  # one unit's failure is recorded; the others go on
                 message = f"{type(exc).__name__}: {exc}"
                 if debug and not isinstance(exc, LlmpsychError):

@@ -23,6 +23,8 @@ from ..report.files import atomic_write_text
 from ..report.html import html_beside
 from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
+from .executors import check as check_executor
+from .executors import make_executor
 from .manifest import build_manifest
 from .record import record_from_store
 from .store import STORE_FILE, RunStore, run_lock
@@ -89,11 +91,15 @@ def _check_run_base_url(config: RunConfig, plans: dict[str, tuple[RoleModel, str
 
 
 def open_clients(
-    config: RunConfig, cache: ResponseCache | None, roles: set[str] | None = None
+    config: RunConfig,
+    cache: ResponseCache | None,
+    roles: set[str] | None = None,
+    embedded: EmbeddedSettings | None = None,
 ) -> dict[str, ModelClient]:
     """One client per model role (``roles``: only these), each role with its own endpoint; roles with the
-    same endpoint share a client, and the clients of one server share its concurrency limit."""
-    embedded = EmbeddedSettings(n_parallel=config.n_parallel)
+    same endpoint share a client, and the clients of one server share its concurrency limit. ``embedded``:
+    how an embedded model runs (default: the config's slots, every core)."""
+    embedded = embedded or EmbeddedSettings(n_parallel=config.n_parallel)
     plans = _plan_roles(config, roles)
     _check_run_base_url(config, plans)
     by_endpoint: dict[str, ModelClient] = {}
@@ -205,11 +211,27 @@ async def _execute(
                 "the task now expands into different work units than the stored run; "
                 "resume it with the llmpsych version and data it was started with"
             )
-        store.add_units((u.unit_id, u.payload) for u in units)
         workers = config.workers or DEFAULT_WORKERS
-        return await execute(
-            task, units, store, clients, config.seed, config.params, workers, show_progress, debug
-        )
+        executor = make_executor()
+        try:
+            if len(store.units("done")) < len(units):  # nothing to run: no cluster to start
+                # before the units are registered: a cluster that fails to start leaves no run behind
+                await executor.open(task, config, clients, store)
+            store.add_units((u.unit_id, u.payload) for u in units)
+            return await execute(
+                task,
+                units,
+                store,
+                clients,
+                config.seed,
+                config.params,
+                workers,
+                show_progress,
+                debug,
+                executor,
+            )
+        finally:
+            await executor.aclose()
     finally:
         for client in {id(c): c for c in clients.values()}.values():
             with suppress(Exception):
@@ -232,6 +254,7 @@ def start_run(
 ) -> RunOutcome:
     """Create a run directory, record the config, execute and analyse (holding the run's lock)."""
     _refuse_existing(run_dir)
+    check_executor()
     _announce_code(config)
     task = task_class(config.task)(config)
     created = not run_dir.exists()
@@ -293,6 +316,7 @@ def resume_run(
     needs ``--base-url`` again, since they were never stored.
     """
     RunStore.in_dir(run_dir).close()  # a missing, foreign or damaged store: one clear error, nothing made
+    check_executor()
     with run_lock(run_dir):
         store = RunStore.in_dir(run_dir)
         try:
