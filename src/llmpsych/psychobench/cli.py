@@ -236,17 +236,26 @@ def compare(
         Path | None,
         typer.Option("--out", "-o", help="Write comparison.md and comparison.csv into this folder."),
     ] = None,
+    marks: Annotated[
+        bool,
+        typer.Option(
+            "--marks/--no-marks", help="Highest mean of each row bold, lowest underlined (as the thesis)."
+        ),
+    ] = True,
 ) -> None:
-    """Several runs side by side (rows: scale/subscale; columns: each model's mean ± sd, and the crowd)."""
+    """Several runs side by side (rows: scale/subscale; columns: each run's mean ± sd, and the crowd),
+    then each run's prompt variant, temperature, persona and cipher."""
     from ..report.markdown import table
-    from .compare import comparison_frames, write_comparison
+    from .compare import comparison_frames, run_labels, settings_frame, write_comparison
 
     if out is not None:
-        for path in write_comparison(run_dirs, out):
+        for path in write_comparison(run_dirs, out, marks=marks):
             console.print(f"wrote {terminal_text(path)}")
         return
-    display, _ = comparison_frames(run_dirs)
+    display, _ = comparison_frames(run_dirs, marks=marks)
     echo(terminal_text(table(display), markup=False))
+    echo("")
+    echo(terminal_text(table(settings_frame(run_dirs, run_labels(run_dirs)), floatfmt="g"), markup=False))
 
 
 @app.command("report")
@@ -331,3 +340,104 @@ def import_answers_command(
     )
     for path in paths:
         console.print(f"wrote {terminal_text(path)}")
+
+
+# -- presets: the thesis's sensitivity experiments -------------------------------------------------------
+@app.command("presets")
+def presets_cmd() -> None:
+    """List the presets: the thesis's sensitivity experiments, one command each."""
+    import pandas as pd
+
+    from ..report.markdown import table as md_table
+    from .presets import ALIASES, PRESETS
+
+    rows = [
+        {
+            "preset": p.name,
+            "aliases": ", ".join(a for a, n in ALIASES.items() if n == p.name),
+            "what it runs": p.title,
+            "settings": ", ".join(v.label for v in p.variants()),
+            "paper": p.paper,
+        }
+        for p in PRESETS.values()
+    ]
+    echo(md_table(pd.DataFrame(rows)))
+    echo(
+        "Run one with: llmpsych psychobench preset NAME --model SPEC [--model SPEC2] [--out DIR] [--dry-run]"
+    )
+
+
+@app.command("preset")
+def preset_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Preset name (`llmpsych psychobench presets` lists them).")],
+    model: kit.ModelsOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Folder for the run directories and the summary; re-use it to resume."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")
+    ] = False,
+    scales: Annotated[
+        str | None, typer.Option("--scales", help="Comma-separated scales (default BFI, the thesis's).")
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale (default 10).")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="Default 0, the thesis's (not for 'temperatures').")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: sized to the scale).")
+    ] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    data_dir: kit.DataDirOpt = None,
+    seed: kit.SeedOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Run one of the thesis's sensitivity experiments: its runs (resumable), then a comparison in --out."""
+    from ..paths import runs_dir
+    from ..report.markdown import table as md_table
+    from ..runs.runner import new_run_dir
+    from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
+
+    preset = get_preset(name)
+    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    kit.check_options("psychobench", options)
+    settings = PresetSettings(
+        models=list(model or []),
+        scales=parse_scales(scales),
+        runs=runs,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        base_url=base_url,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        seed=seed or 0,
+        cache=not no_cache,
+        options=options,
+    )
+    planned = expand(preset, settings)
+    if dry_run:
+        echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
+        echo(terminal_text(md_table(describe(planned)), markup=False))
+        echo(f"{len(planned)} run directories; nothing was run (--dry-run).")
+        return
+    parent = out or new_run_dir(runs_dir(), f"psychobench-{preset.name}")
+
+    def report(run: Any, outcome: RunOutcome) -> None:
+        console.print(kit.outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
+
+    outcomes = execute(planned, parent, progress=progress, debug=kit.state.debug, on_outcome=report)
+    for path in summarize(preset, planned, parent):
+        console.print(f"  wrote {terminal_text(path)}")
+    again = f"llmpsych psychobench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
+    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
