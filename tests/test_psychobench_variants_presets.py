@@ -118,7 +118,7 @@ def test_templates_preset_runs_compares_resumes_and_refuses_a_changed_plan(
         page = (out / "comparison.html").read_text()
         assert "<ins>" in page and "<strong>" in page
         summary = (out / "summary.md").read_text()
-        assert "Table 4.10 (000:1357-1362)" in summary and "4.62 ± 0.21" in summary
+        assert "Table 4.10, gpt-3.5-turbo" in summary and "4.62 ± 0.21" in summary
         assert 'href="comparison.html"' in (out / "summary.html").read_text()
 
         # the same command again: every run is finished, nothing is sent

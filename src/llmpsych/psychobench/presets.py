@@ -72,13 +72,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "templates",
             "Prompt templates v1-v5 and v1 + chain-of-thought, on the BFI",
-            "thesis Tables 4.9-4.10, 000:1332-1364; v2-v5 need the LLMPersonality data folder",
+            "thesis Section 4.3.3, Tables 4.9-4.10; v2-v5 need the LLMPersonality data folder",
             lambda: (
                 [Variant(t, {"template": t}) for t in TEMPLATES]
                 + [Variant("v1+CoT", {"template": "v1", "cot": True})]
             ),
-            Published(
-                "Table 4.10 (000:1357-1362), gpt-3.5-turbo",
+            Published(  # thesis 000:1357-1362
+                "Table 4.10, gpt-3.5-turbo",
                 ("V1 (Ours)", "V2", "V3", "V4", "V5", "V1 (Ours) + CoT"),
                 _rows(
                     (4.15, 0.32, 3.85, 0.23, 4.34, 0.26, 4.15, 0.22, 4.10, 0.32, 4.62, 0.21),
@@ -92,13 +92,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "assistant",
             "With and without the helpful-assistant role in the system prompt, on the BFI",
-            "thesis Table 4.11, 000:1368-1381",
+            "thesis Section 4.3.3, Table 4.11",
             lambda: [
                 Variant("assistant", {"system_prompt": "assistant"}),
                 Variant("no-assistant", {"system_prompt": "no-assistant"}),
             ],
-            Published(
-                "Table 4.11 (000:1374-1379), gpt-3.5-turbo",
+            Published(  # thesis 000:1374-1379
+                "Table 4.11, gpt-3.5-turbo",
                 ("w/ Helpful Assistant", "w/o Helpful Assistant"),
                 _rows(
                     (4.15, 0.32, 4.16, 0.28),
@@ -112,10 +112,10 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "temperatures",
             "Temperatures 0, 0.01 and 0.8, on the BFI",
-            "thesis Table 4.12, 000:1383-1394",
+            "thesis Section 4.3.3, Table 4.12",
             lambda: [Variant(f"temperature={t:g}", params={"temperature": t}) for t in (0.0, 0.01, 0.8)],
-            Published(
-                "Table 4.12 (000:1385-1391)",
+            Published(  # thesis 000:1385-1391
+                "Table 4.12",
                 (
                     "LLaMA-2-7B T=0.01",
                     "LLaMA-2-13B T=0.01",

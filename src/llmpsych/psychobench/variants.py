@@ -1,7 +1,7 @@
 """Prompt variants of the PsychoBench sensitivity experiments: templates, chain-of-thought, assistant role.
 
 * ``template``: ``v1`` is the scale's own prompt from the PsychoBench data file, unchanged. ``v2``-``v5``
-  are the other four templates of the thesis's Table 4.9 (000:1332-1350: Miotto et al., Jiang et al. and
+  are the other four templates of the thesis's Table 4.9 (000:1329-1351: Miotto et al., Jiang et al. and
   two of Serapio-García et al.); they are the same texts as templates t2-t5 of the authors' LLMPersonality
   repository, so they are read at run time from its files (``prompt_template/en/bfi_en_t2..t5.txt``,
   ``llmpsych data fetch LLMPersonality``), never shipped. Those files end with a line asking for JSON
@@ -10,7 +10,7 @@
   labels: the BFI's come from the same repository's questionnaire file (its English level texts), a scale
   file's from its ``labels``; other official scales carry theirs only inside their own prompt and are
   refused with ``v2``-``v5``.
-* ``cot``: the thesis adds Kojima et al.'s "Let's think step by step" at the beginning (000:1353); the
+* ``cot``: the thesis adds Kojima et al.'s "Let's think step by step" at the beginning (000:1355); the
   rest of our chain-of-thought wording is our own (the thesis's own sentences are not shipped).
 * ``system_prompt``: ``assistant`` keeps the scale's system prompt as the data file gives it ("You are a
   helpful assistant who ..."); ``no-assistant`` removes that role and keeps the answer-format instruction
@@ -32,7 +32,7 @@ SystemPrompt = Literal["assistant", "no-assistant", "none"]
 TEMPLATES: tuple[str, ...] = ("v1", "v2", "v3", "v4", "v5")
 SYSTEM_PROMPTS: tuple[str, ...] = ("assistant", "no-assistant", "none")
 
-#: Kojima et al.'s trigger phrase, which the thesis puts at the start of the prompt (000:1353).
+#: Kojima et al.'s trigger phrase, which the thesis puts at the start of the prompt (000:1355).
 COT_TRIGGER = "Let's think step by step."
 #: Our own wording around it: reason first, then the scores in the form the parser reads.
 COT_LEAD = (
