@@ -192,3 +192,11 @@ def test_marks_render_in_markdown_and_html_and_nothing_else_does(tmp_path: Path)
         text, title="t", base_dir=tmp_path
     )  # off by default
     assert underline_html("&lt;ins&gt;&lt;/ins&gt;&lt;u&gt;") == "<ins></ins>&lt;u&gt;"
+
+
+def test_the_web_compare_page_underlines_the_marks(tmp_path: Path) -> None:
+    from llmpsych.web.render import folder_fragment
+
+    text = "| a | b |\n|---|---|\n| **4.7** | <ins>1.2</ins> |\n\n<script>x</script>\n"
+    fragment = folder_fragment(text, tmp_path, lambda path: None)
+    assert "<strong>4.7</strong>" in fragment and "<ins>1.2</ins>" in fragment and "<script>" not in fragment
