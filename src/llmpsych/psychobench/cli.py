@@ -428,7 +428,7 @@ def preset_cmd(
     planned = expand(preset, settings)
     if dry_run:
         echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
-        echo(terminal_text(md_table(describe(planned)), markup=False))
+        echo(terminal_text(md_table(describe(planned), floatfmt="g"), markup=False))
         echo(f"{len(planned)} run directories; nothing was run (--dry-run).")
         return
     parent = out or new_run_dir(runs_dir(), f"psychobench-{preset.name}")

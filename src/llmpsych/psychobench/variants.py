@@ -108,8 +108,8 @@ def level_texts(scale: Scale, official: bool, data_dir: Path | None) -> tuple[di
             return dict(pack.level_texts), pack.denotes
     raise ConfigError(
         f"scale {scale.name!r} has no level labels for templates v2-v5",
-        "official scales other than BFI give theirs only inside their own prompt (template v1); "
-        "a scale file gives them as labels",
+        "official scales other than BFI give their level wording only inside their own prompt, which is "
+        "template v1; a scale file gives them as labels",
     )
 
 
