@@ -194,3 +194,24 @@ def test_temperatures_preset(app, tmp_path: Path, seed_data: Path) -> None:
     }
     settings = (out / "comparison.md").read_text().split("## Settings", 1)[1]
     assert re.search(r"\|\s*temperature\s*\|", settings) and re.search(r"\|\s*0\.8\s*\|", settings)
+
+
+def test_run_takes_the_variants_as_flags(app, tmp_path: Path, seed_data: Path) -> None:
+    subject = Subject()
+    with FaultServer(responder=subject) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "psychobench", "run", "--model", "openai-compatible/subject", "--scales", "BFI",
+                "--runs", "1", "--template", "v3", "--cot", "--system-prompt", "none",
+                "--data-dir", str(seed_data), "--out", str(tmp_path / "pb"), "--base-url", server.base_url,
+                "--no-cache", "--no-progress",
+            ],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    options = stored_options(tmp_path / "pb" / "openai-compatible_subject")
+    assert options["template"] == "v3" and options["cot"] is True and options["system_prompt"] == "none"
+    (body,) = subject.bodies
+    assert [m["role"] for m in body["messages"]] == ["user"]  # no system message
+    assert body["messages"][0]["content"].startswith(COT_TRIGGER)
+    assert int(body["max_tokens"]) == 96 * 44 + 128  # room for an explanation per statement

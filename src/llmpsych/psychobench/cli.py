@@ -142,6 +142,17 @@ def run(
         str | None, typer.Option("--cipher", help="caesar (shift 3) or caesar:SHIFT; the GPT-4-JB setting.")
     ] = None,
     mode: Annotated[str, typer.Option("--mode", help="generate (the paper) or logprob.")] = "generate",
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template", help="Prompt template v1 (the scale's own, default) to v5 (thesis Table 4.9)."
+        ),
+    ] = None,
+    cot: Annotated[bool, typer.Option("--cot", help="Chain-of-thought: reason first, then score.")] = False,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option("--system-prompt", help="assistant (default), no-assistant (without the role) or none."),
+    ] = None,
     chunk_size: Annotated[
         int | None, typer.Option("--chunk-size", min=1, help="Statements per turn (default whole scale).")
     ] = None,
@@ -186,6 +197,9 @@ def run(
         "persona": persona,
         "mode": mode,
         "chunk_size": chunk_size,
+        "template": template,
+        "system_prompt": system_prompt,
+        **({"cot": True} if cot else {}),
         **parse_cipher(cipher),
     }
     options = kit.task_options(
