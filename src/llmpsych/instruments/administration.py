@@ -77,8 +77,12 @@ async def administer(
     max_reasks: int = 2,
     sample: int | str = 0,
     role: str = "subject",
+    closing: str = "",
 ) -> AdministrationResult:
     """Ask ``order`` (optionally in chunks, as successive turns of one conversation); re-ask what is missing.
+
+    Each chunk's message is the instructions, the numbered statements and ``closing`` (text a template puts
+    after the statements; empty for the official prompts).
 
     Each chunk is parsed strictly; items without a valid answer (missing, conflicting duplicates, out of
     range) are asked again in the same conversation, at most ``max_reasks`` times per chunk.
@@ -90,7 +94,8 @@ async def administer(
     result = AdministrationResult(answers={}, unanswered=[])
     for start in range(0, len(order), size):
         chunk = order[start : start + size]
-        messages.append({"role": "user", "content": f"{instructions}\n\n{item_block(scale, chunk)}".strip()})
+        content = f"{instructions}\n\n{item_block(scale, chunk)}".strip()
+        messages.append({"role": "user", "content": f"{content}\n\n{closing}" if closing else content})
         pending = list(chunk)
         for attempt in range(max_reasks + 1):
             reply = await ctx.chat(messages, params, role=role, sample=sample)

@@ -143,6 +143,17 @@ def run(
         str | None, typer.Option("--cipher", help="caesar (shift 3) or caesar:SHIFT; the GPT-4-JB setting.")
     ] = None,
     mode: Annotated[str, typer.Option("--mode", help="generate (the paper) or logprob.")] = "generate",
+    template: Annotated[
+        str | None,
+        typer.Option(
+            "--template", help="Prompt template v1 (the scale's own, default) to v5 (thesis Table 4.9)."
+        ),
+    ] = None,
+    cot: Annotated[bool, typer.Option("--cot", help="Chain-of-thought: reason first, then score.")] = False,
+    system_prompt: Annotated[
+        str | None,
+        typer.Option("--system-prompt", help="assistant (default), no-assistant (without the role) or none."),
+    ] = None,
     chunk_size: Annotated[
         int | None, typer.Option("--chunk-size", min=1, help="Statements per turn (default whole scale).")
     ] = None,
@@ -194,6 +205,9 @@ def run(
         "persona": persona,
         "mode": mode,
         "chunk_size": chunk_size,
+        "template": template,
+        "system_prompt": system_prompt,
+        **({"cot": True} if cot else {}),
         **parse_cipher(cipher),
     }
     options = kit.task_options(
@@ -233,17 +247,26 @@ def compare(
         Path | None,
         typer.Option("--out", "-o", help="Write comparison.md and comparison.csv into this folder."),
     ] = None,
+    marks: Annotated[
+        bool,
+        typer.Option(
+            "--marks/--no-marks", help="Highest mean of each row bold, lowest underlined (as the thesis)."
+        ),
+    ] = True,
 ) -> None:
-    """Several runs side by side (rows: scale/subscale; columns: each model's mean ± sd, and the crowd)."""
+    """Several runs side by side (rows: scale/subscale; columns: each run's mean ± sd, and the crowd),
+    then each run's prompt variant, temperature, persona and cipher."""
     from ..report.markdown import table
-    from .compare import comparison_frames, write_comparison
+    from .compare import comparison_frames, run_labels, settings_frame, write_comparison
 
     if out is not None:
-        for path in write_comparison(run_dirs, out):
+        for path in write_comparison(run_dirs, out, marks=marks):
             console.print(f"wrote {terminal_text(path)}")
         return
-    display, _ = comparison_frames(run_dirs)
+    display, _ = comparison_frames(run_dirs, marks=marks)
     echo(terminal_text(table(display), markup=False))
+    echo("")
+    echo(terminal_text(table(settings_frame(run_dirs, run_labels(run_dirs)), floatfmt="g"), markup=False))
 
 
 @app.command("report")
@@ -347,6 +370,7 @@ def _comma_list(text: str) -> list[str]:
 
 
 @app.command("validity")
+@kit.run_command
 def validity(
     ctx: typer.Context,
     model: kit.ModelOpt = None,
@@ -396,42 +420,34 @@ def validity(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Behavioural validity per role: TruthfulQA accuracy and SafetyQA safety rate for each persona."""
-    if resume is not None:
-        kit.finish(kit.resume(ctx, resume, base_url=base_url, progress=progress))
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags))
         return
     chosen: dict[str, Any] = {}
     if preset is not None:
         if preset not in VALIDITY_PRESETS:
             raise LlmpsychError(f"unknown preset {preset!r}", f"choose one of {', '.join(VALIDITY_PRESETS)}")
         chosen = dict(VALIDITY_PRESETS[preset])
-    flags: dict[str, Any] = {
+    values: dict[str, Any] = {
         "benchmarks": _comma_list(benchmarks.lower()) if benchmarks else None,
         "personas": _comma_list(personas) if personas else chosen.get("personas"),
         "runs": runs if runs is not None else chosen.get("runs"),
         "questions": questions,
     }
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config)
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config)
     models: dict[str, Any] | None = None
     if judge is not None:
         models = {"judge": {"model": judge, **({"base_url": judge_base_url} if judge_base_url else {})}}
     elif judge_base_url is not None:
         raise LlmpsychError("--judge-base-url needs --judge MODEL")
-    common: dict[str, Any] = {
-        "base_url": base_url,
-        "seed": seed,
-        "concurrency": concurrency,
-        "data_dir": data_dir,
-        "no_cache": no_cache,
-        "temperature": temperature,
-    }
-    cfg = kit.build_config(
-        "validity", options=options, model=model, models=models, source="psychobench validity", **common
-    )
+    cfg = kit.build_config("validity", flags, options=options, models=models, source="psychobench validity")
     scale_names = parse_scales(scales) if scales is not None else chosen.get("scales")
     if not scale_names:
-        kit.finish(kit.start(cfg, out, progress, name="validity"))
+        kit.finish(kit.start(cfg, flags.but(name="validity")))
         return
     from ..paths import runs_dir
     from ..runs.runner import new_run_dir
@@ -444,10 +460,9 @@ def validity(
     for persona in persona_list:
         scale_cfg = kit.build_config(
             "psychobench",
+            flags,
             options={"scales": scale_names, "persona": persona, "runs": chosen.get("scale_runs", 10)},
-            model=model,
             source="psychobench validity",
-            **common,
         )
         planned.append(PlannedRun(f"scales-{labels[persona]}", scale_cfg, {"persona": labels[persona]}))
     parent = out or new_run_dir(runs_dir(), "validity")
@@ -456,3 +471,104 @@ def validity(
     for path in write_roles_table(parent, list(labels.values())):
         console.print(f"  wrote {terminal_text(path)}")
     kit.exit_if_failed(kit.summarize([parent / p.directory for p in planned]))
+
+
+# -- presets: the thesis's sensitivity experiments -------------------------------------------------------
+@app.command("presets")
+def presets_cmd() -> None:
+    """List the presets: the thesis's sensitivity experiments, one command each."""
+    import pandas as pd
+
+    from ..report.markdown import table as md_table
+    from .presets import ALIASES, PRESETS
+
+    rows = [
+        {
+            "preset": p.name,
+            "aliases": ", ".join(a for a, n in ALIASES.items() if n == p.name),
+            "what it runs": p.title,
+            "settings": ", ".join(v.label for v in p.variants()),
+            "paper": p.paper,
+        }
+        for p in PRESETS.values()
+    ]
+    echo(md_table(pd.DataFrame(rows)))
+    echo(
+        "Run one with: llmpsych psychobench preset NAME --model SPEC [--model SPEC2] [--out DIR] [--dry-run]"
+    )
+
+
+@app.command("preset")
+def preset_cmd(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="Preset name (`llmpsych psychobench presets` lists them).")],
+    model: kit.ModelsOpt = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Folder for the run directories and the summary; re-use it to resume."
+        ),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")
+    ] = False,
+    scales: Annotated[
+        str | None, typer.Option("--scales", help="Comma-separated scales (default BFI, the thesis's).")
+    ] = None,
+    runs: Annotated[
+        int | None, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale (default 10).")
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", help="Default 0, the thesis's (not for 'temperatures').")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: sized to the scale).")
+    ] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    data_dir: kit.DataDirOpt = None,
+    seed: kit.SeedOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Run one of the thesis's sensitivity experiments: its runs (resumable), then a comparison in --out."""
+    from ..paths import runs_dir
+    from ..report.markdown import table as md_table
+    from ..runs.runner import new_run_dir
+    from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
+
+    preset = get_preset(name)
+    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    kit.check_options("psychobench", options)
+    settings = PresetSettings(
+        models=list(model or []),
+        scales=parse_scales(scales),
+        runs=runs,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        base_url=base_url,
+        concurrency=concurrency,
+        data_dir=data_dir,
+        seed=seed or 0,
+        cache=not no_cache,
+        options=options,
+    )
+    planned = expand(preset, settings)
+    if dry_run:
+        echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
+        echo(terminal_text(md_table(describe(planned), floatfmt="g"), markup=False))
+        echo(f"{len(planned)} run directories; nothing was run (--dry-run).")
+        return
+    parent = out or new_run_dir(runs_dir(), f"psychobench-{preset.name}")
+
+    def report(run: Any, outcome: RunOutcome) -> None:
+        console.print(kit.outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
+
+    outcomes = execute(planned, parent, progress=progress, debug=kit.state.debug, on_outcome=report)
+    for path in summarize(preset, planned, parent):
+        console.print(f"  wrote {terminal_text(path)}")
+    again = f"llmpsych psychobench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
+    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes

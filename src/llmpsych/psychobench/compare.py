@@ -7,6 +7,12 @@ files a run's analysis wrote are read (``summary.csv``, ``norms.csv``, ``bsri.cs
 ``cabin_groups_summary.csv``, ``quality.csv``) plus the run's stored config and report settings, so no
 model and no data file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped
 bar chart per scale.
+
+As the thesis prints these tables, in each row the run with the highest mean is bold and the one with the
+lowest underlined ("For each subscale, we highlight the model with the highest score in bold font and
+underline the model with the lowest score", 000:1186); the crowd is not ranked, and means are compared
+as printed (one decimal), so runs that look equal are marked alike. A run's label names its prompt
+variant and temperature when they are not the defaults, and a settings table lists them for every run.
 """
 
 from __future__ import annotations
@@ -24,27 +30,85 @@ from ..report.charts import Bar, grouped_bar_chart
 from ..report.files import output_dir
 from ..report.html import write_html
 from ..report.markdown import table, write_report
+from ..report.marks import extremes, marked
 from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
 from ..stats import format_mean_sd
 from . import bsri as bsri_mod
 from .quality import comparison_quality, comparison_quality_section
+from .variants import label as variant_label
+
+
+def stored_config(run_dir: Path) -> dict[str, Any]:
+    """A run's stored config ({} for a folder without a store, e.g. an imported table)."""
+    if not (run_dir / STORE_FILE).exists():
+        return {}
+    with RunStore.in_dir(run_dir, readonly=True) as store:
+        return store.get_meta("config") or {}
+
+
+def run_settings(run_dir: Path) -> dict[str, Any]:
+    """What a run measured with: model, prompt variant, temperature, persona, cipher (stored config)."""
+    config = stored_config(run_dir)
+    options = config.get("options") or {}
+    params = config.get("params") or {}
+    temperature = params.get("temperature")
+    return {
+        "model": str(config.get("model") or run_dir.name),
+        "template": str(options.get("template") or "v1").lower(),
+        "cot": bool(options.get("cot")),
+        "system_prompt": str(options.get("system_prompt") or "assistant"),
+        "temperature": 0.0 if temperature is None else float(temperature),
+        "persona": str(options.get("persona") or "default"),
+        "cipher": bool(options.get("cipher")),
+    }
 
 
 def run_label(run_dir: Path) -> str:
-    """The model of a run, with its persona and ``-JB`` for the cipher, from the stored config."""
-    config: dict[str, Any] = {}
-    if (run_dir / STORE_FILE).exists():
-        with RunStore.in_dir(run_dir, readonly=True) as store:
-            config = store.get_meta("config") or {}
-    label = str(config.get("model") or run_dir.name)
-    options = config.get("options") or {}
-    persona = str(options.get("persona") or "default")
+    """The model of a run, with its persona, ``-JB`` for the cipher, and its prompt variant and temperature
+    when not the defaults (``v2+CoT``, ``T=0.8``), from the stored config."""
+    settings = run_settings(run_dir)
+    label = str(settings["model"])
+    persona = settings["persona"]
     if persona != "default":
         label += f" [{persona if len(persona) <= 24 else persona[:21] + '...'}]"
-    if options.get("cipher"):
+    if settings["cipher"]:
         label += "-JB"
+    variant = variant_label(settings["template"], settings["cot"], settings["system_prompt"])
+    if variant != "v1":
+        label += f" {variant}"
+    if settings["temperature"] != 0:
+        label += f" T={settings['temperature']:g}"
     return label
+
+
+def run_labels(run_dirs: list[Path]) -> list[str]:
+    """Each run's :func:`run_label`; a label met before gets the run folder's name added."""
+    labels: list[str] = []
+    for run_dir in run_dirs:
+        label = run_label(run_dir)
+        labels.append(f"{label} ({run_dir.name})" if label in labels else label)
+    return labels
+
+
+def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
+    """One row per run: its label in the tables and the settings that tell the runs apart."""
+    rows = []
+    for run_dir, label in zip(run_dirs, labels, strict=True):
+        s = run_settings(run_dir)
+        rows.append(
+            {
+                "run": label,
+                "model": s["model"],
+                "template": s["template"],
+                "CoT": "yes" if s["cot"] else "no",
+                "system prompt": s["system_prompt"],
+                "temperature": s["temperature"],
+                "persona": s["persona"] if len(s["persona"]) <= 24 else s["persona"][:21] + "...",
+                "cipher": "yes" if s["cipher"] else "no",
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def crowd_text(norms: pd.DataFrame, scale: str, subscale: str) -> str:
@@ -80,10 +144,12 @@ _SUMMARY = ("scale", "subscale", "runs", "n", "mean", "sd")
 _NORMS = ("scale", "subscale", "group", "mean", "sd", "n")
 
 
-def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(display table, tidy long table) of several analysed run directories."""
+def comparison_frames(run_dirs: list[Path], *, marks: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(display table, tidy long table) of several analysed run directories; ``marks``: in each row the
+    highest mean bold and the lowest underlined (thesis 000:1186)."""
     if not run_dirs:
         raise LlmpsychError("give at least one run directory")
+    unique_labels = run_labels(run_dirs)
     labels: list[str] = []
     summaries: list[pd.DataFrame] = []
     norms_parts: list[pd.DataFrame] = []
@@ -94,9 +160,7 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
             raise LlmpsychError(
                 f"{run_dir}: no summary.csv", f"analyse it first: `llmpsych analyze {run_dir}`"
             )
-        label = run_label(run_dir)
-        if label in labels:
-            label = f"{label} ({run_dir.name})"
+        label = unique_labels[len(labels)]
         labels.append(label)
         summary = checked_csv(summary_file, _SUMMARY, _SUMMARY[2:], unique=("scale", "subscale"))
         summary["kind"] = "subscale"
@@ -138,11 +202,16 @@ def comparison_frames(run_dirs: list[Path]) -> tuple[pd.DataFrame, pd.DataFrame]
     keys = list(dict.fromkeys(zip(tidy["scale"], tidy["subscale"], strict=True)))
     for scale, subscale in keys:
         row: dict[str, Any] = {"Scale": scale, "Subscale": subscale}
+        means: list[float | None] = []
         for label in labels:
             hit = tidy[(tidy["model"] == label) & (tidy["scale"] == scale) & (tidy["subscale"] == subscale)]
             row[label] = (
                 "–" if hit.empty else format_mean_sd(float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"]))
             )
+            means.append(None if hit.empty else round(float(hit.iloc[0]["mean"]), 1))  # as printed
+        if marks:
+            for i, mark in extremes(means).items():
+                row[labels[i]] = marked(row[labels[i]], mark)
         row["Crowd"] = crowd_text(norms, scale, subscale)
         rows.append(row)
         is_last_bsri = scale.upper() == "BSRI" and not any(
@@ -193,9 +262,9 @@ def comparison_charts(tidy: pd.DataFrame, norms: pd.DataFrame, out_dir: Path) ->
     return paths
 
 
-def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
+def write_comparison(run_dirs: list[Path], out_dir: Path, *, marks: bool = True) -> list[Path]:
     """Write ``comparison.md``/``.html``, tidy ``comparison.csv`` (``.parquet``) and a chart per scale."""
-    display, tidy = comparison_frames(run_dirs)
+    display, tidy = comparison_frames(run_dirs, marks=marks)
     output_dir(out_dir)
     models = dict(zip(map(Path, tidy["run_dir"]), tidy["model"], strict=True))
     quality = comparison_quality(models)
@@ -226,7 +295,21 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
             'human norm group of the data file ("–": none). Tests against the norms (significance, '
             "Hedges' g, Holm) and the transcripts are in each run's report. BSRI conclusion: how many runs "
             "fell in each class, in the order given (U = Undifferentiated, M = Masculine, F = Feminine, "
-            "A = Androgynous).\n\n" + table(display),
+            "A = Androgynous)."
+            + (
+                " In each row the highest mean is **bold** and the lowest <ins>underlined</ins>, as the "
+                "thesis prints its tables (means compared as printed; the crowd is not ranked)."
+                if marks
+                else ""
+            )
+            + "\n\n"
+            + table(display),
+        ),
+        (
+            "Settings",
+            "Each run's prompt variant (template v1 = the scale's own prompt; CoT; system prompt), "
+            "temperature, persona and cipher, from its stored config.\n\n"
+            + table(settings_frame(run_dirs, run_labels(run_dirs)), floatfmt="g"),
         ),
     ]
     if not quality.empty:
@@ -241,5 +324,5 @@ def write_comparison(run_dirs: list[Path], out_dir: Path) -> list[Path]:
         )
     sections.append(("Runs", sources + (f"\n\n{parquet_note}" if parquet_note else "")))
     report = write_report(out_dir / "comparison.md", "PsychoBench comparison", sections)
-    html = write_html(report, md_links=reports)
+    html = write_html(report, md_links=reports, underline=marks)
     return [report, html, *outputs, *charts]

@@ -13,6 +13,7 @@ from ..instruments.native import ScaleFileRecord, record_scale_file, sha256_text
 from ..stats.compare import METHOD_ALIASES
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
+from .variants import SystemPrompt, Template
 
 
 class ScaleFile(BaseModel):
@@ -72,6 +73,17 @@ class PsychoBenchOptions(BaseModel):
     persona: str = Field(default="default", description="default, psychopath, liar, ordinary, hero, or text")
     cipher: bool = Field(default=False, description="Caesar-cipher jailbreak (shift 3)")
     cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25)
+    template: Template = Field(
+        default="v1",
+        description="prompt template: v1 the scale's own prompt; v2-v5 the thesis's Table 4.9 variants "
+        "(read from the LLMPersonality data)",
+    )
+    cot: bool = Field(default=False, description="chain-of-thought: reason first, then score")
+    system_prompt: SystemPrompt = Field(
+        default="assistant",
+        description="assistant: the scale's system prompt; no-assistant: without its helpful-assistant "
+        "role; none: no system message",
+    )
     mode: Literal["generate", "logprob"] = "generate"
     top_logprobs: int = Field(default=20, ge=1, le=20)
     alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level (the paper's 0.01)")
@@ -90,6 +102,19 @@ class PsychoBenchOptions(BaseModel):
     @classmethod
     def _method_name(cls, value: Any) -> Any:
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
+
+    @field_validator("template", mode="before")
+    @classmethod
+    def _template_name(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _cot_generates(self) -> PsychoBenchOptions:
+        if self.cot and self.mode == "logprob":
+            raise ConfigError(
+                "cot needs mode generate", "logprob mode reads the first answer token, with no reasoning"
+            )
+        return self
 
     @field_validator("persona")
     @classmethod

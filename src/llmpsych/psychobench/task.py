@@ -6,6 +6,8 @@ statements; a persona (ours) goes before the system prompt, and the cipher wraps
 Scales from the user's own files (``scale_files``, ``docs/own-instruments.md``) run the same way; the
 run config records each file's path, sha256 and text, so the run never needs the file again and a
 resume refuses a file that changed.
+Prompt variants (``template``, ``cot``, ``system_prompt``; :mod:`.variants`) change only the wording of the
+prompt; ``v1`` with the ``assistant`` system prompt and no CoT is the data file's wording, unchanged.
 Temperature and other sampling parameters are the run config's (temperature 0 by default, as in the
 paper). ``mode="logprob"`` asks one statement per request and reads the option probabilities instead.
 """
@@ -32,6 +34,7 @@ from .cipher import CipherContext
 from .logprob import read_item
 from .options import PsychoBenchOptions, PsychoBenchResult
 from .personas import Persona, resolve_persona
+from .variants import UserPrompt, fill, level_texts, system_prompt, template_body, template_files, with_cot
 
 
 class PsychoBenchTask(Task[PsychoBenchOptions]):
@@ -46,10 +49,15 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         if self.options.scale_files:  # the stored config keeps each file's text: the run is self-contained
             config.options["scale_files"] = [f.model_dump() for f in self.options.scale_files]
         self.scales  # noqa: B018 - read the data and check the scale names before a run directory exists
+        for scale in self.scales:  # and that every prompt variant can be built for every scale
+            self.user_prompt(scale)
+            system_prompt(scale, self.options.system_prompt)
 
     # -- data ------------------------------------------------------------------------------------
     def data_files(self) -> list[Path]:
         files = [official_file("PsychoBench", self.config.data_dir)] if self._uses_official else []
+        bfi = any(s.name.upper() == "BFI" and self.scale_source(s.name) is None for s in self.scales)
+        files += template_files(self.options.template, bfi, self.config.data_dir)
         return files + [Path(f.path) for f in self.options.scale_files if Path(f.path).is_file()]
 
     @cached_property
@@ -171,19 +179,22 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         order = list(scale.item_indices)
         ctx.rng("item-order").shuffle(order)
         target = CipherContext(ctx, self.options.cipher_shift) if self.options.cipher else ctx
-        system_prompt = self.persona.system_prompt(scale.system_prompt)
+        system = self.persona.system_prompt(system_prompt(scale, self.options.system_prompt))
         head = {"scale": scale.name, "run": run, "mode": self.options.mode, "order": order}
         if self.options.mode == "logprob":
-            return {**head, **await self._run_logprob(scale, target, order, system_prompt, run)}
-        size = self.options.chunk_size or len(order)
+            return {**head, **await self._run_logprob(scale, target, order, system, run)}
+        size = min(self.options.chunk_size or len(order), len(order))
+        prompt = self.user_prompt(scale)
+        per_item = 96 if self.options.cot else 8  # an explanation per statement before its score
         result = await administer(
             scale,
             target,
             order=order,
-            params=self._params(max_tokens=8 * min(size, len(order)) + 128),
+            params=self._params(max_tokens=per_item * size + 128),
             reask_template=DEFAULT_REASK_WORDING,
-            system_prompt=system_prompt or "",
-            instructions=self._instructions(scale),
+            system_prompt=system or "",
+            instructions=prompt.lead,
+            closing=prompt.closing,
             chunk_size=self.options.chunk_size,
             max_reasks=self.options.max_reasks,
             sample=run,
@@ -195,13 +206,15 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
     ) -> dict[str, Any]:
         params = self._params(max_tokens=16, logprobs=True, top_logprobs=self.options.top_logprobs)
         head = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        prompt = self.user_prompt(scale)
+        tail = f"\n\n{prompt.closing}" if prompt.closing else ""
         requests: list[ChatRequest] = [
             (
                 [
                     *head,
                     {
                         "role": "user",
-                        "content": f"{self._instructions(scale)}\n\n{item_block(scale, [i])}".strip(),
+                        "content": f"{prompt.lead}\n\n{item_block(scale, [i])}".strip() + tail,
                     },
                 ],
                 params,
@@ -222,6 +235,16 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             "asks": len(requests),
             "texts": [reply.text for reply in replies],
         }
+
+    def user_prompt(self, scale: Scale) -> UserPrompt:
+        """The text around the statements: the scale's own instructions (``v1``) or a template, with CoT."""
+        if self.options.template == "v1":
+            prompt = UserPrompt(self._instructions(scale))
+        else:
+            official = self.scale_source(scale.name) is None
+            texts, denotes = level_texts(scale, official, self.config.data_dir)
+            prompt = fill(template_body(self.options.template, self.config.data_dir), scale, texts, denotes)
+        return with_cot(prompt) if self.options.cot else prompt
 
     def _instructions(self, scale: Scale) -> str:
         """The scale's own instructions; ours for a scale file without any (official scales: as given)."""

@@ -457,6 +457,7 @@ def retest(
 
 
 @app.command("retest-run")
+@kit.run_command
 def retest_run(
     folder: Annotated[
         Path, typer.Argument(help="The folder of the measurements; each goes into a dated subfolder.")
@@ -470,6 +471,8 @@ def retest_run(
     concurrency: kit.ConcurrencyOpt = None,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """One dated measurement of the thesis's test-retest configuration (Fig. 3.5): the BFI, --runs times,
     temperature 0, never from the cache, into FOLDER/<UTC date and time>. Run it at each date, then
@@ -478,19 +481,12 @@ def retest_run(
 
     from ..runs.config import DEFAULT_MODEL
 
+    fixed = flags.but(models=(flags.model or DEFAULT_MODEL,), no_cache=True, temperature=0.0)
     cfg = kit.build_config(
-        "psychobench",
-        options={"scales": ["BFI"], "runs": runs},
-        model=model or DEFAULT_MODEL,
-        base_url=base_url,
-        concurrency=concurrency,
-        data_dir=data_dir,
-        no_cache=True,
-        temperature=0.0,
-        source="reliability retest-run",
+        "psychobench", fixed, options={"scales": ["BFI"], "runs": runs}, source="reliability retest-run"
     )
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%S")
     target = folder / stamp
     if target.exists():
         raise LlmpsychError(f"{target} exists already", "wait a second and run again")
-    kit.finish(kit.start(cfg, target, progress))
+    kit.finish(kit.start(cfg, fixed.but(out=target)))

@@ -95,9 +95,18 @@ def markdown_to_html(
     base_dir: Path,
     embed_images: bool = True,
     md_links: Sequence[str] = (),
+    underline: bool = False,
 ) -> str:
-    """A complete HTML page for ``text``; links to the Markdown files in ``md_links`` point to their HTML."""
+    """A complete HTML page for ``text``; links to the Markdown files in ``md_links`` point to their HTML.
+
+    ``underline``: ``<ins>``/``</ins>`` in the text become underline tags (the worst-value marks of
+    :mod:`.marks`); every other tag stays escaped text.
+    """
     body = _rewrite(markdown_parser().render(text), base_dir, embed_images, md_links)
+    if underline:
+        from .marks import underline_html
+
+        body = underline_html(body)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f"<title>{html.escape(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n{body}</body>\n</html>\n"
@@ -105,15 +114,26 @@ def markdown_to_html(
 
 
 def write_html(
-    md_path: Path, *, embed_images: bool = True, md_links: Sequence[str] = (), title: str | None = None
+    md_path: Path,
+    *,
+    embed_images: bool = True,
+    md_links: Sequence[str] = (),
+    title: str | None = None,
+    underline: bool = False,
 ) -> Path:
-    """Write ``<name>.html`` beside ``md_path``; the title defaults to the first ``#`` heading."""
+    """Write ``<name>.html`` beside ``md_path``; the title defaults to the first ``#`` heading
+    (``underline``: as :func:`markdown_to_html`)."""
     text = md_path.read_text(encoding="utf-8")
     if title is None:
         first = next((line[2:].strip() for line in text.splitlines() if line.startswith("# ")), None)
         title = first or md_path.stem
     page = markdown_to_html(
-        text, title=title, base_dir=md_path.parent, embed_images=embed_images, md_links=md_links
+        text,
+        title=title,
+        base_dir=md_path.parent,
+        embed_images=embed_images,
+        md_links=md_links,
+        underline=underline,
     )
     return atomic_write_text(md_path.with_suffix(".html"), page)
 

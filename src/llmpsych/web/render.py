@@ -80,7 +80,9 @@ def run_fragment(text: str, md_name: str, files: list[str], file_url: Callable[[
 
 
 def folder_fragment(text: str, folder: Path, link_href: Resolve) -> str:
-    """Markdown from a temporary output folder (a comparison) with its PNGs embedded as data URIs."""
+    """Markdown from a temporary output folder (a comparison) with its PNGs embedded as data URIs, and
+    its worst-value marks (``<ins>``, :mod:`llmpsych.report.marks`) underlined."""
+    from ..report.marks import underline_html
 
     def image(target: str) -> str | None:
         path = _relative("", target)
@@ -89,4 +91,4 @@ def folder_fragment(text: str, folder: Path, link_href: Resolve) -> str:
         data = read_inside(folder, path)
         return None if data is None else "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
-    return markdown_fragment(text, image_src=image, link_href=link_href)
+    return underline_html(markdown_fragment(text, image_src=image, link_href=link_href))

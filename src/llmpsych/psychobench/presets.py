@@ -1,0 +1,321 @@
+"""The thesis's PsychoBench sensitivity experiments as presets (``llmpsych psychobench preset NAME``).
+
+A preset expands into ordinary ``psychobench`` run configs, one run directory per model and setting
+(``<out>/<model>/<setting>``), run one after the other through the one sweep runner
+(:mod:`llmpsych.runs.sweep`): the same command with the same ``--out`` resumes unfinished runs without
+re-sending answered requests, and a folder holding a different run is refused before anything is sent.
+Then it writes the comparison of all its runs (``comparison.md``/``.html``/``.csv``, bold highest and
+underlined lowest) and ``summary.md`` with the thesis's published values beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import ConfigError, LlmpsychError
+from ..report.html import write_html
+from ..report.markdown import table, write_report
+from ..runs.config import DEFAULT_MODEL
+from ..runs.store import STORE_FILE
+from .variants import TEMPLATES
+
+BFI = ("Openness", "Conscientiousness", "Extraversion", "Agreeableness", "Neuroticism")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One setting of a preset: a label, task options and sampling parameters layered on the base."""
+
+    label: str
+    options: dict[str, Any] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Published:
+    """A table the thesis prints for the experiment (GPT-3.5-Turbo unless a column says otherwise)."""
+
+    caption: str
+    columns: tuple[str, ...]
+    rows: dict[str, tuple[tuple[float, float], ...]]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A thesis experiment: its settings and the values it printed."""
+
+    name: str
+    title: str
+    paper: str
+    variants: Callable[[], list[Variant]]
+    published: Published
+
+
+def _rows(*values: tuple[float, ...]) -> dict[str, tuple[tuple[float, float], ...]]:
+    """BFI rows from ``(m1, sd1, m2, sd2, ...)`` tuples, in :data:`BFI` order."""
+    return {
+        name: tuple((row[i], row[i + 1]) for i in range(0, len(row), 2))
+        for name, row in zip(BFI, values, strict=True)
+    }
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            "templates",
+            "Prompt templates v1-v5 and v1 + chain-of-thought, on the BFI",
+            "thesis Section 4.3.3, Tables 4.9-4.10; v2-v5 need the LLMPersonality data folder",
+            lambda: (
+                [Variant(t, {"template": t}) for t in TEMPLATES]
+                + [Variant("v1+CoT", {"template": "v1", "cot": True})]
+            ),
+            Published(  # thesis 000:1357-1362
+                "Table 4.10, gpt-3.5-turbo",
+                ("V1 (Ours)", "V2", "V3", "V4", "V5", "V1 (Ours) + CoT"),
+                _rows(
+                    (4.15, 0.32, 3.85, 0.23, 4.34, 0.26, 4.15, 0.22, 4.10, 0.32, 4.62, 0.21),
+                    (4.28, 0.33, 3.89, 0.12, 4.11, 0.23, 4.21, 0.20, 4.19, 0.27, 4.29, 0.26),
+                    (3.66, 0.20, 3.44, 0.14, 3.86, 0.19, 3.50, 0.20, 3.66, 0.19, 3.89, 0.43),
+                    (4.37, 0.18, 4.10, 0.20, 4.24, 0.10, 4.22, 0.17, 4.21, 0.15, 4.41, 0.26),
+                    (2.29, 0.38, 2.19, 0.11, 2.04, 0.26, 2.21, 0.18, 2.24, 0.16, 2.26, 0.48),
+                ),
+            ),
+        ),
+        Preset(
+            "assistant",
+            "With and without the helpful-assistant role in the system prompt, on the BFI",
+            "thesis Section 4.3.3, Table 4.11",
+            lambda: [
+                Variant("assistant", {"system_prompt": "assistant"}),
+                Variant("no-assistant", {"system_prompt": "no-assistant"}),
+            ],
+            Published(  # thesis 000:1374-1379
+                "Table 4.11, gpt-3.5-turbo",
+                ("w/ Helpful Assistant", "w/o Helpful Assistant"),
+                _rows(
+                    (4.15, 0.32, 4.16, 0.28),
+                    (4.28, 0.33, 4.06, 0.27),
+                    (3.66, 0.20, 3.60, 0.22),
+                    (4.37, 0.18, 4.17, 0.18),
+                    (2.29, 0.38, 2.21, 0.19),
+                ),
+            ),
+        ),
+        Preset(
+            "temperatures",
+            "Temperatures 0, 0.01 and 0.8, on the BFI",
+            "thesis Section 4.3.3, Table 4.12",
+            lambda: [Variant(f"temperature={t:g}", params={"temperature": t}) for t in (0.0, 0.01, 0.8)],
+            Published(  # thesis 000:1385-1391
+                "Table 4.12",
+                (
+                    "LLaMA-2-7B T=0.01",
+                    "LLaMA-2-13B T=0.01",
+                    "gpt-3.5-turbo T=0",
+                    "gpt-3.5-turbo T=0.01",
+                    "gpt-3.5-turbo T=0.8",
+                ),
+                _rows(
+                    (4.24, 0.27, 4.13, 0.45, 4.15, 0.32, 4.17, 0.31, 4.23, 0.26),
+                    (3.89, 0.28, 4.41, 0.35, 4.28, 0.33, 4.24, 0.28, 4.14, 0.18),
+                    (3.62, 0.20, 3.94, 0.38, 3.66, 0.20, 3.79, 0.24, 3.69, 0.17),
+                    (3.83, 0.37, 4.74, 0.27, 4.37, 0.18, 4.21, 0.13, 4.21, 0.21),
+                    (2.70, 0.42, 1.95, 0.50, 2.29, 0.38, 2.25, 0.23, 2.09, 0.20),
+                ),
+            ),
+        ),
+    )
+}
+#: Other names accepted for presets.
+ALIASES = {
+    "template": "templates",
+    "prompts": "templates",
+    "prompt-versions": "templates",
+    "assistant-role": "assistant",
+    "no-assistant": "assistant",
+    "temperature": "temperatures",
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name`` (or an alias)."""
+    preset = PRESETS.get(ALIASES.get(name, name))
+    if preset is None:
+        raise ConfigError(
+            f"unknown preset {name!r}", f"presets: {', '.join(PRESETS)} (`llmpsych psychobench presets`)"
+        )
+    return preset
+
+
+@dataclass
+class PresetSettings:
+    """What the user sets on top of a preset (None keeps the thesis's value)."""
+
+    models: list[str] = field(default_factory=list)
+    scales: list[str] | None = None
+    runs: int | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    base_url: str | None = None
+    concurrency: int | None = None
+    data_dir: Path | None = None
+    seed: int = 0
+    cache: bool = True
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PresetRun:
+    """One run directory of a preset: where, which model and setting, and its run config mapping."""
+
+    directory: str
+    model: str
+    setting: str
+    config: dict[str, Any]
+
+
+def dir_name(text: str) -> str:
+    """A folder name for a model spec or setting (``openai/gpt-4o`` -> ``openai_gpt-4o``)."""
+    return re.sub(r"[^A-Za-z0-9.=+_-]+", "_", text).strip("_") or "x"
+
+
+def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
+    """The run configs of ``preset`` for the given models and settings (nothing is run)."""
+    if settings.temperature is not None and preset.name == "temperatures":
+        raise ConfigError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
+    models = settings.models or [DEFAULT_MODEL]
+    names = [dir_name(m) for m in models]
+    model_dirs = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
+    base_options: dict[str, Any] = {"scales": settings.scales or ["BFI"], **settings.options}
+    if settings.runs is not None:
+        base_options["runs"] = settings.runs
+    base_params: dict[str, Any] = {"temperature": settings.temperature or 0.0}
+    if settings.max_tokens is not None:
+        base_params["max_tokens"] = settings.max_tokens
+    runs = []
+    for model, model_dir in zip(models, model_dirs, strict=True):
+        for variant in preset.variants():
+            clash = sorted(set(variant.options) & set(settings.options))
+            if clash:
+                raise ConfigError(
+                    f"option {clash[0]!r} is what preset {preset.name!r} varies", "leave it out of --option"
+                )
+            config: dict[str, Any] = {
+                "task": "psychobench",
+                "model": model,
+                "seed": settings.seed,
+                "cache": settings.cache,
+                "params": {**base_params, **variant.params},
+                "options": {**base_options, **variant.options},
+            }
+            for key in ("base_url", "concurrency"):
+                if getattr(settings, key) is not None:
+                    config[key] = getattr(settings, key)
+            if settings.data_dir is not None:
+                config["data_dir"] = str(settings.data_dir)
+            runs.append(PresetRun(f"{model_dir}/{dir_name(variant.label)}", model, variant.label, config))
+    return runs
+
+
+def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
+    """The runs of a preset as a table (for ``--dry-run``)."""
+    rows = []
+    for r in runs:
+        o = r.config["options"]
+        extra = {k: v for k, v in o.items() if k not in ("scales", "runs")}
+        rows.append(
+            {
+                "directory": r.directory,
+                "model": r.model,
+                "setting": r.setting,
+                "scales": ",".join(o["scales"]),
+                "runs": o.get("runs", 10),
+                "temperature": r.config["params"]["temperature"],
+                "options": json.dumps(extra, sort_keys=True) if extra else "",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def execute(
+    runs: Sequence[PresetRun],
+    out: Path,
+    *,
+    progress: bool = True,
+    debug: bool = False,
+    on_outcome: Callable[[PresetRun, Any], None] | None = None,
+) -> list[Any]:
+    """Run the preset through the one sweep runner: a new folder is started, a folder holding the same run
+    is resumed (taking this invocation's endpoint, data folder, concurrency and cache), a folder holding a
+    different run is refused before anything is sent; returns the outcomes."""
+    from ..runs import parse_run_config
+    from ..runs.sweep import PlannedRun, run_sweep
+    from .task import PsychoBenchTask
+
+    by_directory = {r.directory: r for r in runs}
+    planned = [
+        PlannedRun(
+            r.directory,
+            parse_run_config(r.config, f"preset run {r.directory}"),
+            {"model": r.model, "setting": r.setting},
+        )
+        for r in runs
+    ]
+    for run in planned:  # every setting can be built (e.g. a template needs level labels) before any is sent
+        PsychoBenchTask(run.config)
+
+    def report(run: PlannedRun, outcome: Any) -> None:
+        if on_outcome is not None:
+            on_outcome(by_directory[run.directory], outcome)
+
+    return list(run_sweep(planned, out, progress=progress, debug=debug, on_outcome=report))
+
+
+def published_frame(published: Published) -> pd.DataFrame:
+    """The thesis's table as printed (two decimals)."""
+    return pd.DataFrame(
+        [
+            {
+                "BFI": name,
+                **{c: f"{m:.2f} ± {sd:.2f}" for c, (m, sd) in zip(published.columns, cells, strict=True)},
+            }
+            for name, cells in published.rows.items()
+        ]
+    )
+
+
+def summarize(preset: Preset, runs: Sequence[PresetRun], out: Path) -> list[Path]:
+    """Write the comparison of the preset's analysed runs and ``summary.md`` into ``out`` (no model call)."""
+    from .compare import write_comparison
+
+    analysed = [out / r.directory for r in runs if (out / r.directory / "summary.csv").is_file()]
+    if not analysed:
+        started = any((out / r.directory / STORE_FILE).is_file() for r in runs)
+        raise LlmpsychError(
+            f"no {'analysed ' if started else ''}run of preset {preset.name!r} found under {out}",
+            "finish it with the same command and --out" if started else None,
+        )
+    paths = write_comparison(analysed, out)
+    sections = [
+        ("Preset", f"Preset `{preset.name}`: {preset.title} ({preset.paper})."),
+        (
+            "Results",
+            "Every run of this preset side by side, with each run's prompt variant and temperature: "
+            "[comparison.md](comparison.md).",
+        ),
+        (
+            "Published values",
+            f"The thesis's {preset.published.caption}: mean ± sd over its runs, for comparison.\n\n"
+            + table(published_frame(preset.published)),
+        ),
+    ]
+    summary = write_report(out / "summary.md", f"PsychoBench preset {preset.name}", sections)
+    return [*paths, summary, write_html(summary, md_links=["comparison.md"])]
