@@ -362,6 +362,8 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
             options = _merge(_merge(base_options, settings.options), variant.options)
             if options.get("template_set", "") is None:  # the built-in setting of the rephrased preset
                 del options["template_set"]
+            elif isinstance(options.get("template_set"), str):  # the texts go into the plan and the store
+                options["template_set"] = _template_set(options["template_set"])
             config: dict[str, Any] = {
                 "task": "gamabench",
                 "model": model,
@@ -379,6 +381,13 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     return runs
 
 
+def _template_set(name: str) -> dict[str, Any]:
+    """A template set named ``PATH`` or ``PATH#K``, read and checked, as a run config stores it."""
+    from .prompts import TemplateSetOption
+
+    return TemplateSetOption.model_validate(name).model_dump()
+
+
 def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     """The runs of a preset as a table (for ``--dry-run``)."""
     rows = []
@@ -386,6 +395,8 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
         o = r.options
         games = o["game"] if isinstance(o["game"], str) else ",".join(o["game"])
         extra = {k: v for k, v in o.items() if k not in ("game", "runs", "players", "rounds")}
+        if isinstance(extra.get("template_set"), dict):  # its name, not its texts
+            extra["template_set"] = f"{extra['template_set']['path']}#{extra['template_set']['version']}"
         rows.append(
             {
                 "directory": r.directory,
