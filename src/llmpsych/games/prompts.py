@@ -190,7 +190,8 @@ def placeholders(text: str) -> Counter[int]:
 
 
 def check_rephrased(original: str, candidate: str) -> str | None:
-    """Why ``candidate`` cannot replace the template part ``original`` (None: it can).
+    """Why ``candidate`` cannot replace the template turn ``original`` (None: it can); a turn holds no
+    ``<part>`` separator, so one in ``candidate`` is refused as added syntax.
 
     Every placeholder of the original must survive (each at least once), none may be added, and no
     template syntax the original lacks may appear (:data:`_DIRECTIVE`): model output is hostile.
@@ -210,7 +211,7 @@ def check_rephrased(original: str, candidate: str) -> str | None:
         return "it adds the placeholder(s) " + ", ".join(f"!<INPUT {k}>!" for k in added)
 
     def directives(text: str) -> Counter[str]:
-        return Counter(m.lower() for m in _DIRECTIVE.findall(_PLACEHOLDER.sub(" ", text.replace(PART, " "))))
+        return Counter(m.lower() for m in _DIRECTIVE.findall(_PLACEHOLDER.sub(" ", text)))
 
     extra = directives(candidate) - directives(original)
     if extra:
