@@ -66,7 +66,7 @@ def read_gamabench_runs(run_dirs: Sequence[Path]) -> list[RunRecord]:
     for run_dir in run_dirs:
         record = read_run(run_dir)
         if record.config.task != "gamabench":
-            raise LlmpsychError(f"{run_dir} holds a {record.config.task} run, not a gamabench run")
+            raise LlmpsychError(f"{run_dir} holds a run of task {record.config.task!r}, not a gamabench run")
         records.append(record)
     return records
 
