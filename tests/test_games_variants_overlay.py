@@ -95,3 +95,16 @@ def test_folders_that_hold_no_gamabench_run_are_refused(tmp_path: Path) -> None:
         start_run(parse_run_config({**config, "options": {"units": 1}}), tmp_path / "echo", False)
     with pytest.raises(LlmpsychError, match="holds a run of task 'echo', not a gamabench run"):
         write_overlay([tmp_path / "echo"], tmp_path / "out")
+
+
+def test_each_run_draws_every_game_played(runs: list[Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["overlay", str(runs[1]), "--each-run", "--out", str(tmp_path / "each")])
+    assert result.exit_code == 0, result.output
+    frame = pd.read_csv(tmp_path / "each" / "overlay.csv")
+    label = "openai-compatible/a | T=1, guessing.opponents=smart"
+    assert list(dict.fromkeys(frame["label"])) == [f"{label} run 1", f"{label} run 2"]
+    results = {r["run"]: r for r in unit_results(runs[1]).values()}
+    means = frame[frame["series"] == "mean"]
+    for run, result_of_run in results.items():
+        got = means[means["label"] == f"{label} run {run}"].sort_values("x")["y"].tolist()
+        assert got == pytest.approx([r["mean"] for r in result_of_run["rounds"]])

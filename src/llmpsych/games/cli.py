@@ -748,6 +748,9 @@ def overlay_cmd(
         Path,
         typer.Option("--out", "-o", help="Folder for report.md/.html, one PNG per game and overlay.csv."),
     ] = Path("gamabench-overlay"),
+    each_run: Annotated[
+        bool, typer.Option("--each-run", help="A line per game played, not per folder (thesis Fig. 6.5).")
+    ] = False,
 ) -> None:
     """Per-round series of several runs in one figure per game (thesis Figs 6.5-6.11), one line per run
     labelled by model and setting; reads the runs only."""
@@ -755,5 +758,5 @@ def overlay_cmd(
     from .overlay import write_overlay
 
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
-    for path in html_beside(write_overlay(run_dirs, out)):
+    for path in html_beside(write_overlay(run_dirs, out, each_run)):
         err.print(f"wrote {escape(str(path))}")

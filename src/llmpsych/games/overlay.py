@@ -71,9 +71,10 @@ def read_gamabench_runs(run_dirs: Sequence[Path]) -> list[RunRecord]:
     return records
 
 
-def overlay_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
+def overlay_frame(records: Sequence[RunRecord], each_run: bool = False) -> pd.DataFrame:
     """Every drawn point: per run label, game, panel and line series, the mean over that run's games at
-    each x (``games``: how many games the mean is over)."""
+    each x (``games``: how many games the mean is over); ``each_run``: a line per game played instead
+    (thesis Fig. 6.5, five runs of one setting), labelled ``... run k``."""
     frames = []
     for label, record in zip(_labels(records), records, strict=True):
         results = [r for _, r in record.results(dict) if r.get("game") in registry.names()]
@@ -83,13 +84,13 @@ def overlay_frame(records: Sequence[RunRecord]) -> pd.DataFrame:
             if lines.empty:
                 continue
             lines["y"] = pd.to_numeric(lines["y"], errors="coerce")
+            lines["label"] = [f"{label} run {k}" for k in lines["run"]] if each_run else label
             grouped = (
-                lines.groupby(["panel", "series", "x"], sort=False)
+                lines.groupby(["label", "panel", "series", "x"], sort=False)
                 .agg(y=("y", "mean"), games=("run", "nunique"))
                 .reset_index()
             )
-            grouped.insert(0, "game", game)
-            grouped.insert(0, "label", label)
+            grouped.insert(1, "game", game)
             frames.append(grouped)
     if not frames:
         return pd.DataFrame(columns=COLUMNS)
@@ -137,10 +138,10 @@ def draw_game(game: str, frame: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
-def write_overlay(run_dirs: Sequence[Path], out: Path) -> list[Path]:
+def write_overlay(run_dirs: Sequence[Path], out: Path, each_run: bool = False) -> list[Path]:
     """``overlay.csv``, one PNG per game and ``report.md`` in ``out``; returns the files written."""
     records = read_gamabench_runs(run_dirs)
-    frame = overlay_frame(records)
+    frame = overlay_frame(records, each_run)
     if frame.empty:
         raise LlmpsychError(
             "no finished game in " + ", ".join(str(d) for d in run_dirs), "finish or resume the runs first"
@@ -163,8 +164,14 @@ def write_overlay(run_dirs: Sequence[Path], out: Path) -> list[Path]:
     sections = [
         (
             "Runs",
-            "Each line is one run folder: a series averaged over the games it played (the table's "
-            "`games` column in overlay.csv says over how many).\n\n" + table(runs),
+            (
+                "Each line is one game played (`run k` of a folder)."
+                if each_run
+                else "Each line is one run folder: a series averaged over the games it played (the "
+                "`games` column of overlay.csv says over how many)."
+            )
+            + "\n\n"
+            + table(runs),
         )
     ]
     for game in dict.fromkeys(frame["game"]):
