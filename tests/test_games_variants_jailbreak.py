@@ -12,6 +12,7 @@ import pytest
 
 from llmpsych.errors import ConfigError
 from llmpsych.games.guessing import OPPONENTS
+from llmpsych.games.leaderboard import read_run_dir
 from llmpsych.games.presets import PresetSettings, execute, expand, get_preset, summarize
 from llmpsych.games.task import GamaBenchTask
 from llmpsych.models import cipher as shared_cipher
@@ -143,3 +144,5 @@ def test_a_jailbreak_run_records_its_setting_in_the_stored_config(tmp_path: Path
         execute(planned[1:], tmp_path, progress=False)
     manifest = json.loads((tmp_path / planned[1].directory / "manifest.json").read_text())
     assert manifest["config"]["options"]["cipher"] is True
+    info = read_run_dir(tmp_path / planned[1].directory)  # the leaderboard's settings column says so
+    assert "cipher jailbreak (shift 3)" in info.settings()

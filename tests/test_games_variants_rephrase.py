@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from llmpsych.errors import ConfigError
 from llmpsych.games.cli import app
+from llmpsych.games.leaderboard import read_run_dir
 from llmpsych.games.presets import PresetSettings, describe, expand, get_preset
 from llmpsych.games.prompts import TEMPLATE_SET_FILE, builtin_templates, check_rephrased, check_template
 from llmpsych.runs import RunStore, parse_run_config, read_run
@@ -132,6 +133,7 @@ def test_a_run_names_the_set_and_keeps_its_texts(
     with RunStore.in_dir(tmp_path / "run") as store:
         stored = store.get_meta("config")["options"]["template_set"]
     assert stored["version"] == 2 and stored["templates"]["guessing"]["request"].startswith(PREFIX)
+    assert f"template set {copy.resolve()}#2" in read_run_dir(tmp_path / "run").settings()
     shutil.rmtree(copy)  # the run is self-contained: it re-analyses without the set's folder
     assert read_run(tmp_path / "run").config.options["template_set"]["model"] == "openai-compatible/rephraser"
     assert analyze_run(tmp_path / "run")

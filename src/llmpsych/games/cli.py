@@ -733,7 +733,8 @@ def rephrase_cmd(
         )
     for version, by_game in data["versions"].items():
         echo(f"version {version}: {', '.join(sorted(by_game))}")
-    echo(f"wrote {terminal_text(out)} ; use it with -O template_set={terminal_text(out)}#K")
+    where = terminal_text(out)
+    echo(f"wrote {where}/template_set.json; name it with -O template_set={where}#K")
     again = f"llmpsych gamabench rephrase --model {terminal_text(model)} ... --out {terminal_text(out)}"
     failed = kit.summarize([outcome.run_dir], again) + len(data["failed"])
     kit.exit_if_failed(failed)
