@@ -71,7 +71,7 @@ def test_placeholders_are_checked_not_trusted() -> None:
         assert "template syntax" in str(check_rephrased(request, f"{request} {directive}")), directive
     assert "control" in str(check_rephrased(request, request + "\x1b[2J"))
     assert "empty" in str(check_rephrased(request, "  "))
-    assert check_rephrased(request, request.replace("begins", "starts: 50% of you")) is None
+    assert check_rephrased(request, request.replace("begins", "starts: 50% of you give input")) is None
     report = builtin_templates("guessing")["report"]
     assert "changed" in str(check_template(report, report.replace("chosen_number", "pick")))
     assert "turns" in str(check_template(report, report.split("<part>///</part>")[0]))

@@ -179,8 +179,9 @@ MAX_TEMPLATE_SET_BYTES = 2_000_000
 
 #: Template syntax a rephrasing must not add: braces (format fields, JSON), printf directives, our ``@k``
 #: built-in markers, broken ``INPUT`` markers (the authors' own rephrasing wrote ``<!INPUT 2>!``, spec
-#: §4.5) and turn separators. Counted after the valid placeholders and separators are taken out.
-_DIRECTIVE = re.compile(r"[{}]|%[-+0-9.]*[sdifrxXeEgGc]|@\d|INPUT|</?part>|!<|>!|///", re.IGNORECASE)
+#: §4.5) and turn separators. Counted after the valid placeholders are taken out; case matters, so a
+#: rewrite may say "input".
+_DIRECTIVE = re.compile(r"[{}]|%[-+0-9.]*[sdifrxXeEgGc]|@\d|INPUT|</?part>|!<|>!|///")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 
 
