@@ -182,3 +182,31 @@ def test_the_prompt_versions_preset_runs_the_sets_versions(
     assert f"{out.resolve()}#2" in describe(planned)["options"].iloc[2]  # named, not the texts
     official = expand(preset, PresetSettings(models=["openai/m"]))  # without a set: as before
     assert [r.options["prompt_version"] for r in official] == [1, 2, 3, 4, 5]
+
+
+def test_the_preset_plays_the_set_and_resumes(
+    template_set: tuple[Path, Any, Rephraser, int], tmp_path: Path
+) -> None:
+    from llmpsych.games.presets import execute, summarize
+
+    out = template_set[0]
+    preset = get_preset("prompt-versions")
+    with FaultServer(responder=game_answer) as server:
+        settings = PresetSettings(
+            models=["openai-compatible/p"],
+            games=["guessing"],
+            players=3,
+            rounds=2,
+            base_url=server.base_url,
+            cache=False,
+            options={"template_set": str(out)},
+        )
+        planned = expand(preset, settings)
+        execute(planned, tmp_path, progress=False)
+        sent = sum(server.hits.values())
+        again = execute(expand(preset, settings), tmp_path, progress=False)  # the same --out: resumed
+        assert sum(o.summary.calls_sent for o in again) == 0 and sum(server.hits.values()) == sent
+    prompts = [next(iter(unit_results(tmp_path / r.directory).values()))["prompts"] for r in planned]
+    assert prompts == ["builtin-v1", "set:mine-v1", "set:mine-v2"]
+    summarize(preset, planned, tmp_path)
+    assert "set v2" in (tmp_path / "summary.md").read_text()
