@@ -674,3 +674,86 @@ def leaderboard_cmd(
         scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"
     ):
         err.print(f"wrote {escape(str(path))}")
+
+
+@app.command("rephrase")
+def rephrase_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="The model that rephrases (a model spec).")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="The template set's folder, e.g. templates/gpt4o (resumable).")
+    ],
+    versions: Annotated[
+        int, typer.Option("--versions", min=1, max=50, help="New versions per template.")
+    ] = 4,
+    games: Annotated[
+        str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
+    ] = None,
+    max_reasks: Annotated[
+        int,
+        typer.Option("--max-reasks", min=0, max=20, help="Re-asks of a rewrite that breaks a placeholder."),
+    ] = 3,
+    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 1.0,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    seed: kit.SeedOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Rephrase every game's prompt templates into new versions with a model (spec §4.5); the set in
+    --out is what `-O template_set=OUT` (or OUT#K for version K) names in a run or preset."""
+    from ..runs import parse_run_config
+    from ..runs.sweep import PlannedRun, run_sweep
+    from .prompts import read_template_set
+
+    config: dict[str, object] = {
+        "task": "gamabench-rephrase",
+        "model": model,
+        "seed": seed or 0,
+        "cache": not no_cache,
+        "params": {"temperature": temperature},
+        "options": {"games": _games_list(games) or "all", "versions": versions, "max_reasks": max_reasks},
+    }
+    if base_url is not None:
+        config["base_url"] = base_url
+    if concurrency is not None:
+        config["concurrency"] = concurrency
+    planned = PlannedRun(".", parse_run_config(config, "gamabench rephrase"), {"model": model})
+    [outcome] = run_sweep([planned], out, progress=progress, debug=debug)
+    err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
+    data, _ = read_template_set(out)
+    for failure in data["failed"]:
+        err.print(
+            f"failed: {escape(failure['game'])} v{failure['version']} {escape(failure['kind'])} turn "
+            f"{failure['turn']}: {escape(failure['reason'])} (after {failure['asks']} asks)"
+        )
+    for version, by_game in data["versions"].items():
+        echo(f"version {version}: {', '.join(sorted(by_game))}")
+    where = terminal_text(out)
+    echo(f"wrote {where}/template_set.json; name it with -O template_set={where}#K")
+    again = f"llmpsych gamabench rephrase --model {terminal_text(model)} ... --out {terminal_text(out)}"
+    failed = kit.summarize([outcome.run_dir], again) + len(data["failed"])
+    kit.exit_if_failed(failed)
+
+
+@app.command("overlay")
+def overlay_cmd(
+    run_dirs: Annotated[
+        list[Path], typer.Argument(help="gamabench run folders (models, settings) to overlay.")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help="Folder for report.md/.html, one PNG per game and overlay.csv."),
+    ] = Path("gamabench-overlay"),
+    each_run: Annotated[
+        bool, typer.Option("--each-run", help="A line per game played, not per folder (thesis Fig. 6.5).")
+    ] = False,
+) -> None:
+    """Per-round series of several runs in one figure per game (thesis Figs 6.5-6.11), one line per run
+    labelled by model and setting; reads the runs only."""
+    from ..report.html import html_beside
+    from .overlay import write_overlay
+
+    err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
+    for path in html_beside(write_overlay(run_dirs, out, each_run)):
+        err.print(f"wrote {escape(str(path))}")

@@ -67,6 +67,14 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{round(value, 2)}"
 
 
+#: The explicit-information sentences, added after the rules (our wording; ``{ne}`` is the equilibrium).
+OPPONENTS = {
+    "smart-ne": "About the other players: they are all smart, and every one of them will always choose {ne}.",
+    "smart": "About the other players: they are all smart.",
+    "random": "About the other players: they are not smart, and every one of them picks a number at random.",
+}
+
+
 class GuessingParams(BaseModel):
     """Parameters of Guess 2/3 of the Average."""
 
@@ -77,6 +85,9 @@ class GuessingParams(BaseModel):
     ratio: float = 2 / 3
     ratio_str: str | None = None  # printed ratio; default derived from ``ratio``
     tie_rule: Literal["all", "first"] = "all"
+    #: What each player is told about the others (thesis §6.6.1 settings a-c, 000:2561-2567); the thesis
+    #: prints no wording, so the sentences (:data:`OPPONENTS`) are ours.
+    opponents: Literal["smart-ne", "smart", "random"] | None = None
 
     @field_validator("ratio", mode="before")
     @classmethod
@@ -166,9 +177,12 @@ class GuessingGame(SimultaneousGame):
 
     def description(self, player: int) -> str:
         p = self.p
-        return self.prompts.text(
+        rules = self.prompts.text(
             "description", [self.players, self.rounds, p.min, p.max, self.ratio_str, self.role_text]
         )
+        if p.opponents is None:
+            return rules
+        return f"{rules}\n\n{OPPONENTS[p.opponents].format(ne=p.max if p.ratio > 1 else p.min)}"
 
     def decision(self, player: int, round_no: int) -> Decision:
         p = self.p

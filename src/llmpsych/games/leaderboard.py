@@ -99,6 +99,10 @@ class RunDirInfo:
         for key in ("prompt_version", "persona", "cot", "seats"):
             if o.get(key) not in (None, 1 if key == "prompt_version" else None):
                 parts.append(f"{key} {o[key]}")
+        if o.get("cipher"):
+            parts.append(f"cipher jailbreak (shift {o.get('cipher_shift', 3)})")
+        if isinstance(o.get("template_set"), dict):  # its name, not its texts
+            parts.append(f"template set {o['template_set'].get('path')}#{o['template_set'].get('version')}")
         for game in SCORING_NAME:
             if o.get(game):
                 parts.append(f"{game} {o[game]}")

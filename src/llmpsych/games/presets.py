@@ -105,9 +105,32 @@ class Preset:
     title: str
     paper: str
     runs: int
-    variants: Callable[[], list[Variant]]
+    variants: Callable[..., list[Variant]]
     summary: Literal["leaderboard", "settings", "sweep", "fixed"]
     spread: bool = False  # add each model's mean ± SD across settings (robustness, spec §5.1)
+    games: tuple[str, ...] | None = None  # the games the thesis ran (default: all eight)
+    template_set: bool = False  # with ``-O template_set=PATH`` its settings are that set's versions
+
+
+#: Explicit information about the opponents in Guess 2/3 (thesis §6.6.1, 000:2561-2567): no sentence, then
+#: settings (a) smart and always choosing the equilibrium, (b) smart, (c) choosing at random.
+OPPONENT_SETTINGS = ("smart-ne", "smart", "random")
+
+
+def _version_variants(settings: PresetSettings | None = None) -> list[Variant]:
+    """The official v1-v5; with ``-O template_set=PATH``, the built-in prompts and every version of that
+    set (your own rephrasings, ``gamabench rephrase``) instead."""
+    from .prompts import read_template_set
+
+    path = settings.options.get("template_set") if settings else None
+    if not isinstance(path, str):
+        return [Variant(f"v{k}", {"prompts": "official", "prompt_version": k}) for k in range(1, 6)]
+    base = path.rsplit("#", 1)[0] if re.search(r"#\d+$", path) else path
+    data, _ = read_template_set(Path(base))
+    versions = sorted(data.get("versions") or {}, key=lambda v: (len(v), v))
+    return [Variant("built-in", {"template_set": None})] + [
+        Variant(f"set v{k}", {"template_set": f"{base}#{k}"}) for k in versions
+    ]
 
 
 def _sweep_variants() -> list[Variant]:
@@ -151,11 +174,12 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "prompt-versions",
             "The official prompt templates v1-v5 (GPT-4 rephrasings), one run each",
-            "RQ1 robustness, spec §5.1 and §4.5; needs the GAMABench data folder",
+            "RQ1 robustness, spec §5.1 and §4.5; needs the GAMABench data folder, or -O template_set=PATH",
             1,
-            lambda: [Variant(f"v{k}", {"prompts": "official", "prompt_version": k}) for k in range(1, 6)],
+            _version_variants,
             "settings",
             spread=True,
+            template_set=True,
         ),
         Preset(
             "reasoning",
@@ -188,6 +212,32 @@ PRESETS: dict[str, Preset] = {
             "leaderboard",
         ),
         Preset(
+            "jailbreak",
+            "CipherChat jailbreak: the games without and with a Caesar-cipher conversation, 5 runs each",
+            "thesis §6.6.2 (000:2577-2590), spec §5.6; the thesis ran GPT-4o",
+            5,
+            lambda: [Variant("w/o jailbreak"), Variant("w/ jailbreak", {"cipher": True})],
+            "settings",
+            games=("public_goods", "diner"),
+        ),
+        Preset(
+            "opponent-info",
+            "Explicit information about the opponents in Guess 2/3: none, (a) smart and choosing the "
+            "equilibrium, (b) smart, (c) random",
+            "thesis §6.6.1 (000:2557-2575), spec §5.5; the thesis ran GPT-4o, wording ours",
+            1,
+            lambda: (
+                [Variant("no information", {"game": "guessing"}, game="guessing")]
+                + [
+                    Variant(
+                        f"opponents={o}", {"game": "guessing", "guessing": {"opponents": o}}, game="guessing"
+                    )
+                    for o in OPPONENT_SETTINGS
+                ]
+            ),
+            "settings",
+        ),
+        Preset(
             "fixed-strategies",
             "LLM against fixed strategies: a player always bidding 91 / contributing 0, and without it",
             "spec §5.5 (thesis Fig. 6.4)",
@@ -208,6 +258,9 @@ ALIASES = {
     "models": "leaderboard",
     "vs-fixed": "fixed-strategies",
     "fixed": "fixed-strategies",
+    "cipher": "jailbreak",
+    "explicit-information": "opponent-info",
+    "rephrased": "prompt-versions",
 }
 
 
@@ -284,12 +337,17 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     for game in games or []:
         if game not in ENGINE_GAMES:
             raise ConfigError(f"unknown game {game!r}", f"games: {', '.join(ENGINE_GAMES)}")
-    variants = [v for v in preset.variants() if v.game is None or games is None or v.game in games]
+    every = preset.variants(settings) if preset.template_set else preset.variants()
+    variants = [v for v in every if v.game is None or games is None or v.game in games]
     if not variants:
         raise ConfigError(f"preset {preset.name!r} has no setting for the games {', '.join(games or [])}")
     names = [dir_name(m) for m in models]
     model_dirs = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
-    base_options: dict[str, Any] = {"game": games if games else "all", "runs": settings.runs or preset.runs}
+    default_games: str | list[str] = list(preset.games) if preset.games else "all"
+    base_options: dict[str, Any] = {
+        "game": games if games else default_games,
+        "runs": settings.runs or preset.runs,
+    }
     for key in ("players", "rounds"):
         if getattr(settings, key) is not None:
             base_options[key] = getattr(settings, key)
@@ -302,6 +360,10 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     for model, model_dir in zip(models, model_dirs, strict=True):
         for variant in variants:
             options = _merge(_merge(base_options, settings.options), variant.options)
+            if options.get("template_set", "") is None:  # the built-in setting of the rephrased preset
+                del options["template_set"]
+            elif isinstance(options.get("template_set"), str):  # the texts go into the plan and the store
+                options["template_set"] = _template_set(options["template_set"])
             config: dict[str, Any] = {
                 "task": "gamabench",
                 "model": model,
@@ -319,6 +381,13 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     return runs
 
 
+def _template_set(name: str) -> dict[str, Any]:
+    """A template set named ``PATH`` or ``PATH#K``, read and checked, as a run config stores it."""
+    from .prompts import TemplateSetOption
+
+    return TemplateSetOption.model_validate(name).model_dump()
+
+
 def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     """The runs of a preset as a table (for ``--dry-run``)."""
     rows = []
@@ -326,6 +395,8 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
         o = r.options
         games = o["game"] if isinstance(o["game"], str) else ",".join(o["game"])
         extra = {k: v for k, v in o.items() if k not in ("game", "runs", "players", "rounds")}
+        if isinstance(extra.get("template_set"), dict):  # its name, not its texts
+            extra["template_set"] = f"{extra['template_set']['path']}#{extra['template_set']['version']}"
         rows.append(
             {
                 "directory": r.directory,

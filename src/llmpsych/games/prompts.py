@@ -11,14 +11,18 @@ in the authors' code, so here they are always written in our own words (a docume
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..data.sources import dataset_path
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 
 MARKER = "<{0}>###</{0}>".format("commentblockmarker")
 PART = "<part>///</part>"
@@ -112,13 +116,14 @@ class PromptSet:
         source: PromptSource = "builtin",
         version: int = 1,
         data_dir: Path | None = None,
+        texts: dict[str, str] | None = None,
     ) -> None:
         self.folder = folder
         self.source = source
         self.version = version
         self.data_dir = data_dir
         self._builtin = builtin
-        self._cache: dict[str, str] = {}
+        self._cache: dict[str, str] = dict(texts or {})  # a template set's texts (checked when loaded)
 
     def files(self) -> list[Path]:
         """The official files this prompt set reads (none for built-in prompts)."""
@@ -163,3 +168,166 @@ class PromptSet:
             path = official_dir(self.data_dir) / "role_prompts" / f"role{index}.txt"
             return template_body(path.read_text(encoding="utf-8")).strip()
         return PERSONAS[index]
+
+
+# -- template sets (``gamabench rephrase``) ---------------------------------------------------------------
+#: The file a template set folder holds.
+TEMPLATE_SET_FILE = "template_set.json"
+TEMPLATE_SET_FORMAT = "llmpsych-gamabench-template-set/1"
+#: A rephrased text may be at most this long (a game's longest built-in template is about 1,500 chars).
+MAX_TEMPLATE_CHARS = 20_000
+MAX_TEMPLATE_SET_BYTES = 2_000_000
+
+#: Template syntax a rephrasing must not add: braces (format fields, JSON), printf directives, our ``@k``
+#: built-in markers, broken ``INPUT`` markers (the authors' own rephrasing wrote ``<!INPUT 2>!``, spec
+#: §4.5) and turn separators. Counted after the valid placeholders are taken out; case matters, so a
+#: rewrite may say "input".
+_DIRECTIVE = re.compile(r"[{}]|%[-+0-9.]*[sdifrxXeEgGc]|@\d|INPUT|</?part>|!<|>!|///")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+def placeholders(text: str) -> Counter[int]:
+    """The ``!<INPUT k>!`` indices of ``text`` and how often each occurs."""
+    return Counter(int(m) for m in _PLACEHOLDER.findall(text))
+
+
+def check_rephrased(original: str, candidate: str) -> str | None:
+    """Why ``candidate`` cannot replace the template turn ``original`` (None: it can); a turn holds no
+    ``<part>`` separator, so one in ``candidate`` is refused as added syntax.
+
+    Every placeholder of the original must survive (each at least once), none may be added, and no
+    template syntax the original lacks may appear (:data:`_DIRECTIVE`): model output is hostile.
+    """
+    if not candidate.strip():
+        return "the text is empty"
+    if len(candidate) > MAX_TEMPLATE_CHARS:
+        return f"the text is {len(candidate):,} characters long (at most {MAX_TEMPLATE_CHARS:,})"
+    if _CONTROL.search(candidate):
+        return "the text holds control characters"
+    want, got = placeholders(original), placeholders(candidate)
+    missing = sorted(set(want) - set(got))
+    added = sorted(set(got) - set(want))
+    if missing:
+        return "it drops the placeholder(s) " + ", ".join(f"!<INPUT {k}>!" for k in missing)
+    if added:
+        return "it adds the placeholder(s) " + ", ".join(f"!<INPUT {k}>!" for k in added)
+
+    def directives(text: str) -> Counter[str]:
+        return Counter(m.lower() for m in _DIRECTIVE.findall(_PLACEHOLDER.sub(" ", text)))
+
+    extra = directives(candidate) - directives(original)
+    if extra:
+        return "it adds template syntax: " + ", ".join(repr(d) for d in sorted(extra))
+    return None
+
+
+def check_template(original: str, candidate: str) -> str | None:
+    """Why the whole template ``candidate`` cannot replace ``original``: the same turns (``<part>``
+    separators), the assistant turns unchanged, each user turn passing :func:`check_rephrased`."""
+    want, got = original.split(PART), candidate.split(PART)
+    if len(want) != len(got):
+        return f"it has {len(got)} turns, not {len(want)}"
+    for index, (old, new) in enumerate(zip(want, got, strict=True)):
+        if index % 2 == 1:
+            if new.strip() != old.strip():
+                return f"turn {index + 1} (the player's answer) was changed"
+            continue
+        reason = check_rephrased(old, new)
+        if reason:
+            return f"turn {index + 1}: {reason}" if len(want) > 1 else reason
+    return None
+
+
+def read_template_set(path: Path) -> tuple[dict[str, Any], str]:
+    """The mapping of a template set file (or of ``<folder>/template_set.json``) and its sha256."""
+    file = path / TEMPLATE_SET_FILE if path.is_dir() else path
+    if not file.is_file():
+        raise ConfigError(f"template set {path}: {file.name} not found", "make one with `gamabench rephrase`")
+    raw = file.read_bytes()
+    if len(raw) > MAX_TEMPLATE_SET_BYTES:
+        raise ConfigError(f"template set {file}: {len(raw):,} bytes, more than a template set may hold")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ConfigError(f"template set {file} is not UTF-8 JSON") from None
+    if not isinstance(data, dict) or data.get("format") != TEMPLATE_SET_FORMAT:
+        raise ConfigError(f"template set {file}: not a {TEMPLATE_SET_FORMAT} file")
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def builtin_templates(game: str) -> dict[str, str]:
+    """The built-in templates of a registered game, in the official mechanics (the rephrasing source)."""
+    from . import registry  # the games import this module
+
+    return {kind: builtin_template(spec) for kind, spec in registry.get(game).builtin.items()}
+
+
+class TemplateSetOption(BaseModel):
+    """One version of a rephrased template set, as a run config stores it: given as ``PATH`` or
+    ``PATH#VERSION`` (version 1 by default), read once; the texts are checked against each game's
+    built-in templates whenever they are read (the file, or a stored run, may have been edited)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    version: int
+    model: str
+    templates: dict[str, dict[str, str]]  # game -> kind -> template text
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if not isinstance(value, str | Path):
+            return value
+        text = str(value)
+        where, _, version = text.rpartition("#") if re.search(r"#\d+$", text) else (text, "", "1")
+        data, sha256 = read_template_set(Path(where))
+        versions = data.get("versions")
+        if not isinstance(versions, dict) or version not in versions:
+            have = ", ".join(sorted(versions)) if isinstance(versions, dict) else "none"
+            raise ConfigError(f"template set {where} has no version {version} (versions: {have})")
+        return {
+            "path": str(Path(where).resolve()),
+            "sha256": sha256,
+            "version": int(version),
+            "model": str(data.get("model", "")),
+            "templates": versions[version],
+        }
+
+    @model_validator(mode="after")
+    def _safe(self) -> TemplateSetOption:
+        from . import registry
+
+        for game, kinds in self.templates.items():
+            if game not in registry.names():
+                raise ConfigError(f"template set {self.path}: unknown game {game!r}")
+            originals = builtin_templates(game)
+            for kind, text in kinds.items():
+                if kind not in originals:
+                    raise ConfigError(f"template set {self.path}: {game} has no template {kind!r}")
+                reason = check_template(originals[kind], text)
+                if reason:
+                    raise ConfigError(f"template set {self.path}: {game} {kind} v{self.version}: {reason}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """How results and reports name it: ``set:<folder>-v<version>``."""
+        where = Path(self.path)
+        return f"set:{(where.parent if where.name == TEMPLATE_SET_FILE else where).name}-v{self.version}"
+
+    def check_games(self, games: list[str]) -> TemplateSetOption:
+        """This set, after checking that it holds every template of ``games`` (ConfigError otherwise)."""
+        for game in games:
+            missing = sorted(set(builtin_templates(game)) - set(self.templates.get(game, {})))
+            if missing:
+                raise ConfigError(
+                    f"template set {self.path} v{self.version} lacks {game}: {', '.join(missing)}",
+                    "rephrase that game again (`gamabench rephrase --games ...`), or leave it out of the run",
+                )
+        return self
+
+    def prompt_set(self, game: str, folder: str, builtin: Mapping[str, Builtin]) -> PromptSet:
+        """The game's prompts from this set (persona and CoT sentences stay the built-in ones)."""
+        return PromptSet(folder, builtin, "builtin", self.version, texts=self.templates.get(game))

@@ -13,12 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from ..errors import ConfigError
 from ..models.chat_context import ChatContext
+from ..models.cipher import DEFAULT_SHIFT, CipherContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from . import registry
 from .engine import Game, Table, table_context
-from .prompts import PromptSet
+from .prompts import PromptSet, TemplateSetOption
 from .result import GamaBenchResult
 from .seats import LLMSeat, build_seats
 
@@ -56,6 +57,13 @@ class GamaBenchOptions(BaseModel):
     prompt_version: int = Field(default=1, ge=1, le=5)
     persona: int | None = Field(default=None, ge=1, le=3)
     cot: int | None = Field(default=None, ge=1, le=5)
+    cipher: bool = Field(
+        default=False, description="CipherChat-style Caesar-cipher jailbreak (thesis §6.6.2)"
+    )
+    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25)
+    template_set: TemplateSetOption | None = Field(
+        default=None, description="a rephrased template set (`gamabench rephrase`): PATH or PATH#VERSION"
+    )
     max_reasks: int = Field(default=10, ge=0, le=100)
     reask: Literal["repeat", "feedback"] = "repeat"
     max_tokens: int | None = Field(default=1024, ge=1)
@@ -101,6 +109,10 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self.params = {name: self._params(name) for name in self.options.games()}
+        if self.options.template_set:  # the stored config keeps the texts: the run is self-contained
+            config.options["template_set"] = self.options.template_set.check_games(
+                list(self.params)
+            ).model_dump()
         roles = config.role_specs()
         # Fail early on a bad seat, importing nothing: a task is also built to re-analyse a run someone
         # sent, and that must not run its python: seats (a run imports them, after naming them).
@@ -152,6 +164,8 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     def prompt_set(self, game: str) -> PromptSet:
         """The prompts of ``game`` under the chosen source and version."""
         cls = game_class(game)
+        if self.options.template_set:
+            return self.options.template_set.prompt_set(game, cls.folder, cls.builtin)
         return PromptSet(
             cls.folder, cls.builtin, self.options.prompts, self.options.prompt_version, self.config.data_dir
         )
@@ -187,7 +201,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         table = Table(
             game,
             seats,
-            table_context(ctx),
+            table_context(CipherContext(ctx, self.options.cipher_shift) if self.options.cipher else ctx),
             self.generation_params(),
             unit.unit_id,
             self.options.max_reasks,
@@ -201,7 +215,9 @@ class GamaBenchTask(Task[GamaBenchOptions]):
             "players": self.options.players,
             "rounds_planned": self.options.rounds,
             "params": game.info(),
-            "prompts": f"{self.options.prompts}-v{self.options.prompt_version}",
+            "prompts": self.options.template_set.label
+            if self.options.template_set
+            else f"{self.options.prompts}-v{self.options.prompt_version}",
             "seats": [seat.spec for seat in seats],
             "fallbacks": table.fallbacks,
             "reasks": {"max": self.options.max_reasks, "mode": self.options.reask},

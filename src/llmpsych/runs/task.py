@@ -102,6 +102,7 @@ TASKS: dict[str, str] = {
     "echo": "llmpsych.testing.echo_task:EchoTask",
     "psychobench": "llmpsych.psychobench.task:PsychoBenchTask",
     "gamabench": "llmpsych.games.task:GamaBenchTask",
+    "gamabench-rephrase": "llmpsych.games.rephrase:RephraseTask",
     "reliability": "llmpsych.reliability.task:ReliabilityTask",
     "emotionbench": "llmpsych.emotion.task:EmotionBenchTask",
     "mas": "llmpsych.collab.task:MasTask",

@@ -39,3 +39,11 @@ def run_cli(
         env={**os.environ, "COLUMNS": "250", **(env or {})},
         timeout=timeout,
     )
+
+
+def first_request(run_dir: Path, unit_id: str) -> list[dict[str, Any]]:
+    """The messages of a unit's first stored call (lowest sequence number): what the model was sent."""
+    calls = read_run(run_dir).calls.of_unit(unit_id)
+    if not calls:
+        raise AssertionError(f"unit {unit_id} of {run_dir} has no stored call")
+    return list(min(calls, key=lambda c: c["seq"])["request"]["messages"])
