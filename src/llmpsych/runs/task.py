@@ -103,6 +103,7 @@ TASKS: dict[str, str] = {
     "psychobench": "llmpsych.psychobench.task:PsychoBenchTask",
     "gamabench": "llmpsych.games.task:GamaBenchTask",
     "reliability": "llmpsych.reliability.task:ReliabilityTask",
+    "reliability-grid": "llmpsych.reliability.custom_grid:CustomGridTask",
     "emotionbench": "llmpsych.emotion.task:EmotionBenchTask",
     "mas": "llmpsych.collab.task:MasTask",
     "validity": "llmpsych.psychobench.validity:ValidityTask",
