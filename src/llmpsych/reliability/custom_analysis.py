@@ -35,7 +35,7 @@ from .analysis import (
     factor_f_tests,
     validity_by_level,
 )
-from .custom_grid import GRID_FACTORS
+from .custom_grid import GRID_FACTORS, GridResult
 from .outliers import outlier_mask
 from .projection import fit_pca
 from .reanalysis import _clean
@@ -248,6 +248,7 @@ def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scal
 
 def analyze_custom_record(record: RunRecord, options: Any, scale: Scale) -> list[Path]:
     """The grid task's analysis: its data points, statistics and report, written into the run folder."""
+    record.results(GridResult)  # every stored result fits, or one error naming the unit
     dims = scale.subscale_names
     frame = grid_frame(record.done(), dims)
     if frame[list(dims)].dropna().shape[0] < 2:

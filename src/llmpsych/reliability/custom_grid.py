@@ -350,11 +350,24 @@ def levels_text(labels: list[str] | None, low: int, high: int) -> str:
     return "\n".join(f"{low + i} = {text}" for i, text in enumerate(labels) if text)
 
 
+class GridResult(BaseModel):
+    """One unit's stored result: one configuration, its answers on the scale's range and its scores."""
+
+    model_config = ConfigDict(extra="allow")
+
+    config: dict[str, str]
+    answers: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    valid_rate: float = Field(ge=0, le=1)
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class CustomGridTask(Task[CustomGridOptions]):
     """Any scale file through the perturbation grid; the reliability analysis per factor."""
 
     name = "reliability-grid"
     Options = CustomGridOptions
+    Result = GridResult
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -558,6 +571,7 @@ __all__ = [
     "CustomGridTask",
     "Framing",
     "GridConfiguration",
+    "GridResult",
     "GridSpec",
     "point_value",
 ]
