@@ -16,7 +16,7 @@ from llmpsych.reliability.analysis import factor_f_tests
 from llmpsych.reliability.custom_grid import CustomGridTask, point_value
 from llmpsych.runs import parse_run_config, resume_run, start_run
 from llmpsych.testing.fault_server import FaultServer
-from llmpsych.testing.runs import run_cli
+from llmpsych.testing.runs import run_cli, unit_results
 
 # Our own made-up instrument (not from any data set): two subscales, two reversed items, one paraphrase each.
 SCALE_EN = """
@@ -310,3 +310,33 @@ def test_cli_runs_the_grid_and_refuses_a_missing_grid(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "run" / "report.md").is_file()
     assert len(pd.read_csv(tmp_path / "run" / "data_points.csv")) == 8
+
+
+GRID_EMBEDDED = """
+templates:
+  plain: |
+    Rate each statement from $low to $high.
+    $levels
+
+    $items
+
+    Reply with one line per statement: number: score
+  brief: "$items\\n\\nScore each statement $low-$high, one 'number: score' line each."
+personas:
+  none: null
+  keen: You are a keen gardener.
+versions: [0]
+languages: [en]
+"""
+
+
+@pytest.mark.model
+def test_a_small_grid_on_the_embedded_model(tmp_path: Path) -> None:
+    """2 templates x 2 personas on the embedded 0.5B model, one call each: the prompt is answerable."""
+    en, _, grid = write_files(tmp_path, GRID_EMBEDDED)
+    options = {"scale_files": [str(en)], "grid": str(grid), "max_attempts": 1, "max_tokens": 64}
+    config = parse_run_config({"task": "reliability-grid", "options": options})
+    outcome = start_run(config, tmp_path / "run", False)
+    assert outcome.summary.done == 4 and outcome.summary.calls_sent == 4
+    rates = [result["valid_rate"] for result in unit_results(tmp_path / "run").values()]
+    assert max(rates) > 0.5  # the 0.5B model gives 'number: score' lines for most statements

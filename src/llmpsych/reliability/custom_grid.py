@@ -423,7 +423,7 @@ class CustomGridTask(Task[CustomGridOptions]):
             if not 0 <= k < available:
                 raise ConfigError(
                     f"grid version {k} is not in the scale files",
-                    f"every item has versions 0..{available - 1} (0 is its text, k its versions[k-1])",
+                    f"the files give versions 0-{available - 1}: 0 is the item text, k its versions[k-1]",
                 )
         for language in languages:  # every localised text exists before anything runs
             for name, body in spec.templates.items():
