@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 
 from llmpsych.errors import ConfigError, DataError
 from llmpsych.reliability.analysis import factor_f_tests
@@ -255,7 +256,7 @@ def test_bad_grid_files_are_one_line_errors(tmp_path: Path, grid: str, message: 
 def test_scale_files_of_different_instruments_are_refused(tmp_path: Path) -> None:
     en, de, grid = write_files(tmp_path)
     de.write_text(SCALE_DE.replace("reverse: true\n    versions: [Mein", "versions: [Mein"), encoding="utf-8")
-    with pytest.raises(ConfigError, match="reverse keys differ"):
+    with pytest.raises(ConfigError, match="reverse keys not as in"):
         CustomGridTask(
             parse_run_config(
                 {
@@ -340,3 +341,21 @@ def test_a_small_grid_on_the_embedded_model(tmp_path: Path) -> None:
     assert outcome.summary.done == 4 and outcome.summary.calls_sent == 4
     rates = [result["valid_rate"] for result in unit_results(tmp_path / "run").values()]
     assert max(rates) > 0.5  # the 0.5B model gives 'number: score' lines for most statements
+
+
+def test_a_json_scale_file_gives_the_same_grid_and_versions(tmp_path: Path) -> None:
+    en, _, grid = write_files(tmp_path, GRID.replace("versions: [0]\n", ""))
+    as_json = tmp_path / "garden.json"
+    as_json.write_text(json.dumps(yaml.safe_load(SCALE_EN)), encoding="utf-8")
+    tasks = [
+        CustomGridTask(
+            parse_run_config(
+                {"task": "reliability-grid", "options": {"scale_files": [str(f)], "grid": str(grid)}}
+            )
+        )
+        for f in (en, as_json)
+    ]
+    assert [c.config_id for c in tasks[0].grid] == [c.config_id for c in tasks[1].grid]
+    assert len(tasks[0].grid) == 16  # 2 templates x versions v0, v1 x 2 framings x 2 personas
+    assert tasks[0].forms["en"].versions == tasks[1].forms["en"].versions
+    assert tasks[1].forms["en"].versions[1][4] == "Every tool of mine has its hook."

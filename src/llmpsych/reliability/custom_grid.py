@@ -268,7 +268,7 @@ def _same_instrument(first: LanguageForm, other: LanguageForm) -> None:
     for what, x, y in checks:
         if x != y:
             raise ConfigError(
-                f"{other.path}: its {what} differ from {first.path}",
+                f"{other.path}: {what} not as in {first.path}",
                 "the scale files of a grid are one instrument in several languages",
             )
 
