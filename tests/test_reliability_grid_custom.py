@@ -189,6 +189,24 @@ def test_two_by_two_by_two_grid_finds_the_factor_the_respondent_follows(tmp_path
     assert "One-way ANOVA" in report and "GARDEN" in report
 
 
+def test_subscale_norms_give_variance_tests(tmp_path: Path) -> None:
+    normed = SCALE_EN.replace(
+        "  - {name: Patience, items: [1, 2, 3]}",
+        "  - {name: Patience, items: [1, 2, 3], norms: [{group: Pilot, mean: 3, sd: 0.9, n: 40}]}",
+    )
+    en, _, grid = write_files(tmp_path)
+    en.write_text(normed, encoding="utf-8")
+    with FaultServer(responder=respondent) as server:
+        start_run(config(server, {"scale_files": [str(en)], "grid": str(grid)}), tmp_path / "run", False)
+    variance = pd.read_csv(tmp_path / "run" / "variance_tests.csv")
+    assert list(variance["dimension"]) == ["Patience"] and list(variance["norm"]) == ["Pilot"]
+    row = variance.iloc[0]
+    points = pd.read_csv(tmp_path / "run" / "data_points.csv")
+    assert row["model_n"] == len(points) and row["human_sd"] == 0.9 and row["human_n"] == 40
+    assert row["f"] == pytest.approx(0.81 / points["Patience"].var(ddof=1))
+    assert "Variance against the norms" in (tmp_path / "run" / "report.md").read_text()
+
+
 def test_seven_point_framing_maps_back_onto_the_scale_range(tmp_path: Path) -> None:
     assert point_value(1, 7, 1, 5) == 1 and point_value(7, 7, 1, 5) == 5 and point_value(4, 7, 1, 5) == 3
     en, _, grid = write_files(tmp_path)

@@ -34,6 +34,7 @@ from .analysis import (
     factor_comparisons,
     factor_f_tests,
     validity_by_level,
+    variance_tests,
 )
 from .custom_grid import GRID_FACTORS, GridResult
 from .outliers import outlier_mask
@@ -153,6 +154,19 @@ def analyse_grid(
     )
 
 
+def norm_variance_tests(frame: pd.DataFrame, scale: Scale) -> pd.DataFrame:
+    """Per subscale with norms: one-sided F-test of a lower variance across configurations than the
+    first norm group's (the thesis's test against the human SDs); empty when the file gives no norms."""
+    parts = []
+    for sub in scale.subscales:
+        if not sub.norms or frame[sub.name].notna().sum() < 2 or sub.norms[0].n < 2:
+            continue
+        norm = sub.norms[0]
+        tests = variance_tests(frame, {sub.name: norm.sd}, norm.n, dims=[sub.name])
+        parts.append(tests.assign(norm=norm.label))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
 def factor_maps(result: GridAnalysis, out: Path) -> list[Path]:
     """The PCA map coloured by each factor with more than one level (PNG; none without matplotlib)."""
     plt = pyplot()
@@ -183,6 +197,7 @@ def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scal
     output_dir(out)
     points = result.frame.assign(pc1=result.coords[:, 0], pc2=result.coords[:, 1], outlier=result.outliers)
     validity = validity_by_level(every, GRID_FACTORS)
+    variance = norm_variance_tests(result.frame, scale)
     maps = factor_maps(result, out)
     n, count = len(result.frame), int(result.outliers.sum())
     rates = every["valid_rate"].astype(float)
@@ -224,6 +239,14 @@ def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scal
             f"{PUBLISHED_NOTES[bool(settings['published'])]}.\n\n" + table(result.comparisons, ".3g"),
         ),
     ]
+    if not variance.empty:
+        sections.append(
+            (
+                "Variance against the norms (one-sided F-tests)",
+                "H1: the scores vary less across configurations than the norm group's between people "
+                "(`F = sd_norm² / sd²`).\n\n" + table(variance, ".3g"),
+            )
+        )
     if maps:
         sections.append(("Maps", "\n".join(f"![{p.stem}]({p.name})" for p in maps)))
     tables = [
@@ -232,6 +255,7 @@ def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scal
         ("factor_f_tests", result.f_tests),
         ("factor_comparisons", result.comparisons),
         ("validity", validity),
+        ("variance_tests", variance),
     ]
     tables = [(name, frame) for name, frame in tables if not frame.empty]
     written = write_run_report(
