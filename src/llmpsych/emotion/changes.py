@@ -34,8 +34,18 @@ def is_affect_scale(scale: Scale) -> bool:
     return any(n.startswith("positive") for n in names) and any(n.startswith("negative") for n in names)
 
 
+def own_subscales(scale: Scale) -> bool:
+    """True for a user's scale with subscales (not PANAS-like): its measures are its subscales."""
+    from .scales import EXPECTED_SCALES
+
+    return bool(scale.subscales) and not is_affect_scale(scale) and scale.name.upper() not in EXPECTED_SCALES
+
+
 def measures(scale: Scale) -> tuple[str, ...]:
-    """``("positive", "negative")`` for PANAS, ``("total",)`` for the emotion-specific scales."""
+    """``("positive", "negative")`` for PANAS, ``("total",)`` for the emotion-specific scales, the
+    subscales for a user's scale file that has them."""
+    if own_subscales(scale):
+        return scale.subscale_names
     return PANAS_MEASURES if is_affect_scale(scale) else ("total",)
 
 
@@ -51,6 +61,8 @@ def score_answers(scale: Scale, answers: Mapping[int, int], *, published: bool) 
             if name.lower().startswith(("positive", "negative")):
                 out[key] = value
         return out
+    if own_subscales(scale):
+        return scale.score(answers, reverse_keying=reverse, scoring=mode)
     return {"total": scale.total(answers, reverse_keying=reverse, scoring=mode)}
 
 

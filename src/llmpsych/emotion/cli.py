@@ -207,6 +207,9 @@ def run(
     ] = None,
     positive: Annotated[Path | None, typer.Option("--positive", help="Positive rewrites file (RQ2).")] = None,
     situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
+    scale_file: Annotated[
+        Path | None, typer.Option("--scale-file", help="Your own scale file as the emotion measure.")
+    ] = None,
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
     published: kit.PublishedOpt = None,
     alpha: AlphaOpt = 0.01,
@@ -246,6 +249,7 @@ def run(
         "template": template,
         "positive": str(positive) if positive else None,
         "situations_file": str(situations) if situations else None,
+        "scale_file": str(scale_file) if scale_file else None,
         "shuffle": not keep_order,
         "published": published,
         "alpha": alpha,

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..psychobench.options import ScaleFile
+
 
 class EmotionBenchOptions(BaseModel):
     """What to administer and how (``docs/emotionbench.md``)."""
@@ -14,6 +16,9 @@ class EmotionBenchOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     scale: str = Field(default="PANAS", description="PANAS or one of the eight emotion-specific scales")
+    scale_file: ScaleFile | None = Field(
+        default=None, description="your own scale file as the emotion measure (its scale, or `scale` of it)"
+    )
     emotions: list[str] | None = Field(
         default=None, description="emotions to test (default: all for PANAS, the scale's own otherwise)"
     )

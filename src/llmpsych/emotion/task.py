@@ -15,6 +15,7 @@ as in the released runs). Temperature is the run config's (0 by default).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 import warnings
@@ -24,6 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer
+from ..instruments.native import ScaleFileRecord
 from ..instruments.official import official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
@@ -32,8 +34,8 @@ from ..models.types import GenerationParams
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .options import EmotionBenchOptions, EmotionBenchResult
-from .prompts import PromptSettings, build_prompt
-from .scales import load_scales
+from .prompts import V2_SYSTEM, PromptSettings, build_prompt
+from .scales import EXPECTED_SCALES, load_scales
 from .situations import (
     EMOTIONS,
     CountWarning,
@@ -78,6 +80,33 @@ def say_warnings(caught: list[warnings.WarningMessage]) -> None:
             sys.stderr.flush()
 
 
+def file_scale(record: ScaleFileRecord, name: str) -> Scale:
+    """The emotion measure from a user's scale file: its only scale, or the one named ``name``; official
+    EmotionBench names are refused (they pick the human data and the tables' measures)."""
+    scales = record.scales()
+    chosen = [s for s in scales if s.name.lower() == name.strip().lower()] if len(scales) > 1 else scales
+    if not chosen:
+        raise ConfigError(
+            f"{record.path}: no scale named {name!r}", f"it holds {', '.join(s.name for s in scales)}"
+        )
+    scale = chosen[0]
+    if scale.name.upper() in EXPECTED_SCALES:
+        raise ConfigError(
+            f"{record.path}: scale {scale.name!r} has the name of an official EmotionBench scale",
+            f"rename yours (e.g. {scale.name}-own)",
+        )
+    if scale.unscored:
+        raise ConfigError(f"{record.path}: scale {scale.name!r} cannot be scored: {scale.unscored_reason}")
+    if scale.instructions is None:  # as in PsychoBench: our wording from the range and labels
+        from ..psychobench.task import default_instructions
+
+        scale = dataclasses.replace(scale, instructions=default_instructions(scale))
+    if scale.system_prompt is None:
+        system = V2_SYSTEM.format(min=scale.response_min, max=scale.response_max)
+        scale = dataclasses.replace(scale, system_prompt=system)
+    return scale
+
+
 class EmotionBenchTask(Task[EmotionBenchOptions]):
     """EmotionBench: default and evoked emotion measures, tests of the change, comparison with humans."""
 
@@ -85,8 +114,20 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
     Options = EmotionBenchOptions
     Result = EmotionBenchResult
 
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        if self.options.scale_file is not None:  # the stored config keeps the file's text
+            config.options["scale_file"] = self.options.scale_file.model_dump()
+            _ = self.scale
+
     # -- data ------------------------------------------------------------------------------------
     def data_files(self) -> list[Path]:
+        if self.options.scale_file is not None:  # own measure: the situations are the only official data
+            own = Path(self.options.scale_file.path)
+            situations = (
+                Path(self.options.situations_file) if self.options.situations_file else self._official()
+            )
+            return [situations, *([own] if own.is_file() else [])]
         files = [official_file("EmotionBench", self.config.data_dir)]
         files.append(Path(self.options.situations_file) if self.options.situations_file else self._official())
         if self.options.positive:
@@ -98,7 +139,9 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
 
     @cached_property
     def scale(self) -> Scale:
-        """The administered scale, from the EmotionBench data file."""
+        """The administered scale, from the EmotionBench data file or the user's scale file."""
+        if self.options.scale_file is not None:
+            return file_scale(self.options.scale_file.record, self.options.scale)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             scales = load_scales(self.config.data_dir)

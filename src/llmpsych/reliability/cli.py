@@ -490,3 +490,69 @@ def retest_run(
     if target.exists():
         raise LlmpsychError(f"{target} exists already", "wait a second and run again")
     kit.finish(kit.start(cfg, fixed.but(out=target)))
+
+
+@app.command("grid")
+@kit.run_command
+def grid(
+    ctx: typer.Context,
+    scale_file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--scale-file", help="Your scale file; repeat it for the same scale in other languages."
+        ),
+    ] = None,
+    grid_file: Annotated[
+        Path | None, typer.Option("--grid", help="The grid file: templates, framings, personas (YAML/JSON).")
+    ] = None,
+    scale: Annotated[str | None, typer.Option(help="The scale's name when a file holds several.")] = None,
+    model: kit.ModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    repeats: Annotated[int, typer.Option(min=1, max=1000, help="Units per configuration.")] = 1,
+    item_order: Annotated[str, typer.Option(help="random (a new order per unit) or original.")] = "random",
+    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
+    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per answer.")] = 512,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
+) -> None:
+    """Run the perturbation grid on your own scale file (templates x item versions x languages x
+    framings x personas) and write the reliability report per factor and subscale.
+
+    The temperature is 0 unless given."""
+    again = "llmpsych reliability grid --resume {run_dir}"
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags), again)
+        return
+    values: dict[str, Any] = {
+        "scale_files": [str(p) for p in scale_file] if scale_file else None,
+        "grid": str(grid_file) if grid_file else None,
+        "scale": scale,
+        "repeats": repeats,
+        "item_order": item_order,
+        "max_attempts": max_attempts,
+        "max_tokens": max_tokens,
+    }
+    aliases = {"scale_file": "scale_files", "grid_file": "grid"}
+    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    if not options.get("scale_files"):
+        raise LlmpsychError(
+            "give your scale file with --scale-file", "see docs/reliability.md, 'Any instrument'"
+        )
+    if not options.get("grid"):
+        raise LlmpsychError("give the grid file with --grid", "see docs/reliability.md, 'Any instrument'")
+    fixed = flags.but(temperature=0.0 if temperature is None else temperature)
+    cfg = kit.build_config(
+        "reliability-grid", fixed, options=options, n_parallel=n_parallel, source="reliability grid"
+    )
+    kit.finish(kit.start(cfg, flags), again)

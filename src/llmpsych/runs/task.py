@@ -104,6 +104,7 @@ TASKS: dict[str, str] = {
     "gamabench": "llmpsych.games.task:GamaBenchTask",
     "gamabench-rephrase": "llmpsych.games.rephrase:RephraseTask",
     "reliability": "llmpsych.reliability.task:ReliabilityTask",
+    "reliability-grid": "llmpsych.reliability.custom_grid:CustomGridTask",
     "emotionbench": "llmpsych.emotion.task:EmotionBenchTask",
     "mas": "llmpsych.collab.task:MasTask",
     "validity": "llmpsych.psychobench.validity:ValidityTask",

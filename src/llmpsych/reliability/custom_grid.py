@@ -1,0 +1,577 @@
+"""The perturbation grid for any instrument (PsyBORGS-style): a scale file and a small grid file.
+
+Factors: prompt templates × item versions × languages × response framings × personas. The templates,
+framings and personas are the grid file's (our users' wording); the item versions are the scale file's
+optional per-item ``versions`` (version 0 is the item's ``text``); the languages are the ``language``
+fields of several scale files of one instrument. One work unit is one configuration (× repeat): the
+items in a seeded order, asked in one message, read as ``number: score`` lines, mapped from the
+framing's points back onto the scale's range (linearly: point 1 is the scale minimum, the last point its
+maximum) and scored per subscale (reverse keys applied). See ``docs/reliability.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import random
+import string
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..config import MAX_CONFIG_VALUES, expands_beyond
+from ..errors import ConfigError, DataError
+from ..instruments.native import (
+    MAX_SCALE_FILE_BYTES,
+    FileFormat,
+    detect_format,
+    load_scale_text,
+    scales_from_native,
+    sha256_text,
+)
+from ..instruments.parsing import parse_item_answers
+from ..instruments.scale import Scale
+from ..models.chat_context import ChatContext
+from ..models.types import GenerationParams, Message
+from ..psychobench.logprob import weighted_scores
+from ..runs.context import derived_seed
+from ..runs.record import RunRecord
+from ..runs.task import Task, WorkUnit
+from ..stats.compare import METHOD_ALIASES
+from .outliers import EPS, MIN_PTS
+
+#: The grid's factors, in the order of a configuration id.
+GRID_FACTORS = ("template", "version", "language", "framing", "persona")
+#: The placeholders a template may use (``$items`` is required).
+PLACEHOLDERS = ("instructions", "framing", "levels", "low", "high", "n", "items")
+MAX_GRID_FILE_BYTES = 200_000
+NO_LANGUAGE = "default"
+
+Localised = str | dict[str, str]
+
+
+def _text_for(value: Any, language: str, where: str) -> Any:
+    """``value`` itself, or its entry for ``language`` when it is a mapping language -> value."""
+    if isinstance(value, dict):
+        if language not in value:
+            raise ConfigError(f"{where} has no text for language {language!r}", f"give: {language}: ...")
+        return value[language]
+    return value
+
+
+class Framing(BaseModel):
+    """A response framing: how many points, their labels, and what the numbers mean."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    points: int | None = Field(default=None, ge=2, le=11, description="None: the scale's own range")
+    labels: list[str] | dict[str, list[str]] | None = None
+    text: Localised = "how much you agree with each statement"
+
+    @model_validator(mode="after")
+    def _labels_fit(self) -> Framing:
+        lists = self.labels.values() if isinstance(self.labels, dict) else [self.labels or []]
+        for labels in lists:
+            if labels and self.points is not None and len(labels) != self.points:
+                raise ValueError(f"{len(labels)} labels for {self.points} points")
+            if labels and self.points is None:
+                raise ValueError("labels need 'points' (or leave both out to use the scale's own)")
+        return self
+
+
+def _default_framings() -> dict[str, Framing]:
+    return {"scale": Framing()}
+
+
+def _default_personas() -> dict[str, Localised | None]:
+    return {"none": None}
+
+
+class GridSpec(BaseModel):
+    """A grid file: templates, framings, personas, and optionally which versions and languages to use."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    templates: dict[str, Localised] = Field(min_length=1)
+    framings: dict[str, Framing] = Field(default_factory=_default_framings, min_length=1)
+    personas: dict[str, Localised | None] = Field(default_factory=_default_personas, min_length=1)
+    versions: list[int] | None = Field(default=None, description="item versions (0: the item's text)")
+    languages: list[str] | None = Field(default=None, description="default: every scale file's language")
+
+    @field_validator("templates")
+    @classmethod
+    def _placeholders(cls, value: dict[str, Localised]) -> dict[str, Localised]:
+        for name, body in value.items():
+            for text in body.values() if isinstance(body, dict) else [body]:
+                template = string.Template(text)
+                if not template.is_valid():
+                    raise ValueError(f"template {name!r}: a '$' that is not a placeholder (write $$)")
+                unknown = sorted(set(template.get_identifiers()) - set(PLACEHOLDERS))
+                if unknown:
+                    raise ValueError(
+                        f"template {name!r}: unknown placeholder ${unknown[0]} "
+                        f"(known: {', '.join('$' + p for p in PLACEHOLDERS)})"
+                    )
+                if "items" not in template.get_identifiers():
+                    raise ValueError(f"template {name!r} has no $items placeholder")
+        return value
+
+    @field_validator("templates", "framings", "personas")
+    @classmethod
+    def _names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not name or not all(c.isalnum() or c in "_." for c in name):
+                raise ValueError(f"level name {name!r}: use letters, digits, '_' or '.'")
+        return value
+
+
+def read_text_file(path: str | Path, what: str, limit: int) -> tuple[str, str, str]:
+    """``(absolute path, sha256, text)`` of a UTF-8 file of at most ``limit`` bytes (one error line)."""
+    file = Path(path)
+    if not file.is_file():
+        raise DataError(f"{file}: {what} not found")
+    raw = file.read_bytes()
+    if len(raw) > limit:
+        raise DataError(f"{file}: {len(raw):,} bytes, more than a {what} may hold ({limit:,})")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError(f"{file}: not UTF-8 text") from None
+    return str(file.resolve()), hashlib.sha256(raw).hexdigest(), text
+
+
+def parse_structured_text(text: str, origin: str) -> Any:
+    """A YAML or JSON document (JSON is YAML) with a clear error line and an alias-bomb guard."""
+    try:
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise DataError(f"{origin}: nested too deeply") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise DataError(
+            f"{origin}: invalid YAML{at}: {getattr(exc, 'problem', None) or 'syntax error'}"
+        ) from None
+    if expands_beyond(data, MAX_CONFIG_VALUES):
+        raise DataError(
+            f"{origin}: expands to more than {MAX_CONFIG_VALUES:,} values (repeated YAML aliases?)"
+        )
+    return data
+
+
+class StoredFile(BaseModel):
+    """A file as the run config stores it (path, sha256, text); given as a path, it is read once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    content: str
+
+    @model_validator(mode="after")
+    def _intact(self) -> StoredFile:
+        if sha256_text(self.content) != self.sha256:
+            raise ValueError(f"the stored text of {self.path} does not match its sha256")
+        return self
+
+
+def _stored(value: Any, what: str, limit: int) -> Any:
+    if isinstance(value, str | Path):
+        path, digest, text = read_text_file(value, what, limit)
+        return {"path": path, "sha256": digest, "content": text}
+    return value
+
+
+@dataclass(frozen=True)
+class LanguageForm:
+    """One language of the instrument: its scale and each version's item texts."""
+
+    scale: Scale
+    versions: dict[int, dict[int, str]]
+    path: str
+
+
+def scale_with_versions(
+    stored: StoredFile, name: str | None = None
+) -> tuple[Scale, dict[int, dict[int, str]]]:
+    """The file's scale (``name`` when it holds several) and its item versions ``{k: {index: text}}``.
+
+    Version 0 is each item's ``text``; version ``k`` its ``versions[k-1]``; only versions that every item
+    has are kept. ``versions`` is read here (and left out before the scale is checked), so a file with
+    paraphrases loads whether or not the native format knows the field.
+    """
+    origin = stored.path
+    data = parse_structured_text(stored.content, origin)
+    kind: FileFormat = detect_format(data)
+    found: dict[str, dict[int, list[str]]] = {}
+    if kind == "native":
+        entries = data.get("scales") if isinstance(data, dict) and "scales" in data else data
+        for entry in entries if isinstance(entries, list) else [entries]:
+            if not isinstance(entry, dict) or not isinstance(entry.get("items"), list):
+                continue
+            per_item: dict[int, list[str]] = {}
+            for item in entry["items"]:
+                if isinstance(item, dict) and "versions" in item:
+                    versions = item.pop("versions")
+                    if not isinstance(versions, list) or not all(
+                        isinstance(v, str) and v.strip() for v in versions
+                    ):
+                        raise DataError(
+                            f"{origin}: item {item.get('index')!r}: 'versions' must be a list of texts"
+                        )
+                    if isinstance(item.get("index"), int):
+                        per_item[item["index"]] = versions
+            found[str(entry.get("name"))] = per_item
+        scales = scales_from_native(data, origin=origin)
+    else:
+        scales = load_scale_text(stored.content, origin=origin, suffix=Path(origin).suffix)
+    if name is not None:
+        chosen = [s for s in scales if s.name.lower() == name.lower()]
+        if not chosen:
+            raise DataError(
+                f"{origin}: no scale named {name!r}", f"it holds: {', '.join(s.name for s in scales)}"
+            )
+    elif len(scales) > 1:
+        raise DataError(f"{origin} holds {len(scales)} scales", "choose one with --scale NAME")
+    else:
+        chosen = scales
+    scale = chosen[0]
+    if scale.unscored:
+        raise DataError(f"{origin}: scale {scale.name!r} cannot be scored: {scale.unscored_reason}")
+    per_item = found.get(scale.name, {})
+    count = min((len(per_item.get(item.index, [])) for item in scale.items), default=0)
+    versions = {0: {item.index: item.text for item in scale.items}}
+    for k in range(1, count + 1):
+        versions[k] = {item.index: per_item[item.index][k - 1] for item in scale.items}
+    return scale, versions
+
+
+def _same_instrument(first: LanguageForm, other: LanguageForm) -> None:
+    a, b = first.scale, other.scale
+    checks = [
+        ("name", a.name.lower(), b.name.lower()),
+        ("item numbers", a.item_indices, b.item_indices),
+        ("reverse keys", a.reverse_indices, b.reverse_indices),
+        ("response range", (a.response_min, a.response_max), (b.response_min, b.response_max)),
+        (
+            "subscales",
+            [(s.name, s.item_indices) for s in a.subscales],
+            [(s.name, s.item_indices) for s in b.subscales],
+        ),
+        ("scoring", a.scoring, b.scoring),
+    ]
+    for what, x, y in checks:
+        if x != y:
+            raise ConfigError(
+                f"{other.path}: {what} not as in {first.path}",
+                "the scale files of a grid are one instrument in several languages",
+            )
+
+
+class CustomGridOptions(BaseModel):
+    """Which scale files, which grid, how to ask (``docs/reliability.md``, "Any instrument")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scale_files: list[StoredFile] = Field(min_length=1, description="one scale file per language")
+    scale: str | None = Field(default=None, description="the scale's name when a file holds several")
+    grid: StoredFile = Field(description="the grid file (YAML or JSON)")
+    repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration")
+    item_order: Literal["random", "original"] = "random"
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    max_tokens: int = Field(default=512, ge=16)
+    eps: float = Field(default=EPS, gt=0, description="DBSCAN radius on the 2-D map, in score units")
+    min_pts: int = Field(default=MIN_PTS, ge=1)
+    method: Literal["f-test", "welch", "student"] = "f-test"
+    published: bool = False
+
+    @field_validator("scale_files", mode="before")
+    @classmethod
+    def _read_scales(cls, value: Any) -> Any:
+        values = value if isinstance(value, list) else [value]
+        return [_stored(v, "scale file", MAX_SCALE_FILE_BYTES) for v in values]
+
+    @field_validator("grid", mode="before")
+    @classmethod
+    def _read_grid(cls, value: Any) -> Any:
+        return _stored(value, "grid file", MAX_GRID_FILE_BYTES)
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _method_name(cls, value: Any) -> Any:
+        return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
+
+
+def load_grid_spec(stored: StoredFile) -> GridSpec:
+    """The grid file's content, checked (one error line naming the file and the field)."""
+    data = parse_structured_text(stored.content, stored.path)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{stored.path}: a grid file is a mapping with 'templates' (and framings, personas)"
+        )
+    try:
+        return GridSpec.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"{stored.path}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+@dataclass(frozen=True)
+class GridConfiguration:
+    """One cell of an instrument's grid."""
+
+    template: str
+    version: str
+    language: str
+    framing: str
+    persona: str
+
+    @property
+    def config_id(self) -> str:
+        """E.g. ``plain-v0-en-agree5-none``."""
+        return "-".join((self.template, self.version, self.language, self.framing, self.persona))
+
+
+def point_value(point: int, points: int, low: int, high: int) -> float:
+    """A framing's point (1..``points``) on the scale's range: 1 -> ``low``, ``points`` -> ``high``."""
+    return low + (point - 1) * (high - low) / (points - 1)
+
+
+def levels_text(labels: list[str] | None, low: int, high: int) -> str:
+    """``1 = Strongly disagree`` lines for the labelled points (the bare range when none is labelled)."""
+    if not labels or not any(labels):
+        return f"{low} (lowest) to {high} (highest)"
+    return "\n".join(f"{low + i} = {text}" for i, text in enumerate(labels) if text)
+
+
+class GridResult(BaseModel):
+    """One unit's stored result: one configuration, its answers on the scale's range and its scores."""
+
+    model_config = ConfigDict(extra="allow")
+
+    config: dict[str, str]
+    answers: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    valid_rate: float = Field(ge=0, le=1)
+    transcript: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CustomGridTask(Task[CustomGridOptions]):
+    """Any scale file through the perturbation grid; the reliability analysis per factor."""
+
+    name = "reliability-grid"
+    Options = CustomGridOptions
+    Result = GridResult
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        config.options["scale_files"] = [f.model_dump() for f in self.options.scale_files]
+        config.options["grid"] = self.options.grid.model_dump()  # the run keeps its files' text
+        _ = self.grid  # every error before a run folder exists
+
+    @cached_property
+    def spec(self) -> GridSpec:
+        """The grid file's content."""
+        return load_grid_spec(self.options.grid)
+
+    @cached_property
+    def forms(self) -> dict[str, LanguageForm]:
+        """The instrument's languages, by name (``default`` for a single file without a language)."""
+        forms: dict[str, LanguageForm] = {}
+        for stored in self.options.scale_files:
+            scale, versions = scale_with_versions(stored, self.options.scale)
+            if not scale.subscales:
+                raise ConfigError(
+                    f"{stored.path}: scale {scale.name!r} has no subscales", "the grid scores subscales"
+                )
+            language = scale.language or NO_LANGUAGE
+            if language in forms:
+                raise ConfigError(
+                    f"{stored.path}: language {language!r} is also {forms[language].path}'s",
+                    "give each scale file of a grid its own 'language'",
+                )
+            form = LanguageForm(scale, versions, stored.path)
+            if forms:
+                _same_instrument(next(iter(forms.values())), form)
+            forms[language] = form
+        return forms
+
+    @property
+    def scale(self) -> Scale:
+        """The instrument (its first language) for scoring and subscales."""
+        return next(iter(self.forms.values())).scale
+
+    @cached_property
+    def grid(self) -> list[GridConfiguration]:
+        """Every configuration of the chosen levels."""
+        spec = self.spec
+        languages = spec.languages or list(self.forms)
+        for language in languages:
+            if language not in self.forms:
+                raise ConfigError(
+                    f"grid language {language!r} has no scale file", f"files give: {', '.join(self.forms)}"
+                )
+        available = min(len(f.versions) for f in self.forms.values())
+        versions = spec.versions if spec.versions is not None else list(range(available))
+        for k in versions:
+            if not 0 <= k < available:
+                raise ConfigError(
+                    f"grid version {k} is not in the scale files",
+                    f"the files give versions 0-{available - 1}: 0 is the item text, k its versions[k-1]",
+                )
+        for language in languages:  # every localised text exists before anything runs
+            for name, body in spec.templates.items():
+                _text_for(body, language, f"template {name!r}")
+            for name, framing in spec.framings.items():
+                _text_for(framing.text, language, f"framing {name!r}")
+                if framing.labels is not None:
+                    _text_for(framing.labels, language, f"framing {name!r} labels")
+            for name, persona in spec.personas.items():
+                _text_for(persona, language, f"persona {name!r}")
+        return [
+            GridConfiguration(t, f"v{v}", lang, f, p)
+            for t, v, lang, f, p in itertools.product(
+                spec.templates,
+                dict.fromkeys(versions),
+                dict.fromkeys(languages),
+                spec.framings,
+                spec.personas,
+            )
+        ]
+
+    def data_files(self) -> list[Path]:
+        files = [Path(f.path) for f in self.options.scale_files] + [Path(self.options.grid.path)]
+        return [f for f in files if f.is_file()]
+
+    def units(self) -> list[WorkUnit]:
+        repeats = self.options.repeats
+        return [
+            WorkUnit(
+                config.config_id + (f"/r{repeat + 1}" if repeats > 1 else ""),
+                {**config.__dict__, "repeat": repeat},
+            )
+            for config in self.grid
+            for repeat in range(repeats)
+        ]
+
+    def calls_per_unit(self) -> float:
+        return 1.0
+
+    def params(self) -> GenerationParams:
+        """The run's sampling parameters with the answer's token limit."""
+        return GenerationParams(**{**self.config.params.model_dump(), "max_tokens": self.options.max_tokens})
+
+    def prompt(self, config: GridConfiguration, statements: list[str]) -> tuple[str | None, str, int, int]:
+        """The system text, the user message, and the framing's answer range for one configuration."""
+        spec, form = self.spec, self.forms[config.language]
+        scale, language = form.scale, config.language
+        framing = spec.framings[config.framing]
+        labels: list[str] | None
+        if framing.points is None:
+            low, high = scale.response_min, scale.response_max
+            labels = [scale.level_labels.get(v, "") for v in range(low, high + 1)]
+        else:
+            low, high = 1, framing.points
+            labels = _text_for(framing.labels, language, "") if framing.labels is not None else None
+        body = string.Template(_text_for(spec.templates[config.template], language, ""))
+        message = body.substitute(
+            instructions=scale.instructions or "",
+            framing=_text_for(framing.text, language, ""),
+            levels=levels_text(labels, low, high),
+            low=str(low),
+            high=str(high),
+            n=str(len(statements)),
+            items="\n".join(f"{i}. {text}" for i, text in enumerate(statements, start=1)),
+        )
+        persona = _text_for(spec.personas[config.persona], language, "")
+        system = "\n\n".join(t for t in (persona, scale.system_prompt) if t) or None
+        return system, message.strip(), low, high
+
+    async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
+        p = unit.payload
+        config = GridConfiguration(*(p[f] for f in GRID_FACTORS))
+        form = self.forms[config.language]
+        scale = form.scale
+        texts = form.versions[int(config.version[1:])]
+        repeat = int(p.get("repeat", 0))
+        params = self.params()
+        best: dict[str, Any] | None = None
+        for attempt in range(self.options.max_attempts):
+            order = list(scale.item_indices)
+            if self.options.item_order == "random":
+                random.Random(derived_seed(self.config.seed, unit.unit_id, attempt)).shuffle(order)
+            system, message, low, high = self.prompt(config, [texts[i] for i in order])
+            messages: list[Message] = [{"role": "system", "content": system}] if system else []
+            messages.append({"role": "user", "content": message})
+            reply = await ctx.chat(messages, params, sample=f"{repeat}:{attempt}")
+            parsed = parse_item_answers(reply.text, range(1, len(order) + 1), low, high)
+            points = {order[k - 1]: v for k, v in parsed.answers.items()}
+            if best is None or len(points) > len(best["points"]):
+                best = {
+                    "attempt": attempt + 1,
+                    "order": order,
+                    "points": points,
+                    "range": [low, high],
+                    "refused": parsed.refused,
+                    "transcript": [*messages, {"role": "assistant", "content": reply.text}],
+                }
+            if len(points) == scale.n_items:
+                break
+        assert best is not None
+        low, high = best["range"]
+        own_range = self.spec.framings[config.framing].points is None
+        values = {
+            i: float(v)
+            if own_range
+            else point_value(v, high - low + 1, scale.response_min, scale.response_max)
+            for i, v in best["points"].items()
+        }
+        scores = weighted_scores(scale, values)
+        return {
+            "config": {f: p[f] for f in GRID_FACTORS},
+            "repeat": repeat,
+            "attempts": attempt + 1,
+            "kept_attempt": best["attempt"],
+            "order": best["order"],
+            "points": {str(k): v for k, v in sorted(best["points"].items())},
+            "answers": {str(k): v for k, v in sorted(values.items())},
+            "refused": best["refused"],
+            "n_items": scale.n_items,
+            "n_valid": len(values),
+            "valid_rate": len(values) / scale.n_items,
+            "scores": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
+            "transcript": best["transcript"],
+        }
+
+    def analyze(self, record: RunRecord) -> list[Path]:
+        from .custom_analysis import analyze_custom_record
+
+        return analyze_custom_record(record, self.options, self.scale)
+
+
+def grid_summary(task: CustomGridTask) -> dict[str, Any]:
+    """The levels of every factor (for the CLI's dry listing and the report)."""
+    levels: dict[str, list[str]] = {f: [] for f in GRID_FACTORS}
+    for config in task.grid:
+        for f in GRID_FACTORS:
+            if getattr(config, f) not in levels[f]:
+                levels[f].append(getattr(config, f))
+    return {"configurations": len(task.grid), "levels": levels, "scale": task.scale.name}
+
+
+__all__ = [
+    "GRID_FACTORS",
+    "CustomGridOptions",
+    "CustomGridTask",
+    "Framing",
+    "GridConfiguration",
+    "GridResult",
+    "GridSpec",
+    "point_value",
+]
