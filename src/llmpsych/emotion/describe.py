@@ -235,13 +235,15 @@ async def run_describe_unit(task: EmotionBenchTask, unit: WorkUnit, ctx: ChatCon
     base = task.config.params.model_dump()
     if base.get("max_tokens") is None:
         base["max_tokens"] = 512
-    reply = await ctx.chat(messages, GenerationParams(**base), sample=int(payload["run"]))  # type: ignore[arg-type]
+    reply = await ctx.chat(messages, GenerationParams(**base), sample=int(payload["run"]))
     rule = RefusalRule.build(task.options.refusal_patterns)
     return {
         **payload,
         "reply": reply.text,
         "finish_reason": reply.finish_reason,
         "refusal": rule.reason(reply.text, reply.finish_reason),
+        "n_items": 1,  # for the run summary's valid-answer count: a reply with text is an answer
+        "n_valid": int(bool(reply.text.strip())),
     }
 
 
