@@ -188,6 +188,9 @@ def test_describe_runs_end_to_end_with_store_resume_and_report(tmp_path: Path, s
     redo = llmpsych("analyze", str(out))  # re-analysis reads the store only
     assert redo.returncode == 0, redo.stderr
     assert json.loads((out / "summary.json").read_text())["por"] == por
+    compared = llmpsych("emotionbench", "compare", str(out), "--data-dir", str(seed_data))
+    assert compared.returncode == 2 and "a describe run has refusal rates" in compared.stderr
+    assert len(compared.stderr.strip().splitlines()) == 1
 
 
 def test_describe_refuses_bad_input_in_one_line(tmp_path: Path, seed_data: Path) -> None:

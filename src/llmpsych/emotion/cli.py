@@ -578,6 +578,11 @@ def compare(
             if not summary_file.is_file():
                 raise LlmpsychError(f"{source}: no summary.json (run `llmpsych analyze {source}` first)")
             summaries[source] = json.loads(summary_file.read_text())
+            if summaries[source].get("experiment") == "describe":
+                raise LlmpsychError(
+                    f"{source}: a describe run has refusal rates, no scale scores to compare",
+                    "see its report.md and por.csv",
+                )
     if published is None:  # released files follow the runs when they agree, else the authors' scoring
         run_scorings = {summary_published(s) for s in summaries.values()}
         published = run_scorings.pop() if len(run_scorings) == 1 else True
