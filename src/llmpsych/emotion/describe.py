@@ -331,6 +331,7 @@ def analyze_describe(task: EmotionBenchTask, record: RunRecord) -> list[Path]:
 
     from ..report.charts import grouped_bar_chart
     from ..report.files import atomic_write_text
+    from ..report.html import fenced
     from ..report.run_report import write_run_report
     from ..report.transcripts import write_transcripts
     from .tables import markdown
@@ -393,7 +394,7 @@ def analyze_describe(task: EmotionBenchTask, record: RunRecord) -> list[Path]:
             + ", ".join(f"`{name}`" for name, _ in rule.patterns)
             + f". Refusals by reason: {summary['reasons'] or 'none'}.",
         ),
-        ("Prompt", f"One user message (no system message), e.g.\n\n```text\n{example}\n```"),
+        ("Prompt", f"One user message (no system message), e.g.\n\n{fenced(example)}"),
         ("Units", f"{len(frame)} replies; {failed} units failed."),
     ]
     if figure is not None:
