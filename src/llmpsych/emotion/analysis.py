@@ -11,7 +11,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
@@ -32,6 +32,9 @@ from .report import alignment, heatmap, human_frame
 from .situations import SituationSet
 from .tables import markdown, paper_table
 
+if TYPE_CHECKING:
+    from .finetune import Person
+
 
 class EmotionBenchRun(Protocol):
     """What the analysis reads of the task that ran (the task itself; analysis never builds one)."""
@@ -49,7 +52,7 @@ class EmotionBenchRun(Protocol):
     def prompt_settings(self) -> PromptSettings: ...
 
     @property
-    def heldout_split(self) -> tuple[list[Any], list[Any]]: ...
+    def heldout_split(self) -> tuple[list[Person], list[Person]]: ...
 
 
 def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFrame:

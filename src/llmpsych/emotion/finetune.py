@@ -46,7 +46,7 @@ from .crowd import Respondent
 from .prompts import PromptSettings, build_prompt
 from .situations import Situation, SituationSet
 
-#: Table 5.9 of the thesis (000:1986-1989): negative affect, mean and SD, on the authors' test set.
+#: Table 5.9 of the thesis (000:1987-1988): negative affect, mean and SD, on the authors' test set.
 THESIS_TABLE_5_9: dict[str, dict[str, tuple[float, float]]] = {
     "Human": {"default": (14.2, 6.4), "evoked": (25.9, 9.7)},
     "GPT-3.5 (V)": {"default": (25.9, 0.3), "evoked": (24.8, 8.5)},
@@ -245,7 +245,7 @@ def table_5_9(columns: dict[str, dict[str, Any]], humans: dict[str, Any], measur
 
 
 def thesis_table() -> str:
-    """Table 5.9 as printed (000:1986-1989), for reference."""
+    """Table 5.9 as printed (000:1987-1988), for reference."""
     labels = list(THESIS_TABLE_5_9)
     lines = ["| Models (thesis) | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for state in ("default", "evoked"):

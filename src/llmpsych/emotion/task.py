@@ -20,7 +20,7 @@ import sys
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer
@@ -46,6 +46,9 @@ from .situations import (
     load_situations_file,
     situations_path,
 )
+
+if TYPE_CHECKING:
+    from .finetune import Person
 
 #: The emotion each emotion-specific scale belongs to (spec §2.2).
 SCALE_EMOTION: dict[str, str] = {
@@ -161,7 +164,7 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
         return load_positive_file(self.options.positive, self.situation_set)
 
     @cached_property
-    def heldout_split(self) -> tuple[list[Any], list[Any]]:
+    def heldout_split(self) -> tuple[list[Person], list[Person]]:
         """``(train, test)`` people of ``crowd.xlsx`` (:func:`~llmpsych.emotion.finetune.split_people`)."""
         from .crowd import crowd_path, load_crowd
         from .finetune import split_people
