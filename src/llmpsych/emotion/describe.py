@@ -264,10 +264,12 @@ def reply_frame(results: Iterable[dict[str, Any]], rule: RefusalRule) -> pd.Data
                 "reply_chars": len(r.get("reply") or ""),
             }
         )
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         rows,
         columns=["condition", "factor", "situation", "group", "run", "refused", "reason", "reply_chars"],
     )
+    frame["situation"] = frame["situation"].astype("Int64")  # blank without a situation, never 10.0
+    return frame
 
 
 _RATE_COLUMNS = ("n", "refused", "por_percent", "ci95_low", "ci95_high", "answered_mean_chars")
