@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -205,3 +206,52 @@ def test_describe_refuses_bad_input_in_one_line(tmp_path: Path, seed_data: Path)
         assert done.returncode == 2 and text in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert bodies == []
+
+
+def test_select_from_a_real_panas_run_picks_the_extreme_situations(tmp_path: Path, seed_data: Path) -> None:
+    """A PANAS run whose scripted model feels worst in Anger-1 situation 3 and least positive in
+    situation 7; describe --select-from that run asks about exactly those two."""
+    anger1 = load_situations(seed_data).factor("Anger-1").situations
+    worst, flattest = (" ".join(anger1[k].text.split()) for k in (2, 6))  # prompts collapse whitespace
+
+    def feelings(body: dict[str, Any]) -> str:
+        text = " ".join(body["messages"][-1]["content"].split())
+        if text.startswith("Describe") or " Describe a" in text:
+            asked.append(text)
+            return "A description."
+        na = 5 if worst in text else 2
+        pa = 1 if flattest in text else 3
+        items = [int(k) for k in re.findall(r"(?:^|\s)(\d+)\. [A-Z]", text)]
+        negative = {2, 4, 6, 7, 8, 11, 13, 15, 18, 20}  # PANAS NA items in the data file's order
+        return "\n".join(f"{k}: {na if k in negative else pa}" for k in items)
+
+    asked: list[str] = []
+    panas_run, out = tmp_path / "panas", tmp_path / "describe"
+    with FaultServer(responder=feelings) as server:
+        common = [
+            "-m",
+            "openai-compatible/scripted",
+            "--base-url",
+            server.base_url,
+            "--no-cache",
+            "--no-progress",
+        ]
+        first = llmpsych(
+            "emotionbench", "run", *common, "--factors", "Anger-1", "--situations-per-factor", "0",
+            "--runs", "1", "--default-runs", "2", "--keep-order", "--data-dir", str(seed_data),
+            "--out", str(panas_run),
+        )  # fmt: skip
+        assert first.returncode == 0, first.stderr
+        done = llmpsych(
+            "emotionbench", "describe", *common, "--select-from", str(panas_run), "--select-n", "1",
+            "--groups", "White Male", "--data-dir", str(seed_data), "--out", str(out),
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    situations = [a for a in asked if "shoes" in a]
+    assert len(asked) == 3 and len(situations) == 2
+    assert any(worst in a for a in situations) and any(flattest in a for a in situations)
+    assert json.loads((out / "summary.json").read_text())["por"]["negative"]["n"] == 2
+    rows = list(csv.DictReader((panas_run / "runs.csv").open()))
+    assert sum(r["kind"] == "evoked" for r in rows) == 13  # --situations-per-factor 0: all of Anger-1
+    chosen = [(r["factor"], r["situation"]) for r in csv.DictReader((out / "por_situations.csv").open())]
+    assert sorted(chosen) == [("Anger-1", "3"), ("Anger-1", "7")]

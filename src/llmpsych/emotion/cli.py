@@ -228,7 +228,7 @@ def run(
         return
     flags: dict[str, Any] = {
         "scale": scale,
-        "situations_per_factor": situations_per_factor or None,
+        "situations_per_factor": situations_per_factor,
         "runs": runs,
         "default_runs": default_runs,
         "emotions": _split(emotions),
@@ -243,7 +243,9 @@ def run(
         "alpha": alpha,
     }
     aliases = {"situations": "situations_file", "keep_order": "shuffle"}
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    options = _all_situations(
+        kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    )
     cfg = kit.build_config(
         "emotionbench",
         options=options,
@@ -278,7 +280,9 @@ def _start_run(
     aliases: dict[str, str] | None = None,
 ) -> None:
     """Build the emotionbench run config from a command's flags and start it (shared by the experiments)."""
-    options = kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    options = _all_situations(
+        kit.task_options(ctx, flags, pairs=option, task_config=task_config, aliases=aliases)
+    )
     cfg = kit.build_config(
         "emotionbench",
         options=options,
@@ -348,7 +352,7 @@ def describe(
         "select_from": str(select_from) if select_from else None,
         "select_n": select_n,
         "positive": str(positive) if positive else None,
-        "situations_per_factor": situations_per_factor or None,
+        "situations_per_factor": situations_per_factor,
         "emotions": _split(emotions),
         "factors": _split(factors),
         "runs": runs,
@@ -633,6 +637,14 @@ def compare(
         )
     else:
         echo(text)
+
+
+def _all_situations(options: dict[str, Any]) -> dict[str, Any]:
+    """``--situations-per-factor 0`` means every situation (the option's ``None``; a ``None`` flag would
+    be dropped as not given and the default of 5 would apply)."""
+    if options.get("situations_per_factor") == 0:
+        options["situations_per_factor"] = None
+    return options
 
 
 def _split(value: str | None) -> list[str] | None:
