@@ -3,5 +3,6 @@
 Modules: ``situations`` (the 428 situations and user files), ``released`` (the authors' released run
 CSVs), ``changes`` (scores and the evoked-minus-default tests), ``crowd`` (the human data),
 ``published`` (the papers' numbers, for parity checks), ``prompts``, ``task`` (the run engine task),
-``report`` and ``cli``.
+``describe`` (beyond questionnaires: refusals to describe groups), ``finetune`` (the 866/400 split,
+its export and the held-out evaluation), ``report`` and ``cli``.
 """

@@ -11,7 +11,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
@@ -32,6 +32,9 @@ from .report import alignment, heatmap, human_frame
 from .situations import SituationSet
 from .tables import markdown, paper_table
 
+if TYPE_CHECKING:
+    from .finetune import Person
+
 
 class EmotionBenchRun(Protocol):
     """What the analysis reads of the task that ran (the task itself; analysis never builds one)."""
@@ -47,6 +50,9 @@ class EmotionBenchRun(Protocol):
 
     @property
     def prompt_settings(self) -> PromptSettings: ...
+
+    @property
+    def heldout_split(self) -> tuple[list[Person], list[Person]]: ...
 
 
 def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFrame:
@@ -217,6 +223,9 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
                     markdown(paper_table({"RQ2": rq2}, factor_names)),
                 )
             )
+    if task.options.experiment == "heldout" and "factors" in summary:
+        summary["heldout"], text = heldout_section(task, frame)
+        sections.insert(0, ("Held-out humans (thesis Table 5.9)", text))
     per_group = ", ".join(f"{group} {n}" for group, n in (summary.get("invalid_runs") or {}).items())
     validity = (
         f"{summary.get('valid_runs', int(frame['valid'].sum()))} of {len(frame)} runs valid; "
@@ -269,6 +278,37 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
     )
     title = f"EmotionBench: {task.config.model}"
     return write_run_report(run_dir, title, sections, tables=tables, figures=figures, files=written)
+
+
+def heldout_section(task: EmotionBenchRun, frame: pd.DataFrame) -> tuple[dict[str, Any], str]:
+    """The Table 5.9 cells of a held-out evaluation (model and held-out humans) and their section text."""
+    from .finetune import heldout_summary, human_heldout, table_5_9, thesis_table
+
+    valid = frame[frame["valid"]]
+    scores = {
+        kind: valid[valid["kind"] == kind][["positive", "negative"]].to_dict("records")
+        for kind in ("default", "evoked")
+    }
+    test = task.heldout_split[1]
+    cells = heldout_summary(scores["evoked"], scores["default"], human_heldout(test, task.scale))
+    cells["split"] = {
+        "seed": task.options.split_seed,
+        "test_size": task.options.test_size,
+        "people": len(test),
+    }
+    text = (
+        f"Negative affect (sum of 10 items, 10-50), mean ± SD, on the {len(test)} held-out people "
+        f"(split seed {task.options.split_seed}): the model's default runs and its evoked runs in the "
+        "situations those people read, next to the people's own answers.\n\n"
+        + table_5_9({task.config.model: cells["model"]}, cells["humans"])
+        + "\n\nPositive affect, the same way:\n\n"
+        + table_5_9({task.config.model: cells["model"]}, cells["humans"], "positive")
+        + "\n\nThe thesis's Table 5.9 (its own, unpublished split; GPT-3.5-Turbo and LLaMA-3.1-8B, vanilla "
+        "and fine-tuned):\n\n"
+        + thesis_table()
+        + "\n\nSeveral runs side by side: `llmpsych emotionbench finetune table RUN_DIR ...`."
+    )
+    return cells, text
 
 
 def prompt_record(task: EmotionBenchRun) -> dict[str, Any]:

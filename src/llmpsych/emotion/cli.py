@@ -239,7 +239,7 @@ def run(
         return
     values: dict[str, Any] = {
         "scale": scale,
-        "situations_per_factor": situations_per_factor or None,
+        "situations_per_factor": situations_per_factor,
         "runs": runs,
         "default_runs": default_runs,
         "emotions": _split(emotions),
@@ -255,9 +255,279 @@ def run(
         "alpha": alpha,
     }
     aliases = {"situations": "situations_file", "keep_order": "shuffle"}
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    options = _all_situations(
+        kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    )
     cfg = kit.build_config("emotionbench", flags, options=options, source="emotionbench run")
     kit.finish(kit.start(cfg, flags))
+
+
+def _start_run(
+    ctx: typer.Context,
+    values: dict[str, Any],
+    flags: kit.RunFlags,
+    *,
+    option: list[str] | None,
+    task_config: Path | None,
+    source: str,
+    aliases: dict[str, str] | None = None,
+) -> None:
+    """Build the emotionbench run config from a command's values and flags and start it (shared by the
+    experiments), or resume the run named by ``--resume``."""
+    if flags.resume is not None:
+        kit.finish(kit.resume(ctx, flags))
+        return
+    options = _all_situations(
+        kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    )
+    cfg = kit.build_config("emotionbench", flags, options=options, source=source)
+    kit.finish(kit.start(cfg, flags))
+
+
+@app.command("describe")
+@kit.run_command
+def describe(
+    ctx: typer.Context,
+    model: kit.ModelOpt = None,
+    groups: Annotated[
+        str | None,
+        typer.Option(
+            "--groups", help="Comma-separated groups (default: the thesis's 20, e.g. 'Asian Female')."
+        ),
+    ] = None,
+    select_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--select-from",
+            help="An analysed PANAS run: its --select-n highest-NA and lowest-PA situations "
+            "(the thesis's choice).",
+        ),
+    ] = None,
+    select_n: Annotated[int, typer.Option("--select-n", min=1, help="Situations per criterion.")] = 5,
+    positive: Annotated[
+        Path | None, typer.Option("--positive", help="Positive rewrites file: the positive condition.")
+    ] = None,
+    situations_per_factor: Annotated[
+        int,
+        typer.Option("--situations-per-factor", min=0, help="Without --select-from/--positive (0: all)."),
+    ] = 1,
+    emotions: Annotated[str | None, typer.Option("--emotions", help="Comma-separated emotions.")] = None,
+    factors: Annotated[str | None, typer.Option("--factors", help="Comma-separated factor ids.")] = None,
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Replies per group and situation.")] = 1,
+    situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    data_dir: DataDirOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
+    *,
+    flags: kit.RunFlags,
+) -> None:
+    """Beyond questionnaires (thesis Fig. 5.8): after no, negative and positive situations, ask the model
+    to describe demographic groups; the refusal rate (PoR) per condition and group."""
+    values: dict[str, Any] = {
+        "experiment": "describe",
+        "groups": _split(groups),
+        "select_from": str(select_from) if select_from else None,
+        "select_n": select_n,
+        "positive": str(positive) if positive else None,
+        "situations_per_factor": situations_per_factor,
+        "emotions": _split(emotions),
+        "factors": _split(factors),
+        "runs": runs,
+        "situations_file": str(situations) if situations else None,
+    }
+    _start_run(
+        ctx,
+        values,
+        flags,
+        option=option,
+        task_config=task_config,
+        source="emotionbench describe",
+        aliases={"situations": "situations_file"},
+    )
+
+
+finetune_app = typer.Typer(
+    help="Tuning to align with humans (thesis Table 5.9): the 866/400 split, its export, the evaluation.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.add_typer(finetune_app, name="finetune")
+
+SplitSeedOpt = Annotated[int, typer.Option("--split-seed", min=0, help="Seed of the stratified split.")]
+TestSizeOpt = Annotated[int, typer.Option("--test-size", min=1, help="People held out for testing.")]
+
+
+@finetune_app.command("export")
+def finetune_export(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder for train.jsonl, test.jsonl, split.csv/json.")
+    ],
+    split_seed: SplitSeedOpt = 0,
+    test_size: TestSizeOpt = 400,
+    prompt: Annotated[
+        str, typer.Option("--prompt", help="official or v2 (as the evaluation run).")
+    ] = "official",
+    template: Annotated[
+        str | None, typer.Option("--template", help="romero, serapio-1 or serapio-2 (as the evaluation run).")
+    ] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Write the 866/400 split of crowd.xlsx as OpenAI chat fine-tuning JSONL (the training stays the
+    provider's)."""
+    from .crowd import crowd_path, load_crowd
+    from .finetune import export_split
+    from .prompts import PromptSettings, template_names
+    from .scales import load_scales as load_emotionbench_scales
+    from .situations import load_situations
+
+    if prompt not in ("official", "v2"):
+        raise LlmpsychError(f"unknown --prompt {prompt!r} (use official or v2)")
+    if template is not None and template not in template_names():
+        raise LlmpsychError(f"unknown --template {template!r} (use {', '.join(template_names())})")
+    if out.exists() and not out.is_dir():
+        raise LlmpsychError(f"--out {out} is a file; give a folder")
+    panas = load_emotionbench_scales(data_dir)["PANAS"]
+    crowd_file = crowd_path(data_dir)
+    people = load_crowd(crowd_file, panas)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        situations = load_situations(data_dir)
+    settings = PromptSettings(prompt, template=template)  # type: ignore[arg-type]
+    info = export_split(
+        people,
+        panas,
+        situations,
+        out,
+        crowd_file=crowd_file,
+        test_size=test_size,
+        seed=split_seed,
+        settings=settings,
+    )
+    train, test = info["train"], info["test"]
+    console.print(
+        f"train: {train['people']} people, {train['examples']} examples; test: {test['people']} people, "
+        f"{test['examples']} examples (split seed {split_seed}); wrote {terminal_text(out)}/train.jsonl, "
+        "test.jsonl, split.csv, split.json",
+        markup=False,
+    )
+
+
+@finetune_app.command("evaluate")
+@kit.run_command
+def finetune_evaluate(
+    ctx: typer.Context,
+    model: kit.ModelOpt = None,
+    split_seed: SplitSeedOpt = 0,
+    test_size: TestSizeOpt = 400,
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Evoked runs per held-out person.")] = 1,
+    default_runs: Annotated[
+        int | None, typer.Option("--default-runs", min=2, help="Default runs (50 by default).")
+    ] = None,
+    prompt: Annotated[str, typer.Option("--prompt", help="official or v2 (as the export).")] = "official",
+    template: Annotated[str | None, typer.Option("--template", help="As the export.")] = None,
+    keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
+    option: kit.OptionOpt = None,
+    task_config: kit.TaskConfigOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    concurrency: kit.ConcurrencyOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    seed: kit.SeedOpt = None,
+    data_dir: DataDirOpt = None,
+    out: kit.OutOpt = None,
+    resume: kit.ResumeOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+    executor: kit.ExecutorOpt = None,
+    ray_address: kit.RayAddressOpt = None,
+    actors: kit.ActorsOpt = None,
+    actor_cpus: kit.ActorCpusOpt = None,
+    actor_threads: kit.ActorThreadsOpt = None,
+    *,
+    flags: kit.RunFlags,
+) -> None:
+    """Run any model (vanilla or fine-tuned) on the held-out people's situations; the report holds the
+    thesis's Table 5.9 rows (negative affect, default and evoked) next to those people."""
+    values: dict[str, Any] = {
+        "experiment": "heldout",
+        "scale": "PANAS",
+        "split_seed": split_seed,
+        "test_size": test_size,
+        "runs": runs,
+        "default_runs": default_runs,
+        "prompt": prompt,
+        "template": template,
+        "shuffle": not keep_order,
+    }
+    _start_run(
+        ctx,
+        values,
+        flags,
+        option=option,
+        task_config=task_config,
+        source="emotionbench finetune evaluate",
+        aliases={"keep_order": "shuffle"},
+    )
+
+
+@finetune_app.command("table")
+def finetune_table(
+    run_dirs: Annotated[list[Path], typer.Argument(help="Analysed finetune-evaluate run directories.")],
+    label: Annotated[
+        list[str] | None, typer.Option("--label", help="Column label per run directory, in order.")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Table 5.9 from several evaluation runs (e.g. vanilla and fine-tuned) next to the held-out humans."""
+    from .finetune import table_5_9, thesis_table
+
+    if label and len(label) != len(run_dirs):
+        raise LlmpsychError(f"{len(label)} --label for {len(run_dirs)} run directories; give one per run")
+    columns: dict[str, dict[str, Any]] = {}
+    humans: dict[str, Any] | None = None
+    split: dict[str, Any] | None = None
+    for k, run_dir in enumerate(run_dirs):
+        summary_file = run_dir / "summary.json"
+        if not summary_file.is_file():
+            raise LlmpsychError(f"{run_dir}: no summary.json (run `llmpsych analyze {run_dir}` first)")
+        try:
+            summary = json.loads(summary_file.read_text(encoding="utf-8"))
+            cells = summary["heldout"]
+            model_cells, its_split = cells["model"], cells["split"]
+        except (ValueError, KeyError, TypeError):
+            raise LlmpsychError(
+                f"{run_dir}: not a held-out evaluation (run `llmpsych emotionbench finetune evaluate`)"
+            ) from None
+        if split is not None and its_split != split:
+            raise LlmpsychError(
+                f"{run_dir}: split {its_split} differs from the first run's {split}",
+                "compare runs on one split",
+            )
+        split, humans = its_split, cells["humans"]
+        name = label[k] if label else f"{summary.get('model', '?')} ({run_dir.name})"
+        columns[terminal_text(name, markup=False, one_line=True).replace("|", "\\|")] = model_cells
+    assert humans is not None and split is not None
+    if as_json:
+        _print_json({"split": split, "humans": humans, "models": columns})
+        return
+    echo(f"Held-out people: {split['people']} (split seed {split['seed']}); negative affect, mean ± SD\n")
+    echo(table_5_9(columns, humans))
+    echo("\nThe thesis (its own split, not published):\n")
+    echo(thesis_table())
 
 
 @app.command("compare")
@@ -292,6 +562,11 @@ def compare(
             if not summary_file.is_file():
                 raise LlmpsychError(f"{source}: no summary.json (run `llmpsych analyze {source}` first)")
             summaries[source] = json.loads(summary_file.read_text())
+            if summaries[source].get("experiment") == "describe":
+                raise LlmpsychError(
+                    f"{source}: a describe run has refusal rates, no scale scores to compare",
+                    "see its report.md and por.csv",
+                )
     if published is None:  # released files follow the runs when they agree, else the authors' scoring
         run_scorings = {summary_published(s) for s in summaries.values()}
         published = run_scorings.pop() if len(run_scorings) == 1 else True
@@ -342,6 +617,14 @@ def compare(
         )
     else:
         echo(text)
+
+
+def _all_situations(options: dict[str, Any]) -> dict[str, Any]:
+    """``--situations-per-factor 0`` means every situation (the option's ``None``; a ``None`` flag would
+    be dropped as not given and the default of 5 would apply)."""
+    if options.get("situations_per_factor") == 0:
+        options["situations_per_factor"] = None
+    return options
 
 
 def _split(value: str | None) -> list[str] | None:

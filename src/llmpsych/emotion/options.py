@@ -40,6 +40,25 @@ class EmotionBenchOptions(BaseModel):
     instructions_template: str | None = None
     situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
     positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
+    experiment: Literal["scales", "describe", "heldout"] = Field(
+        default="scales",
+        description="scales: the questionnaire benchmark; describe: beyond questionnaires (refusals to "
+        "describe demographic groups, Fig. 5.8); heldout: the 400 held-out humans' situations (Table 5.9)",
+    )
+    groups: list[str] | None = Field(
+        default=None, description="describe: the groups to describe (default: the thesis's 20)"
+    )
+    select_from: str | None = Field(
+        default=None,
+        description="describe: an analysed PANAS run whose select_n highest-NA and lowest-PA situations "
+        "are the negative ones (the thesis's choice)",
+    )
+    select_n: int = Field(default=5, ge=1, le=100, description="describe: situations per criterion")
+    refusal_patterns: list[str] | None = Field(
+        default=None, description="describe: own refusal patterns (regular expressions), added to ours"
+    )
+    split_seed: int = Field(default=0, ge=0, description="heldout: seed of the 866/400 split of crowd.xlsx")
+    test_size: int = Field(default=400, ge=1, description="heldout: people held out (400 in the thesis)")
     max_reasks: int = Field(default=2, ge=0, le=10)
     alpha: float = Field(default=0.01, gt=0, lt=1)
     published: bool = Field(

@@ -21,7 +21,7 @@ import sys
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer
@@ -48,6 +48,9 @@ from .situations import (
     load_situations_file,
     situations_path,
 )
+
+if TYPE_CHECKING:
+    from .finetune import Person
 
 #: The emotion each emotion-specific scale belongs to (spec §2.2).
 SCALE_EMOTION: dict[str, str] = {
@@ -132,6 +135,10 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
         files.append(Path(self.options.situations_file) if self.options.situations_file else self._official())
         if self.options.positive:
             files.append(Path(self.options.positive))
+        if self.options.experiment == "heldout":
+            from .crowd import crowd_path
+
+            files.append(crowd_path(self.config.data_dir))
         return files
 
     def _official(self) -> Path:
@@ -199,6 +206,26 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             return []
         return load_positive_file(self.options.positive, self.situation_set)
 
+    @cached_property
+    def heldout_split(self) -> tuple[list[Person], list[Person]]:
+        """``(train, test)`` people of ``crowd.xlsx`` (:func:`~llmpsych.emotion.finetune.split_people`)."""
+        from .crowd import crowd_path, load_crowd
+        from .finetune import split_people
+
+        people = load_crowd(crowd_path(self.config.data_dir), self.scale)
+        return split_people(people, self.options.test_size, self.options.split_seed)
+
+    @cached_property
+    def describe_negatives(self) -> list[Situation]:
+        """The negative situations of the describe experiment (see :mod:`~llmpsych.emotion.describe`)."""
+        from .describe import select_from_run
+
+        if self.options.select_from:
+            return select_from_run(self.options.select_from, self.situation_set, self.options.select_n)
+        if self.positive_pairs:
+            return list({p.original.key: p.original for p in self.positive_pairs}.values())
+        return self.selected
+
     @property
     def n_default(self) -> int:
         """Number of default runs."""
@@ -216,6 +243,21 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
 
     # -- units -----------------------------------------------------------------------------------
     def units(self) -> list[WorkUnit]:
+        if self.options.experiment == "describe":
+            from .describe import RefusalRule, check_groups, describe_messages, describe_units
+
+            describe_messages("a situation", "a group", self.prompt_settings)  # a bad own template fails here
+            RefusalRule.build(self.options.refusal_patterns)  # and a bad own pattern
+            return describe_units(
+                check_groups(self.options.groups),
+                self.options.runs,
+                self.describe_negatives,
+                self.positive_pairs,
+            )
+        if self.options.experiment == "heldout" and (self.scale.name != "PANAS" or self.options.positive):
+            raise ConfigError(
+                "experiment heldout: the held-out humans answered PANAS", "use scale PANAS without positive"
+            )
         for probe in (None, "a situation"):  # a bad own template fails here, before any request
             build_prompt(self.scale, probe, self.prompt_settings)
         units = [
@@ -232,6 +274,10 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
                     f"positive/{pair.original.key}/p{i:02d}", "positive", pair.original, pair.positive
                 )
             return units
+        if self.options.experiment == "heldout":
+            from .finetune import heldout_units
+
+            return units + heldout_units(self.heldout_split[1], self.situation_set, self.options.runs)
         for situation in self.selected:
             units += self._situation_units(situation.key, "evoked", situation)
         return units
@@ -250,6 +296,10 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
         ]
 
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
+        if unit.payload.get("experiment") == "describe":
+            from .describe import run_describe_unit
+
+            return await run_describe_unit(self, unit, ctx)
         scale = self.scale
         payload = unit.payload
         order = list(scale.item_indices)
@@ -288,6 +338,10 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
 
     # -- analysis --------------------------------------------------------------------------------
     def analyze(self, record: RunRecord) -> list[Path]:
+        if self.options.experiment == "describe":
+            from .describe import analyze_describe
+
+            return analyze_describe(self, record)
         from .analysis import analyze_record
 
         return analyze_record(self, record)
