@@ -1,4 +1,4 @@
-"""``llmpsych scales``: list, show, corrections, validate (mounted by the main command line)."""
+"""``llmpsych scales``: list, show, corrections, validate, translate (mounted by the main command line)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .scale import Scale
 
 app = typer.Typer(
-    help="Psychometric scales: list, show, corrections, validate.",
+    help="Psychometric scales: list, show, corrections, validate, translate.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -23,7 +23,7 @@ app = typer.Typer(
 
 @app.callback()
 def scales(debug: kit.DebugOpt = False) -> None:
-    """Psychometric scales: list, show, corrections, validate."""
+    """Psychometric scales: list, show, corrections, validate, translate."""
 
 
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
@@ -208,3 +208,84 @@ def validate_file(
             highlight=False,
         )
     console.print(f"[green]{terminal_text(file)}: {len(scales)} valid scale(s)[/green]", highlight=False)
+
+
+@app.command("translate")
+def translate_file(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Argument(help="A scale file: llmpsych YAML/JSON, or the official JSON format.")
+    ],
+    to: Annotated[
+        str | None, typer.Option("--to", help="Target language: an ISO code such as de, or a language name.")
+    ] = None,
+    paraphrase: Annotated[
+        int | None,
+        typer.Option(
+            "--paraphrase",
+            min=1,
+            max=20,
+            help="Instead of translating: N new wordings per item, same language.",
+        ),
+    ] = None,
+    source_language: Annotated[
+        str | None, typer.Option("--from", help="The file's language, when the file names none.")
+    ] = None,
+    model: kit.ModelOpt = None,
+    back_model: Annotated[
+        str | None,
+        typer.Option("--back-model", help="Model spec that translates back (default: the --model)."),
+    ] = None,
+    base_url: kit.BaseUrlOpt = None,
+    out_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-file", help="Also write the new scale file here (it is always in the run folder)."
+        ),
+    ] = None,
+    option: kit.OptionOpt = None,
+    out: kit.OutOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    seed: kit.SeedOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Translate a scale file into another language (with back-translation and an agreement report), or
+    write new item wordings with --paraphrase N; exits 1 naming the texts without a usable reply."""
+    import shutil
+
+    from .translate import output_name
+
+    if (to is None) == (paraphrase is None):
+        raise LlmpsychError("give either --to LANGUAGE or --paraphrase N", "e.g. --to de")
+    if out_file is not None and out_file.exists():
+        raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
+    flags = {
+        "scale_file": str(file),
+        "to": to,
+        "paraphrase": paraphrase,
+        "source_language": source_language,
+    }
+    options = kit.task_options(ctx, flags, pairs=option)
+    cfg = kit.build_config(
+        "translate",
+        options=options,
+        model=model,
+        models={"back": back_model} if back_model else None,
+        base_url=base_url,
+        seed=seed,
+        no_cache=no_cache,
+        temperature=temperature,
+        source="scales translate",
+    )
+    outcome = kit.start(cfg, out, progress, name=f"translate-{file.stem}")
+    failed = kit.print_outcome(outcome)
+    from .translate import TranslateOptions
+
+    written = outcome.run_dir / output_name(file, TranslateOptions.model_validate(cfg.options))
+    if out_file is not None and written.is_file():
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(written, out_file)
+        console.print(f"wrote {terminal_text(out_file)}")
+    kit.exit_if_failed(failed)
