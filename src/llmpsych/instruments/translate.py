@@ -196,15 +196,19 @@ class TranslateOptions(BaseModel):
 
     @model_validator(mode="after")
     def _mode(self) -> TranslateOptions:
+        """Exactly one of ``to`` and ``paraphrase``; a translation needs each scale's source language.
+
+        Raised as :class:`ConfigError` (not wrapped by pydantic) so the line reads as written."""
         if self.paraphrase and self.to is not None:
-            raise ValueError("give either a target language (to) or paraphrase, not both")
+            raise ConfigError("give either a target language (--to) or --paraphrase N, not both")
         if not self.paraphrase and not (self.to and self.to.strip()):
-            raise ValueError("give a target language (to), or paraphrase: N")
+            raise ConfigError("give a target language (--to LANGUAGE), or --paraphrase N")
         if not self.paraphrase:
             for scale in self.scale_file.scales():
                 if not (self.source_language or scale.language):
-                    raise ValueError(
-                        f"scale {scale.name!r} names no language: give the source language (--from)"
+                    raise ConfigError(
+                        f"{self.scale_file.path}: scale {scale.name!r} names no language",
+                        "give the source language with --from (e.g. --from en), or add language: to the file",
                     )
         return self
 
