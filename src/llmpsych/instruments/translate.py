@@ -316,7 +316,8 @@ class TranslateTask(Task[TranslateOptions]):
     async def _paraphrase(self, ctx: ChatContext, p: dict[str, Any], scale: Scale, what: str) -> Any:
         language = language_name(scale.language or self.options.source_language or "the same language")
         versions: list[str] = []
-        asks, rejected = 0, []
+        asks = 0
+        rejected: list[str] = []
 
         def new(text: str) -> str | None:
             seen = [p["text"], *versions]
