@@ -8,6 +8,7 @@ and answers some texts with the kinds of replies small models give.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -265,3 +266,55 @@ def test_a_file_without_language_needs_from(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode != 0 and "names no language" in done.stderr and "--from" in done.stderr
+
+
+# -- the optional native fields ---------------------------------------------------------------------------
+VERSIONED = DESK_YAML.replace(
+    "  - {index: 1, text: My desk is clear at the end of the day.}",
+    "  - {index: 1, text: My desk is clear at the end of the day., versions: [At night my desk is bare.]}",
+)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_new_fields_round_trip(tmp_path: Path, suffix: str) -> None:
+    from llmpsych.instruments import write_scale_file
+
+    text = VERSIONED.replace("n: 40, citation", "n: 40, language: en, citation").replace(
+        "language: en\nresponse", "language: de\ntranslated_from: en\nresponse"
+    )
+    text += (
+        "translation: {mode: translate, model: m, back_model: b, date: '2026-01-02',\n"
+        "  source_file: desk.yaml, source_sha256: abc, measure: dice,\n"
+        "  back_translations: {title: Desk habits}}\n"
+    )
+    [scale] = load_scale_file(desk_file(tmp_path, text))
+    assert scale.items[0].versions == ("At night my desk is bare.",) and scale.items[1].versions == ()
+    assert scale.translated_from == "en" and scale.subscales[0].norms[0].language == "en"
+    assert scale.translation is not None and scale.translation.back_translations == {"title": "Desk habits"}
+    again = write_scale_file([scale], tmp_path / f"copy{suffix}")
+    [copy] = load_scale_file(again)
+    assert copy == scale.__class__(**{**scale.__dict__, "origin": str(again)})
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("versions: [At night my desk is bare.]", "versions: At night", "'versions' must be a list of texts"),
+        ("versions: [At night my desk is bare.]", "versions: ['', x]", "version #1 must be non-empty text"),
+        ("versions: [At night my desk is bare.]", "back_translation: 3", "'back_translation' must be text"),
+        ("n: 40, citation", "n: 40, language: 7, citation", "'language' must be text"),
+        ("scoring: AVG", "scoring: AVG\ntranslation: {mode: guess}", "translation: missing field 'model'"),
+        (
+            "scoring: AVG",
+            "scoring: AVG\ntranslation: {mode: guess, model: m, date: d, source_file: f, source_sha256: s,"
+            " measure: x}",
+            "'mode' must be translate or paraphrase",
+        ),
+    ],
+)
+def test_new_fields_are_checked(tmp_path: Path, old: str, new: str, message: str) -> None:
+    from llmpsych.errors import DataError
+
+    path = desk_file(tmp_path, VERSIONED.replace(old, new))
+    with pytest.raises(DataError, match=re.escape(message)):
+        load_scale_file(path)
