@@ -318,3 +318,67 @@ def test_new_fields_are_checked(tmp_path: Path, old: str, new: str, message: str
     path = desk_file(tmp_path, VERSIONED.replace(old, new))
     with pytest.raises(DataError, match=re.escape(message)):
         load_scale_file(path)
+
+
+def _answers(body: dict) -> str:
+    """PsychoBench's side of the scripted server: every listed statement answered 3; translation requests
+    go to :func:`scripted`."""
+    last = body["messages"][-1]["content"]
+    if last.startswith(("Translate this", "Write one new wording")) or "cannot be used" in last:
+        return scripted(body)
+    return "\n".join(f"{n}: 3" for n in re.findall(r"^(\d+)\. ", last, re.MULTILINE))
+
+
+def test_a_run_with_a_scale_and_its_translation_groups_by_language(app, tmp_path: Path) -> None:
+    source = desk_file(
+        tmp_path, DESK_YAML.replace("I sort my mail the day it comes.", "I answer letters at once.")
+    )
+    out = tmp_path / "tr"
+    with FaultServer(responder=_answers) as server:
+        result = translate(app, server, str(source), "--to", "de", "--name-suffix", "-de", "--out", str(out))
+        assert result.exit_code == 0, result.output
+        [german] = load_scale_file(out / "desk.de.yaml")
+        assert german.name == "DESK-de" and german.language == "de"
+        run = tmp_path / "run"
+        result = CliRunner().invoke(
+            app,
+            ["psychobench", "run", "--scale-file", str(source), "--scale-file", str(out / "desk.de.yaml")]
+            + ["-m", "openai-compatible/scripted", "--base-url", server.base_url, "--runs", "2"]
+            + ["--out", str(run), "--no-cache", "--no-progress"],
+        )
+    assert result.exit_code == 0, result.output
+    [run_dir] = [d for d in run.iterdir() if d.is_dir()]
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert summary[["scale", "language"]].drop_duplicates().values.tolist() == [
+        ["DESK", "en"],
+        ["DESK-de", "de"],
+    ]
+    assert (summary["mean"] == 3).all()
+    report = (run_dir / "report.md").read_text()
+    by_language = report.split("## Scores by language")[1].split("\n## ")[0]
+    assert by_language.index("| de ") < by_language.index("| en ")
+    # one language only: no such section
+    assert "Scores by language" not in _single_language_report(app, tmp_path, source)
+
+
+def _single_language_report(app, tmp_path: Path, source: Path) -> str:
+    run = tmp_path / "single"
+    with FaultServer(responder=_answers) as server:
+        result = CliRunner().invoke(
+            app,
+            ["psychobench", "run", "--scale-file", str(source), "-m", "openai-compatible/scripted"]
+            + [
+                "--base-url",
+                server.base_url,
+                "--runs",
+                "2",
+                "--out",
+                str(run),
+                "--no-cache",
+                "--no-progress",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    [run_dir] = [d for d in run.iterdir() if d.is_dir()]
+    assert pd.read_csv(run_dir / "summary.csv")["language"].unique().tolist() == ["en"]
+    return (run_dir / "report.md").read_text()

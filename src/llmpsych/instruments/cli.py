@@ -243,6 +243,10 @@ def translate_file(
             "--out-file", help="Also write the new scale file here (it is always in the run folder)."
         ),
     ] = None,
+    name_suffix: Annotated[
+        str | None,
+        typer.Option("--name-suffix", help="Append this to each scale's name in the new file (e.g. -de)."),
+    ] = None,
     option: kit.OptionOpt = None,
     out: kit.OutOpt = None,
     no_cache: kit.NoCacheOpt = False,
@@ -266,6 +270,7 @@ def translate_file(
         "to": to,
         "paraphrase": paraphrase,
         "source_language": source_language,
+        "name_suffix": name_suffix,
     }
     options = kit.task_options(ctx, flags, pairs=option)
     cfg = kit.build_config(

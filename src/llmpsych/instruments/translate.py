@@ -193,6 +193,12 @@ class TranslateOptions(BaseModel):
     max_reasks: int = Field(default=2, ge=0, le=10)
     max_tokens: int = Field(default=512, ge=16)
     lowest: int = Field(default=10, ge=1, le=1000, description="lowest-agreement texts listed for review")
+    name_suffix: str = Field(
+        default="",
+        max_length=40,
+        description="appended to each scale's name in the new file (e.g. -de), so that a run can hold "
+        "the source and the translation side by side",
+    )
 
     @model_validator(mode="after")
     def _mode(self) -> TranslateOptions:
@@ -405,7 +411,7 @@ def translated_scale(
             )
             for i in scale.items
         )
-        return _replace(scale, items=items, translation=record)
+        return _replace(scale, name=scale.name + o.name_suffix, items=items, translation=record)
 
     def text(key: str) -> str:
         return str(results[key].text)
@@ -435,6 +441,7 @@ def translated_scale(
     labels = {level: text(f"label {level}") for level in scale.level_labels}
     return _replace(
         scale,
+        name=scale.name + o.name_suffix,
         items=items,
         subscales=subscales,
         level_labels=labels,
