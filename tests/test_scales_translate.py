@@ -178,7 +178,7 @@ def test_translation_writes_a_valid_file_with_back_translations(app, server, tmp
     lowest = report.split("review these first")[1]
     assert lowest.index("| title") < lowest.index("| item 1")  # the lowest agreement is listed first
     assert (out / "report.html").is_file()
-    assert "Scale file:" in result.output and "review first: title" in result.output
+    assert "Translated file:" in result.output and "review first: title" in result.output
 
 
 def test_a_text_without_usable_reply_fails_the_command_naming_it(app, server, tmp_path: Path) -> None:
@@ -189,7 +189,7 @@ def test_a_text_without_usable_reply_fails_the_command_naming_it(app, server, tm
     assert "DESK/item-4" in result.output and "no usable reply after 3 asks" in result.output
     assert not (out / "desk.de.yaml").exists()  # no partial scale file
     summary = json.loads((out / "translation.json").read_text())
-    assert summary["failed"] == ["DESK/item-4"] and summary["scale_file"] is None
+    assert summary["failed"] == ["DESK/item-4"] and summary["file"] is None
     assert "Failed texts" in (out / "report.md").read_text()
     # a resume asks the failed text again (the scripted reply is still too long)
     assert resume_run(out, False).summary.failed == 1
@@ -382,3 +382,66 @@ def _single_language_report(app, tmp_path: Path, source: Path) -> str:
     [run_dir] = [d for d in run.iterdir() if d.is_dir()]
     assert pd.read_csv(run_dir / "summary.csv")["language"].unique().tolist() == ["en"]
     return (run_dir / "report.md").read_text()
+
+
+# -- EmotionBench situations ------------------------------------------------------------------------------
+SITUATIONS = {
+    "emotions": [
+        {
+            "name": "Anger",
+            "factors": [
+                {
+                    "name": "Queues",
+                    "scenarios": ["Someone cuts in line ahead of you.", "  ", "Your bus leaves early."],
+                }
+            ],
+        },
+        {"name": "Fear", "factors": [{"name": "Night", "scenarios": ["A door creaks in an empty house."]}]},
+    ]
+}
+
+
+def test_situations_translate_into_a_file_emotionbench_reads(app, server, tmp_path: Path) -> None:
+    from llmpsych.emotion.situations import load_situations_file
+
+    source = tmp_path / "mine.json"
+    source.write_text(json.dumps(SITUATIONS), encoding="utf-8")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        ["emotionbench", "translate", str(source), "--to", "de", "--from", "en", "-m", "openai-compatible/s"]
+        + ["--base-url", server.base_url, "--out", str(out), "--no-progress", "--no-cache"],
+    )
+    assert result.exit_code == 0, result.output
+    written = out / "mine.de.json"
+    data = json.loads(written.read_text())
+    assert data["language"] == "de" and data["translated_from"] == "en"
+    assert (
+        data["translation"]["model"] == "openai-compatible/s" and data["translation"]["mode"] == "translate"
+    )
+    queues = data["emotions"][0]["factors"][0]
+    assert queues["scenarios"] == ["DE Someone cuts in line ahead of you.", "  ", "DE Your bus leaves early."]
+    assert queues["back_translations"] == ["Someone cuts in line ahead of you.", "", "Your bus leaves early."]
+    loaded = load_situations_file(written, check_counts=False)
+    assert [s.key for f in loaded.factors for s in f.situations] == [
+        "Anger-1/s01",
+        "Anger-1/s03",
+        "Fear-1/s01",
+    ]
+    assert pd.read_csv(out / "agreement.csv")["text"].tolist() == ["Anger-1/s01", "Anger-1/s03", "Fear-1/s01"]
+    assert "situations" in (out / "report.md").read_text()
+
+
+def test_situations_need_a_source_language_and_json(tmp_path: Path) -> None:
+    source = tmp_path / "mine.json"
+    source.write_text(json.dumps(SITUATIONS), encoding="utf-8")
+    csv_file = tmp_path / "mine.csv"
+    csv_file.write_text("Anger-1\nQueues\nx\n", encoding="utf-8")
+    for path, message in ((source, "names no language"), (csv_file, "only the JSON form")):
+        done = subprocess.run(
+            [sys.executable, "-m", "llmpsych", "emotionbench", "translate", str(path), "--to", "de"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -210,15 +210,26 @@ def validate_file(
     console.print(f"[green]{terminal_text(file)}: {len(scales)} valid scale(s)[/green]", highlight=False)
 
 
+ToOpt = Annotated[
+    str | None, typer.Option("--to", help="Target language: an ISO code such as de, or a language name.")
+]
+FromOpt = Annotated[str | None, typer.Option("--from", help="The file's language, when the file names none.")]
+BackModelOpt = Annotated[
+    str | None, typer.Option("--back-model", help="Model spec that translates back (default: the --model).")
+]
+OutFileOpt = Annotated[
+    Path | None,
+    typer.Option("--out-file", help="Also write the new file here (it is always in the run folder)."),
+]
+
+
 @app.command("translate")
 def translate_file(
     ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(help="A scale file: llmpsych YAML/JSON, or the official JSON format.")
     ],
-    to: Annotated[
-        str | None, typer.Option("--to", help="Target language: an ISO code such as de, or a language name.")
-    ] = None,
+    to: ToOpt = None,
     paraphrase: Annotated[
         int | None,
         typer.Option(
@@ -228,21 +239,11 @@ def translate_file(
             help="Instead of translating: N new wordings per item, same language.",
         ),
     ] = None,
-    source_language: Annotated[
-        str | None, typer.Option("--from", help="The file's language, when the file names none.")
-    ] = None,
+    source_language: FromOpt = None,
     model: kit.ModelOpt = None,
-    back_model: Annotated[
-        str | None,
-        typer.Option("--back-model", help="Model spec that translates back (default: the --model)."),
-    ] = None,
+    back_model: BackModelOpt = None,
     base_url: kit.BaseUrlOpt = None,
-    out_file: Annotated[
-        Path | None,
-        typer.Option(
-            "--out-file", help="Also write the new scale file here (it is always in the run folder)."
-        ),
-    ] = None,
+    out_file: OutFileOpt = None,
     name_suffix: Annotated[
         str | None,
         typer.Option("--name-suffix", help="Append this to each scale's name in the new file (e.g. -de)."),
@@ -257,14 +258,8 @@ def translate_file(
 ) -> None:
     """Translate a scale file into another language (with back-translation and an agreement report), or
     write new item wordings with --paraphrase N; exits 1 naming the texts without a usable reply."""
-    import shutil
-
-    from .translate import output_name
-
     if (to is None) == (paraphrase is None):
         raise LlmpsychError("give either --to LANGUAGE or --paraphrase N", "e.g. --to de")
-    if out_file is not None and out_file.exists():
-        raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
     flags = {
         "scale_file": str(file),
         "to": to,
@@ -272,6 +267,58 @@ def translate_file(
         "source_language": source_language,
         "name_suffix": name_suffix,
     }
+    run_translation(ctx, flags, file, model, back_model, base_url, out_file, option, out, no_cache, seed,
+                    temperature, progress)  # fmt: skip
+
+
+def translate_situations(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A situations file in EmotionBench's JSON form.")],
+    to: ToOpt = None,
+    source_language: FromOpt = None,
+    model: kit.ModelOpt = None,
+    back_model: BackModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    out_file: OutFileOpt = None,
+    option: kit.OptionOpt = None,
+    out: kit.OutOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    seed: kit.SeedOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Translate an EmotionBench situations file (with back-translation and an agreement report); exits 1
+    naming the situations without a usable reply."""
+    if to is None:
+        raise LlmpsychError("give the target language with --to", "e.g. --to de")
+    flags = {"situations_file": str(file), "to": to, "source_language": source_language}
+    run_translation(ctx, flags, file, model, back_model, base_url, out_file, option, out, no_cache, seed,
+                    temperature, progress)  # fmt: skip
+
+
+def run_translation(
+    ctx: typer.Context,
+    flags: dict[str, Any],
+    file: Path,
+    model: str | None,
+    back_model: str | None,
+    base_url: str | None,
+    out_file: Path | None,
+    option: list[str] | None,
+    out: Path | None,
+    no_cache: bool,
+    seed: int | None,
+    temperature: float | None,
+    progress: bool,
+) -> None:
+    """The shared body of the translate commands: one ``translate`` run, its outcome, the copy to
+    ``--out-file``, and exit status 1 when texts failed."""
+    import json
+    import shutil
+
+    if out_file is not None and out_file.exists():
+        raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
     options = kit.task_options(ctx, flags, pairs=option)
     cfg = kit.build_config(
         "translate",
@@ -282,14 +329,13 @@ def translate_file(
         seed=seed,
         no_cache=no_cache,
         temperature=temperature,
-        source="scales translate",
+        source="translate",
     )
     outcome = kit.start(cfg, out, progress, name=f"translate-{file.stem}")
     failed = kit.print_outcome(outcome)
-    from .translate import TranslateOptions
-
-    written = outcome.run_dir / output_name(file, TranslateOptions.model_validate(cfg.options))
-    if out_file is not None and written.is_file():
+    summary = outcome.run_dir / "translation.json"
+    written = json.loads(summary.read_text(encoding="utf-8")).get("file") if summary.is_file() else None
+    if out_file is not None and written:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(written, out_file)
         console.print(f"wrote {terminal_text(out_file)}")

@@ -314,7 +314,7 @@ def scale_to_native(scale: Scale) -> dict[str, Any]:
             {"field": c.field, "old": c.old, "new": c.new, "reason": c.reason} for c in scale.corrections
         ]
     if scale.translation is not None:
-        out["translation"] = _translation_to_native(scale.translation)
+        out["translation"] = translation_to_native(scale.translation)
     return out
 
 
@@ -342,7 +342,8 @@ def _item_to_native(item: Item) -> dict[str, Any]:
     return out
 
 
-def _translation_to_native(t: Translation) -> dict[str, Any]:
+def translation_to_native(t: Translation) -> dict[str, Any]:
+    """The native mapping of a translation record (also written into translated situations files)."""
     out: dict[str, Any] = {"mode": t.mode, "model": t.model}
     if t.back_model is not None:
         out["back_model"] = t.back_model

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import ConfigError, LlmpsychError
+from ..errors import ConfigError, DataError, LlmpsychError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..report.files import atomic_write_text
@@ -34,7 +34,14 @@ from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
-from .native import load_scale_text, record_scale_file, sha256_text, write_scale_file
+from .native import (
+    MAX_SCALE_FILE_BYTES,
+    load_scale_text,
+    record_scale_file,
+    sha256_text,
+    translation_to_native,
+    write_scale_file,
+)
 from .scale import Item, NormGroup, Scale, Subscale, Translation
 
 #: How agreement is measured (recorded in the translated file and the report).
@@ -62,7 +69,11 @@ _KINDS = {
     "system_prompt": "system prompt",
     "label": "answer-option label",
     "item": "statement",
+    "situation": "situation (a scenario the respondent imagines being in)",
 }
+
+#: The pseudo-scale name of a situations file's units.
+SITUATIONS = "situations"
 _QUOTES = {
     '"': '"',
     "'": "'",
@@ -181,12 +192,70 @@ class ScaleSource(BaseModel):
         return load_scale_text(self.content, origin=self.path, suffix=Path(self.path).suffix)
 
 
+class SituationsSource(BaseModel):
+    """An EmotionBench situations file (the JSON form) as the run config stores it; a path is read once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if isinstance(value, str | Path):
+            file = Path(value)
+            if file.suffix.lower() != ".json":
+                raise DataError(f"{file}: only the JSON form of a situations file translates", "convert it")
+            if not file.is_file():
+                raise DataError(f"{file}: situations file not found")
+            raw = file.read_bytes()
+            if len(raw) > MAX_SCALE_FILE_BYTES:
+                raise DataError(f"{file}: {len(raw):,} bytes, more than {MAX_SCALE_FILE_BYTES:,}")
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DataError(f"{file}: not UTF-8 text") from None
+            return {"path": str(file.resolve()), "sha256": sha256_text(text), "content": text}
+        return value
+
+    @model_validator(mode="after")
+    def _intact(self) -> SituationsSource:
+        if sha256_text(self.content) != self.sha256:
+            raise ConfigError(f"the stored text of situations file {self.path} does not match its sha256")
+        self.situations()
+        return self
+
+    def data(self) -> Any:
+        """The parsed JSON."""
+        try:
+            return json.loads(self.content)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{self.path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+
+    def situations(self) -> list[tuple[str, str]]:
+        """``(key, text)`` of every situation (``Anger-1/s03``), read by EmotionBench's own loader."""
+        from ..emotion.situations import situations_from_json
+
+        loaded = situations_from_json(self.data(), self.path, check_counts=False)
+        return [(s.key, s.text) for f in loaded.factors for s in f.situations]
+
+    def language(self) -> str | None:
+        """The file's ``language`` field, if it has one (a translated file does)."""
+        value = self.data().get("language")
+        return value if isinstance(value, str) and value.strip() else None
+
+
 class TranslateOptions(BaseModel):
     """What to translate, into what, and how hard to insist on a usable reply."""
 
     model_config = ConfigDict(extra="forbid")
 
-    scale_file: ScaleSource
+    scale_file: ScaleSource | None = Field(default=None, description="a scale file to translate")
+    situations_file: SituationsSource | None = Field(
+        default=None, description="an EmotionBench situations file (JSON) to translate instead"
+    )
     to: str | None = Field(default=None, description="target language (ISO code such as de, or a name)")
     source_language: str | None = Field(default=None, description="the file's language if it names none")
     paraphrase: int = Field(default=0, ge=0, le=20, description="new wordings per item (0: translate)")
@@ -205,6 +274,20 @@ class TranslateOptions(BaseModel):
         """Exactly one of ``to`` and ``paraphrase``; a translation needs each scale's source language.
 
         Raised as :class:`ConfigError` (not wrapped by pydantic) so the line reads as written."""
+        if (self.scale_file is None) == (self.situations_file is None):
+            raise ConfigError("give either a scale file or a situations file to translate")
+        if self.situations_file is not None:
+            if self.paraphrase:
+                raise ConfigError("--paraphrase writes item versions: it takes a scale file")
+            if not (self.to and self.to.strip()):
+                raise ConfigError("give a target language (--to LANGUAGE)")
+            if not (self.source_language or self.situations_file.language()):
+                raise ConfigError(
+                    f"{self.situations_file.path}: the situations file names no language",
+                    "give the source language with --from (e.g. --from en)",
+                )
+            return self
+        assert self.scale_file is not None
         if self.paraphrase and self.to is not None:
             raise ConfigError("give either a target language (--to) or --paraphrase N, not both")
         if not self.paraphrase and not (self.to and self.to.strip()):
@@ -217,6 +300,13 @@ class TranslateOptions(BaseModel):
                         "give the source language with --from (e.g. --from en), or add language: to the file",
                     )
         return self
+
+    @property
+    def source(self) -> ScaleSource | SituationsSource:
+        """The file to translate."""
+        source = self.scale_file or self.situations_file
+        assert source is not None  # checked by _mode
+        return source
 
 
 class TextResult(BaseModel):
@@ -252,12 +342,29 @@ class TranslateTask(Task[TranslateOptions]):
     def calls_per_unit(self) -> float | None:
         return float(self.options.paraphrase or 2)
 
-    def source_language(self, scale: Scale) -> str | None:
-        return self.options.source_language or scale.language
+    def source_language(self, scale: Scale | None) -> str | None:
+        """The language the source texts are in (``--from`` wins over the file)."""
+        if self.options.source_language:
+            return self.options.source_language
+        if scale is not None:
+            return scale.language
+        return self.options.situations_file.language() if self.options.situations_file else None
+
+    def scales(self) -> list[Scale]:
+        """The source file's scales (none for a situations file)."""
+        return self.options.scale_file.scales() if self.options.scale_file else []
 
     def units(self) -> list[WorkUnit]:
+        if self.options.situations_file is not None:
+            return [
+                WorkUnit(
+                    f"{SITUATIONS}/{key}",
+                    {"scale": SITUATIONS, "key": key, "kind": "situation", "text": text},
+                )
+                for key, text in self.options.situations_file.situations()
+            ]
         units = []
-        for scale in self.options.scale_file.scales():
+        for scale in self.scales():
             for key, kind, text in scale_texts(scale, items_only=bool(self.options.paraphrase)):
                 payload = {"scale": scale.name, "key": key, "kind": kind, "text": text}
                 units.append(WorkUnit(f"{scale.name}/{key.replace(' ', '-')}", payload))
@@ -296,7 +403,7 @@ class TranslateTask(Task[TranslateOptions]):
 
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         p = unit.payload
-        scale = next(s for s in self.options.scale_file.scales() if s.name == p["scale"])
+        scale = next((s for s in self.scales() if s.name == p["scale"]), None)
         what = _KINDS[p["kind"]]
         if self.options.paraphrase:
             return await self._paraphrase(ctx, p, scale, what)
@@ -319,7 +426,8 @@ class TranslateTask(Task[TranslateOptions]):
             rejected=rejected + back_rejected,
         ).model_dump()
 
-    async def _paraphrase(self, ctx: ChatContext, p: dict[str, Any], scale: Scale, what: str) -> Any:
+    async def _paraphrase(self, ctx: ChatContext, p: dict[str, Any], scale: Scale | None, what: str) -> Any:
+        assert scale is not None  # paraphrases take a scale file
         language = language_name(scale.language or self.options.source_language or "the same language")
         versions: list[str] = []
         asks = 0
@@ -385,21 +493,52 @@ def output_name(source: Path, options: TranslateOptions) -> str:
     return f"{source.stem}.{tag or 'translated'}{source.suffix or '.yaml'}"
 
 
+def translation_record(task: TranslateTask, model: str, back_model: str | None) -> Translation:
+    """What the new file records about how it was made."""
+    o = task.options
+    return Translation(
+        mode="paraphrase" if o.paraphrase else "translate",
+        model=model,
+        back_model=None if o.paraphrase else back_model,
+        date=_dt.date.today().isoformat(),
+        source_file=Path(o.source.path).name,
+        source_sha256=o.source.sha256,
+        measure=MEASURE,
+    )
+
+
+def translated_situations(
+    task: TranslateTask, results: dict[str, TextResult], model: str, back_model: str | None
+) -> dict[str, Any]:
+    """The situations file with each situation translated, each factor's ``back_translations`` (in the
+    order of its ``scenarios``), and ``language``, ``translated_from`` and ``translation`` at the top;
+    EmotionBench reads it like the source (it ignores the added fields)."""
+    from ..emotion.situations import canonical_emotion, factor_id
+
+    assert task.options.situations_file is not None
+    data = task.options.situations_file.data()
+    for entry in data["emotions"]:
+        emotion = canonical_emotion(entry["name"])
+        for k, factor in enumerate(entry["factors"], start=1):
+            fid = factor_id(emotion, k)
+            done = [results.get(f"{fid}/s{i + 1:02d}") for i in range(len(factor["scenarios"]))]
+            factor["scenarios"] = [r.text if r else s for r, s in zip(done, factor["scenarios"], strict=True)]
+            factor["back_translations"] = [(r.back_translation or "") if r else "" for r in done]
+    return {
+        "language": task.options.to,
+        "translated_from": task.source_language(None),
+        "translation": translation_to_native(translation_record(task, model, back_model)),
+        **{k: v for k, v in data.items() if k not in ("language", "translated_from", "translation")},
+    }
+
+
 def translated_scale(
     scale: Scale, results: dict[str, TextResult], task: TranslateTask, model: str, back_model: str | None
 ) -> Scale:
     """``scale`` with its texts replaced by the translations (or its items given the new versions),
     norms marked with the language of the population they come from, and the translation recorded."""
-    o, source = task.options, task.options.scale_file
-    record = Translation(
-        mode="paraphrase" if o.paraphrase else "translate",
-        model=model,
-        back_model=None if o.paraphrase else back_model,
-        date=_dt.date.today().isoformat(),
-        source_file=Path(source.path).name,
-        source_sha256=source.sha256,
-        measure=MEASURE,
-    )
+    o = task.options
+    record = translation_record(task, model, back_model)
     if o.paraphrase:
         items = tuple(
             Item(
@@ -483,10 +622,18 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
     frame = pd.DataFrame(rows)
     score = "lowest_similarity" if o.paraphrase else "agreement"
     written: list[Path] = []
-    source_path = Path(o.scale_file.path)
+    source_path = Path(o.source.path)
     out_file: Path | None = None
-    scales = o.scale_file.scales()
-    if not failed and len(done) == len(record.units):
+    scales = task.scales()
+    if not failed and len(done) == len(record.units) and o.situations_file is not None:
+        out_file = run_dir / output_name(source_path, o)
+        situations = {k: r for (_, k), r in done.items()}
+        text = json.dumps(
+            translated_situations(task, situations, model, back_model), indent=1, ensure_ascii=False
+        )
+        atomic_write_text(out_file, text + "\n")
+        written.append(out_file)
+    elif not failed and len(done) == len(record.units):
         new = [
             translated_scale(
                 s, {k: r for (name, k), r in done.items() if name == s.name}, task, model, back_model
@@ -502,7 +649,7 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
         "texts": len(record.units),
         "done": len(done),
         "failed": failed,
-        "scale_file": None if out_file is None else str(out_file),
+        "file": None if out_file is None else str(out_file),
         f"mean_{score}": None if frame.empty else float(frame[score].mean()),
         f"min_{score}": None if frame.empty else float(frame[score].min()),
         "lowest": [] if frame.empty else frame.nsmallest(o.lowest, score)["text"].tolist(),
@@ -529,18 +676,23 @@ def _sections(
     if o.paraphrase:
         what = (
             f"Model `{model}` wrote {o.paraphrase} new wording(s) of each item of `{source.name}` "
-            f"(sha256 {o.scale_file.sha256[:12]}), stored as the items' `versions`. "
+            f"(sha256 {o.source.sha256[:12]}), stored as the items' `versions`. "
             f"Similarity of each new wording to the source: {MEASURE}; a low value may be a changed "
             "meaning, a value near 1 a near copy. n = items."
         )
     else:
         back = f"`{back_model}`" if back_model else "the same model"
         what = (
-            f"Model `{model}` translated `{source.name}` (sha256 {o.scale_file.sha256[:12]}) into "
+            f"Model `{model}` translated `{source.name}` (sha256 {o.source.sha256[:12]}) into "
             f"{language_name(o.to or '')} (`{o.to}`); {back} translated each text back. Agreement of the "
             f"back-translation with the source: {MEASURE}. It flags texts for a human to review; it is "
-            "not a validation of the translation. Norms in the new file come from the source-language "
-            "population (each norm's `language`). n = texts (items, title, instructions, labels)."
+            "not a validation of the translation. "
+            + (
+                "n = situations."
+                if o.situations_file
+                else "Norms in the new file come from the source-language population (each norm's "
+                "`language`). n = texts (items, title, instructions, labels)."
+            )
         )
     sections = [("What was done", what)]
     if not frame.empty:
@@ -560,17 +712,18 @@ def _sections(
                 "Failed texts",
                 "No usable reply after the allowed re-asks for: "
                 + ", ".join(f"`{u}`" for u in summary["failed"])
-                + ". The new scale file is written only when every text is done; "
+                + ". The new file is written only when every text is done; "
                 "`llmpsych run --resume <run dir>` asks the failed texts again.",
             )
         )
     else:
-        sections.append(
-            (
-                "Scale file",
-                f"`{Path(str(summary['scale_file'])).name}` (`llmpsych scales validate` accepts it).",
-            )
+        name = Path(str(summary["file"])).name
+        checked = (
+            "EmotionBench reads it with `--situations`"
+            if o.situations_file
+            else "`llmpsych scales validate` accepts it"
         )
+        sections.append(("The new file", f"`{name}` ({checked})."))
     sections.append(
         ("Files", "agreement.csv (one row per text), translation.json (summary), run.sqlite (every request).")
     )
@@ -592,6 +745,8 @@ def console_lines(run_dir: Path) -> list[str]:
         )
     if s["failed"]:
         lines.append(f"failed texts (no usable reply): {', '.join(s['failed'])}")
-    if s["scale_file"]:
-        lines.append(f"Scale file: {s['scale_file']}")
+    if s["file"]:
+        lines.append(
+            f"Translated file: {s['file']}" if s["mode"] == "translate" else f"New file: {s['file']}"
+        )
     return lines
