@@ -133,6 +133,16 @@ def test_clean_reply_marks_empty_and_overlong_replies_invalid() -> None:
     assert clean_reply('1. "Yes"', '1. "Yes"') == ('1. "Yes"', None)
 
 
+def test_clean_reply_keeps_placeholders() -> None:
+    source = "You are player !<INPUT 0>! of {n}. Say {}."
+    assert clean_reply("Du bist Spieler !<INPUT 0>! von {n}. Sag {}.", source)[1] is None
+    text, reason = clean_reply("Du bist Spieler 0 von {n}. Sag {}.", source)
+    assert text is None and reason is not None and "placeholders changed (!<INPUT 0>!)" in reason
+    assert clean_reply("Sag {} {} {n} !<INPUT 0>!.", source)[1] == (
+        "placeholders changed ({}): keep them exactly as in the source"
+    )
+
+
 def test_agreement_is_a_character_trigram_dice() -> None:
     assert agreement("My desk is clear.", "my DESK is clear") == 1.0  # case and punctuation ignored
     assert agreement("abc", "xyz") == 0.0

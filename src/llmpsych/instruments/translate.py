@@ -87,6 +87,9 @@ _QUOTES = {
     "”": "”",
 }
 _MARKER = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•])\s+")
+#: Placeholders a translation must keep exactly: ``{name}``/``{}`` fields and the game templates'
+#: ``!<INPUT k>!`` inputs and ``<part>///</part>`` turn separators.
+_PLACEHOLDERS = re.compile(r"!<INPUT \d+>!|<part>///</part>|\{[A-Za-z0-9_]*\}")
 
 
 def language_name(code: str) -> str:
@@ -102,7 +105,8 @@ def clean_reply(reply: str, source: str) -> tuple[str | None, str | None]:
     (a preface such as "Here is the translation:") when more lines follow; when the source is one line,
     keep only the first remaining line; strip a leading list marker (``1.``, ``2)``, ``-``, ``*``, ``•``)
     and one pair of enclosing quotes when the source has none. The result is invalid when empty, or
-    longer than ``4 x`` the source's length plus 40 characters.
+    longer than ``4 x`` the source's length plus 40 characters, or when its placeholders (``{name}``,
+    ``{}``, ``!<INPUT k>!``, ``<part>///</part>``) differ from the source's.
     """
     lines = [ln.strip() for ln in reply.replace("\r\n", "\n").split("\n")]
     lines = [ln for ln in lines if ln and not ln.startswith("```")]
@@ -120,6 +124,10 @@ def clean_reply(reply: str, source: str) -> tuple[str | None, str | None]:
         text = text[1:-1].strip()
     if not text:
         return None, "empty reply"
+    expected, found = Counter(_PLACEHOLDERS.findall(source)), Counter(_PLACEHOLDERS.findall(text))
+    if expected != found:
+        changed = sorted((expected - found) + (found - expected))
+        return None, f"placeholders changed ({', '.join(changed)}): keep them exactly as in the source"
     limit = LENGTH_FACTOR * len(stripped) + LENGTH_SLACK
     if len(text) > limit:
         return (
