@@ -179,6 +179,8 @@ def test_translation_writes_a_valid_file_with_back_translations(app, server, tmp
     assert record.back_model is None and record.source_file == "desk.yaml"
     assert record.back_translations["title"] == "Habits"
     assert CliRunner().invoke(app, ["scales", "validate", str(written)]).exit_code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["data"] == {str(source.resolve()): record.source_sha256}  # the source's checksum
 
     frame = pd.read_csv(out / "agreement.csv").set_index("text")
     assert frame.loc["item 2", "asks"] == 2 and frame.loc["item 3", "asks"] == 3  # item 3 was re-asked

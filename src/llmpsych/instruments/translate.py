@@ -20,6 +20,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -345,7 +346,8 @@ class TranslateTask(Task[TranslateOptions]):
     Result = TextResult
 
     def data_files(self) -> list[Path]:
-        return []
+        path = Path(self.options.source.path)
+        return [path] if path.is_file() else []
 
     def calls_per_unit(self) -> float | None:
         return float(self.options.paraphrase or 2)
@@ -356,10 +358,18 @@ class TranslateTask(Task[TranslateOptions]):
             return self.options.source_language
         if scale is not None:
             return scale.language
+        return self._situations_language
+
+    @cached_property
+    def _situations_language(self) -> str | None:
         return self.options.situations_file.language() if self.options.situations_file else None
 
     def scales(self) -> list[Scale]:
-        """The source file's scales (none for a situations file)."""
+        """The source file's scales (none for a situations file), parsed once per task."""
+        return self._scales
+
+    @cached_property
+    def _scales(self) -> list[Scale]:
         return self.options.scale_file.scales() if self.options.scale_file else []
 
     def units(self) -> list[WorkUnit]:
