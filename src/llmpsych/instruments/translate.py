@@ -11,6 +11,9 @@ source and the earlier ones.
 Model replies are hostile input; :func:`clean_reply` states the rule. A reply that stays unusable is
 re-asked in the same conversation (at most ``max_reasks`` times); a unit without a usable reply fails,
 naming the text, and the command exits 1. The translated file is written only when every unit is done.
+
+EmotionBench situations files (``llmpsych emotionbench translate``) go through the same task: one unit
+per situation, and the new file keeps the situations file's JSON shape.
 """
 
 from __future__ import annotations
@@ -265,8 +268,8 @@ class TranslateOptions(BaseModel):
     situations_file: SituationsSource | None = Field(
         default=None, description="an EmotionBench situations file (JSON) to translate instead"
     )
-    to: str | None = Field(default=None, description="target language (ISO code such as de, or a name)")
-    source_language: str | None = Field(default=None, description="the file's language if it names none")
+    to: str | None = Field(default=None, max_length=60, description="target language (ISO code or a name)")
+    source_language: str | None = Field(default=None, max_length=60, description="the source language")
     paraphrase: int = Field(default=0, ge=0, le=20, description="new wordings per item (0: translate)")
     max_reasks: int = Field(default=2, ge=0, le=10)
     max_tokens: int = Field(default=512, ge=16)
@@ -339,7 +342,8 @@ class TranslationFailed(LlmpsychError):
 
 
 class TranslateTask(Task[TranslateOptions]):
-    """Translate or paraphrase the texts of a scale file, one unit per text."""
+    """Translate the texts of a scale file or an EmotionBench situations file (or paraphrase a scale's
+    items), one unit per text."""
 
     name = "translate"
     Options = TranslateOptions
