@@ -11,6 +11,7 @@ import typer
 
 from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
+from ..instruments.cli import translate_situations
 from ..report.terminal import InertConsole, echo
 
 app = typer.Typer(
@@ -631,3 +632,6 @@ def _split(value: str | None) -> list[str] | None:
     if not value:
         return None
     return [part.strip() for part in value.split(",") if part.strip()]
+
+
+app.command("translate")(translate_situations)  # the shared translate command (instruments/cli.py)

@@ -1,9 +1,9 @@
-"""``llmpsych scales``: list, show, corrections, validate (mounted by the main command line)."""
+"""``llmpsych scales``: list, show, corrections, validate, translate (mounted by the main command line)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .scale import Scale
 
 app = typer.Typer(
-    help="Psychometric scales: list, show, corrections, validate.",
+    help="Psychometric scales: list, show, corrections, validate, translate.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -23,7 +23,7 @@ app = typer.Typer(
 
 @app.callback()
 def scales(debug: kit.DebugOpt = False) -> None:
-    """Psychometric scales: list, show, corrections, validate."""
+    """Psychometric scales: list, show, corrections, validate, translate."""
 
 
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
@@ -208,3 +208,125 @@ def validate_file(
             highlight=False,
         )
     console.print(f"[green]{terminal_text(file)}: {len(scales)} valid scale(s)[/green]", highlight=False)
+
+
+ToOpt = Annotated[
+    str | None, typer.Option("--to", help="Target language: an ISO code such as de, or a language name.")
+]
+FromOpt = Annotated[str | None, typer.Option("--from", help="The file's language, when the file names none.")]
+BackModelOpt = Annotated[
+    str | None, typer.Option("--back-model", help="Model spec that translates back (default: the --model).")
+]
+OutFileOpt = Annotated[
+    Path | None,
+    typer.Option("--out-file", help="Also write the new file here (it is always in the run folder)."),
+]
+
+
+@app.command("translate")
+@kit.run_command
+def translate_file(
+    ctx: typer.Context,
+    file: Annotated[
+        Path, typer.Argument(help="A scale file: llmpsych YAML/JSON, or the official JSON format.")
+    ],
+    to: ToOpt = None,
+    paraphrase: Annotated[
+        int | None,
+        typer.Option(
+            "--paraphrase",
+            min=1,
+            max=20,
+            help="Instead of translating: N new wordings per item, same language.",
+        ),
+    ] = None,
+    source_language: FromOpt = None,
+    model: kit.ModelOpt = None,
+    back_model: BackModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    out_file: OutFileOpt = None,
+    name_suffix: Annotated[
+        str | None,
+        typer.Option("--name-suffix", help="Append this to each scale's name in the new file (e.g. -de)."),
+    ] = None,
+    option: kit.OptionOpt = None,
+    out: kit.OutOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    seed: kit.SeedOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
+) -> None:
+    """Translate a scale file into another language (with back-translation and an agreement report), or
+    write new item wordings with --paraphrase N; exits 1 naming the texts without a usable reply."""
+    if (to is None) == (paraphrase is None):
+        raise LlmpsychError("give either --to LANGUAGE or --paraphrase N", "e.g. --to de")
+    values = {
+        "scale_file": str(file),
+        "to": to,
+        "paraphrase": paraphrase,
+        "source_language": source_language,
+        "name_suffix": name_suffix,
+    }
+    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file, option=option)
+
+
+@kit.run_command
+def translate_situations(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A situations file in EmotionBench's JSON form.")],
+    to: ToOpt = None,
+    source_language: FromOpt = None,
+    model: kit.ModelOpt = None,
+    back_model: BackModelOpt = None,
+    base_url: kit.BaseUrlOpt = None,
+    out_file: OutFileOpt = None,
+    option: kit.OptionOpt = None,
+    out: kit.OutOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    seed: kit.SeedOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
+) -> None:
+    """Translate an EmotionBench situations file (with back-translation and an agreement report); exits 1
+    naming the situations without a usable reply."""
+    if to is None:
+        raise LlmpsychError("give the target language with --to", "e.g. --to de")
+    values = {"situations_file": str(file), "to": to, "source_language": source_language}
+    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file, option=option)
+
+
+def run_translation(
+    ctx: typer.Context,
+    values: dict[str, Any],
+    flags: kit.RunFlags,
+    file: Path,
+    *,
+    back_model: str | None,
+    out_file: Path | None,
+    option: list[str] | None,
+) -> None:
+    """The shared body of the translate commands: one ``translate`` run, its outcome, the copy to
+    ``--out-file``, and exit status 1 when texts failed."""
+    import json
+    import shutil
+
+    if out_file is not None and out_file.exists():
+        raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
+    options = kit.task_options(ctx, values, pairs=option)
+    models = {"back": back_model} if back_model else None
+    cfg = kit.build_config("translate", flags, options=options, models=models, source="translate")
+    outcome = kit.start(cfg, flags.but(name=f"translate-{file.stem}"))
+    failed = kit.print_outcome(outcome)
+    summary = outcome.run_dir / "translation.json"
+    written = json.loads(summary.read_text(encoding="utf-8")).get("file") if summary.is_file() else None
+    if out_file is not None and written:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(written, out_file)
+        console.print(f"wrote {terminal_text(out_file)}")
+    kit.exit_if_failed(failed)

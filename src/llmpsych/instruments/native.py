@@ -24,7 +24,7 @@ from ..errors import DataError
 from ..report.files import atomic_write_text
 from .numbers import whole_number
 from .official import load_official_file, read_json, scale_from_official
-from .scale import Correction, Item, NormGroup, Scale, Subscale
+from .scale import Correction, Item, NormGroup, Scale, Subscale, Translation
 
 _T = TypeVar("_T")
 
@@ -49,12 +49,24 @@ _SCALE_FIELDS = {
     "unscored": False,
     "unscored_reason": False,
     "corrections": False,
+    "translated_from": False,
+    "translation": False,
 }
 _RESPONSE_FIELDS = {"min": True, "max": True, "labels": False}
-_ITEM_FIELDS = {"index": True, "text": True, "reverse": False}
+_ITEM_FIELDS = {"index": True, "text": True, "reverse": False, "versions": False, "back_translation": False}
 _SUBSCALE_FIELDS = {"name": True, "items": True, "norms": False}
-_NORM_FIELDS = {"group": True, "mean": True, "sd": True, "n": True, "citation": False}
+_NORM_FIELDS = {"group": True, "mean": True, "sd": True, "n": True, "citation": False, "language": False}
 _CORRECTION_FIELDS = {"field": True, "old": True, "new": True, "reason": True}
+_TRANSLATION_FIELDS = {
+    "mode": True,
+    "model": True,
+    "back_model": False,
+    "date": True,
+    "source_file": True,
+    "source_sha256": True,
+    "measure": True,
+    "back_translations": False,
+}
 
 FileFormat = Literal["native", "official"]
 
@@ -233,7 +245,9 @@ def scale_from_native(data: Any, *, origin: str) -> Scale:
             raise DataError(
                 f"{where}: reverse key {key} is out of the item range (items are {_describe(indices)})"
             )
-    items = [Item(i.index, i.text, i.reverse or i.index in reverse) for i in items]
+    items = [
+        Item(i.index, i.text, i.reverse or i.index in reverse, i.versions, i.back_translation) for i in items
+    ]
 
     raw_subscales = data.get("subscales", [])
     if not isinstance(raw_subscales, list):
@@ -246,6 +260,7 @@ def scale_from_native(data: Any, *, origin: str) -> Scale:
     scoring = _require_type(scoring, str, f"{where}: field 'scoring'")
     corrections = _corrections(data.get("corrections", []), name, where)
     texts = {key: _optional_str(data, key, where) for key in _TEXT_FIELDS}
+    translation = _translation(data.get("translation"), where)
     return Scale(
         name=name,
         items=tuple(items),
@@ -257,6 +272,7 @@ def scale_from_native(data: Any, *, origin: str) -> Scale:
         unscored=unscored,
         corrections=corrections,
         origin=origin,
+        translation=translation,
         **texts,
     )
 
@@ -270,13 +286,14 @@ _TEXT_FIELDS = (
     "license",
     "citation",
     "unscored_reason",
+    "translated_from",
 )
 
 
 def scale_to_native(scale: Scale) -> dict[str, Any]:
     """A native-format mapping of ``scale`` (loading it back gives an equal scale, origin aside)."""
     out: dict[str, Any] = {FORMAT_KEY: FORMAT_VERSION, "name": scale.name}
-    for key in ("title", "language", "source", "license", "citation"):
+    for key in ("title", "language", "translated_from", "source", "license", "citation"):
         if getattr(scale, key) is not None:
             out[key] = getattr(scale, key)
     response: dict[str, Any] = {"min": scale.response_min, "max": scale.response_max}
@@ -287,9 +304,7 @@ def scale_to_native(scale: Scale) -> dict[str, Any]:
     for key in ("system_prompt", "instructions"):
         if getattr(scale, key) is not None:
             out[key] = getattr(scale, key)
-    out["items"] = [
-        {"index": i.index, "text": i.text, **({"reverse": True} if i.reverse else {})} for i in scale.items
-    ]
+    out["items"] = [_item_to_native(i) for i in scale.items]
     out["subscales"] = [_subscale_to_native(sub) for sub in scale.subscales]
     if scale.unscored:
         out["unscored"] = True
@@ -298,6 +313,8 @@ def scale_to_native(scale: Scale) -> dict[str, Any]:
         out["corrections"] = [
             {"field": c.field, "old": c.old, "new": c.new, "reason": c.reason} for c in scale.corrections
         ]
+    if scale.translation is not None:
+        out["translation"] = translation_to_native(scale.translation)
     return out
 
 
@@ -314,6 +331,65 @@ def write_scale_file(scales: Iterable[Scale], path: str | os.PathLike[str]) -> P
 
 
 # -- field helpers ------------------------------------------------------------------------------
+def _item_to_native(item: Item) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": item.index, "text": item.text}
+    if item.reverse:
+        out["reverse"] = True
+    if item.versions:
+        out["versions"] = list(item.versions)
+    if item.back_translation is not None:
+        out["back_translation"] = item.back_translation
+    return out
+
+
+def translation_to_native(t: Translation) -> dict[str, Any]:
+    """The native mapping of a translation record (also written into translated situations files)."""
+    out: dict[str, Any] = {"mode": t.mode, "model": t.model}
+    if t.back_model is not None:
+        out["back_model"] = t.back_model
+    out.update(date=t.date, source_file=t.source_file, source_sha256=t.source_sha256, measure=t.measure)
+    if t.back_translations:
+        out["back_translations"] = dict(t.back_translations)
+    return out
+
+
+def _translation(value: Any, where: str) -> Translation | None:
+    """The optional ``translation`` record written by ``scales translate``."""
+    if value is None:
+        return None
+    at = f"{where}, translation"
+    if not isinstance(value, Mapping):
+        raise DataError(f"{at}: must be a mapping")
+    _check_fields(value, _TRANSLATION_FIELDS, at)
+    mode = value["mode"]
+    if mode not in ("translate", "paraphrase"):
+        raise DataError(f"{at}: 'mode' must be translate or paraphrase, got {mode!r}")
+    texts = {
+        key: _require_type(value[key], str, f"{at}: '{key}'")
+        for key, required in _TRANSLATION_FIELDS.items()
+        if required
+    }
+    back_model = value.get("back_model")
+    if back_model is not None:
+        _require_type(back_model, str, f"{at}: 'back_model'")
+    back = value.get("back_translations") or {}
+    if not isinstance(back, Mapping):
+        raise DataError(f"{at}: 'back_translations' must map text names to text")
+    for key, text in back.items():
+        _require_type(key, str, f"{at}: a 'back_translations' key")
+        _require_type(text, str, f"{at}: back_translations {key!r}")
+    return Translation(
+        mode=mode,
+        model=texts["model"],
+        date=texts["date"],
+        source_file=texts["source_file"],
+        source_sha256=texts["source_sha256"],
+        measure=texts["measure"],
+        back_model=back_model,
+        back_translations=dict(back),
+    )
+
+
 def _subscale_to_native(sub: Subscale) -> dict[str, Any]:
     out: dict[str, Any] = {"name": sub.name, "items": list(sub.item_indices)}
     if sub.norms:
@@ -324,6 +400,7 @@ def _subscale_to_native(sub: Subscale) -> dict[str, Any]:
                 "sd": g.sd,
                 "n": g.n,
                 **({"citation": g.citation} if g.citation is not None else {}),
+                **({"language": g.language} if g.language is not None else {}),
             }
             for g in sub.norms
         ]
@@ -343,7 +420,16 @@ def _item(entry: Any, position: int, where: str) -> Item:
         raise DataError(f"{at}: 'text' must be non-empty text")
     reverse = entry.get("reverse", False)
     _require_type(reverse, bool, f"{at}: 'reverse'")
-    return Item(index=index, text=text, reverse=reverse)
+    versions = entry.get("versions", [])
+    if not isinstance(versions, list):
+        raise DataError(f"{at}: 'versions' must be a list of texts")
+    for number, version in enumerate(versions, start=1):
+        if not isinstance(version, str) or not version.strip():
+            raise DataError(f"{at}: version #{number} must be non-empty text")
+    back = entry.get("back_translation")
+    if back is not None:
+        _require_type(back, str, f"{at}: 'back_translation'")
+    return Item(index=index, text=text, reverse=reverse, versions=tuple(versions), back_translation=back)
 
 
 def _subscale(entry: Any, position: int, indices: list[int], where: str) -> Subscale:
@@ -385,7 +471,10 @@ def _norm(entry: Any, where: str) -> NormGroup:
     citation = entry.get("citation")
     if citation is not None:
         _require_type(citation, str, f"{at}: 'citation'")
-    return NormGroup(label=group, mean=mean, sd=sd, n=n, citation=citation)
+    language = entry.get("language")
+    if language is not None:
+        _require_type(language, str, f"{at}: 'language'")
+    return NormGroup(label=group, mean=mean, sd=sd, n=n, citation=citation, language=language)
 
 
 def _corrections(value: Any, scale_name: str, where: str) -> tuple[Correction, ...]:

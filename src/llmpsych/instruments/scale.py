@@ -51,6 +51,7 @@ class NormGroup:
     sd: float
     n: int
     citation: str | None = None
+    language: str | None = None  # the language the population answered in (set on translated scales)
 
     @property
     def population(self) -> str:
@@ -65,6 +66,8 @@ class Item:
     index: int
     text: str
     reverse: bool = False
+    versions: tuple[str, ...] = ()  # other wordings of the item (``scales translate --paraphrase``)
+    back_translation: str | None = None  # on a translated scale: the text translated back
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,25 @@ class Correction:
 
 
 @dataclass(frozen=True)
+class Translation:
+    """How a scale file was made from another by ``llmpsych scales translate`` (``docs/scales.md``).
+
+    ``mode`` is ``translate`` (items' back-translations are on the items, the other texts' in
+    ``back_translations`` keyed ``title``, ``instructions``, ``system_prompt``, ``label N``) or
+    ``paraphrase`` (new wordings are the items' ``versions``).
+    """
+
+    mode: Literal["translate", "paraphrase"]
+    model: str
+    date: str
+    source_file: str
+    source_sha256: str
+    measure: str
+    back_model: str | None = None
+    back_translations: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Scale:
     """A Likert-type self-report instrument.
 
@@ -122,6 +144,8 @@ class Scale:
     citation: str | None = None
     corrections: tuple[Correction, ...] = ()
     origin: str | None = None
+    translated_from: str | None = None
+    translation: Translation | None = None
 
     def __post_init__(self) -> None:
         problems = scale_problems(self)

@@ -185,6 +185,7 @@ def summary_table(scales: dict[str, Scale], scores: pd.DataFrame, n_runs: dict[s
                     "sd": summary.sd,
                     "ci_low": summary.ci_low,
                     "ci_high": summary.ci_high,
+                    "language": scale.language,  # from the scale file (None: it names none)
                 }
             )
     return pd.DataFrame(rows)
@@ -481,6 +482,11 @@ def _sections(
         )
     sections = [("What was measured", measured), ("What n is", what_n)]
     sections.append(("Scores (mean ± sd over runs, ddof = 1)", table(_scores_view(summary))))
+    languages = summary["language"].dropna().unique() if "language" in summary else []
+    if len(languages) > 1:  # a run holding several languages (e.g. a scale and its translation)
+        by_language = _scores_view(summary).assign(language=summary["language"].fillna("not given"))
+        by_language = by_language.sort_values("language", kind="stable")
+        sections.append(("Scores by language", table(by_language.set_index("language").reset_index())))
     if not comparisons.empty:
         legend = (
             f"sig.: `**` significant at alpha = {options.alpha:g} after Holm's correction, `*` significant "

@@ -108,6 +108,7 @@ TASKS: dict[str, str] = {
     "emotionbench": "llmpsych.emotion.task:EmotionBenchTask",
     "mas": "llmpsych.collab.task:MasTask",
     "validity": "llmpsych.psychobench.validity:ValidityTask",
+    "translate": "llmpsych.instruments.translate:TranslateTask",
 }
 
 
