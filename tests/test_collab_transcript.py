@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from llmpsych.collab.analysis import transcript_markdown
+from llmpsych.collab.analysis import message_markdown
 
 
-def _result(injection: dict | None) -> dict:
+def _message(injection: dict | None) -> dict:
     meta = {"injection": injection} if injection is not None else {}
     message = {
         "index": 1,
@@ -15,21 +15,21 @@ def _result(injection: dict | None) -> dict:
         "content": "x = 1",
         "meta": meta,
     }
-    return {"item_id": "HumanEval/0", "score": 0.0, "transcript": [message], "result": "x = 1"}
+    return message
 
 
 def test_an_edit_is_shown_as_a_diff() -> None:
-    text = transcript_markdown(
-        _result({"selected": True, "chosen": [0], "n_units": 1, "diff": "-x = 1\n+x = 2"})
+    text = message_markdown(
+        _message({"selected": True, "chosen": [0], "n_units": 1, "diff": "-x = 1\n+x = 2"})
     )
     assert "AutoInject edit" in text and "+x = 2" in text
 
 
 def test_an_unchanged_injection_is_reported() -> None:
-    text = transcript_markdown(_result({"selected": True, "chosen": [0], "n_units": 3, "diff": ""}))
+    text = message_markdown(_message({"selected": True, "chosen": [0], "n_units": 3, "diff": ""}))
     assert "1 of 3 units chosen" in text and "unchanged" in text
 
 
 def test_unselected_and_clean_messages_carry_no_injection_note() -> None:
-    assert "AutoInject" not in transcript_markdown(_result({"selected": False}))
-    assert "AutoInject" not in transcript_markdown(_result(None))
+    assert "AutoInject" not in message_markdown(_message({"selected": False}))
+    assert "AutoInject" not in message_markdown(_message(None))
