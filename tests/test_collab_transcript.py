@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from llmpsych.collab.analysis import message_markdown
+from llmpsych.collab.analysis import match_calls, message_markdown
+from llmpsych.collab.runtime import digest
+from llmpsych.report.transcripts import Call
 
 
 def _message(injection: dict | None) -> dict:
@@ -33,3 +35,28 @@ def test_an_unchanged_injection_is_reported() -> None:
 def test_unselected_and_clean_messages_carry_no_injection_note() -> None:
     assert "AutoInject" not in message_markdown(_message({"selected": False}))
     assert "AutoInject" not in message_markdown(_message(None))
+
+
+def _call(seq: int, profile: str | None, reply: str) -> Call:
+    system = [{"role": "system", "content": profile}] if profile is not None else []
+    request = {"messages": [*system, {"role": "user", "content": f"ask {seq}"}]}
+    return Call(seq, "subject", "m", request, {"text": reply}, None, None, None, None, False)
+
+
+def test_each_message_is_matched_to_the_call_that_wrote_it_even_when_replies_repeat() -> None:
+    agents = {digest("I plan."): "analyst", digest("I code."): "coder"}
+    calls = [
+        _call(1, "I plan.", "same text"),  # the analyst and the coder happen to write the same reply
+        _call(2, None, "verdict"),  # a call outside any agent (an injector, an inspector)
+        _call(3, "I code.", "same text"),
+        _call(4, "I code.", "same text"),
+    ]
+    sent = [
+        {"sender": "analyst", "reply_sha": digest("same text")},
+        {"sender": "coder", "reply_sha": digest("same text")},
+        {"sender": "coder", "content": "please revise"},  # no model wrote it
+        {"sender": "coder", "reply_sha": digest("same text")},
+        {"sender": "coder", "content": "same text"},  # an older result: the text itself
+    ]
+    assert match_calls(sent, calls, agents) == [0, 2, None, 3, 3]
+    assert match_calls(sent[:2], calls, {}) == [0, 2]  # without profiles: forwards, unclaimed first

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -136,10 +137,49 @@ def written_digest(message: dict[str, Any]) -> str:
     return digest(str(meta.get("original", message.get("content", ""))))
 
 
-def unit_notes(result: dict[str, Any], calls: list[Call], limit: int = 4000) -> UnitNotes:
+def _agent_of(call: Call, agents: Mapping[str, str]) -> str | None:
+    """The agent whose profile opens the call's request (None: another call, or unknown)."""
+    messages = call.request.get("messages")
+    first = messages[0] if isinstance(messages, list) and messages else None
+    if not isinstance(first, dict) or first.get("role") != "system":
+        return None
+    return agents.get(digest(str(first.get("content", ""))))
+
+
+def match_calls(
+    messages: list[dict[str, Any]], calls: list[Call], agents: Mapping[str, str]
+) -> list[int | None]:
+    """For each message, the index in ``calls`` of the call whose reply it is (None: no model wrote it).
+
+    A call matches when its reply has the message's digest and its profile is not another agent's
+    (``agents``: profile digest -> name). Calls are made one after another, so the first unclaimed match
+    at or after the previous message's call wins, then a claimed one (a reply sent twice), then any.
+    """
+    replies = [digest(str(call.response.get("text") or "")) for call in calls]
+    owners = [_agent_of(call, agents) for call in calls]
+    found: list[int | None] = []
+    claimed: set[int] = set()
+    at = 0
+    for message in messages:
+        key, sender = written_digest(message), message.get("sender")
+        fits = [i for i, r in enumerate(replies) if r == key and owners[i] in (None, sender)]
+        index = next(
+            (i for i in fits if i >= at and i not in claimed),
+            next((i for i in fits if i >= at), fits[0] if fits else None),
+        )
+        found.append(index)
+        if index is not None:
+            claimed.add(index)
+            at = index
+    return found
+
+
+def unit_notes(
+    result: dict[str, Any], calls: list[Call], agents: Mapping[str, str] | None = None, limit: int = 4000
+) -> UnitNotes:
     """An item's annotations: the score and any AutoTransform rewrite; each message under the call whose
     reply it is (a text no model wrote, e.g. a defence's request, under the call before the next
-    message's); the final result at the end."""
+    message's); the final result at the end. ``agents``: profile digest -> agent name."""
     score = result.get("score")
     intro = [f"Score {score:.1f}." if isinstance(score, int | float) else "Not scored."]
     for name, note in (result.get("agent_notes") or {}).items():
@@ -148,17 +188,8 @@ def unit_notes(result: dict[str, Any], calls: list[Call], limit: int = 4000) -> 
                 f"**AutoTransform rewrote the profile of `{name}`:**\n\n> "
                 + note["transformed"]["rewritten"][:1500].replace("\n", "\n> ")
             )
-    replies = [digest(str(call.response.get("text") or "")) for call in calls]
     messages = [m for m in result.get("transcript") or [] if isinstance(m, dict)]
-    found: list[int | None] = []
-    at = 0
-    for message in messages:  # calls are made one after another: match forwards, then anywhere
-        key = written_digest(message)
-        index = next((i for i in range(at, len(calls)) if replies[i] == key), None)
-        if index is None:
-            index = next((i for i in range(len(calls)) if replies[i] == key), None)
-        found.append(index)
-        at = index if index is not None else at
+    found = match_calls(messages, calls, agents or {})
     if messages:
         intro.append("Messages in the order sent (each shown in full under the call that wrote it):")
         intro.append(
@@ -218,7 +249,9 @@ def transcripts_text(record: RunRecord, results: list[dict[str, Any]]) -> str:
         unit_title=lambda unit: unit.unit_id,
         thread_title=thread_title,
         units=[*done, *record.failed()],
-        notes=lambda unit, calls: unit_notes(by_id[unit.unit_id], calls) if unit.unit_id in by_id else None,
+        notes=lambda unit, calls: (
+            unit_notes(by_id[unit.unit_id], calls, agents) if unit.unit_id in by_id else None
+        ),
     )
 
 
