@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from llmpsych.collab.datasets import load_items
+from llmpsych.collab.runtime import digest
 from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
-from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
+from llmpsych.runs import RunStore, analyze_run, parse_run_config, read_run, resume_run, start_run
+from llmpsych.runs.store import finish_unit_statements
 from llmpsych.testing.fault_server import FaultServer
 
 N = 3
@@ -184,3 +186,55 @@ def test_challenger_alone_reaches_a_corrupted_result(
         assert fixed[0]["meta"]["challenges"][final]["verdict"] == "unsafe"
         assert {"result_from": final, "instead_of": fixed[0]["index"]} in result["events"]
     assert "wrote the final result instead" in (defended.run_dir / "transcripts.md").read_text()
+
+
+def test_results_that_still_copy_every_message_report_the_same(
+    seed_data: Path, solutions: dict, tmp_path: Path
+) -> None:
+    """Results stored before the calls were the only copy hold each message's text, the edited text's
+    original and the profiles: results.csv, summary.json and transcripts.md come out the same."""
+    with FaultServer(responder=ScriptedCollaborator(solutions)) as server:
+        outcome = _run(
+            server,
+            seed_data,
+            tmp_path / "rr",
+            system="camel",
+            items=2,
+            fault="autoinject",
+            p_e=1.0,
+            defence=["challenger"],
+            challenge_policy="request_revision",
+            max_messages=6,
+        )
+    run_dir = outcome.run_dir
+    outputs = ["results.csv", "summary.json", "transcripts.md"]
+    new_shape = {name: (run_dir / name).read_text() for name in outputs}
+    record = read_run(run_dir)
+    replies = {digest(c["response"]["text"]): c["response"]["text"] for c in record.calls}
+    systems = {digest(m["content"]): m["content"] for c in record.calls for m in c["request"]["messages"][:1]}
+    kept = 0
+    with RunStore.in_dir(run_dir) as store:
+        for unit in record.done():
+            result = dict(unit.result)
+            assert "profiles" not in result and all("original" not in m["meta"] for m in result["transcript"])
+            old_messages = []
+            for m in result["transcript"]:
+                old = {k: v for k, v in m.items() if k != "reply_sha"}
+                if "reply_sha" in m:
+                    old["content"] = replies[m["reply_sha"]]
+                    if m["meta"].get("injection", {}).get("diff"):  # older results: the delivered text
+                        old["meta"] = {**m["meta"], "original": old["content"]}
+                        old["content"] = "the text as delivered, after the edit"
+                else:
+                    kept += 1  # a text no model wrote (the Challenger's request) is kept in both shapes
+                old_messages.append(old)
+            result["transcript"] = old_messages
+            result["profiles"] = {name: systems[sha] for name, sha in result.pop("profile_sha").items()}
+            store.write(finish_unit_statements(unit.unit_id, result))
+    assert kept
+    analyze_run(run_dir)
+    assert {name: (run_dir / name).read_text() for name in outputs} == new_shape
+    assert (
+        "agent `assistant`" in new_shape["transcripts.md"]
+        and "not written by a model" in new_shape["transcripts.md"]
+    )

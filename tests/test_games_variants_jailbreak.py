@@ -75,6 +75,10 @@ def test_jailbreak_preset_plays_both_settings_in_cipher_resumes_and_summarises(t
             # the store keeps what was sent: the cipher's explanation, then enciphered text
             assert rules.startswith(preamble) == enciphered
             assert rules.startswith("This is a game for 3 players") != enciphered
+        pages = sorted((tmp_path / run.directory / "transcripts").glob("*.md"))
+        assert pages, "no game transcripts written"
+        # the transcript shows the calls as sent and, in cipher runs, each reply as deciphered for scoring
+        assert all(("Deciphered, as scored" in p.read_text()) == enciphered for p in pages)
     summarize(preset, planned, tmp_path)
     frame = pd.read_csv(tmp_path / "summary.csv")
     assert frame["setting"].tolist() == ["w/o jailbreak", "w/ jailbreak"]

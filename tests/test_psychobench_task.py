@@ -21,7 +21,9 @@ from llmpsych.psychobench.analysis import run_tables
 from llmpsych.psychobench.cipher import cipher_preamble, decipher, encipher
 from llmpsych.psychobench.personas import PERSONAS
 from llmpsych.psychobench.task import PsychoBenchTask
-from llmpsych.runs import RunStore, analyze_run, parse_run_config, start_run
+from llmpsych.report.transcripts import Call, threads
+from llmpsych.runs import RunStore, analyze_run, parse_run_config, read_run, start_run
+from llmpsych.runs.store import finish_unit_statements
 from llmpsych.runs.task import WorkUnit
 from llmpsych.testing.fault_server import FaultServer
 
@@ -134,9 +136,12 @@ def test_chunks_are_turns_of_one_conversation_and_missing_items_are_reasked(
             config(server, seed_data, scales=["DTDD"], runs=2, chunk_size=5), tmp_path / "r", False
         )
     assert outcome.summary.calls_sent == 2 * 3 * 2  # 3 chunks (5+5+2), each asked once and re-asked once
-    result = stored_units(tmp_path / "r")[0].result
+    unit = stored_units(tmp_path / "r")[0]
+    result = unit.result
     assert len(result["answers"]) == 12 and result["asks"] == 6
-    users = [m for m in result["transcript"] if m["role"] == "user"]
+    assert "transcript" not in result  # the conversation is the stored calls: one thread of 6 turns
+    (thread,) = threads(Call.of(c) for c in read_run(tmp_path / "r").calls.of_unit(unit.unit_id))
+    users = [m for turn in thread.turns for m in turn.new_messages if m["role"] == "user"]
     assert len(users) == 6 and users[2]["content"].count("\n") >= 5
     assert pd.read_csv(tmp_path / "r" / "valid.csv")["valid_rate"].eq(1.0).all()
 
@@ -162,9 +167,11 @@ def test_persona_and_cipher_wrap_the_paper_prompt(tmp_path: Path, seed_data: Pat
     )
     assert sent[0]["messages"][1]["content"].startswith(encipher(scale.instructions))
     result = stored_units(tmp_path / "r")[0].result
-    assert len(result["answers"]) == 8 and result["transcript"][-1]["content"].startswith(
-        "Here are my scores:"
-    )
+    assert len(result["answers"]) == 8 and "transcript" not in result
+    # the transcript shows each reply as received (enciphered) and, under it, as the scoring read it
+    transcripts = (tmp_path / "r" / "transcripts.md").read_text()
+    assert transcripts.count(encipher("Here are my scores:")) == 2
+    assert transcripts.count("_Deciphered, as scored:_\n\n```text\nHere are my scores:") == 2
     report = (tmp_path / "r" / "report.md").read_text()
     assert "Persona: hero; Caesar cipher: on (shift 3)" in report
 
@@ -255,3 +262,28 @@ def test_short_scale_end_to_end_on_the_embedded_model(tmp_path: Path, seed_data:
     assert answers.between(1, 6).all()
     report = (tmp_path / "r" / "report.md").read_text()
     assert "local/qwen2.5-0.5b" in report and "a test needs 2" in report  # n = 1 run: described, not tested
+
+
+def test_results_that_still_copy_the_conversation_report_the_same(tmp_path: Path, seed_data: Path) -> None:
+    """Runs stored before the calls were the only copy hold a ``transcript`` in each result: it is not
+    read, so tables and transcripts come out byte for byte as from the new shape."""
+
+    def responder(body: dict) -> str:
+        plain = {**body, "messages": [{**m, "content": decipher(m["content"])} for m in body["messages"]]}
+        return encipher("Scores:\n") + positional_responder(plain)
+
+    run_dir = tmp_path / "r"
+    with FaultServer(responder=responder) as server:
+        start_run(config(server, seed_data, scales=["DTDD"], runs=2, cipher=True), run_dir, False)
+    outputs = ["transcripts.md", "answers.csv", "scores.csv", "summary.csv", "valid.csv", "comparisons.csv"]
+    new_shape = {name: (run_dir / name).read_bytes() for name in outputs}
+    record = read_run(run_dir)
+    with RunStore.in_dir(run_dir) as store:
+        for unit in record.done():
+            (call,) = record.calls.of_unit(unit.unit_id)
+            old = [*call["request"]["messages"], {"role": "assistant", "content": "a copy, never read"}]
+            store.write(finish_unit_statements(unit.unit_id, {**unit.result, "transcript": old}))
+    assert all("transcript" in u.result for u in stored_units(run_dir))
+    analyze_run(run_dir)
+    assert {name: (run_dir / name).read_bytes() for name in outputs} == new_shape
+    assert "_Deciphered, as scored:_" in new_shape["transcripts.md"].decode()

@@ -12,9 +12,10 @@ import pytest
 from pydantic import ValidationError
 
 from llmpsych.reliability.official import load_bfi, load_steering
-from llmpsych.reliability.results import run_frame
+from llmpsych.reliability.results import detail_frame, kept_conversation, run_frame
 from llmpsych.reliability.task import ReliabilityOptions
-from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
+from llmpsych.runs import RunStore, parse_run_config, read_run, resume_run, start_run
+from llmpsych.runs.store import finish_unit_statements
 from llmpsych.testing.fault_server import FaultServer
 
 STATEMENT = re.compile(r"^(\d+)\. (.+)$", re.MULTILINE)
@@ -112,6 +113,12 @@ def _results(run_dir: Path) -> list[dict[str, Any]]:
         store.close()
 
 
+def _conversations(run_dir: Path) -> list[tuple[dict[str, Any], list[dict[str, str]]]]:
+    """Each finished unit's result and the conversation of its scored attempt (from the stored calls)."""
+    record = read_run(run_dir)
+    return [(u.result, kept_conversation(u.result, record.calls.of_unit(u.unit_id))) for u in record.done()]
+
+
 def test_invalid_replies_are_retried_with_a_new_shuffle_and_bounded(tmp_path: Path, seed_data: Path) -> None:
     respondent = Respondent(seed_data, garble_first=True)
     options = {
@@ -126,6 +133,17 @@ def test_invalid_replies_are_retried_with_a_new_shuffle_and_bounded(tmp_path: Pa
     assert outcome.summary.done == 1
     (result,) = _results(tmp_path / "r")
     assert result["attempts"] == 2 and result["valid_rate"] == 1.0
+    assert result["kept_attempt"] == 2 and "transcript" not in result
+    # configurations.csv shows the scored (second) attempt, read from the calls: exactly what the server
+    # was sent last, and the replies; the same as from a result that still copies the conversation
+    ((_, kept),) = _conversations(tmp_path / "r")
+    assert kept[:-1] == respondent.bodies[-1]["messages"] and kept[-1]["role"] == "assistant"
+    detail = detail_frame(tmp_path / "r")
+    assert "I would rather not" not in detail["replies"][0] and detail["replies"][0].count("---") >= 1
+    with RunStore.in_dir(tmp_path / "r") as store:
+        (unit,) = store.units("done")
+        store.write(finish_unit_statements(unit.unit_id, {**result, "transcript": kept}))
+    pd.testing.assert_frame_equal(detail_frame(tmp_path / "r"), detail)
     with FaultServer(responder=lambda body: "no idea") as server:
         start_run(config(server, seed_data, max_attempts=2, **options), tmp_path / "bad", False)
     (bad,) = _results(tmp_path / "bad")
@@ -156,18 +174,17 @@ def test_steering_turns_come_from_the_official_files_and_our_wording(tmp_path: P
             config(server, seed_data, steer="character", targets=["Sauron"], **grid), tmp_path / "c", False
         )
     descriptions = load_steering("personality", seed_data)
-    personality = _results(tmp_path / "p")
-    assert {r["target"] for r in personality} == set(profiles[:2])
-    for result in personality:
-        transcript = result["transcript"]
+    personality = _conversations(tmp_path / "p")
+    assert {r["target"] for r, _ in personality} == set(profiles[:2])
+    for result, transcript in personality:
         assert transcript[2] == {"role": "assistant", "content": descriptions[result["target"]]["1"]}
         assert result["target"] in transcript[1]["content"] and result["valid_rate"] == 1.0
-    (environment,) = _results(tmp_path / "e")
-    assert environment["transcript"][2]["content"] == load_steering("environment", seed_data)["anger"]["1"]
-    (generated,) = _results(tmp_path / "g")
-    assert generated["transcript"][2]["content"] == "A short generated text."
-    (character,) = _results(tmp_path / "c")
-    assert character["transcript"][1]["content"].startswith("You are Sauron.")
+    ((_, environment),) = _conversations(tmp_path / "e")
+    assert environment[2]["content"] == load_steering("environment", seed_data)["anger"]["1"]
+    ((_, generated),) = _conversations(tmp_path / "g")
+    assert generated[2]["content"] == "A short generated text."  # the generated turn, from its own call
+    ((_, character),) = _conversations(tmp_path / "c")
+    assert character[1]["content"].startswith("You are Sauron.")
     assert run_frame(tmp_path / "c")["append_label"].tolist() == ["Sauron"]
 
 

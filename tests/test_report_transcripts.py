@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llmpsych.report.transcripts import Call, threads, transcripts_markdown, write_transcripts
+from llmpsych.report.transcripts import Call, UnitNotes, threads, transcripts_markdown, write_transcripts
 from llmpsych.runs import parse_run_config, read_run, start_run
 from llmpsych.testing.fault_server import FaultRates, FaultServer
 
@@ -81,3 +81,24 @@ def test_write_transcripts_writes_markdown_and_an_inert_html_page(tmp_path: Path
     assert "<title>Transcripts of the run</title>" in page
     other = tmp_path / "new" / "other.md"  # a folder that does not exist yet is made
     assert write_transcripts(read_run(run_dir), other, html=False) == [other] and other.is_file()
+
+
+def test_unit_notes_go_under_the_heading_the_call_they_name_and_after_the_threads(tmp_path: Path) -> None:
+    with FaultServer() as server:
+        run_dir = _run(server, tmp_path / "run", units=2, turns=2)
+    record = read_run(run_dir)
+
+    def notes(unit, calls):  # noqa: ANN001, ANN202
+        if unit.unit_id != record.units[0].unit_id:
+            return None
+        return UnitNotes(intro="INTRO", calls={calls[1].seq: "NOTE-2", 999: "NEVER"}, end="END")
+
+    plain = transcripts_markdown(record)
+    text = transcripts_markdown(record, notes=notes)
+    first, second = text.split("\n## ")[1:]
+    assert first.index("INTRO") < first.index("### thread") < first.index("NOTE-2") < first.index("END")
+    # the note sits right under the reply of the call it names (the second call), nothing else moved
+    replies = first.split("**reply** (call ")
+    assert "NOTE-2" in replies[2] and "NOTE-2" not in replies[1] and "NEVER" not in text
+    assert "## " + second == "## " + plain.split("\n## ")[2]
+    assert text.replace("INTRO\n\n", "").replace("NOTE-2\n\n", "").replace("END\n\n", "") == plain

@@ -11,18 +11,30 @@
   armed Challenger) run when an agent reads a message, and when another agent's message is about to
   become the result the final agent delivers (:meth:`Runtime.result_of`).
 * Every model call goes through ``ctx.chat``, so it is stored the moment it completes; a unit that is
-  resumed re-runs from the start and its finished calls are answered from the store. The transcript,
-  with the injected edits as diffs, is the unit's result.
+  resumed re-runs from the start and its finished calls are answered from the store. The unit's result
+  records each message (who sent it to whom, in which round, the injected edits as diffs, the defences'
+  interventions) without a second copy of its text: a text a model wrote is named by its digest
+  (``reply_sha``, the stored call whose reply it is); any other text (a defence's request) is kept.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
+
+
+def digest(text: str) -> str:
+    """The short digest that names a text in a unit's result (the first 16 hex digits of its sha256)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+#: Agent notes that copy its profile (in every one of its stored calls): left out of the unit's result.
+PROFILE_NOTES = frozenset({"template", "values"})
 
 
 @dataclass
@@ -36,15 +48,24 @@ class Message:
     round: int = 0
     meta: dict[str, Any] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready record."""
+    @property
+    def written(self) -> str:
+        """The text as its sender wrote it (before any message hook edited it)."""
+        return str(self.meta.get("original", self.content))
+
+    def to_json(self, replies: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+        """A JSON-ready record: the written text by its digest when it is one of ``replies`` (a model's
+        reply, stored with its call), else as ``content``; the delivered text is the edits' diffs."""
+        written = self.written
+        text = {"reply_sha": digest(written)} if written in replies else {"content": written}
+        meta = {k: v for k, v in self.meta.items() if k != "original"}
         return {
             "index": self.index,
             "sender": self.sender,
             "receivers": self.receivers,
-            "content": self.content,
+            **text,
             "round": self.round,
-            "meta": self.meta,
+            "meta": meta,
         }
 
 
@@ -146,6 +167,7 @@ class Runtime:
         self.kind = kind
         self.task_description = task_description
         self.transcript: list[Message] = []
+        self.replies: set[str] = set()  # every reply a model gave in this unit (stored with its call)
         self.llm_calls = 0
         self.aux_calls = 0
         self.events: list[dict[str, Any]] = []
@@ -162,6 +184,7 @@ class Runtime:
         """One recorded model call outside any agent's conversation (injector, inspector, ...)."""
         self.aux_calls += 1
         result = await self.ctx.chat(messages, params or self.params, self.role_for(role))
+        self.replies.add(result.text)
         return result.text
 
     async def ask(self, agent: Agent, prompt: str, remember: bool = True) -> str:
@@ -171,6 +194,7 @@ class Runtime:
         self.llm_calls += 1
         result = await self.ctx.chat(messages, self.params, self.role_for(agent.model_role))
         text = result.text
+        self.replies.add(text)
         if remember:
             agent.history += [{"role": "user", "content": prompt}, {"role": "assistant", "content": text}]
         return text
@@ -230,14 +254,18 @@ class Runtime:
         return message.content
 
     def to_json(self) -> dict[str, Any]:
-        """The transcript and counters."""
+        """The message records and counters (texts a model wrote, and the profiles, by their digests: the
+        stored calls hold them)."""
+        notes = {
+            a.name: {k: v for k, v in a.notes.items() if k not in PROFILE_NOTES} for a in self.agents.values()
+        }
         return {
             "structure": self.route.structure,
-            "transcript": [m.to_json() for m in self.transcript],
+            "transcript": [m.to_json(self.replies) for m in self.transcript],
             "n_messages": len(self.transcript),
             "llm_calls": self.llm_calls,
             "aux_calls": self.aux_calls,
-            "profiles": {a.name: a.profile for a in self.agents.values()},
-            "agent_notes": {a.name: a.notes for a in self.agents.values() if a.notes},
+            "profile_sha": {a.name: digest(a.profile) for a in self.agents.values()},
+            "agent_notes": {name: note for name, note in notes.items() if note},
             "events": self.events,
         }

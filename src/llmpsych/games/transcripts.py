@@ -15,8 +15,9 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..models.cipher import DEFAULT_SHIFT
 from ..report.files import output_dir
-from ..report.transcripts import Call, StoredCall, Thread, default_thread_title
+from ..report.transcripts import Call, StoredCall, Thread, UnitNotes, deciphered_notes, default_thread_title
 from ..report.transcripts import write_transcripts as write_page
 from .result import GamaBenchResult, SeatInfo
 
@@ -149,6 +150,8 @@ def write_transcripts(record: RunRecord, out_dir: Path, titles: Mapping[str, str
 
 def _write_game(record: RunRecord, unit: UnitRow, result: GamaBenchResult, path: Path, title: str) -> None:
     seats = result.seat_info(record.config.role_specs())
+    options = record.config.options
+    shift = int(options.get("cipher_shift") or DEFAULT_SHIFT) if options.get("cipher") else None
 
     def keys(unit: UnitRow, calls: list[Call]) -> Callable[[StoredCall], Hashable | None]:
         players = player_keys(result, calls, seats)
@@ -163,7 +166,10 @@ def _write_game(record: RunRecord, unit: UnitRow, result: GamaBenchResult, path:
         units=[unit],
         unit_title=lambda unit: "Conversations",
         thread_title=_thread_title(seats),
-        unit_note=lambda unit: seat_note(result, seats),
+        notes=lambda unit, calls: UnitNotes(
+            intro=seat_note(result, seats),
+            calls=deciphered_notes(calls, shift) if shift is not None else {},
+        ),
         thread_key=keys,
     )
 

@@ -275,10 +275,11 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         c for c in (_chart(scale, summary, run_dir, model) for scale in scales.values()) if c is not None
     ]
     note = (
-        "Messages as the scoring read them (cipher runs: deciphered); the requests exactly as sent are in "
-        "run.sqlite (`llmpsych export RUN_DIR`)."
+        "Every request exactly as sent and every reply as received (cipher runs: enciphered, each reply "
+        "followed by its deciphered text as scored); as data: `llmpsych export RUN_DIR`."
     )
-    transcripts = write_transcripts(run_dir / TRANSCRIPTS, model, done, note)
+    shift = task.options.cipher_shift if task.options.cipher else None
+    transcripts = write_transcripts(record, model, shift, note)
     outputs = write_run_report(
         run_dir,
         "PsychoBench report",

@@ -199,7 +199,9 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             max_reasks=self.options.max_reasks,
             sample=run,
         )
-        return {**head, **result.to_json()}
+        stored = result.to_json()
+        del stored["transcript"]  # the conversation is in the stored calls (transcripts.md renders them)
+        return {**head, **stored}
 
     async def _run_logprob(
         self, scale: Scale, ctx: ChatContext, order: list[int], system_prompt: str | None, run: int
@@ -233,7 +235,6 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             "answers": {str(item.item): item.argmax for item in items if item.argmax is not None},
             "unanswered": [item.item for item in items if item.argmax is None],
             "asks": len(requests),
-            "texts": [reply.text for reply in replies],
         }
 
     def user_prompt(self, scale: Scale) -> UserPrompt:

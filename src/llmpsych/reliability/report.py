@@ -169,4 +169,6 @@ def analyze_record(record: RunRecord, options: Any) -> list[Path]:
         published=options.published,
         default=default,
     )
-    return write_reanalysis(result, run_dir, default, detail_frame(run_dir, units), points=frame)
+    return write_reanalysis(
+        result, run_dir, default, detail_frame(run_dir, units, record.calls), points=frame
+    )

@@ -1,8 +1,15 @@
-"""Data points of an llmpsych reliability run, read from its store (one row per finished unit)."""
+"""Data points of an llmpsych reliability run, read from its store (one row per finished unit).
+
+A unit's conversation is in its stored calls. Each attempt starts again from the steering turns, so the
+calls group into one thread per attempt (:func:`llmpsych.report.transcripts.threads`; a generated
+steering turn opens the first) and the scored attempt ``kept_attempt`` is thread ``kept_attempt``.
+Results written before the calls were the only copy hold that conversation as ``transcript``.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import LlmpsychError
 from ..instruments.numbers import finite_number
 from ..instruments.scale import STORED_HINT
+from ..report.transcripts import Call, threads
 from ..runs.store import STORE_FILE, RunStore, UnitRow
 from .published import DIMENSIONS
 from .saves import concat_saves, load_save
@@ -28,7 +36,23 @@ class ReliabilityResult(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     answers: dict[str, Any] | None = None
     scores: dict[str, Any] | None = None
-    transcript: list[dict[str, Any]] = Field(default_factory=list)
+    transcript: list[dict[str, Any]] = Field(default_factory=list)  # runs before calls were the only copy
+
+
+def kept_conversation(result: Mapping[str, Any], calls: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The messages and replies of the scored attempt: the result's own copy (older runs), else the
+    ``kept_attempt``-th thread of the unit's stored calls (``calls``: its rows of ``record.calls``, in
+    completion order)."""
+    if result.get("transcript"):
+        return [{"role": str(m["role"]), "content": str(m["content"])} for m in result["transcript"]]
+    grouped = threads(Call.of(c) for c in calls)  # completion order: a unit asks one call at a time
+    kept = int(result.get("kept_attempt") or 1)
+    if not 1 <= kept <= len(grouped):
+        return []
+    conversation: list[dict[str, str]] = []
+    for turn in grouped[kept - 1].turns:
+        conversation += [*turn.new_messages, {"role": "assistant", "content": turn.reply}]
+    return conversation
 
 
 def done_units(run_dir: Path) -> list[UnitRow]:
@@ -87,14 +111,25 @@ def _stored_score(value: object, unit_id: str, dimension: str) -> float:
     return number
 
 
-def detail_frame(run_dir: Path, units: list[UnitRow] | None = None) -> pd.DataFrame:
-    """Per configuration: the prompts, the raw replies and the parsed vector (for the report)."""
+def detail_frame(
+    run_dir: Path, units: list[UnitRow] | None = None, calls: Iterable[Mapping[str, Any]] | None = None
+) -> pd.DataFrame:
+    """Per configuration: the prompts, the raw replies (of the scored attempt) and the parsed vector.
+
+    ``units`` and ``calls`` (``record.calls``) as already read; without them they are read from the store.
+    """
     if units is None:
         units = done_units(run_dir)
+    if calls is None:
+        with RunStore.in_dir(run_dir, readonly=True) as store:
+            calls = list(store.calls())
+    by_unit: dict[str, list[Mapping[str, Any]]] = {}
+    for call in calls:
+        by_unit.setdefault(str(call["unit_id"]), []).append(call)
     rows = []
     for unit in units:
         result = unit.result or {}
-        transcript = result.get("transcript") or []
+        transcript = kept_conversation(result, by_unit.get(unit.unit_id, []))
         rows.append(
             {
                 "unit_id": unit.unit_id,

@@ -311,7 +311,6 @@ class ReliabilityTask(Task[ReliabilityOptions]):
                 "expected": expected,
                 "invalid": invalid,
                 "refused": refused,
-                "transcript": messages,
             }
             if best is None or len(answers) > len(best["answers"]):
                 best = outcome
@@ -335,8 +334,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
             "valid_rate": len(best["answers"]) / scale.n_items,
             "scores": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
             **(self._expected_fields(scale, best) if o.mode == "logprob" else {}),
-            "transcript": best["transcript"],
-        }
+        }  # the conversation is in the stored calls: attempt k is the unit's k-th thread (results.py)
 
     @staticmethod
     def _expected_fields(scale: Any, best: dict[str, Any]) -> dict[str, Any]:

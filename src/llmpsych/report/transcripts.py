@@ -9,8 +9,10 @@ thread. :func:`threads` groups one unit's calls (the web app shows the same grou
 :func:`transcripts_markdown` renders a whole run per unit and thread, failed units with their error;
 :func:`write_transcripts` writes it as Markdown with an HTML page beside it.
 
-Only what a model was sent and answered is here: what a task keeps beside the calls (who sent a message
-to whom in a multi-agent system, injected edits, a human seat's answers) stays in its unit results.
+Only what a model was sent and answered is in the calls. What a task knows beyond them (the deciphered
+text of a cipher reply, the scored attempt, who sent a message to whom, an injected edit) it adds as
+:class:`UnitNotes`: a paragraph under the unit's heading, a note under any call (by its ``seq``) and a
+paragraph after the threads, computed from the unit's result and calls when the page is written.
 """
 
 from __future__ import annotations
@@ -86,6 +88,32 @@ class Call:
             attempts=row.get("attempts"),
             cached=bool(row.get("cached")),
         )
+
+
+@dataclass(frozen=True)
+class UnitNotes:
+    """A task's annotations of one unit: Markdown under its heading, under a call (by seq), after it."""
+
+    intro: str = ""
+    calls: Mapping[int, str] = field(default_factory=dict)
+    end: str = ""
+
+
+def deciphered_notes(calls: Iterable[StoredCall], shift: int) -> dict[int, str]:
+    """Call notes for a cipher run (requests and replies are stored enciphered, as sent): under each
+    reply, the text as deciphered for scoring, or that it was read as written."""
+    from ..models.cipher import read_reply
+
+    notes: dict[int, str] = {}
+    for call in calls:
+        raw = str(call.response.get("text") or "")
+        read = read_reply(raw, shift)
+        notes[call.seq] = (
+            "_Read as written (the reply was not enciphered)._"
+            if read == raw
+            else f"_Deciphered, as scored:_\n\n{fenced(read)}"
+        )
+    return notes
 
 
 @dataclass
@@ -210,8 +238,11 @@ def turn_meta(call: StoredCall) -> str:
     return " · ".join(parts)
 
 
-def thread_markdown(thread: Thread, title: str, level: int = 3) -> list[str]:
-    """One conversation as Markdown lines: a heading, its totals, then each turn's new messages and reply."""
+def thread_markdown(
+    thread: Thread, title: str, level: int = 3, notes: Mapping[int, str] | None = None
+) -> list[str]:
+    """One conversation as Markdown lines: a heading, its totals, then each turn's new messages and reply
+    (and the note ``notes`` holds for the call's seq, under the reply)."""
     prompt, completion = thread.tokens
     lines = [
         f"{'#' * level} {title}",
@@ -226,6 +257,9 @@ def thread_markdown(thread: Thread, title: str, level: int = 3) -> list[str]:
         lines += [f"**reply** ({turn_meta(turn.call)})", "", fenced(turn.reply), ""]
         if turn.errors:
             lines += [f"_Retried after: {'; '.join(' '.join(e.split()) for e in turn.errors)}_", ""]
+        note = (notes or {}).get(turn.call.seq)
+        if note:
+            lines += [note, ""]
     return lines
 
 
@@ -240,23 +274,26 @@ def unit_markdown(
     title: str | None = None,
     thread_title: Callable[[Thread, int], str] = default_thread_title,
     level: int = 2,
-    note: str = "",
+    notes: UnitNotes | None = None,
     key: Callable[[StoredCall], Hashable | None] | None = None,
 ) -> list[str]:
-    """One unit as Markdown lines: its heading and status, ``note`` (Markdown: what the task keeps beside
-    the calls), then one section per thread (grouped by :func:`threads` with ``key``)."""
+    """One unit as Markdown lines: its heading and status, then one section per thread (grouped by
+    :func:`threads` with ``key``), with ``notes`` (what the task keeps beside the calls)."""
+    notes = notes or UnitNotes()
     lines = [f"{'#' * level} {title or unit.unit_id}", ""]
     status = f"Unit `{unit.unit_id}`: {unit.status}"
     if unit.status == "failed" and unit.error:
         status += f" ({' '.join(str(unit.error).split())})"
     lines += [status + ".", ""]
-    if note:
-        lines += [note.rstrip(), ""]
+    if notes.intro:
+        lines += [notes.intro.rstrip(), ""]
     grouped = threads(calls, key)
     if not grouped:
         lines += ["_(no model call stored for this unit)_", ""]
     for index, thread in enumerate(grouped):
-        lines += thread_markdown(thread, thread_title(thread, index), level + 1)
+        lines += thread_markdown(thread, thread_title(thread, index), level + 1, notes.calls)
+    if notes.end:
+        lines += [notes.end, ""]
     return lines
 
 
@@ -268,15 +305,16 @@ def transcripts_markdown(
     unit_title: Callable[[UnitRow], str | None] | None = None,
     thread_title: Callable[[Thread, int], str] = default_thread_title,
     units: Iterable[UnitRow] | None = None,
-    unit_note: Callable[[UnitRow], str] | None = None,
+    notes: Callable[[UnitRow, list[Call]], UnitNotes | None] | None = None,
     thread_key: Callable[[UnitRow, list[Call]], Callable[[StoredCall], Hashable | None]] | None = None,
 ) -> str:
     """A run's conversations as one Markdown page: per unit (creation order, or ``units``), per thread.
 
     ``unit_title`` names a unit's section (``None``: its id) and ``thread_title`` a thread's, so a
-    benchmark can label seats, agents or scale runs without re-rendering the calls. ``unit_note`` adds
-    what the calls do not hold under a unit's heading (who sat where, answers typed by people), and
-    ``thread_key`` gives, from a unit and its calls, the ``key`` that groups them (:func:`threads`).
+    benchmark can label seats, agents or scale runs without re-rendering the calls; ``notes`` gives a
+    unit's :class:`UnitNotes` from its row and its calls (in seq order): what the calls do not hold (who
+    sat where, answers typed by people, deciphered replies); ``thread_key`` gives, from a unit and its
+    calls, the ``key`` that groups them (:func:`threads`).
     """
     by_unit: dict[str, list[Call]] = {}
     for row in record.calls:
@@ -287,9 +325,9 @@ def transcripts_markdown(
     for unit in record.units if units is None else units:
         named = unit_title(unit) if unit_title is not None else None
         calls = sorted(by_unit.get(unit.unit_id, []), key=lambda c: c.seq)
-        note = unit_note(unit) if unit_note is not None else ""
+        unit_notes = notes(unit, calls) if notes is not None else None
         key = thread_key(unit, calls) if thread_key is not None else None
-        lines += unit_markdown(unit, calls, named, thread_title, note=note, key=key)
+        lines += unit_markdown(unit, calls, named, thread_title, notes=unit_notes, key=key)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -315,6 +353,8 @@ __all__ = [
     "StoredCall",
     "Thread",
     "Turn",
+    "UnitNotes",
+    "deciphered_notes",
     "default_thread_title",
     "thread_markdown",
     "threads",
