@@ -346,3 +346,15 @@ def test_every_run_command_takes_its_flags_from_the_kit() -> None:
         flags = inspect.signature(inspect.unwrap(command)).parameters.get("flags")
         assert flags is not None and flags.default is inspect.Parameter.empty, name  # filled by the kit
         assert "flags" not in inspect.signature(command).parameters, name  # not an option
+
+
+def test_game_parameters_pass_the_option_check_and_a_misspelt_game_is_refused() -> None:
+    """``-O 'guessing={ratio: 1/2}'`` (docs/games-engine.md) reaches the games task; a table named after
+    no game is refused with the games listed, and a bad parameter value names the game."""
+    from llmpsych.errors import ConfigError
+
+    kit.check_options("gamabench", {"game": "guessing", "guessing": {"ratio": "1/2"}})
+    with pytest.raises(ConfigError, match="guesing.*guessing, bar"):
+        kit.check_options("gamabench", {"guesing": {"ratio": "1/2"}})
+    with pytest.raises(ConfigError, match="unknown option 'nope' for task 'psychobench'"):
+        kit.check_options("psychobench", {"nope": 1})

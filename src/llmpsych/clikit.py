@@ -384,9 +384,11 @@ def check_options(task: str, options: dict[str, Any], source: str | None = None)
     valid ones listed; a bad value says what is wrong with it (one line each)."""
     cls = check_task(task)
     fields = getattr(cls.Options, "model_fields", {})
+    # an Options model that takes further keys (gamabench: a table per game) checks them itself
+    open_keys = getattr(cls.Options, "model_config", {}).get("extra") == "allow"
     prefix = f"{source}: " if source else ""
     for key in options:
-        if key not in fields:
+        if key not in fields and not open_keys:
             raise ConfigError(
                 f"{prefix}unknown option {key!r} for task {task!r}",
                 "valid options: " + (", ".join(fields) or "none"),
