@@ -117,6 +117,10 @@ def test_second_resume_is_refused_naming_the_holder_and_a_sigkill_frees_the_run(
     keys = _call_keys(run_dir)
     assert len(keys) == len(set(keys)) == UNITS * TURNS
     assert _results(run_dir) == _results(tmp_path / "reference")
+    # calls made after a resume number on from the replayed ones: one place per call in each unit
+    with sqlite3.connect(f"file:{run_dir / 'run.sqlite'}?mode=ro", uri=True) as db:
+        places = db.execute("SELECT unit_id, seq FROM calls").fetchall()
+    assert len(places) == len(set(places)) == UNITS * TURNS
 
 
 def test_a_second_process_cannot_start_a_run_in_a_folder_being_run(tmp_path: Path) -> None:

@@ -84,11 +84,11 @@ class UnitContext:
         self._occurrences[base_key] += 1
         call_key = f"{base_key}#{occurrence}"
         stored = self.store.get_call(self.unit_id, call_key) if self.may_replay else None
+        self._seq += 1  # a replayed call keeps its place: calls made after a resume number on from it
+        seq = self._seq
         if stored is not None:
             self.replayed += 1
             return ChatResult.from_json(stored)
-        self._seq += 1
-        seq = self._seq
         result = await client.complete(messages, params, sample=f"{sample}:{occurrence}", encoded=encoded)
         self.cached += int(result.cached)
         self.sent += int(not result.cached)
@@ -118,13 +118,14 @@ class UnitContext:
         self._occurrences[key] += 1
         call_key = f"{key}#{occurrence}"
         stored = self.store.get_call(self.unit_id, call_key) if self.may_replay else None
+        self._seq += 1
+        seq = self._seq
         if stored is not None:
             self.answers_replayed += 1
             return str(stored.get("text", ""))
         text = await produce()
-        self._seq += 1
         await self.commits.write(
-            put_call_statements(self.unit_id, call_key, self._seq, role, source, request, {"text": text})
+            put_call_statements(self.unit_id, call_key, seq, role, source, request, {"text": text})
         )
         self.answered += 1
         return text
