@@ -480,11 +480,8 @@ def task_console_lines(run_dir: Path) -> list[str]:
 
     from .runs import RunStore
 
-    store = RunStore.in_dir(run_dir)
-    try:
+    with RunStore.in_dir(run_dir) as store:
         task = (store.get_meta("config") or {}).get("task")
-    finally:
-        store.close()
     if not isinstance(task, str):
         return []
     module = sys.modules[check_task(task).__module__]

@@ -21,11 +21,8 @@ def unit_results(run_dir: Path) -> list[dict[str, Any]]:
     """The results of a run's finished items (empty without a store)."""
     if not (Path(run_dir) / STORE_FILE).is_file():
         return []
-    store = RunStore.in_dir(Path(run_dir), readonly=True)
-    try:
+    with RunStore.in_dir(Path(run_dir), readonly=True) as store:
         return [u.result for u in store.units("done") if isinstance(u.result, dict)]
-    finally:
-        store.close()
 
 
 def edits(result: dict[str, Any]) -> list[dict[str, Any]]:

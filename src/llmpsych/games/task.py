@@ -129,9 +129,11 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         for key in options if isinstance(options, dict) else ():
             if key not in GamaBenchOptions.model_fields and key not in registry.names():
                 prefix = f"{source}: " if source else ""
+                valid = ", ".join(GamaBenchOptions.model_fields)
                 raise ConfigError(
-                    f"{prefix}options for task {cls.name!r}: {key}: Extra inputs are not permitted",
-                    f"a game's parameters go under its name: {', '.join(registry.names())}",
+                    f"{prefix}unknown option {key!r} for task {cls.name!r}",
+                    f"valid options: {valid}; a game's parameters go under its name: "
+                    f"{', '.join(registry.names())}",
                 )
         return super().validate_options(options, source)
 

@@ -293,11 +293,8 @@ def report(
     from .analysis import save_settings
 
     for run_dir in run_dirs:
-        store = RunStore.in_dir(run_dir)  # a folder without a run: one clear error, nothing created
-        try:
+        with RunStore.in_dir(run_dir) as store:  # a folder without a run: one clear error, nothing created
             task = (store.get_meta("config") or {}).get("task")
-        finally:
-            store.close()
         if task != "psychobench":
             raise LlmpsychError(
                 f"{run_dir} is a {task!r} run, not PsychoBench", "use `llmpsych report RUN_DIR`"

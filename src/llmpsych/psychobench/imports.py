@@ -103,8 +103,7 @@ def import_answers(
 def _write_store(out: Path, config: Any, results: list[dict[str, Any]], files: list[Path]) -> None:
     if (out / STORE_FILE).exists() or (out / STORE_FILE).is_symlink():
         raise LlmpsychError(f"{out} already holds a run", "choose a new --out")
-    store = RunStore.in_dir(out, create=True)
-    try:
+    with RunStore.in_dir(out, create=True) as store:
         store.set_meta("config", config.stored())
         units = [(f"{r['scale']}-run{r['run']:03d}", {"scale": r["scale"], "run": r["run"]}) for r in results]
         store.add_units(units)
@@ -116,8 +115,6 @@ def _write_store(out: Path, config: Any, results: list[dict[str, Any]], files: l
         manifest = build_manifest(config, {}, files, len(units))
         store.set_meta("manifest", manifest)
         atomic_write_text(out / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
-    finally:
-        store.close()
 
 
 def read_answer_rows(path: Path, scales: dict[str, Scale]) -> list[AnswerRow]:
