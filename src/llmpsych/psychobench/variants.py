@@ -12,9 +12,10 @@
   refused with ``v2``-``v5``.
 * ``cot``: the thesis adds Kojima et al.'s "Let's think step by step" at the beginning (000:1355); the
   rest of our chain-of-thought wording is our own (the thesis's own sentences are not shipped).
-* ``system_prompt``: ``assistant`` keeps the scale's system prompt as the data file gives it ("You are a
-  helpful assistant who ..."); ``no-assistant`` removes that role and keeps the answer-format instruction
-  (the ablation of Table 4.11, 000:1368-1381); ``none`` sends no system message at all.
+* ``system_prompt``: ``assistant`` keeps the scale's system prompt as the data file gives it (a
+  helpful-assistant role, then the answer range); ``no-assistant`` removes that role and keeps the
+  answer-format instruction (the ablation of Table 4.11, 000:1368-1381); ``none`` sends no system
+  message at all.
 """
 
 from __future__ import annotations
@@ -58,9 +59,9 @@ class UserPrompt:
 
 
 def without_assistant_role(text: str | None, scale: str) -> str:
-    """A system prompt with its leading "You are a helpful assistant (who ...)" role removed.
+    """A system prompt with its opening helpful-assistant role (:data:`_ROLE`) removed.
 
-    ``You are a helpful assistant who can only reply ...`` becomes ``You can only reply ...``; a prompt
+    What follows a "who" clause is kept as a sentence of its own ("You can only reply ..."); a prompt
     without that role is an error naming the scale (removing nothing would not be the ablation).
     """
     match = _ROLE.match(text or "")
