@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from llmpsych import cli
 from llmpsych.errors import ConfigError, LlmpsychError
 from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE, builtin_templates
+from llmpsych.instruments.translate import clean_reply
 from llmpsych.runs import parse_run_config, read_run
 from llmpsych.runs.runner import start_run
 from llmpsych.testing.fault_server import FaultServer
@@ -123,3 +124,14 @@ def test_an_unknown_game_or_no_language_is_refused_before_any_request(tmp_path: 
     # the command line prints these as one-line errors and exits 2
     assert isinstance(unknown.exception, ConfigError) and "unknown game 'chess'" in str(unknown.exception)
     assert isinstance(no_language.exception, LlmpsychError) and "--to" in str(no_language.exception)
+
+
+def test_template_replies_keep_their_paragraphs() -> None:
+    source = "Round !<INPUT 0>! begins.\n\nPick a number.\n\n!<INPUT 4>!"
+    reply = "Translation:\n\nRunde !<INPUT 0>! beginnt.\n\n\n\nWähle eine Zahl.\n\n!<INPUT 4>!\n"
+    assert clean_reply(reply, source, paragraphs=True) == (
+        "Runde !<INPUT 0>! beginnt.\n\nWähle eine Zahl.\n\n!<INPUT 4>!",
+        None,
+    )
+    # scale texts keep the rule they had: blank lines dropped
+    assert clean_reply(reply, source)[0] == "Runde !<INPUT 0>! beginnt.\nWähle eine Zahl.\n!<INPUT 4>!"
