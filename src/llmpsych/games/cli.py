@@ -757,3 +757,45 @@ def overlay_cmd(
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for path in html_beside(write_overlay(run_dirs, out, each_run)):
         err.print(f"wrote {escape(str(path))}")
+
+
+@kit.run_command
+def translate_templates(
+    ctx: typer.Context,
+    to: Annotated[
+        str | None, typer.Option("--to", help="Target language: an ISO code (de, fr, zh) or a name.")
+    ] = None,
+    games: Annotated[
+        str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
+    ] = None,
+    model: kit.ModelOpt = None,
+    back_model: Annotated[
+        str | None,
+        typer.Option("--back-model", help="Model spec that translates back (default: the --model)."),
+    ] = None,
+    base_url: kit.BaseUrlOpt = None,
+    option: kit.OptionOpt = None,
+    out: kit.OutOpt = None,
+    no_cache: kit.NoCacheOpt = False,
+    seed: kit.SeedOpt = None,
+    temperature: kit.TemperatureOpt = None,
+    progress: kit.ProgressOpt = True,
+    debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
+) -> None:
+    """Translate every game's built-in prompt templates (with back-translation and an agreement report)
+    into a template set that `-O template_set=OUT#1` names; exits 1 naming the templates without a
+    usable reply."""
+    from ..instruments.cli import run_translation
+
+    if to is None:
+        raise LlmpsychError("give the target language with --to", "e.g. --to de")
+    values = {"game_templates": _games_list(games) or "all", "to": to}
+    path = Path("gamabench-templates")  # names the run folder only
+    run_translation(ctx, values, flags, path, back_model=back_model, out_file=None, option=option)
+    if flags.out is not None and (flags.out / "template_set.json").is_file():
+        echo(f"name it with -O template_set={terminal_text(flags.out)}#1")
+
+
+app.command("translate")(translate_templates)  # the shared translate command (instruments/cli.py)

@@ -14,6 +14,11 @@ naming the text, and the command exits 1. The translated file is written only wh
 
 EmotionBench situations files (``llmpsych emotionbench translate``) go through the same task: one unit
 per situation, and the new file keeps the situations file's JSON shape.
+
+GAMA-Bench's built-in prompt templates (``llmpsych gamabench translate``) too: one unit per user turn of
+each game's templates (the texts ``gamabench rephrase`` rewrites; the player's own answer turn is kept), a
+reply that breaks a ``!<INPUT k>!`` placeholder or adds template syntax is re-asked, and the new texts are
+written as a template set (``template_set.json``) that a run names with ``-O template_set=FOLDER#1``.
 """
 
 from __future__ import annotations
@@ -74,10 +79,14 @@ _KINDS = {
     "label": "answer-option label",
     "item": "statement",
     "situation": "situation (a scenario the respondent imagines being in)",
+    "template": "game prompt passage",
 }
 
 #: The pseudo-scale name of a situations file's units.
 SITUATIONS = "situations"
+#: What a template-set translation records as its source file; the built-in templates are in English.
+GAME_TEMPLATES = "gamabench built-in templates"
+GAME_TEMPLATES_LANGUAGE = "en"
 _QUOTES = {
     '"': '"',
     "'": "'",
@@ -102,7 +111,7 @@ def language_name(code: str) -> str:
 
 
 # -- pure cores ---------------------------------------------------------------------------------------------
-def clean_reply(reply: str, source: str) -> tuple[str | None, str | None]:
+def clean_reply(reply: str, source: str, *, paragraphs: bool = False) -> tuple[str | None, str | None]:
     """The usable text of a model reply, or ``(None, reason)``.
 
     The rule, in order: drop code-fence lines and blank lines; drop leading lines that end with ``:``
@@ -111,11 +120,13 @@ def clean_reply(reply: str, source: str) -> tuple[str | None, str | None]:
     and one pair of enclosing quotes when the source has none. The result is invalid when empty, or
     longer than ``4 x`` the source's length plus 40 characters, or when its placeholders (``{name}``,
     ``{}``, ``!<INPUT k>!``, ``<part>///</part>``) differ from the source's.
+
+    With ``paragraphs`` (game templates), blank lines between paragraphs are kept (a run of them as one).
     """
     lines = [ln.strip() for ln in reply.replace("\r\n", "\n").split("\n")]
-    lines = [ln for ln in lines if ln and not ln.startswith("```")]
-    while len(lines) > 1 and lines[0].endswith(":"):
-        lines.pop(0)
+    lines = _paragraphs([ln for ln in lines if (ln or paragraphs) and not ln.startswith("```")])
+    while sum(1 for ln in lines if ln) > 1 and lines[0].endswith(":"):
+        lines = _paragraphs(lines[1:])
     if not lines:
         return None, "empty reply"
     if "\n" not in source.strip():
@@ -140,6 +151,15 @@ def clean_reply(reply: str, source: str) -> tuple[str | None, str | None]:
             f"{len(stripped)} + {LENGTH_SLACK}",
         )
     return text, None
+
+
+def _paragraphs(lines: list[str]) -> list[str]:
+    """``lines`` without leading or trailing blank lines, each run of blank lines made one."""
+    out: list[str] = []
+    for line in lines:
+        if line or (out and out[-1]):
+            out.append(line)
+    return out[:-1] if out and not out[-1] else out
 
 
 def _grams(text: str, n: int = 3) -> Counter[str]:
@@ -259,6 +279,58 @@ class SituationsSource(BaseModel):
         return value if isinstance(value, str) and value.strip() else None
 
 
+class GameTemplatesSource(BaseModel):
+    """The built-in prompt templates of the chosen games (game -> kind -> text, in the official
+    ``!<INPUT k>!`` mechanics) as the run config stores them; given as game names or ``"all"``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str = GAME_TEMPLATES
+    sha256: str
+    templates: dict[str, dict[str, str]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if not isinstance(value, str | list):
+            return value
+        from ..games import registry
+        from ..games.prompts import builtin_templates
+
+        names = registry.names() if value == "all" else value
+        if isinstance(names, str) or not names:
+            raise ConfigError(f"game templates: give game names or 'all', not {value!r}")
+        for game in names:
+            if not isinstance(game, str) or game not in registry.names():
+                raise ConfigError(f"unknown game {game!r} (games: {', '.join(registry.names())})")
+        templates = {game: builtin_templates(game) for game in dict.fromkeys(names)}
+        return {"sha256": _templates_sha256(templates), "templates": templates}
+
+    @model_validator(mode="after")
+    def _intact(self) -> GameTemplatesSource:
+        if _templates_sha256(self.templates) != self.sha256:
+            raise ConfigError("the stored game templates do not match their sha256")
+        return self
+
+    def texts(self) -> list[tuple[str, str, str]]:
+        """``(game, key, text)`` of every user turn: key ``request``, or ``report turn 3`` for a turn of
+        a template with several (the odd turns, the player's own answer, are kept as they are)."""
+        from ..games.prompts import PART
+
+        out = []
+        for game, kinds in self.templates.items():
+            for kind, text in kinds.items():
+                turns = text.split(PART)
+                for t, turn in enumerate(turns):
+                    if t % 2 == 0:
+                        out.append((game, kind if len(turns) == 1 else f"{kind} turn {t + 1}", turn.strip()))
+        return out
+
+
+def _templates_sha256(templates: dict[str, dict[str, str]]) -> str:
+    return sha256_text(json.dumps(templates, sort_keys=True, ensure_ascii=False))
+
+
 class TranslateOptions(BaseModel):
     """What to translate, into what, and how hard to insist on a usable reply."""
 
@@ -267,6 +339,9 @@ class TranslateOptions(BaseModel):
     scale_file: ScaleSource | None = Field(default=None, description="a scale file to translate")
     situations_file: SituationsSource | None = Field(
         default=None, description="an EmotionBench situations file (JSON) to translate instead"
+    )
+    game_templates: GameTemplatesSource | None = Field(
+        default=None, description="GAMA-Bench games whose built-in prompt templates to translate (or 'all')"
     )
     to: str | None = Field(default=None, max_length=60, description="target language (ISO code or a name)")
     source_language: str | None = Field(default=None, max_length=60, description="the source language")
@@ -286,8 +361,15 @@ class TranslateOptions(BaseModel):
         """Exactly one of ``to`` and ``paraphrase``; a translation needs each scale's source language.
 
         Raised as :class:`ConfigError` (not wrapped by pydantic) so the line reads as written."""
-        if (self.scale_file is None) == (self.situations_file is None):
-            raise ConfigError("give either a scale file or a situations file to translate")
+        given = [s for s in (self.scale_file, self.situations_file, self.game_templates) if s is not None]
+        if len(given) != 1:
+            raise ConfigError("give one of a scale file, a situations file or game templates to translate")
+        if self.game_templates is not None:
+            if self.paraphrase:
+                raise ConfigError("--paraphrase writes item versions: it takes a scale file")
+            if not (self.to and self.to.strip()):
+                raise ConfigError("give a target language (--to LANGUAGE)")
+            return self
         if self.situations_file is not None:
             if self.paraphrase:
                 raise ConfigError("--paraphrase writes item versions: it takes a scale file")
@@ -314,9 +396,9 @@ class TranslateOptions(BaseModel):
         return self
 
     @property
-    def source(self) -> ScaleSource | SituationsSource:
-        """The file to translate."""
-        source = self.scale_file or self.situations_file
+    def source(self) -> ScaleSource | SituationsSource | GameTemplatesSource:
+        """The file (or the game templates) to translate."""
+        source = self.scale_file or self.situations_file or self.game_templates
         assert source is not None  # checked by _mode
         return source
 
@@ -350,6 +432,8 @@ class TranslateTask(Task[TranslateOptions]):
     Result = TextResult
 
     def data_files(self) -> list[Path]:
+        if self.options.game_templates is not None:
+            return []  # the templates are in the package and stored in the run config
         path = Path(self.options.source.path)
         return [path] if path.is_file() else []
 
@@ -362,6 +446,8 @@ class TranslateTask(Task[TranslateOptions]):
             return self.options.source_language
         if scale is not None:
             return scale.language
+        if self.options.game_templates is not None:
+            return GAME_TEMPLATES_LANGUAGE
         return self._situations_language
 
     @cached_property
@@ -385,6 +471,14 @@ class TranslateTask(Task[TranslateOptions]):
                 )
                 for key, text in self.options.situations_file.situations()
             ]
+        if self.options.game_templates is not None:
+            return [
+                WorkUnit(
+                    f"{game}/{key.replace(' ', '-')}",
+                    {"scale": game, "key": key, "kind": "template", "text": text},
+                )
+                for game, key, text in self.options.game_templates.texts()
+            ]
         units = []
         for scale in self.scales():
             for key, kind, text in scale_texts(scale, items_only=bool(self.options.paraphrase)):
@@ -396,14 +490,21 @@ class TranslateTask(Task[TranslateOptions]):
         return GenerationParams(**{**self.config.params.model_dump(), "max_tokens": self.options.max_tokens})
 
     async def _ask(
-        self, ctx: ChatContext, messages: list[Message], source: str, role: str, check: Any = None
+        self,
+        ctx: ChatContext,
+        messages: list[Message],
+        source: str,
+        role: str,
+        check: Any = None,
+        *,
+        paragraphs: bool = False,
     ) -> tuple[str, int, list[str]]:
         """A usable reply to ``messages`` (re-asked in the conversation), its number of asks and the
         rejected replies' reasons; :class:`TranslationFailed` when none is usable."""
         rejected: list[str] = []
         for attempt in range(self.options.max_reasks + 1):
             result = await ctx.chat(messages, self._params(), role=role)
-            text, reason = clean_reply(result.text, source)
+            text, reason = clean_reply(result.text, source, paragraphs=paragraphs)
             if text is not None and check is not None:
                 reason = check(text)
             if text is not None and reason is None:
@@ -431,12 +532,16 @@ class TranslateTask(Task[TranslateOptions]):
             return await self._paraphrase(ctx, p, scale, what)
         source_lang = language_name(self.source_language(scale) or "")
         target = language_name(self.options.to or "")
-        system: Message = {"role": "system", "content": SYSTEM_PROMPT}
-        ask = [system, {"role": "user", "content": _translate_prompt(what, source_lang, target, p["text"])}]
-        text, asks, rejected = await self._ask(ctx, ask, p["text"], "subject")
+        game = p["kind"] == "template"
+        prompt = _template_prompt if game else _translate_prompt
+        system: Message = {"role": "system", "content": GAME_SYSTEM_PROMPT if game else SYSTEM_PROMPT}
+        ask = [system, {"role": "user", "content": prompt(what, source_lang, target, p["text"])}]
+        check = _template_check(game, p["text"])
+        text, asks, rejected = await self._ask(ctx, ask, p["text"], "subject", check, paragraphs=game)
         role = BACK_ROLE if BACK_ROLE in ctx.clients else "subject"
-        back_ask = [system, {"role": "user", "content": _translate_prompt(what, target, source_lang, text)}]
-        back, back_asks, back_rejected = await self._ask(ctx, back_ask, text, role)
+        back_ask = [system, {"role": "user", "content": prompt(what, target, source_lang, text)}]
+        check = _template_check(game, text)
+        back, back_asks, back_rejected = await self._ask(ctx, back_ask, text, role, check, paragraphs=game)
         return TextResult(
             scale=p["scale"],
             key=p["key"],
@@ -495,6 +600,30 @@ def _translate_prompt(what: str, source: str, target: str, text: str) -> str:
     )
 
 
+GAME_SYSTEM_PROMPT = (
+    "You translate the instructions of economic games played by several players. Keep each text's meaning, "
+    "every rule and every number, keep every marker such as !<INPUT 3>! exactly as written, and reply with "
+    "the requested text only."
+)
+
+
+def _template_prompt(what: str, source: str, target: str, text: str) -> str:
+    origin = f" from {source}" if source else ""
+    return (
+        f"Translate this {what}{origin} into {target}. Markers such as !<INPUT 3>! are filled in later: copy "
+        f"each exactly as written and add none. Reply with the translation only.\n\n{text}"
+    )
+
+
+def _template_check(game: bool, source: str) -> Any:
+    """For a game template turn: the rephrasing rule (no placeholder lost or added, no added syntax)."""
+    if not game:
+        return None
+    from ..games.prompts import check_rephrased
+
+    return lambda text: check_rephrased(source, text)
+
+
 def _paraphrase_prompt(what: str, language: str, text: str, earlier: list[str]) -> str:
     avoid = "".join(f"\n- {v}" for v in earlier)
     also = f"\n\nIt must also differ from these wordings:{avoid}" if earlier else ""
@@ -551,6 +680,52 @@ def translated_situations(
         "translated_from": task.source_language(None),
         "translation": translation_to_native(translation_record(task, model, back_model)),
         **{k: v for k, v in data.items() if k not in ("language", "translated_from", "translation")},
+    }
+
+
+def translated_template_set(
+    task: TranslateTask, results: dict[tuple[str, str], TextResult], model: str, back_model: str | None
+) -> dict[str, Any]:
+    """The translated game templates as a template set (the format ``-O template_set=DIR#1`` reads):
+    one version, ``language``, ``translated_from`` and the translation record with every turn's
+    back-translation. Each new template is checked against its source as a run would check it."""
+    from ..games.prompts import PART, TEMPLATE_SET_FORMAT, check_template
+
+    source = task.options.game_templates
+    assert source is not None
+    templates: dict[str, dict[str, str]] = {}
+    for game, kinds in source.templates.items():
+        for kind, text in kinds.items():
+            turns = text.split(PART)
+            new = [
+                str(results[(game, kind if len(turns) == 1 else f"{kind} turn {t + 1}")].text)
+                if t % 2 == 0
+                else turn.strip()
+                for t, turn in enumerate(turns)
+            ]
+            candidate = f"\n{PART}\n".join(new)
+            reason = check_template(text, candidate)
+            if reason:  # each turn passed the same check when it was accepted
+                raise DataError(f"translated template {game} {kind}: {reason}")
+            templates.setdefault(game, {})[kind] = candidate
+    back = {f"{game}/{key}": str(r.back_translation) for (game, key), r in results.items()}
+    record = Translation(
+        **{**translation_record(task, model, back_model).__dict__, "back_translations": back}
+    )
+    return {
+        "format": TEMPLATE_SET_FORMAT,
+        "model": model,
+        "source": "built-in templates",
+        "language": task.options.to,
+        "translated_from": task.source_language(None),
+        "translation": translation_to_native(record),
+        "request": {
+            "system": GAME_SYSTEM_PROMPT,
+            "user": _template_prompt(_KINDS["template"], "SOURCE", "TARGET", "TEXT"),
+            "max_reasks": task.options.max_reasks,
+        },
+        "versions": {"1": templates},
+        "failed": [],
     }
 
 
@@ -647,7 +822,16 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
     source_path = Path(o.source.path)
     out_file: Path | None = None
     scales = task.scales()
-    if not failed and len(done) == len(record.units) and o.situations_file is not None:
+    if not failed and len(done) == len(record.units) and o.game_templates is not None:
+        from ..games.prompts import TEMPLATE_SET_FILE
+
+        out_file = run_dir / TEMPLATE_SET_FILE
+        text = json.dumps(
+            translated_template_set(task, done, model, back_model), indent=1, ensure_ascii=False
+        )
+        atomic_write_text(out_file, text + "\n")
+        written.append(out_file)
+    elif not failed and len(done) == len(record.units) and o.situations_file is not None:
         out_file = run_dir / output_name(source_path, o)
         situations = {k: r for (_, k), r in done.items()}
         text = json.dumps(
@@ -674,15 +858,23 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
         "file": None if out_file is None else str(out_file),
         f"mean_{score}": None if frame.empty else float(frame[score].mean()),
         f"min_{score}": None if frame.empty else float(frame[score].min()),
-        "lowest": [] if frame.empty else frame.nsmallest(o.lowest, score)["text"].tolist(),
+        "lowest": [] if frame.empty else _names(frame.nsmallest(o.lowest, score), bool(o.game_templates)),
         "measure": MEASURE,
     }
     atomic_write_text(run_dir / "translation.json", json.dumps(summary, indent=1, ensure_ascii=False))
     written.append(run_dir / "translation.json")
     sections = _sections(task, frame, score, summary, model, back_model, source_path)
-    return written + write_run_report(
-        run_dir, "llmpsych scale translation report", sections, tables=[("agreement", frame)]
+    title = (
+        "llmpsych game template translation report"
+        if o.game_templates
+        else "llmpsych scale translation report"
     )
+    return written + write_run_report(run_dir, title, sections, tables=[("agreement", frame)])
+
+
+def _names(rows: pd.DataFrame, games: bool) -> list[str]:
+    """How the summary names texts: the key, or ``game/key`` for game templates."""
+    return [f"{g}/{k}" if games else str(k) for g, k in zip(rows["scale"], rows["text"], strict=True)]
 
 
 def _sections(
@@ -712,6 +904,9 @@ def _sections(
             + (
                 "n = situations."
                 if o.situations_file
+                else "n = template passages (each user turn of each game's templates; the player's own "
+                "answer turn is kept as it is)."
+                if o.game_templates
                 else "Norms in the new file come from the source-language population (each norm's "
                 "`language`). n = texts (items, title, instructions, labels)."
             )
@@ -743,6 +938,8 @@ def _sections(
         checked = (
             "EmotionBench reads it with `--situations`"
             if o.situations_file
+            else f"a gamabench run plays it with `-O template_set={Path(str(summary['file'])).parent}#1`"
+            if o.game_templates
             else "`llmpsych scales validate` accepts it"
         )
         sections.append(("The new file", f"`{name}` ({checked})."))
