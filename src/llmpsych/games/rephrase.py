@@ -84,11 +84,31 @@ def read_rewrite(text: str) -> str | None:
     return found[-1] if found else None
 
 
+class RephraseFailure(BaseModel):
+    """A template turn no accepted rewrite was found for: the last reason and the asks made."""
+
+    kind: str
+    turn: int
+    reason: str
+    asks: int
+
+
+class RephraseResult(BaseModel):
+    """One game's templates rewritten for one version (``templates`` holds only complete ones)."""
+
+    game: str
+    version: int
+    templates: dict[str, str] = Field(default_factory=dict)
+    failures: list[RephraseFailure] = Field(default_factory=list)
+    asks: int = 0
+
+
 class RephraseTask(Task[RephraseOptions]):
     """Rephrase each game's templates into new versions with the run's model."""
 
     name = "gamabench-rephrase"
     Options = RephraseOptions
+    Result = RephraseResult
     options: RephraseOptions
 
     def units(self) -> list[WorkUnit]:
@@ -166,12 +186,14 @@ class RephraseTask(Task[RephraseOptions]):
         """The template set of a finished (or partly finished) run: only complete games per version."""
         versions: dict[str, dict[str, dict[str, str]]] = {}
         failed = []
-        for _, result in record.results(dict):
-            game, version = result["game"], str(result["version"])
-            if result["failures"]:
-                failed += [{"game": game, "version": int(version), **f} for f in result["failures"]]
+        for _, result in record.results(RephraseResult):
+            game, version = result.game, str(result.version)
+            if result.failures:
+                failed += [
+                    {"game": game, "version": result.version, **f.model_dump()} for f in result.failures
+                ]
             else:
-                versions.setdefault(version, {})[game] = result["templates"]
+                versions.setdefault(version, {})[game] = result.templates
         return {
             "format": TEMPLATE_SET_FORMAT,
             "model": self.config.model,
