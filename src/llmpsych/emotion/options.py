@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..psychobench.options import ScaleFile
+from ..instruments.native import ScaleFile
 
 
 class EmotionBenchOptions(BaseModel):

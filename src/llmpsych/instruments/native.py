@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..config import MAX_CONFIG_VALUES, expands_beyond
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from ..report.files import atomic_write_text
 from .numbers import whole_number
 from .official import load_official_file, read_json, scale_from_official
@@ -560,3 +561,39 @@ def _describe(indices: list[int]) -> str:
     ordered = sorted(indices)
     contiguous = ordered == list(range(ordered[0], ordered[-1] + 1))
     return f"{ordered[0]}-{ordered[-1]}" if contiguous else ", ".join(map(str, ordered))
+
+
+class ScaleFile(BaseModel):
+    """A user scale file as a run config stores it (path, sha256, text); given as a path, it is read once
+    and recorded. PsychoBench, EmotionBench and the translate task take it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: str
+    sha256: str
+    content: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, value: Any) -> Any:
+        if isinstance(value, str | Path):
+            record = record_scale_file(value)
+            return {"path": record.path, "sha256": record.sha256, "content": record.content}
+        return value
+
+    @model_validator(mode="after")
+    def _intact(self) -> ScaleFile:
+        if sha256_text(self.content) != self.sha256:
+            raise ConfigError(
+                f"the stored text of scale file {self.path} does not match its sha256",
+                "was run.sqlite edited? start a new run from the file",
+            )
+        return self
+
+    @property
+    def record(self) -> ScaleFileRecord:
+        return ScaleFileRecord(self.path, self.sha256, self.content)
+
+    def scales(self) -> list[Scale]:
+        """The file's scales, from the recorded text."""
+        return load_scale_text(self.content, origin=self.path, suffix=Path(self.path).suffix)

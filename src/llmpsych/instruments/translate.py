@@ -45,8 +45,8 @@ from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .native import (
     MAX_SCALE_FILE_BYTES,
+    ScaleFile,
     load_scale_text,
-    record_scale_file,
     sha256_text,
     translation_to_native,
     write_scale_file,
@@ -196,34 +196,6 @@ def scale_texts(scale: Scale, *, items_only: bool = False) -> list[tuple[str, st
     return out
 
 
-class ScaleSource(BaseModel):
-    """The source scale file as the run config stores it (path, sha256, text); a path is read once."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    sha256: str
-    content: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _read(cls, value: Any) -> Any:
-        if isinstance(value, str | Path):
-            record = record_scale_file(value)
-            return {"path": record.path, "sha256": record.sha256, "content": record.content}
-        return value
-
-    @model_validator(mode="after")
-    def _intact(self) -> ScaleSource:
-        if sha256_text(self.content) != self.sha256:
-            raise ConfigError(f"the stored text of scale file {self.path} does not match its sha256")
-        return self
-
-    def scales(self) -> list[Scale]:
-        """The file's scales, from the recorded text."""
-        return load_scale_text(self.content, origin=self.path, suffix=Path(self.path).suffix)
-
-
 class SituationsSource(BaseModel):
     """An EmotionBench situations file (the JSON form) as the run config stores it; a path is read once."""
 
@@ -336,7 +308,7 @@ class TranslateOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scale_file: ScaleSource | None = Field(default=None, description="a scale file to translate")
+    scale_file: ScaleFile | None = Field(default=None, description="a scale file to translate")
     situations_file: SituationsSource | None = Field(
         default=None, description="an EmotionBench situations file (JSON) to translate instead"
     )
@@ -396,7 +368,7 @@ class TranslateOptions(BaseModel):
         return self
 
     @property
-    def source(self) -> ScaleSource | SituationsSource | GameTemplatesSource:
+    def source(self) -> ScaleFile | SituationsSource | GameTemplatesSource:
         """The file (or the game templates) to translate."""
         source = self.scale_file or self.situations_file or self.game_templates
         assert source is not None  # checked by _mode

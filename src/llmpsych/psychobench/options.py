@@ -3,48 +3,16 @@ importing the task (which imports the administration, the scales and the persona
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
-from ..instruments.native import ScaleFileRecord, record_scale_file, sha256_text
+from ..instruments.native import ScaleFile
 from ..stats.compare import METHOD_ALIASES
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
 from .variants import SystemPrompt, Template
-
-
-class ScaleFile(BaseModel):
-    """A user scale file as the run config stores it; given as a path, it is read once and recorded."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    sha256: str
-    content: str
-
-    @model_validator(mode="before")
-    @classmethod
-    def _read(cls, value: Any) -> Any:
-        if isinstance(value, str | Path):
-            record = record_scale_file(value)
-            return {"path": record.path, "sha256": record.sha256, "content": record.content}
-        return value
-
-    @model_validator(mode="after")
-    def _intact(self) -> ScaleFile:
-        if sha256_text(self.content) != self.sha256:
-            raise ConfigError(
-                f"the stored text of scale file {self.path} does not match its sha256",
-                "was run.sqlite edited? start a new run from the file",
-            )
-        return self
-
-    @property
-    def record(self) -> ScaleFileRecord:
-        return ScaleFileRecord(self.path, self.sha256, self.content)
 
 
 class PsychoBenchOptions(BaseModel):
