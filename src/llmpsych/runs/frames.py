@@ -436,8 +436,8 @@ def _read_table(path: Path) -> pd.DataFrame:
         if not isinstance(data, dict):
             raise DataError(f"{path}: not a JSON object")
         return pd.DataFrame([data])
-    try:
-        return pd.read_csv(path)
+    try:  # only an empty cell is missing: "n/a" or "NA" typed into a score is not silently a gap
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise DataError(f"{path}: cannot read as CSV ({str(exc).splitlines()[0][:120]})") from None
 
