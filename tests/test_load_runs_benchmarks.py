@@ -25,6 +25,8 @@ from llmpsych.runs.frames import FACTOR_COLUMNS, SCORE_COLUMNS, SCORE_TABLES
 from llmpsych.runs.task import TASKS
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
+from test_emotion_task import make_responder as emotion_answers
+from test_games_variants_rephrase import Rephraser
 from test_own_instruments import TIDY_YAML
 from test_own_instruments import scripted as scale_answers
 from test_psychobench_validity import responder as validity_answers
@@ -70,6 +72,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=BfiRespondent(seed_data)) as server:
         options = {**bfi, "steer": "persona", "targets": PERSONAS, "repeats": 2}
         _run(server, runs / "reliability", "reliability", options, data_dir=str(seed_data))
+        _run(server, runs / "bfi-plain", "reliability", bfi, data_dir=str(seed_data))
     with FaultServer(responder=grid_answers) as server:
         options = {"scale_files": [str(root / "garden.yaml")], "grid": str(root / "grid.yaml"), "repeats": 2}
         _run(server, runs / "grid", "reliability-grid", options)
@@ -85,8 +88,13 @@ def root(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=ScriptedCollaborator({})) as server:
         options = {"dataset": "ciar", "items": 2, "system": "mad"}
         _run(server, runs / "mas", "mas", options, data_dir=str(seed_data))
+    with FaultServer(responder=emotion_answers(seed_data, [])) as server:
+        options = {"emotions": ["Anger"], "situations_per_factor": 1, "runs": 1, "default_runs": 2}
+        _run(server, runs / "emotionbench", "emotionbench", options, data_dir=str(seed_data))
     with FaultServer(responder=lambda body: "ok") as server:
         _run(server, runs / "echo", "echo", {"units": 2})
+    with FaultServer(responder=Rephraser()) as server:
+        _run(server, runs / "rephrase", "gamabench-rephrase", {"games": ["guessing"], "versions": 1})
     desk = DESK_YAML.split("  - {index: 4,")[0] + "subscales:\n  - {name: Order, items: [1, 2, 3]}\n"
     (root / "desk.yaml").write_text(desk, encoding="utf-8")
     cli._mount_subcommands()
@@ -121,8 +129,11 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
     assert list(frames.scores.columns) == SCORE_COLUMNS
     sources = frames.runs["scores_from"].fillna("none")
     tasks = dict(zip(frames.runs["task"], sources, strict=True))
+    assert frames.runs["task"].tolist().count("reliability") == 2
     assert tasks == {
         "echo": "none",
+        "gamabench-rephrase": "none",
+        "emotionbench": "runs.csv",
         "gamabench": "games.csv",
         "reliability-grid": "data_points.csv",
         "mas": "results.csv",
@@ -133,8 +144,19 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
         "validity": "validity_runs.csv",
     }
     by_task = frames.scores.groupby("task")["score"].count()
-    assert set(by_task.index) == set(tasks) - {"echo"} and (by_task > 0).all()
+    assert set(by_task.index) == set(tasks) - {"echo", "gamabench-rephrase"} and (by_task > 0).all()
+    assert set(frames.runs["task"]) == set(TASKS)  # every registered task has a run here
     # the other benchmarks leave the grid columns empty
+    # EmotionBench: runs.csv's PANAS columns, long
+    emotion = _own(frames.scores, root / "all" / "emotionbench")
+    own = pd.read_csv(root / "all" / "emotionbench" / "runs.csv")
+    assert emotion["score"].tolist() == own["positive"].tolist() + own["negative"].tolist()
+    assert emotion["measure"].tolist() == ["positive"] * len(own) + ["negative"] * len(own)
+    assert emotion["repeat"].tolist() == own["run"].tolist() * 2
+    # an unsteered BFI run: no persona, one repeat
+    plain = _own(frames.scores, root / "all" / "bfi-plain")
+    assert len(plain) == 2 * len(DIMENSIONS) and plain["persona"].isna().all()
+    assert set(plain["repeat"]) == {1} and set(plain["group"]) == {"t1-v1-En-n-f", "t1-v1-En-n-r"}
     others = frames.scores[~frames.scores["task"].isin(["reliability", "reliability-grid"])]
     assert others[["template", "version", "language", "framing"]].isna().all().all()
 
