@@ -2,9 +2,10 @@
 folders) into tidy pandas frames, ``runs``, ``units``, ``calls`` and ``scores``, keyed by ``run_dir``.
 
 Each folder is read once, read-only, with :func:`~llmpsych.runs.record.read_run`; nothing is written and no
-model is called. ``scores`` is read from the table the benchmark's analysis wrote into the folder
-(:data:`SCORE_TABLES`), so a run that was never analysed contributes no score rows (``runs.scores_from``
-is then empty).
+model is called. ``scores`` is read from the tables the benchmark's analysis wrote into the folder
+(:data:`SCORE_TABLES`, one entry per registered task), so a run that was never analysed contributes no
+score rows (``runs.scores_from`` is then empty). The perturbation grids' factors stay columns
+(:data:`FACTOR_COLUMNS`), so ``scores.groupby(["language", "measure"])`` needs no parsing of ids.
 """
 
 from __future__ import annotations
