@@ -146,7 +146,6 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
     by_task = frames.scores.groupby("task")["score"].count()
     assert set(by_task.index) == set(tasks) - {"echo", "gamabench-rephrase"} and (by_task > 0).all()
     assert set(frames.runs["task"]) == set(TASKS)  # every registered task has a run here
-    # the other benchmarks leave the grid columns empty
     # EmotionBench: runs.csv's PANAS columns, long
     emotion = _own(frames.scores, root / "all" / "emotionbench")
     own = pd.read_csv(root / "all" / "emotionbench" / "runs.csv")
@@ -157,6 +156,7 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
     plain = _own(frames.scores, root / "all" / "bfi-plain")
     assert len(plain) == 2 * len(DIMENSIONS) and plain["persona"].isna().all()
     assert set(plain["repeat"]) == {1} and set(plain["group"]) == {"t1-v1-En-n-f", "t1-v1-En-n-r"}
+    # the other benchmarks leave the grid columns empty
     others = frames.scores[~frames.scores["task"].isin(["reliability", "reliability-grid"])]
     assert others[["template", "version", "language", "framing"]].isna().all().all()
 
