@@ -18,6 +18,7 @@ from ..errors import ConfigError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from ..sandbox import INSTALL_HINT, Limits, Sandbox, SandboxUnavailable, available, open_sandbox
 from .analysis import MasResult
@@ -95,6 +96,7 @@ class MasTask(Task[MasOptions]):
     name = "mas"
     Options = MasOptions
     Result = MasResult
+    score_tables = (ScoreTable("results.csv", group=None, repeat=None, item="item"),)
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

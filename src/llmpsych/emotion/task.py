@@ -32,6 +32,7 @@ from ..instruments.scale import Scale
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from .options import EmotionBenchOptions, EmotionBenchResult
 from .prompts import V2_SYSTEM, PromptSettings, build_prompt
@@ -116,6 +117,15 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
     name = "emotionbench"
     Options = EmotionBenchOptions
     Result = EmotionBenchResult
+    score_tables = (
+        ScoreTable(
+            "runs.csv",
+            group="factor",
+            repeat="run",
+            item="situation",
+            keys=("kind", "factor", "situation", "run", "valid", "refused", "asks"),
+        ),
+    )
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

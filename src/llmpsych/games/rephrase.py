@@ -109,6 +109,7 @@ class RephraseTask(Task[RephraseOptions]):
     name = "gamabench-rephrase"
     Options = RephraseOptions
     Result = RephraseResult
+    score_tables = ()  # it writes prompt templates, not scores
     options: RephraseOptions
 
     def units(self) -> list[WorkUnit]:

@@ -16,6 +16,7 @@ from ..models.chat_context import ChatContext
 from ..models.cipher import DEFAULT_SHIFT, CipherContext
 from ..models.types import GenerationParams
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from . import registry
 from .engine import Game, Table, table_context
@@ -104,6 +105,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     name = "gamabench"
     Options = GamaBenchOptions
     Result = GamaBenchResult
+    score_tables = (ScoreTable("games.csv", group="game", repeat="run"),)
     options: GamaBenchOptions
 
     def __init__(self, config: Any) -> None:

@@ -42,6 +42,7 @@ from ..report.files import atomic_write_text
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from .native import (
     MAX_SCALE_FILE_BYTES,
@@ -402,6 +403,24 @@ class TranslateTask(Task[TranslateOptions]):
     name = "translate"
     Options = TranslateOptions
     Result = TextResult
+    score_tables = (
+        ScoreTable(
+            "agreement.csv",
+            group="scale",
+            repeat=None,
+            item="text",
+            keys=(
+                "scale",
+                "text",
+                "source",
+                "translation",
+                "back_translation",
+                "versions",
+                "asks",
+                "rejected",
+            ),
+        ),
+    )
 
     def data_files(self) -> list[Path]:
         if self.options.game_templates is not None:

@@ -29,6 +29,7 @@ from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import GenerationParams
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from .cipher import CipherContext
 from .logprob import read_item
@@ -43,6 +44,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
     name = "psychobench"
     Options = PsychoBenchOptions
     Result = PsychoBenchResult
+    score_tables = (ScoreTable("scores.csv", group="scale", repeat="run", measure="subscale"),)
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

@@ -39,6 +39,7 @@ from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from .personas import PERSONAS, resolve_persona
 from .questionsets import MultipleChoice, OpenQuestion, question_file, read_safetyqa, read_truthfulqa
@@ -172,6 +173,7 @@ class ValidityTask(Task[ValidityOptions]):
     name = "validity"
     Options = ValidityOptions
     Result = ValidityResult
+    score_tables = (ScoreTable("validity_runs.csv", group="benchmark", repeat="run", factors=("persona",)),)
 
     def __init__(self, config: Any) -> None:  # noqa: ANN401 - RunConfig, as the base class
         super().__init__(config)

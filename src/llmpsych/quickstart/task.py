@@ -18,6 +18,7 @@ from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import bar_chart, table
 from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
+from ..runs.scores import ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
 from .demo_scale import REASK, demo_scale
 
@@ -72,12 +73,35 @@ class GameUnit(BaseModel):
     rounds: list[dict[str, Any]]
 
 
+def _scale_scores(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
+    """The demonstration scale's scores for :func:`llmpsych.load_runs`: the scale's name, and the
+    administration number of ``run-003`` (3)."""
+    require_columns(table, path, ("run",))
+    numbers = table["run"].astype(str).str.removeprefix("run-")
+    return table.assign(scale=demo_scale().name, run=whole_numbers(numbers, path, "run"))
+
+
+def _game_score(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
+    """The short game's 0-100 score, named as GAMA-Bench names the game (one game: run 1)."""
+    return table.assign(game="guessing", run=1)
+
+
 class QuickstartTask(Task[QuickstartOptions]):
     """Administration, parsing, scoring and a report on a built-in demonstration scale."""
 
     name = "quickstart"
     Options = QuickstartOptions
     Result = AdministrationUnit | GameUnit
+    score_tables = (
+        ScoreTable(
+            "scores.csv",
+            group="scale",
+            repeat="run",
+            keys=("scale", "run", "valid_rate", "asks", "refused"),
+            prepare=_scale_scores,
+        ),
+        ScoreTable("game.json", group="game", repeat="run", prepare=_game_score),
+    )
 
     def units(self) -> list[WorkUnit]:
         units = [WorkUnit(f"run-{r:03d}", {"run": r}) for r in range(1, self.options.runs + 1)]

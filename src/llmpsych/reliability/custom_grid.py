@@ -19,7 +19,7 @@ import string
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -41,12 +41,16 @@ from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
+from ..runs.scores import FACTOR_COLUMNS, ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
 from ..stats.compare import METHOD_ALIASES
 from .outliers import EPS, MIN_PTS
 
-#: The grid's factors, in the order of a configuration id.
-GRID_FACTORS = ("template", "version", "language", "framing", "persona")
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: The grid's factors, in the order of a configuration id (the factor columns of ``load_runs`` scores).
+GRID_FACTORS = FACTOR_COLUMNS
 #: The placeholders a template may use (``$items`` is required).
 PLACEHOLDERS = ("instructions", "framing", "levels", "low", "high", "n", "items")
 MAX_GRID_FILE_BYTES = 200_000
@@ -362,12 +366,48 @@ class GridResult(BaseModel):
     transcript: list[dict[str, Any]] = Field(default_factory=list)
 
 
+#: columns of data_points.csv that are not scores (each other column is one of the scale's subscales)
+_GRID_KEYS = (
+    "unit_id",
+    *GRID_FACTORS,
+    "repeat",
+    "n_valid",
+    "n_items",
+    "valid_rate",
+    "pc1",
+    "pc2",
+    "outlier",
+    "configuration",
+)
+
+
+def _grid_points(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
+    """The grid's data points for :func:`llmpsych.load_runs`: a configuration id and the repeat counted
+    from 1."""
+    require_columns(table, path, (*GRID_FACTORS, "repeat"))
+    factors = table[list(GRID_FACTORS)].astype(str)
+    return table.assign(
+        configuration=factors.agg("-".join, axis=1),
+        repeat=whole_numbers(table["repeat"], path, "repeat") + 1,
+    )
+
+
 class CustomGridTask(Task[CustomGridOptions]):
     """Any scale file through the perturbation grid; the reliability analysis per factor."""
 
     name = "reliability-grid"
     Options = CustomGridOptions
     Result = GridResult
+    score_tables = (
+        ScoreTable(
+            "data_points.csv",
+            group="configuration",
+            repeat="repeat",
+            keys=_GRID_KEYS,
+            factors=FACTOR_COLUMNS,
+            prepare=_grid_points,
+        ),
+    )
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

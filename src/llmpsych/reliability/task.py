@@ -16,16 +16,17 @@ import random
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
+from ..runs.scores import FACTOR_COLUMNS, ScoreTable, require_columns
 from ..runs.task import Task, WorkUnit
 from ..stats.compare import METHOD_ALIASES
 from .answers import chunk_levels, parse_chunk
@@ -44,6 +45,9 @@ from .steering import (
     persona_plan,
     personality_plan,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class ReliabilityOptions(BaseModel):
@@ -125,12 +129,66 @@ def slug(text: str) -> str:
     return f"{short[:32] or 'x'}-{hashlib.sha256(text.encode()).hexdigest()[:6]}"
 
 
+#: the BFI grid's factors, in the order of its configuration ids (``t1-v1-En-n-f``)
+_BFI_FACTORS = ("template", "version", "language", "label", "order")
+#: columns of data_points.csv that are not scores (each other column is a dimension)
+_BFI_KEYS = (
+    "unit_id",
+    *_BFI_FACTORS,
+    "append_label",
+    "case",
+    "n_valid",
+    "n_items",
+    "valid_rate",
+    "attempts",
+    "n_logprob_items",
+    "refused",
+    "pc1",
+    "pc2",
+    "outlier",
+    "configuration",
+    "framing",
+    "persona",
+    "repeat",
+)
+
+
+def _bfi_points(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
+    """The BFI grid's data points (``data_points.csv``) for :func:`llmpsych.load_runs`: a configuration
+    id, the grid's factor columns (``framing``: the label format and the order, e.g. ``al-r``;
+    ``persona``: the steering target) and the repeat (1, 2, ...) from the unit's payload in the store."""
+    require_columns(table, path, ("unit_id", *_BFI_FACTORS))
+    repeats = {u.unit_id: int(u.payload.get("repeat", 0)) + 1 for u in record.units}
+    units = table["unit_id"].astype(str)
+    unknown = units[~units.isin(repeats)]
+    if len(unknown):
+        raise DataError(f"{path}: unit {unknown.iloc[0][:60]!r} is not a unit of this run")
+    factors = table[list(_BFI_FACTORS)].astype(str)
+    target = table["append_label"] if "append_label" in table.columns else None
+    return table.assign(
+        configuration=factors.agg("-".join, axis=1),
+        framing=factors["label"] + "-" + factors["order"],
+        persona=target,
+        repeat=units.map(repeats),
+    )
+
+
 class ReliabilityTask(Task[ReliabilityOptions]):
     """Scale reliability: the BFI grid, steering, maps and the thesis's statistics."""
 
     name = "reliability"
     Options = ReliabilityOptions
     Result = ReliabilityResult
+    score_tables = (
+        ScoreTable(
+            "data_points.csv",
+            group="configuration",
+            repeat="repeat",
+            keys=_BFI_KEYS,
+            factors=FACTOR_COLUMNS,
+            prepare=_bfi_points,
+        ),
+    )
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

@@ -3,7 +3,7 @@ folders) into tidy pandas frames, ``runs``, ``units``, ``calls`` and ``scores``,
 
 Each folder is read once, read-only, with :func:`~llmpsych.runs.record.read_run`; nothing is written and no
 model is called. ``scores`` is read from the tables the benchmark's analysis wrote into the folder
-(:data:`SCORE_TABLES`, one entry per registered task), so a run that was never analysed contributes no
+(each task's ``score_tables``, :mod:`llmpsych.runs.scores`), so a run that was never analysed contributes no
 score rows (``runs.scores_from`` is then empty). The perturbation grids' factors stay columns
 (:data:`FACTOR_COLUMNS`), so ``scores.groupby(["language", "measure"])`` needs no parsing of ids.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import glob
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,209 +21,17 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError, LlmpsychError
-from ..quickstart.demo_scale import demo_scale
-from ..reliability.custom_grid import GRID_FACTORS
 from .record import RunRecord, read_run
+from .scores import FACTOR_COLUMNS, ScoreTable, require_columns
 from .store import STORE_FILE
+from .task import task_class
 
 PathLike = str | Path
 
 
-#: The grid factors a reliability run's scores keep as their own columns (empty for most other tasks).
-FACTOR_COLUMNS = list(GRID_FACTORS)
 #: A score table larger than this is not one an analysis wrote (2,500 grid configurations: about 1 MB).
 MAX_SCORE_TABLE_BYTES = 200_000_000
 
-Prepare = Callable[[pd.DataFrame, Path, RunRecord], pd.DataFrame]
-
-
-@dataclass(frozen=True)
-class ScoreTable:
-    """Where a benchmark's analysis keeps its per-repeat scores, and which of its columns mean what.
-
-    A long table has one score per row in ``value``, its measure in column ``measure`` (``None``: the
-    measure is ``value``'s own name). A wide table gives ``keys``, its columns that are not scores: every
-    other column is one measure. ``factors`` are copied into the same-named :data:`FACTOR_COLUMNS`.
-    ``prepare`` derives columns the file does not hold as such (a configuration id, a repeat from the
-    store) before any of this; it raises :class:`DataError` naming the file."""
-
-    file: str
-    group: str | None
-    repeat: str | None
-    item: str | None = None
-    measure: str | None = None
-    value: str = "score"
-    keys: tuple[str, ...] | None = None
-    factors: tuple[str, ...] = ()
-    prepare: Prepare | None = None
-
-
-def _require(table: pd.DataFrame, path: Path, columns: Iterable[str]) -> None:
-    """DataError naming the file and the first of ``columns`` it lacks."""
-    absent = [c for c in columns if c not in table.columns]
-    if absent:
-        raise DataError(f"{path}: no column {absent[0]!r}", "re-run `llmpsych report RUN_DIR`")
-
-
-def _whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
-    """``values`` as whole numbers; DataError naming the file at the first that is not one."""
-    numbers = pd.to_numeric(values, errors="coerce")
-    bad = numbers.isna() | (numbers != numbers.round())
-    if bad.any():
-        shown = str(values[bad].iloc[0])[:20]
-        raise DataError(f"{path}: {column} {shown!r} is not a whole number")
-    return numbers.astype(int)
-
-
-#: the BFI grid's factors, in the order of its configuration ids (``t1-v1-En-n-f``)
-_BFI_FACTORS = ("template", "version", "language", "label", "order")
-
-
-def _bfi_points(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
-    """The BFI grid's data points with a configuration id, the grid's factor columns (``framing``: the
-    label format and the order, e.g. ``al-r``; ``persona``: the steering target) and the repeat (1, 2,
-    ...) from the unit's payload in the store."""
-    _require(table, path, ("unit_id", *_BFI_FACTORS))
-    repeats = {u.unit_id: int(u.payload.get("repeat", 0)) + 1 for u in record.units}
-    units = table["unit_id"].astype(str)
-    unknown = units[~units.isin(repeats)]
-    if len(unknown):
-        raise DataError(f"{path}: unit {unknown.iloc[0][:60]!r} is not a unit of this run")
-    factors = table[list(_BFI_FACTORS)].astype(str)
-    target = table["append_label"] if "append_label" in table.columns else None
-    return table.assign(
-        configuration=factors.agg("-".join, axis=1),
-        framing=factors["label"] + "-" + factors["order"],
-        persona=target,
-        repeat=units.map(repeats),
-    )
-
-
-def _grid_points(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
-    """An instrument grid's data points with a configuration id and the repeat counted from 1."""
-    _require(table, path, (*GRID_FACTORS, "repeat"))
-    factors = table[list(GRID_FACTORS)].astype(str)
-    return table.assign(
-        configuration=factors.agg("-".join, axis=1),
-        repeat=_whole_numbers(table["repeat"], path, "repeat") + 1,
-    )
-
-
-def _quickstart_scale(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
-    """The demonstration scale's scores: the scale's name, and the administration number of
-    ``run-003`` (3)."""
-    _require(table, path, ("run",))
-    numbers = table["run"].astype(str).str.removeprefix("run-")
-    return table.assign(scale=demo_scale().name, run=_whole_numbers(numbers, path, "run"))
-
-
-def _quickstart_game(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
-    """The short game's 0-100 score, named as GAMA-Bench names the game (one game: run 1)."""
-    return table.assign(game="guessing", run=1)
-
-
-#: columns of data_points.csv that are not scores: the BFI grid's (each other column is a dimension) ...
-_BFI_KEYS = (
-    "unit_id",
-    *_BFI_FACTORS,
-    "append_label",
-    "case",
-    "n_valid",
-    "n_items",
-    "valid_rate",
-    "attempts",
-    "n_logprob_items",
-    "refused",
-    "pc1",
-    "pc2",
-    "outlier",
-    "configuration",
-    "framing",
-    "persona",
-    "repeat",
-)
-#: ... and an instrument grid's (each other column is one of the scale's subscales)
-_GRID_KEYS = (
-    "unit_id",
-    *GRID_FACTORS,
-    "repeat",
-    "n_valid",
-    "n_items",
-    "valid_rate",
-    "pc1",
-    "pc2",
-    "outlier",
-    "configuration",
-)
-
-#: task name -> the tables its analysis writes scores into, read in this order. Every registered task
-#: (``llmpsych.runs.task.TASKS``) is here; ``echo`` (a test workload) and ``gamabench-rephrase`` (it writes
-#: prompt templates) measure nothing and give no score rows.
-SCORE_TABLES: dict[str, tuple[ScoreTable, ...]] = {
-    "psychobench": (ScoreTable("scores.csv", group="scale", repeat="run", measure="subscale"),),
-    "gamabench": (ScoreTable("games.csv", group="game", repeat="run"),),
-    "mas": (ScoreTable("results.csv", group=None, repeat=None, item="item"),),
-    "emotionbench": (
-        ScoreTable(
-            "runs.csv",
-            group="factor",
-            repeat="run",
-            item="situation",
-            keys=("kind", "factor", "situation", "run", "valid", "refused", "asks"),
-        ),
-    ),
-    "reliability": (
-        ScoreTable(
-            "data_points.csv",
-            group="configuration",
-            repeat="repeat",
-            keys=_BFI_KEYS,
-            factors=tuple(FACTOR_COLUMNS),
-            prepare=_bfi_points,
-        ),
-    ),
-    "reliability-grid": (
-        ScoreTable(
-            "data_points.csv",
-            group="configuration",
-            repeat="repeat",
-            keys=_GRID_KEYS,
-            factors=tuple(FACTOR_COLUMNS),
-            prepare=_grid_points,
-        ),
-    ),
-    "quickstart": (
-        ScoreTable(
-            "scores.csv",
-            group="scale",
-            repeat="run",
-            keys=("scale", "run", "valid_rate", "asks", "refused"),
-            prepare=_quickstart_scale,
-        ),
-        ScoreTable("game.json", group="game", repeat="run", prepare=_quickstart_game),
-    ),
-    "validity": (ScoreTable("validity_runs.csv", group="benchmark", repeat="run", factors=("persona",)),),
-    "translate": (
-        ScoreTable(
-            "agreement.csv",
-            group="scale",
-            repeat=None,
-            item="text",
-            keys=(
-                "scale",
-                "text",
-                "source",
-                "translation",
-                "back_translation",
-                "versions",
-                "asks",
-                "rejected",
-            ),
-        ),
-    ),
-    "echo": (),
-    "gamabench-rephrase": (),
-}
 
 RUN_COLUMNS = [
     "run_dir",
@@ -413,12 +221,21 @@ def _calls(record: RunRecord, key: str) -> pd.DataFrame:
 def _scores(record: RunRecord, key: str) -> tuple[pd.DataFrame, str | None]:
     """The run's scores in long form, and the files they came from (None: no analysed score table)."""
     parts, sources = [], []
-    for spec in SCORE_TABLES.get(record.config.task, ()):
+    for spec in score_tables(record.config.task):
         path = record.run_dir / spec.file
         if path.is_file():
             parts.append(_score_rows(spec, _read_table(path), path, record, key))
             sources.append(spec.file)
     return _concat(parts, SCORE_COLUMNS), ", ".join(sources) or None
+
+
+def score_tables(task: str) -> tuple[ScoreTable, ...]:
+    """The tables ``task``'s analysis writes its scores into (its ``score_tables``; none for a task this
+    installation does not know)."""
+    try:
+        return task_class(task).score_tables
+    except LlmpsychError:
+        return ()
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -452,7 +269,7 @@ def _score_rows(
     wanted = [c for c in (spec.group, spec.repeat, spec.item, spec.measure) if c] + list(spec.factors)
     if spec.keys is None:
         wanted.append(spec.value)
-    _require(table, path, wanted)
+    require_columns(table, path, wanted)
     if spec.keys is not None:
         keys = [c for c in table.columns if c in spec.keys]
         measures = [c for c in table.columns if c not in spec.keys]
@@ -484,4 +301,4 @@ def _score_rows(
     return frame[SCORE_COLUMNS]
 
 
-__all__ = ["FACTOR_COLUMNS", "SCORE_TABLES", "RunFrames", "ScoreTable", "find_run_dirs", "load_runs"]
+__all__ = ["FACTOR_COLUMNS", "RunFrames", "find_run_dirs", "load_runs", "score_tables"]

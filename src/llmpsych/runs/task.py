@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
+from .scores import ScoreTable
 
 if TYPE_CHECKING:
     from ..models.chat_context import ChatContext
@@ -40,12 +41,14 @@ class Task(ABC, Generic[OptionsT]):
     (``class PsychoBenchTask(Task[PsychoBenchOptions])``: ``self.options`` is typed).
 
     ``Options`` is the options model itself (validated from the config); ``Result`` the type of one
-    unit's stored result, which :meth:`RunRecord.results <llmpsych.runs.record.RunRecord.results>` parses.
+    unit's stored result, which :meth:`RunRecord.results <llmpsych.runs.record.RunRecord.results>` parses;
+    ``score_tables`` the tables :meth:`analyze` writes scores into, which :func:`llmpsych.load_runs` reads.
     """
 
     name: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoOptions
     Result: ClassVar[Any] = Any
+    score_tables: ClassVar[tuple[ScoreTable, ...]] = ()
 
     options: OptionsT
 

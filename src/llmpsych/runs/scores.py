@@ -1,0 +1,67 @@
+"""Where a task's analysis keeps its scores: each task names its tables in ``Task.score_tables`` (a tuple of
+:class:`ScoreTable`), and :func:`llmpsych.load_runs` reads them into one long ``scores`` frame.
+
+A long table has one score per row; a wide table has one column per measure. Columns the file does not hold
+as such (a configuration id, a repeat counted from 1) are derived by the table's ``prepare`` function, which
+the task's own package supplies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from ..errors import DataError
+
+if TYPE_CHECKING:
+    from .record import RunRecord
+
+#: The perturbation-grid factors a score row keeps as its own columns (empty for tasks without a grid).
+FACTOR_COLUMNS: tuple[str, ...] = ("template", "version", "language", "framing", "persona")
+
+Prepare = Callable[[pd.DataFrame, Path, "RunRecord"], pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class ScoreTable:
+    """One table a task's analysis writes into the run folder, and which of its columns mean what.
+
+    A long table has one score per row in ``value``, its measure in column ``measure`` (``None``: the
+    measure is ``value``'s own name). A wide table gives ``keys``, its columns that are not scores: every
+    other column is one measure. ``factors`` are copied into the same-named :data:`FACTOR_COLUMNS`.
+    ``prepare`` derives columns the file does not hold as such (a configuration id, a repeat from the
+    store) before any of this; it raises :class:`DataError` naming the file."""
+
+    file: str
+    group: str | None
+    repeat: str | None
+    item: str | None = None
+    measure: str | None = None
+    value: str = "score"
+    keys: tuple[str, ...] | None = None
+    factors: tuple[str, ...] = ()
+    prepare: Prepare | None = None
+
+
+def require_columns(table: pd.DataFrame, path: Path, columns: Iterable[str]) -> None:
+    """DataError naming the file and the first of ``columns`` it lacks."""
+    absent = [c for c in columns if c not in table.columns]
+    if absent:
+        raise DataError(f"{path}: no column {absent[0]!r}", "re-run `llmpsych report RUN_DIR`")
+
+
+def whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
+    """``values`` as whole numbers; DataError naming the file at the first that is not one."""
+    numbers = pd.to_numeric(values, errors="coerce")
+    bad = numbers.isna() | (numbers != numbers.round())
+    if bad.any():
+        shown = str(values[bad].iloc[0])[:20]
+        raise DataError(f"{path}: {column} {shown!r} is not a whole number")
+    return numbers.astype(int)
+
+
+__all__ = ["FACTOR_COLUMNS", "Prepare", "ScoreTable", "require_columns", "whole_numbers"]
