@@ -303,27 +303,27 @@ def test_run_flags_are_filled_once_from_the_shared_options(tmp_path: Path) -> No
 
 
 @dataclass(frozen=True)
-class _WithExecutor(kit.RunFlags):
+class _WithBudget(kit.RunFlags):
     """The kit's flags with one more every-command flag: the one-place change a new shared flag is."""
 
-    executor: str | None = field(
+    budget: str | None = field(
         default=None,
-        metadata={"option": Annotated[str | None, typer.Option("--executor", help="Where units run.")]},
+        metadata={"option": Annotated[str | None, typer.Option("--budget", help="Spend at most this.")]},
     )
 
 
 def test_a_flag_added_to_run_flags_reaches_every_run_command_and_the_config() -> None:
-    app, seen = _flags_app(_WithExecutor)
+    app, seen = _flags_app(_WithBudget)
     help_text = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "200"}).output
-    assert "--executor" in help_text and "Where units run." in help_text
-    assert help_text.index("--executor") < help_text.index("--debug")  # added before --debug
-    result = CliRunner().invoke(app, ["--games", "2", "--executor", "ray"])
+    assert "--budget" in help_text and "Spend at most this." in help_text
+    assert help_text.index("--debug") < help_text.index("--budget")  # added after --debug
+    result = CliRunner().invoke(app, ["--games", "2", "--budget", "5"])
     assert result.exit_code == 0, result.output
     (flags,) = seen
-    assert isinstance(flags, _WithExecutor) and flags.executor == "ray"
-    assert flags.config_values()["executor"] == "ray"
+    assert isinstance(flags, _WithBudget) and flags.budget == "5"
+    assert flags.config_values()["budget"] == "5"
     assert CliRunner().invoke(app, ["--games", "2"]).exit_code == 0
-    assert seen[1].config_values()["executor"] is None  # not given: left out of the config
+    assert seen[1].config_values()["budget"] is None  # not given: left out of the config
 
 
 def test_every_run_command_takes_its_flags_from_the_kit() -> None:

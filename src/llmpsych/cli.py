@@ -79,11 +79,6 @@ def run(
     no_cache: NoCacheOpt = False,
     progress: ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:

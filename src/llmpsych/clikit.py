@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -27,6 +27,7 @@ from .report.terminal import InertConsole
 
 if TYPE_CHECKING:
     from .runs import RunConfig, RunOutcome
+    from .runs.executors import ExecutorSettings
 
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
 err_console = InertConsole(stderr=True, soft_wrap=True)
@@ -130,32 +131,11 @@ ResumeOpt = Annotated[
     Path | None, typer.Option("--resume", help="Finish an interrupted run in this directory.")
 ]
 
-#: Flags that ``--resume`` honours (everything else defines the run, which is already stored).
-RESUME_FLAGS = frozenset({"resume", "base_url", "progress", "debug"})
-
-
 # -- where units execute (--executor; docs/scale-out.md) -----------------------------------------------
-def _executor_flag(setting: str) -> Any:
-    """A callback making a given flag part of the executor of every run this command starts or resumes
-    (a preset's and a sweep's too); flags not given leave the environment's choice."""
-
-    def callback(value: Any) -> Any:
-        if value is not None:
-            from dataclasses import replace
-
-            from .runs.executors import current, set_current
-
-            set_current(replace(current(), **{setting: value}))
-        return value
-
-    return callback
-
-
 ExecutorOpt = Annotated[
     str | None,
     typer.Option(
         "--executor",
-        callback=_executor_flag("kind"),
         help="Where work units run: local (this process, the default) or ray (actors of a Ray cluster; "
         "the store stays here). Default: $LLMPSYCH_EXECUTOR, else local.",
     ),
@@ -164,7 +144,6 @@ RayAddressOpt = Annotated[
     str | None,
     typer.Option(
         "--ray-address",
-        callback=_executor_flag("address"),
         help="Ray cluster to use (auto, host:6379, ray://host:10001); default: start a private Ray on "
         "127.0.0.1 ($LLMPSYCH_RAY_ADDRESS).",
     ),
@@ -174,18 +153,20 @@ ActorsOpt = Annotated[
     typer.Option(
         "--actors",
         min=1,
-        callback=_executor_flag("actors"),
         help="Ray actors running units, each with its own model clients (an embedded model loaded once "
         "per actor); default 2.",
     ),
 ]
 ActorCpusOpt = Annotated[
     float | None,
+    typer.Option("--actor-cpus", min=0, help="CPUs each actor reserves (default 1)."),
+]
+ActorGpusOpt = Annotated[
+    float | None,
     typer.Option(
-        "--actor-cpus",
+        "--actor-gpus",
         min=0,
-        callback=_executor_flag("cpus_per_actor"),
-        help="CPUs each actor reserves (default 1).",
+        help="GPUs each actor reserves, e.g. 1, or 0.5 for two actors per GPU (default 0).",
     ),
 ]
 ActorThreadsOpt = Annotated[
@@ -193,17 +174,62 @@ ActorThreadsOpt = Annotated[
     typer.Option(
         "--actor-threads",
         min=0,
-        callback=_executor_flag("threads_per_actor"),
         help="llama.cpp threads of an actor's embedded model (default 0: every core of its node).",
     ),
 ]
-#: The executor flags; ``--resume`` honours them (where a run executes is not part of the run).
-EXECUTOR_FLAGS = frozenset({"executor", "ray_address", "actors", "actor_cpus", "actor_threads"})
-RESUME_FLAGS = RESUME_FLAGS | EXECUTOR_FLAGS
+
+
+def _executor_field(option: Any, setting: str) -> Any:
+    """A flag of the executor: typer ``option``, setting ``setting`` of
+    :class:`~llmpsych.runs.executors.ExecutorSettings` (None: not given)."""
+    return field(default=None, metadata={"option": option, "setting": setting})
 
 
 @dataclass(frozen=True)
-class RunFlags:
+class ExecutorFlags:
+    """Where a command's runs execute: the executor flags, declared once here (docs/scale-out.md).
+
+    Every field with ``option`` metadata becomes an option of each command made by :func:`run_command`
+    (its run commands through :class:`RunFlags`, which has these fields) or :func:`sweep_command` (presets
+    and other commands starting several runs). The ``setting`` metadata names the
+    :class:`~llmpsych.runs.executors.ExecutorSettings` field a flag sets: such a flag is not part of the
+    run config (where a run executes is not part of the run) and ``--resume`` honours it.
+    """
+
+    executor: str | None = _executor_field(ExecutorOpt, "kind")
+    ray_address: str | None = _executor_field(RayAddressOpt, "address")
+    actors: int | None = _executor_field(ActorsOpt, "actors")
+    actor_cpus: float | None = _executor_field(ActorCpusOpt, "cpus_per_actor")
+    actor_gpus: float | None = _executor_field(ActorGpusOpt, "gpus_per_actor")
+    actor_threads: int | None = _executor_field(ActorThreadsOpt, "threads_per_actor")
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> ExecutorFlags:
+        """The flags among a command's parameter values (``ctx.params``); the others are left out."""
+        return cls(**{f.name: params[f.name] for f in fields(cls) if f.name in params})
+
+    def executor_settings(self) -> ExecutorSettings:
+        """The executor of this command's runs: the flags given, over the process's settings
+        (:func:`~llmpsych.runs.executors.current`: the environment, else local); a bad value is a
+        ConfigError."""
+        from .runs.executors import current
+
+        changes = {
+            f.metadata["setting"]: getattr(self, f.name)
+            for f in fields(self)
+            if "setting" in f.metadata and getattr(self, f.name) is not None
+        }
+        return replace(current(), **changes)
+
+
+#: The executor flags; ``--resume`` honours them (where a run executes is not part of the run).
+EXECUTOR_FLAGS = frozenset(f.name for f in fields(ExecutorFlags) if "setting" in f.metadata)
+#: Flags that ``--resume`` honours (everything else defines the run, which is already stored).
+RESUME_FLAGS = frozenset({"resume", "base_url", "progress", "debug"}) | EXECUTOR_FLAGS
+
+
+@dataclass(frozen=True)
+class RunFlags(ExecutorFlags):
     """The shared run options of one command, filled once by :func:`run_command` from its parameters.
 
     Each field is named as the command's parameter is (``--model`` fills ``models``, one spec or, for
@@ -211,9 +237,10 @@ class RunFlags:
     flag: the run folder's name, which a command may set (default: the task's).
 
     Adding a flag that every run command takes is one change, here: a field whose metadata holds its
-    typer option, e.g. ``executor: str | None = field(default=None, metadata={"option": ExecutorOpt})``.
-    :func:`run_command` adds that option (before ``--debug``) to every run command that does not declare
+    typer option, e.g. ``budget: float | None = field(default=None, metadata={"option": BudgetOpt})``.
+    :func:`run_command` adds that option (after ``--debug``) to every run command that does not declare
     it, and :func:`build_config` passes a value given for it into the run config under the field's name.
+    The executor flags (:class:`ExecutorFlags`) are such fields, kept out of the run config.
     """
 
     models: tuple[str, ...] = ()
@@ -252,7 +279,7 @@ class RunFlags:
 
     def config_values(self) -> dict[str, Any]:
         """What the flags set in a run config (None: not given): model, endpoint, seed, concurrency, data
-        folder, and every flag added through a field's ``option`` metadata."""
+        folder, and every flag added through a field's ``option`` metadata (but the executor's)."""
         values: dict[str, Any] = {
             "model": self.model,
             "base_url": self.base_url,
@@ -261,7 +288,7 @@ class RunFlags:
             "data_dir": str(self.data_dir) if self.data_dir else None,
         }
         for f in fields(self):
-            if "option" in f.metadata:
+            if "option" in f.metadata and "setting" not in f.metadata:
                 values[f.name] = getattr(self, f.name)
         return values
 
@@ -269,10 +296,17 @@ class RunFlags:
 CommandT = TypeVar("CommandT", bound=Callable[..., Any])
 
 
-def run_command(func: CommandT, flags_type: type[RunFlags] = RunFlags) -> CommandT:
+def run_command(
+    func: CommandT, flags_type: type[ExecutorFlags] = RunFlags, *, local: bool = False
+) -> CommandT:
     """Make ``func`` a run command (put it under ``@app.command``): its ``flags: RunFlags`` parameter is
     filled once from the shared options it declares, and every field of ``flags_type`` carrying an
-    ``option`` that it does not declare is added to its options, before ``--debug``."""
+    ``option`` that it does not declare is added to its options, after ``--debug``.
+
+    The runs it starts or resumes execute as its executor flags say (:func:`llmpsych.runs.executors.use`
+    around the call, so nothing outlives the command). ``local=True``: a command whose units must run in
+    this process (a person's seat) takes no executor flags.
+    """
     signature = inspect.signature(func, eval_str=True)
     wants_flags = "flags" in signature.parameters
     params = [p for name, p in signature.parameters.items() if name != "flags"]
@@ -281,9 +315,9 @@ def run_command(func: CommandT, flags_type: type[RunFlags] = RunFlags) -> Comman
     added = [
         inspect.Parameter(f.name, kind, default=f.default, annotation=f.metadata["option"])
         for f in fields(flags_type)
-        if "option" in f.metadata and f.name not in declared
+        if "option" in f.metadata and f.name not in declared and not (local and "setting" in f.metadata)
     ]
-    at = next((i for i, p in enumerate(params) if p.name == "debug"), len(params))
+    at = next((i + 1 for i, p in enumerate(params) if p.name == "debug"), len(params))
     params[at:at] = added
     extra = {p.name for p in added}
 
@@ -291,11 +325,32 @@ def run_command(func: CommandT, flags_type: type[RunFlags] = RunFlags) -> Comman
     def command(**kwargs: Any) -> Any:
         flags = flags_type.of(kwargs)
         mine = {k: v for k, v in kwargs.items() if k not in extra}
-        return func(**mine, flags=flags) if wants_flags else func(**mine)
+        call = (
+            functools.partial(func, **mine, flags=flags) if wants_flags else functools.partial(func, **mine)
+        )
+        if local:
+            return call()
+        from .runs.executors import use
+
+        with use(flags.executor_settings()):
+            return call()
 
     command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
     return command  # type: ignore[return-value]
+
+
+def local_run_command(func: CommandT) -> CommandT:
+    """A run command whose units must run in this process (a person's seat in a browser): it takes no
+    executor flags."""
+    return run_command(func, local=True)
+
+
+def sweep_command(func: CommandT) -> CommandT:
+    """Make ``func`` a command starting several runs of its own (a preset, an experiment): it takes the
+    executor flags (:class:`ExecutorFlags`) exactly as a run command does, and its runs execute as they
+    say."""
+    return run_command(func, ExecutorFlags)
 
 
 # -- task options --------------------------------------------------------------------------------------
@@ -520,12 +575,14 @@ def finish(outcome: RunOutcome, resume_hint: str | None = None) -> None:
 
 
 __all__ = [
+    "ExecutorFlags",
     "RunFlags",
     "build_config",
     "check_options",
     "check_task",
     "exit_if_failed",
     "finish",
+    "local_run_command",
     "outcome_line",
     "parse_options",
     "print_outcome",
@@ -534,5 +591,6 @@ __all__ = [
     "start",
     "state",
     "summarize",
+    "sweep_command",
     "task_options",
 ]

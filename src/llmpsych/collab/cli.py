@@ -105,11 +105,6 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -183,6 +178,7 @@ def compare(
 
 
 @app.command("preset")
+@kit.sweep_command
 def preset(
     name: Annotated[str, typer.Argument(help="main, error-rates, error-types or defences.")],
     model: Annotated[str, typer.Option("--model", "-m", help="Model spec.")] = "local/qwen2.5-0.5b",
@@ -198,11 +194,6 @@ def preset(
         "mas-preset"
     ),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
 ) -> None:
     """Run one of the paper's experiments (every run, then the comparison report)."""
     from .experiments import PRESETS, expand_preset, run_preset

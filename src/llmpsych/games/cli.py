@@ -420,11 +420,6 @@ def run_cmd(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -448,7 +443,7 @@ def run_cmd(
 
 
 @app.command("host")
-@kit.run_command
+@kit.local_run_command
 def host_cmd(
     ctx: typer.Context,
     game: Annotated[str, typer.Option("--game", help="A game, or several comma-separated.")] = "guessing",
@@ -526,6 +521,7 @@ def host_cmd(
 
 
 @app.command("preset")
+@kit.sweep_command
 def preset_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Preset name (`llmpsych gamabench presets` lists them).")],
@@ -570,11 +566,6 @@ def preset_cmd(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
 ) -> None:
     """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
     from ..paths import runs_dir

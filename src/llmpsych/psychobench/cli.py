@@ -172,11 +172,6 @@ def run(
     bsri_order: Annotated[str | None, BSRI_ORDER] = None,
     cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -417,11 +412,6 @@ def validity(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -501,6 +491,7 @@ def presets_cmd() -> None:
 
 
 @app.command("preset")
+@kit.sweep_command
 def preset_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Preset name (`llmpsych psychobench presets` lists them).")],
@@ -535,11 +526,6 @@ def preset_cmd(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
 ) -> None:
     """Run one of the thesis's sensitivity experiments: its runs (resumable), then a comparison in --out."""
     from ..paths import runs_dir

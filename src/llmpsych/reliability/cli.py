@@ -301,11 +301,6 @@ def run(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -523,11 +518,6 @@ def grid(
     no_cache: kit.NoCacheOpt = False,
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
-    executor: kit.ExecutorOpt = None,
-    ray_address: kit.RayAddressOpt = None,
-    actors: kit.ActorsOpt = None,
-    actor_cpus: kit.ActorCpusOpt = None,
-    actor_threads: kit.ActorThreadsOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:

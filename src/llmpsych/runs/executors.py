@@ -99,9 +99,15 @@ ENVIRONMENT = {
     "address": "LLMPSYCH_RAY_ADDRESS",
     "actors": "LLMPSYCH_RAY_ACTORS",
     "cpus_per_actor": "LLMPSYCH_RAY_ACTOR_CPUS",
+    "gpus_per_actor": "LLMPSYCH_RAY_ACTOR_GPUS",
     "threads_per_actor": "LLMPSYCH_RAY_ACTOR_THREADS",
 }
-_TYPES: dict[str, type] = {"actors": int, "cpus_per_actor": float, "threads_per_actor": int}
+_TYPES: dict[str, type] = {
+    "actors": int,
+    "cpus_per_actor": float,
+    "gpus_per_actor": float,
+    "threads_per_actor": int,
+}
 
 _current: ExecutorSettings | None = None
 

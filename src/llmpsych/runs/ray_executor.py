@@ -44,7 +44,7 @@ from .store import RunStore, Statement, put_call_statements
 from .task import WorkUnit
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable
+    from collections.abc import AsyncIterator, Iterable, Mapping
 
     from ..models.cache import ResponseCache
     from ..models.client import ModelClient
@@ -141,6 +141,66 @@ def probe(address: str) -> None:
             f"nothing answers at the Ray address {address} ({exc.strerror or exc})",
             "start the cluster first (ray start --head), or check --ray-address",
         ) from None
+
+
+# -- what the cluster can hold ---------------------------------------------------------------------
+#: Ray counts CPUs and GPUs in ten-thousandths (fractions such as 0.5 GPU), so capacity is counted so too.
+_RESOURCE_UNITS = 10_000
+
+
+def _units(amount: float) -> int:
+    return round(amount * _RESOURCE_UNITS)
+
+
+def check_resources(settings: ExecutorSettings, nodes: Iterable[Mapping[str, float]]) -> None:
+    """Refuse, in one line, actors the cluster can never place, rather than wait ``start_timeout_s`` for
+    them: GPUs asked of a cluster without GPUs, more CPUs or GPUs per actor than any node has (an actor
+    lives on one node), or more actors than the nodes can hold together.
+
+    ``nodes`` are the total resources of each live node (``ray.nodes()``), not what is free now: actors
+    waiting for another job's CPUs are placed when those are released. Nodes an autoscaler would add
+    later are not counted (start them first).
+    """
+    nodes = list(nodes)
+    asked = {"CPU": settings.cpus_per_actor, "GPU": settings.gpus_per_actor}
+    wanted = {name: amount for name, amount in asked.items() if _units(amount) > 0}
+    flag = {"CPU": "--actor-cpus", "GPU": "--actor-gpus"}
+    for name, amount in wanted.items():
+        most = max((node.get(name, 0.0) for node in nodes), default=0.0)
+        if _units(most) == 0:
+            raise ConfigError(
+                f"{flag[name]} {amount:g}: the Ray cluster has no {name}s",
+                f"drop {flag[name]}, or give the --ray-address of a cluster with {name} nodes",
+            )
+        if _units(most) < _units(amount):
+            raise ConfigError(
+                f"{flag[name]} {amount:g}: no node of the Ray cluster has {_amount(amount, name)} "
+                f"(the most a node has is {most:g})",
+                f"ask for at most {flag[name]} {most:g}",
+            )
+    if not wanted:
+        return
+    each = " and ".join(_amount(amount, name) for name, amount in wanted.items())
+    room = sum(
+        min(_units(node.get(name, 0.0)) // _units(amount) for name, amount in wanted.items())
+        for node in nodes
+    )
+    hint = "ask for fewer --actors, --actor-cpus or --actor-gpus, or add nodes"
+    if room == 0:
+        raise ConfigError(f"no node of the Ray cluster has {each} for one actor", hint)
+    if room < settings.actors:
+        raise ConfigError(
+            f"the Ray cluster has room for {room} of the {settings.actors} actors with {each} each", hint
+        )
+
+
+def _amount(amount: float, name: str) -> str:
+    return f"{amount:g} {name}" + ("" if amount == 1 else "s")
+
+
+def _live_nodes(ray: Any) -> list[dict[str, float]]:
+    """The total resources of each live node of the cluster this process is connected to."""
+    return [dict(node.get("Resources") or {}) for node in ray.nodes() if node.get("Alive")]
 
 
 # -- the actor side --------------------------------------------------------------------------------
@@ -346,6 +406,7 @@ class RayExecutor:
     ) -> None:
         ray = import_ray()
         connect(self.settings)  # a Ray this process starts stops when the process ends
+        check_resources(self.settings, _live_nodes(ray))  # a request it can never place: say so now
         self.ray = ray
         for row in store.call_rows() if store.units_with_calls() else []:
             self.stored.setdefault(row[0], {})[row[1]] = json.loads(row[6])
