@@ -99,6 +99,11 @@ def _failure(ray: Any, exc: BaseException, run_dir: Path) -> BaseException:
     """What a run's task raised, as the local loop would have raised it."""
     if isinstance(exc, ray.exceptions.RayTaskError):
         cause = getattr(exc, "cause", None)
+        if isinstance(cause, ImportError) and (cause.name or "").partition(".")[0] == "llmpsych":
+            return ConfigError(
+                f"a Ray worker cannot import llmpsych for run {run_dir}",
+                "every node needs the same llmpsych installed (pip install 'llmpsych[ray]')",
+            )
         return cause if isinstance(cause, BaseException) else exc
     return RunTaskLost(
         f"the Ray task of run {run_dir} was lost {TASK_RETRIES + 1} times ({type(exc).__name__})",
