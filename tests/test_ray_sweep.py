@@ -275,3 +275,40 @@ def test_runs_no_node_can_hold_are_refused_before_anything_is_sent(cluster: Path
         with use(huge), pytest.raises(ConfigError, match="no node of the Ray cluster has 64 CPUs"):
             run_sweep(_echo_runs(server, 2, 1, 1), tmp_path / "s", progress=False)
         assert sum(server.hits.values()) == 0 and not (tmp_path / "s" / "r0").exists()
+
+
+def test_a_sweep_of_one_run_keeps_its_units_on_actors(cluster: Path, tmp_path: Path) -> None:
+    from llmpsych.runs import ray_executor
+
+    with FaultServer() as server, use(RAY):
+        [one] = run_sweep(_echo_runs(server, 1, 4, 1), tmp_path / "one", progress=False)
+        assert ray_executor._pool is not None and len(ray_executor._pool.actors) == 2  # actors ran it
+        two = run_sweep(_echo_runs(server, 2, 4, 1), tmp_path / "two", progress=False)
+        assert ray_executor._pool is None  # the tasks needed the CPUs: the actors were stopped
+    assert one.summary.done == 4 and [o.summary.done for o in two] == [4, 4]
+
+
+@pytest.mark.model
+def test_a_sweep_on_the_embedded_model_in_tasks_equals_the_local_sweep(cluster: Path, tmp_path: Path) -> None:
+    """Each task loads its own copy of the model and answers exactly as the local sweep's runs do."""
+    planned = [
+        PlannedRun(
+            f"r{i}",
+            parse_run_config(
+                {
+                    "task": "echo",
+                    "model": "local/qwen2.5-0.5b",
+                    "cache": False,
+                    "params": {"temperature": 0},
+                    "options": {"units": 2, "max_tokens": 4 + i},
+                }
+            ),
+        )
+        for i in range(2)
+    ]
+    run_sweep(planned, tmp_path / "loc", progress=False)
+    with use(ExecutorSettings(kind="ray", actors=2)):
+        outcomes = run_sweep(planned, tmp_path / "ray", progress=False)
+    assert [o.summary.done for o in outcomes] == [2, 2]
+    for run in planned:
+        assert _store(tmp_path / "ray" / run.directory) == _store(tmp_path / "loc" / run.directory)
