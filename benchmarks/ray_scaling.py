@@ -3,6 +3,7 @@
     python benchmarks/ray_scaling.py            # (a) HTTP, (b) embedded model, overhead, commit ceiling
     python benchmarks/ray_scaling.py --quick    # fewer units, (b) with 1 and 2 actors only
     python benchmarks/ray_scaling.py --no-model # without (b)
+    python benchmarks/ray_scaling.py --sweep    # (e) only: a sweep's runs as Ray tasks
 
 Everything runs through the run engine (``start_run``: store, manifest, execution, analysis), response
 cache off, on one private Ray instance on 127.0.0.1 started once by this script.
@@ -17,6 +18,10 @@ cache off, on one private Ray instance on 127.0.0.1 started once by this script.
 (d) the driver's commit ceiling: units per second the driver records (one call and the unit's result
     each, through the grouped commits, 64 units in flight) with no model at all. However many actors a
     cluster has, a run cannot record faster.
+(e) a sweep: 8 small echo runs (40 units each, one request per unit, cap 8) against the fixed-latency
+    server, through ``run_sweep``: the local executor runs them one after another; with ``--executor ray``
+    each run is one Ray task, 1 or 2 in flight (``actors``). Runs per second over the whole sweep (wall
+    time: folders, manifests, analysis and the tasks' start-up included).
 
 Reported per measurement: execution seconds (``RunSummary.seconds``, after the actors are up), units/s,
 ratio to the local executor, and actor start-up (the executor placing its actors and each opening the
@@ -39,6 +44,7 @@ from llmpsych.runs.executors import ExecutorSettings, use
 from llmpsych.runs.group_commit import GroupCommit
 from llmpsych.runs.ray_executor import connect
 from llmpsych.runs.store import RunStore, finish_unit_statements, put_call_statements
+from llmpsych.runs.sweep import PlannedRun, run_sweep
 
 LATENCY_S = 0.1
 
@@ -140,6 +146,41 @@ async def _commit_ceiling(path: Path, units: int, in_flight: int = 64) -> float:
     return units / seconds
 
 
+def _sweep_series(base_url: str, root: Path, runs: int, units: int, cap: int) -> list[dict[str, Any]]:
+    """(e): the same sweep locally (runs one after another) and as Ray tasks, 1 and 2 in flight."""
+    planned = [
+        PlannedRun(f"r{i}", _config("openai-compatible/m", base_url, units, cap, max_tokens=4 + i))
+        for i in range(runs)
+    ]
+    rows: list[dict[str, Any]] = []
+    for label, settings in [
+        ("sweep-local", ExecutorSettings()),
+        ("sweep-ray1", ExecutorSettings(kind="ray", actors=1)),
+        ("sweep-ray2", ExecutorSettings(kind="ray", actors=2)),
+    ]:
+        started = time.perf_counter()
+        with use(settings):
+            outcomes = run_sweep(planned, root / label, progress=False)
+        wall = time.perf_counter() - started
+        assert all(o.summary.done == units and o.summary.failed == 0 for o in outcomes)
+        row: dict[str, Any] = {
+            "label": label,
+            "tasks_in_flight": settings.actors if settings.kind == "ray" else 0,
+            "runs": runs,
+            "wall_s": round(wall, 2),
+            "runs_per_s": round(runs / wall, 3),
+            "mean_run_exec_s": round(sum(o.summary.seconds for o in outcomes) / runs, 3),
+        }
+        # what a run costs beyond executing its units: folder, manifest, analysis (and on Ray the task's
+        # dispatch and its worker's start-up), per run slot
+        in_flight = max(1, row["tasks_in_flight"])
+        row["overhead_per_run_s"] = round(wall * in_flight / runs - row["mean_run_exec_s"], 3)
+        if rows:
+            row["ratio_to_local"] = round(row["runs_per_s"] / rows[0]["runs_per_s"], 2)
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -147,7 +188,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer units; (b) with 1 and 2 actors")
     parser.add_argument("--no-model", action="store_true", help="skip (b), the embedded model")
     parser.add_argument("--cap", type=int, default=8, help="concurrency cap per actor in (a)")
+    parser.add_argument("--sweep", action="store_true", help="only (e), a sweep's runs as Ray tasks")
     args = parser.parse_args()
+    if args.sweep:
+        _main_sweep(args.cap)
+        return
     quick = args.quick
     background = check_quiet()
     actors = [1, 2, 4]
@@ -183,6 +228,8 @@ def main() -> None:
         results["driver_commit_units_per_s"] = round(
             asyncio.run(_commit_ceiling(root / "ceiling.sqlite", 20_000))
         )
+        with ServerProcess("asyncio", LATENCY_S) as server:
+            results["sweep"] = _sweep_series(server.base_url, root, 8, 40, args.cap)
     results["other_cores_during"] = load.other_cores
 
     headers = ["run", "actors", "units", "exec s", "units/s", "x local", "start-up s"]
@@ -209,7 +256,42 @@ def main() -> None:
         print("\n(b) embedded model, one thread per actor\n" + table(results["embedded"]))
     print(f"\n(c) Ray overhead per unit: {results['overhead']['ms_per_unit']} ms")
     print(f"(d) driver commit ceiling: {results['driver_commit_units_per_s']} units/s")
+    print("\n(e) a sweep of 8 runs\n" + _sweep_table(results["sweep"]))
     print(write_results("ray_scaling", results, quick))
+
+
+def _sweep_table(rows: list[dict[str, Any]]) -> str:
+    headers = [
+        "sweep",
+        "tasks in flight",
+        "runs",
+        "wall s",
+        "runs/s",
+        "x local",
+        "run exec s",
+        "overhead/run s",
+    ]
+    keys = ["label", "tasks_in_flight", "runs", "wall_s", "runs_per_s", "ratio_to_local", "mean_run_exec_s"]
+    keys.append("overhead_per_run_s")
+    return markdown_table(headers, [[r.get(k, 1.0) for k in keys] for r in rows])
+
+
+def _main_sweep(cap: int) -> None:
+    """``--sweep``: (e) alone, written to ``benchmarks/results/ray_scaling_sweep.json``."""
+    background = check_quiet()
+    connect(ExecutorSettings(kind="ray", actors=2))
+    results: dict[str, Any] = {"latency_s": LATENCY_S, "cap_per_run": cap, "background_cores": background}
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        LoadMonitor() as load,
+        ServerProcess("asyncio", LATENCY_S) as server,
+    ):
+        results["sweep"] = _sweep_series(server.base_url, Path(tmp), 8, 40, cap)
+    results["other_cores_during"] = load.other_cores
+    print(
+        "(e) a sweep of 8 runs, fixed-latency server, cap", cap, "per run\n" + _sweep_table(results["sweep"])
+    )
+    print(write_results("ray_scaling_sweep", results, False))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ folder, a sweep continues where it stopped:
   again (a finished run sends nothing), and the stored config takes this invocation's endpoint, data folder,
   concurrency and cache settings;
 * a run folder holding a different run is refused in one line, before anything is sent for it.
+
+With the Ray executor (``--executor ray``) a sweep of more than one run hands each run to a Ray task
+(:mod:`llmpsych.runs.ray_sweep`) after the same folder checks; each task starts or resumes its folder by
+:func:`start_or_resume`, as the loop here does.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError, LlmpsychError
 from ..report.files import atomic_write_text
+from . import executors
 from .config import RunConfig
 from .runner import RunOutcome, base_url_roles, refuse_linked_run_dir, resume_run, start_run
 from .store import STORE_FILE, RunStore, run_lock
@@ -89,7 +94,9 @@ def run_sweep(
     """Start or resume every planned run under ``out`` (the module's rule), in order; returns the outcomes.
 
     Every folder is checked before the first run starts, so a sweep that would meet a different run in its
-    third folder is refused before it sends anything. ``out/sweep.json`` lists the planned runs.
+    third folder is refused before it sends anything. ``out/sweep.json`` lists the planned runs. With the
+    Ray executor and more than one run, the runs are Ray tasks (:func:`~llmpsych.runs.ray_sweep.run_on_ray`);
+    ``on_outcome`` is still called here, in plan order.
     """
     directories = [r.directory for r in runs]
     if len(set(directories)) != len(directories):
@@ -105,16 +112,25 @@ def run_sweep(
         out / SWEEP_FILE,
         json.dumps([{"directory": r.directory, "label": r.label} for r in runs], indent=1),
     )
+    settings = executors.current()
+    if settings.kind == "ray" and len(runs) > 1:
+        from .ray_sweep import run_on_ray
+
+        return run_on_ray(runs, out, settings, progress=progress, debug=debug, on_outcome=on_outcome)
     outcomes = []
     for run in runs:
-        run_dir = out / run.directory
-        if (run_dir / STORE_FILE).is_file():
-            _adopt_stored(run_dir, run.config)
-            base_url = run.config.base_url if base_url_roles(run.config) else None  # never stored whole
-            outcome = resume_run(run_dir, progress, debug, base_url=base_url)
-        else:
-            outcome = start_run(run.config, run_dir, progress, debug)
+        outcome = start_or_resume(run, out, progress, debug)
         outcomes.append(outcome)
         if on_outcome is not None:
             on_outcome(run, outcome)
     return outcomes
+
+
+def start_or_resume(run: PlannedRun, out: Path, progress: bool, debug: bool) -> RunOutcome:
+    """Start ``run`` in its folder under ``out``, or resume the same run found there (the module's rule)."""
+    run_dir = out / run.directory
+    if (run_dir / STORE_FILE).is_file():
+        _adopt_stored(run_dir, run.config)
+        base_url = run.config.base_url if base_url_roles(run.config) else None  # never stored whole
+        return resume_run(run_dir, progress, debug, base_url=base_url)
+    return start_run(run.config, run_dir, progress, debug)
