@@ -22,7 +22,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from llmpsych.runs import RunStore, parse_run_config, start_run
+from llmpsych.runs import RunStore, analyze_run, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from llmpsych.web.catalog import _run_id
@@ -105,6 +105,10 @@ def test_the_deadline_plays_the_default_action_and_records_it(tmp_path: Path, ho
     assert (seats[seats["player"] > 0]["default answers"] == 0).all()
     kinds = pd.read_csv(run_dir / "seat_kinds.csv")
     assert kinds.set_index("who").loc["web:Ann", "default answers"] == 1
+    # `llmpsych analyze` rewrites both tables from the store alone: the same tables, the column kept
+    written = [(run_dir / name).read_text() for name in ("seats.csv", "seat_kinds.csv")]
+    analyze_run(run_dir)
+    assert [(run_dir / name).read_text() for name in ("seats.csv", "seat_kinds.csv")] == written
 
 
 def test_start_now_refused_answers_live_scores_and_two_games_at_once(
