@@ -154,7 +154,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "multiple-runs",
             "Multiple runs: the default protocol, all eight games 5 times",
-            "RQ1 robustness, spec §5.1 (thesis Table 6.3 T1-T5)",
+            "RQ1 robustness, thesis §6.5.1, Table 6.3 (T1-T5)",
             5,
             lambda: [Variant("default")],
             "leaderboard",
@@ -162,7 +162,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "temperatures",
             "Temperatures 0.0-1.0, one run each",
-            "RQ1 robustness, spec §5.1",
+            "RQ1 robustness, thesis §6.5.1, Table 6.4",
             1,
             lambda: [
                 Variant(f"temperature={t}", params={"temperature": t}) for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -173,7 +173,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "prompt-versions",
             "The official prompt templates v1-v5 (GPT-4 rephrasings), one run each",
-            "RQ1 robustness, spec §5.1 and §4.5; needs the GAMABench data folder, or -O template_set=PATH",
+            "RQ1 robustness, thesis §6.5.1, Table 6.5 (templates in §6.7.5); needs the GAMABench data "
+            "folder, or -O template_set=PATH",
             1,
             _version_variants,
             "settings",
@@ -183,7 +184,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "reasoning",
             "Reasoning strategies: default, chain-of-thought and three personas, one run each",
-            "RQ2, spec §5.2 and §4.4",
+            "RQ2, thesis §6.5.2, Table 6.6",
             1,
             lambda: [
                 Variant("default"),
@@ -197,7 +198,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "generalisability",
             "Generalisability: every game's parameter sweep, one run per value",
-            "RQ3, spec §5.3",
+            "RQ3, thesis §6.5.3, Table 6.7 and Fig. 6.9",
             1,
             _sweep_variants,
             "sweep",
@@ -205,7 +206,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "leaderboard",
             "The 13-model leaderboard: the default protocol (5 runs of all eight games) per model",
-            "RQ4, spec §5.4 (thesis Tables 6.8/6.9)",
+            "RQ4, thesis §6.5.4, Tables 6.8/6.9",
             5,
             lambda: [Variant("default")],
             "leaderboard",
@@ -213,7 +214,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "jailbreak",
             "CipherChat jailbreak: the games without and with a Caesar-cipher conversation, 5 runs each",
-            "thesis §6.6.2 (000:2577-2590), spec §5.6; the thesis ran GPT-4o",
+            "thesis §6.6.2; the thesis ran GPT-4o",
             5,
             lambda: [Variant("w/o jailbreak"), Variant("w/ jailbreak", {"cipher": True})],
             "settings",
@@ -223,7 +224,7 @@ PRESETS: dict[str, Preset] = {
             "opponent-info",
             "Explicit information about the opponents in Guess 2/3: none, (a) smart and choosing the "
             "equilibrium, (b) smart, (c) random",
-            "thesis §6.6.1 (000:2557-2575), spec §5.5; the thesis ran GPT-4o, wording ours",
+            "thesis §6.6.1; the thesis ran GPT-4o, wording ours",
             1,
             lambda: (
                 [Variant("no information", {"game": "guessing"}, game="guessing")]
@@ -239,7 +240,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "fixed-strategies",
             "LLM against fixed strategies: a player always bidding 91 / contributing 0, and without it",
-            "spec §5.5 (thesis Fig. 6.4)",
+            "thesis §6.6.1, Fig. 6.4",
             1,
             _fixed_variants,
             "fixed",
