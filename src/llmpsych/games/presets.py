@@ -26,6 +26,7 @@ from ..report.files import save_figure, write_csv
 from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from ..runs import presets as shared
+from ..runs.config import DEFAULT_MODEL
 from ..runs.presets import execute as execute  # run a plan through the one sweep runner
 from ..runs.store import STORE_FILE
 from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
@@ -51,7 +52,6 @@ PAPER_MODELS: tuple[str, ...] = (
     "deepinfra/mistralai/Mixtral-8x22B-Instruct-v0.1",
     "deepinfra/Qwen/Qwen2-72B-Instruct",
 )
-DEFAULT_MODEL = "local/qwen2.5-0.5b"
 
 #: Generalisability sweeps (spec §5.3): game -> [(setting label, that game's parameters)].
 SWEEPS: dict[str, list[tuple[str, dict[str, Any]]]] = {

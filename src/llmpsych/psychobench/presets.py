@@ -175,7 +175,7 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     """The runs of a preset as a table (for ``--dry-run``)."""
     rows = []
     for r in runs:
-        o = r.config["options"]
+        o = r.options
         extra = {k: v for k, v in o.items() if k not in ("scales", "runs")}
         rows.append(
             {
