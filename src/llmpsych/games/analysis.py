@@ -128,9 +128,11 @@ def default_answers(record: RunRecord, task: GamaBenchTask) -> Counter[tuple[str
     games = {unit.unit_id: (result.game, result.run) for unit, result in record.results(GamaBenchResult)}
     counts: Counter[tuple[str, int, int]] = Counter()
     for call in record.calls:
+        if call["role"] != "web" or call["unit_id"] not in games:
+            continue
+        request = call["request"] if isinstance(call["request"], dict) else {}
         player = _PLAYER.search(str(call["call_key"]))
-        how = call["request"].get("answered", "typed") if isinstance(call["request"], dict) else "typed"
-        if call["role"] == "web" and how != "typed" and player and call["unit_id"] in games:
+        if player and request.get("answered", "typed") != "typed":
             counts[(*games[call["unit_id"]], int(player.group(1)))] += 1
     return counts
 
