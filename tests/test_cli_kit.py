@@ -108,6 +108,24 @@ def test_a_group_cli_adds_nothing_heavy_to_its_package(package: str, module: str
     assert not {"pandas", "numpy", "scipy", "matplotlib"} & set(stages["cli"])
 
 
+@pytest.mark.parametrize(
+    ("group", "summary"),
+    [
+        ("emotionbench", "ask the model to describe demographic groups;"),
+        (
+            "gamabench",
+            "seats `web[:NAME]` (e.g. -O seats='[web:Ann, web:Bob, llm, llm]') get one join link",
+        ),
+    ],
+)
+def test_a_group_lists_each_command_summary_as_one_sentence(group: str, summary: str) -> None:
+    """A command whose summary wraps in its docstring is listed with the sentence whole, not broken where
+    the docstring's line ended (typer's rich help keeps those line breaks in a group's command list)."""
+    result = run_cli(group, "--help")
+    assert result.returncode == 0, result.stderr
+    assert summary in result.stdout, result.stdout
+
+
 def test_options_are_yaml_values_and_a_bad_pair_is_one_line() -> None:
     assert parse_options(["runs=3", "scales=[BFI, EPQ-R]", "stable=true", "persona=a=b", "x="]) == {
         "runs": 3,

@@ -22,7 +22,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from llmpsych.runs import RunStore, parse_run_config, start_run
+from llmpsych.runs import RunStore, analyze_run, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from llmpsych.web.catalog import _run_id
@@ -105,6 +105,36 @@ def test_the_deadline_plays_the_default_action_and_records_it(tmp_path: Path, ho
     assert (seats[seats["player"] > 0]["default answers"] == 0).all()
     kinds = pd.read_csv(run_dir / "seat_kinds.csv")
     assert kinds.set_index("who").loc["web:Ann", "default answers"] == 1
+    # `llmpsych analyze` rewrites both tables from the store alone: the same tables, the column kept
+    written = [(run_dir / name).read_text() for name in ("seats.csv", "seat_kinds.csv")]
+    analyze_run(run_dir)
+    assert [(run_dir / name).read_text() for name in ("seats.csv", "seat_kinds.csv")] == written
+
+
+def test_a_seat_name_with_markup_is_shown_as_text(tmp_path: Path, hosts: list[Host]) -> None:
+    """The experimenter names the seats; a name holding markup is text on the seat's page, on the monitor
+    (while playing and at the end, with the scores) and in the run's report."""
+    run_dir = tmp_path / "names"
+    name, escaped = "<b>Cy</b>", "&lt;b&gt;Cy&lt;/b&gt;"
+    with FaultServer(responder=models) as server:
+        args = ["--game", "guessing", "--players", "2", "--rounds", "1", "--deadline", "1"]
+        host = Host(host_args(server, run_dir, *args, "-O", f"seats=['web:{name}', llm]", linger=True))
+        hosts.append(host)
+        base = host.monitor.split("/session", 1)[0]
+        with (
+            httpx.Client(trust_env=False, timeout=30) as cy,
+            httpx.Client(base_url=base, trust_env=False, timeout=30) as lab,
+        ):
+            pages = {"seat": cy.get(host.links[0]).text}  # Cy joins and lets the deadline answer
+            pages["monitor"] = lab.get(host.monitor, follow_redirects=True).text
+            assert host.over.wait(PATIENCE_S), "".join(host.lines)
+            pages["monitor at the end"] = lab.get("/session").text
+            pages["report"] = lab.get(f"/run/{_run_id(0, run_dir.name)}").text
+        host.proc.send_signal(signal.SIGINT)
+        host.proc.wait(60)
+    for where, page in pages.items():
+        assert escaped in page and name not in page, where
+    assert "Scores per seat</h2>" in pages["monitor at the end"]
 
 
 def test_start_now_refused_answers_live_scores_and_two_games_at_once(

@@ -370,6 +370,26 @@ def _mount_subcommands(argv: list[str] | None = None) -> None:
                 raise
             continue
         app.add_typer(module.app, name=name, help=help_text)
+    _one_line_summaries(app)
+
+
+def _one_line_summaries(group: typer.Typer) -> None:
+    """Give each command whose summary (the first paragraph of its help) spans several docstring lines
+    that summary on one line as its ``short_help``.
+
+    In rich markup mode typer lists a group's commands with the summary's line breaks kept, so a sentence
+    broke where its docstring wrapped (``ask the model`` / ``to describe``); a command's own ``--help``
+    joins them, and is unchanged."""
+    import inspect
+
+    for command in group.registered_commands:
+        text = command.help if command.help is not None else inspect.getdoc(command.callback) or ""
+        summary = inspect.cleandoc(text).split("\n\n", 1)[0]
+        if command.short_help is None and "\n" in summary and not summary.startswith("\b"):
+            command.short_help = summary.replace("\n", " ")
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _one_line_summaries(sub.typer_instance)
 
 
 def main() -> None:

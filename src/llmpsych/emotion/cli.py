@@ -85,7 +85,8 @@ def human(
     alpha: AlphaOpt = 0.01,
     as_json: JsonOpt = False,
 ) -> None:
-    """The human table from crowd.xlsx: paired test per factor, emotion and overall (spec §8.4)."""
+    """The human table (thesis Table 5.10) recomputed from crowd.xlsx: paired test per factor, emotion and
+    overall."""
     from .crowd import crowd_path, human_table, human_table_json, load_crowd
     from .report import human_frame
     from .scales import load_scales as load_emotionbench_scales

@@ -11,6 +11,8 @@ transcripts.
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +25,7 @@ from ..report.run_report import write_run_report
 from . import registry, scoring
 from .plots import write_plots
 from .result import GamaBenchResult, as_result
-from .seats import LLMSeat, build_seats
+from .seats import LLMSeat, WebSeat, build_seats
 from .transcripts import write_transcripts
 
 if TYPE_CHECKING:
@@ -84,7 +86,8 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
             }
         )
     games = pd.DataFrame(game_rows)
-    seat_files = write_seat_scores(results, task, run_dir)  # per seat and per kind of seat (mixed tables)
+    defaults = default_answers(record, task)
+    seat_files = write_seat_scores(results, task, run_dir, defaults)  # per seat and per kind (mixed tables)
     titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
     plots = write_plots([r.record() for r in results], run_dir / "plots", titles)
     transcripts = write_transcripts(record, run_dir / "transcripts", titles)
@@ -110,13 +113,42 @@ def _recorded_seat(spec: Any) -> bool:
     return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python", "web"}
 
 
-def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tuple[pd.DataFrame, pd.DataFrame]:
+#: The column of ``seats.csv`` / ``seat_kinds.csv`` in runs with browser seats: answers the seat did not type.
+DEFAULTS = "default answers"
+_PLAYER = re.compile(r":p(\d+):r\d+:")
+
+
+def default_answers(record: RunRecord, task: GamaBenchTask) -> Counter[tuple[str, int, int]] | None:
+    """How many answers of each browser seat were the default action, per (game, run, player): the
+    deadline passed (stored as ``answered: deadline``) or nobody joined the seat (``bot``). None for a run
+    without browser (``web``) seats, whose tables have no such column."""
+    seats = build_seats(task.options.seats, task.options.players, load=False)
+    if not any(isinstance(seat, WebSeat) for seat in seats):
+        return None
+    games = {unit.unit_id: (result.game, result.run) for unit, result in record.results(GamaBenchResult)}
+    counts: Counter[tuple[str, int, int]] = Counter()
+    for call in record.calls:
+        if call["role"] != "web" or call["unit_id"] not in games:
+            continue
+        request = call["request"] if isinstance(call["request"], dict) else {}
+        player = _PLAYER.search(str(call["call_key"]))
+        if player and request.get("answered", "typed") != "typed":
+            counts[(*games[call["unit_id"]], int(player.group(1)))] += 1
+    return counts
+
+
+def seat_scores(
+    results: Sequence[GamaBenchResult],
+    task: GamaBenchTask,
+    defaults: Mapping[tuple[str, int, int], int] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores per seat and per player kind in mixed tables (people and models at one table).
 
     Per seat (one row per game run and player): its seat, who it is (the model of a model seat, else the
     seat spec), decisions, fallbacks, mean numeric action, and the payoffs the game's round records give
     per player: rounds won (``winners``, Guess 2/3) and total gain and final tokens (``gain`` /
-    ``tokens_after``, Public Goods). Per player: the same, averaged over that player's seats and runs.
+    ``tokens_after``, Public Goods); with ``defaults`` (:func:`default_answers`), the seat's default
+    answers last. Per player: the same, averaged over that player's seats and runs.
     """
     specs = task.config.role_specs()
     rows = []
@@ -146,15 +178,23 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
     per_seat = pd.DataFrame(rows)
     if per_seat.empty:
         return per_seat, per_seat
+    if defaults is not None:
+        keys = zip(per_seat["game"], per_seat["run"], per_seat["player"], strict=True)
+        per_seat[DEFAULTS] = [defaults.get((g, int(r), int(p)), 0) for g, r, p in keys]
     numeric = [c for c in per_seat.columns if c not in ("run", "player", "seat", "who", "game")]
     per_who = per_seat.groupby(["game", "who"], sort=False)[numeric].mean().reset_index()
     per_who.insert(2, "seats", per_seat.groupby(["game", "who"], sort=False).size().to_numpy())
     return per_seat, per_who
 
 
-def write_seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask, run_dir: Path) -> list[Path]:
+def write_seat_scores(
+    results: Sequence[GamaBenchResult],
+    task: GamaBenchTask,
+    run_dir: Path,
+    defaults: Mapping[tuple[str, int, int], int] | None = None,
+) -> list[Path]:
     """``seats.csv`` (per seat) and ``seat_kinds.csv`` (per model / other seat) of :func:`seat_scores`."""
-    per_seat, per_who = seat_scores(results, task)
+    per_seat, per_who = seat_scores(results, task, defaults)
     if per_seat.empty:
         return []
     paths = [run_dir / "seats.csv", run_dir / "seat_kinds.csv"]

@@ -483,7 +483,7 @@ def host_cmd(
     *,
     flags: kit.RunFlags,
 ) -> None:
-    """Host a game with participants in browsers: seats ``web[:NAME]`` (e.g. -O seats='[web:Ann, web:Bob,
+    r"""Host a game with participants in browsers: seats `web[:NAME]` (e.g. -O seats='\[web:Ann, web:Bob,
     llm, llm]') get one join link each; a monitor page shows the session."""
     from ..paths import runs_dir
     from ..runs import resume_run, start_run
@@ -691,8 +691,9 @@ def rephrase_cmd(
     progress: kit.ProgressOpt = True,
     debug: kit.DebugOpt = False,
 ) -> None:
-    """Rephrase every game's prompt templates into new versions with a model (spec §4.5); the set in
-    --out is what `-O template_set=OUT` (or OUT#K for version K) names in a run or preset."""
+    """Rephrase every game's prompt templates into new versions with a model, as the thesis's v2-v5 were
+    made with GPT-4 (§6.5.1); the set in --out is what `-O template_set=OUT` (or OUT#K for version K)
+    names in a run or preset."""
     from ..runs import parse_run_config
     from ..runs.sweep import PlannedRun, run_sweep
     from .prompts import read_template_set

@@ -14,7 +14,7 @@ import math
 import re
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +25,9 @@ from ..report.charts import pyplot
 from ..report.files import save_figure, write_csv
 from ..report.html import html_beside
 from ..report.markdown import table, write_report
+from ..runs import presets as shared
+from ..runs.config import DEFAULT_MODEL
+from ..runs.presets import execute as execute  # run a plan through the one sweep runner
 from ..runs.store import STORE_FILE
 from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
 from .score_logs import score_runs
@@ -49,7 +52,6 @@ PAPER_MODELS: tuple[str, ...] = (
     "deepinfra/mistralai/Mixtral-8x22B-Instruct-v0.1",
     "deepinfra/Qwen/Qwen2-72B-Instruct",
 )
-DEFAULT_MODEL = "local/qwen2.5-0.5b"
 
 #: Generalisability sweeps (spec §5.3): game -> [(setting label, that game's parameters)].
 SWEEPS: dict[str, list[tuple[str, dict[str, Any]]]] = {
@@ -88,13 +90,10 @@ FIXED: dict[str, str] = {"divide_dollar": "fixed:91", "public_goods": "fixed:0"}
 
 
 @dataclass(frozen=True)
-class Variant:
-    """One setting of a preset: a label, task options and sampling parameters layered on the base."""
+class Variant(shared.Variant):
+    """One setting of a preset; ``game`` marks a single-game setting (sweeps, fixed strategies)."""
 
-    label: str
-    options: dict[str, Any] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
-    game: str | None = None  # a single-game variant (sweeps, fixed strategies)
+    game: str | None = None
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "multiple-runs",
             "Multiple runs: the default protocol, all eight games 5 times",
-            "RQ1 robustness, spec §5.1 (thesis Table 6.3 T1-T5)",
+            "RQ1 robustness, thesis §6.5.1, Table 6.3 (T1-T5)",
             5,
             lambda: [Variant("default")],
             "leaderboard",
@@ -163,7 +162,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "temperatures",
             "Temperatures 0.0-1.0, one run each",
-            "RQ1 robustness, spec §5.1",
+            "RQ1 robustness, thesis §6.5.1, Table 6.4",
             1,
             lambda: [
                 Variant(f"temperature={t}", params={"temperature": t}) for t in (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
@@ -174,7 +173,8 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "prompt-versions",
             "The official prompt templates v1-v5 (GPT-4 rephrasings), one run each",
-            "RQ1 robustness, spec §5.1 and §4.5; needs the GAMABench data folder, or -O template_set=PATH",
+            "RQ1 robustness, thesis §6.5.1, Table 6.5 (templates in §6.7.5); needs the GAMABench data "
+            "folder, or -O template_set=PATH",
             1,
             _version_variants,
             "settings",
@@ -184,7 +184,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "reasoning",
             "Reasoning strategies: default, chain-of-thought and three personas, one run each",
-            "RQ2, spec §5.2 and §4.4",
+            "RQ2, thesis §6.5.2, Table 6.6",
             1,
             lambda: [
                 Variant("default"),
@@ -198,7 +198,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "generalisability",
             "Generalisability: every game's parameter sweep, one run per value",
-            "RQ3, spec §5.3",
+            "RQ3, thesis §6.5.3, Table 6.7 and Fig. 6.9",
             1,
             _sweep_variants,
             "sweep",
@@ -206,7 +206,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "leaderboard",
             "The 13-model leaderboard: the default protocol (5 runs of all eight games) per model",
-            "RQ4, spec §5.4 (thesis Tables 6.8/6.9)",
+            "RQ4, thesis §6.5.4, Tables 6.8/6.9",
             5,
             lambda: [Variant("default")],
             "leaderboard",
@@ -214,7 +214,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "jailbreak",
             "CipherChat jailbreak: the games without and with a Caesar-cipher conversation, 5 runs each",
-            "thesis §6.6.2 (000:2577-2590), spec §5.6; the thesis ran GPT-4o",
+            "thesis §6.6.2; the thesis ran GPT-4o",
             5,
             lambda: [Variant("w/o jailbreak"), Variant("w/ jailbreak", {"cipher": True})],
             "settings",
@@ -224,7 +224,7 @@ PRESETS: dict[str, Preset] = {
             "opponent-info",
             "Explicit information about the opponents in Guess 2/3: none, (a) smart and choosing the "
             "equilibrium, (b) smart, (c) random",
-            "thesis §6.6.1 (000:2557-2575), spec §5.5; the thesis ran GPT-4o, wording ours",
+            "thesis §6.6.1; the thesis ran GPT-4o, wording ours",
             1,
             lambda: (
                 [Variant("no information", {"game": "guessing"}, game="guessing")]
@@ -240,7 +240,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "fixed-strategies",
             "LLM against fixed strategies: a player always bidding 91 / contributing 0, and without it",
-            "spec §5.5 (thesis Fig. 6.4)",
+            "thesis §6.6.1, Fig. 6.4",
             1,
             _fixed_variants,
             "fixed",
@@ -266,58 +266,28 @@ ALIASES = {
 
 def get_preset(name: str) -> Preset:
     """The preset called ``name`` (or an alias)."""
-    preset = PRESETS.get(ALIASES.get(name, name))
-    if preset is None:
-        raise ConfigError(
-            f"unknown preset {name!r}", f"presets: {', '.join(PRESETS)} (`llmpsych gamabench presets`)"
-        )
-    return preset
+    return shared.get_preset(name, PRESETS, ALIASES, "llmpsych gamabench presets")
 
 
 @dataclass
-class PresetSettings:
+class PresetSettings(shared.PresetSettings):
     """What the user sets on top of a preset (None keeps the paper's value)."""
 
-    models: list[str] = field(default_factory=list)
     games: list[str] | None = None
-    runs: int | None = None
     players: int | None = None
     rounds: int | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    base_url: str | None = None
-    concurrency: int | None = None
-    data_dir: Path | None = None
-    seed: int = 0
-    cache: bool = True
-    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
-class PresetRun:
-    """One run directory of a preset: where, which model and setting, and its run config mapping."""
-
-    directory: str
-    model: str
-    setting: str
-    config: dict[str, Any]
-
-    @property
-    def options(self) -> dict[str, Any]:
-        """The run's task options."""
-        return self.config["options"]
+class PresetRun(shared.PresetRun):
+    """One run directory of a preset, with the number of games it plays."""
 
     @property
     def n_games(self) -> int:
         """Games this run plays: runs × games."""
         game = self.options["game"]
         count = len(ENGINE_GAMES) if game == "all" else 1 if isinstance(game, str) else len(game)
-        return self.options["runs"] * count
-
-
-def dir_name(text: str) -> str:
-    """A folder name for a model spec or setting (``openai/gpt-4o`` -> ``openai_gpt-4o``)."""
-    return re.sub(r"[^A-Za-z0-9.=_-]+", "_", text).strip("_") or "x"
+        return int(self.options["runs"]) * count
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -341,8 +311,6 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     variants = [v for v in every if v.game is None or games is None or v.game in games]
     if not variants:
         raise ConfigError(f"preset {preset.name!r} has no setting for the games {', '.join(games or [])}")
-    names = [dir_name(m) for m in models]
-    model_dirs = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
     default_games: str | list[str] = list(preset.games) if preset.games else "all"
     base_options: dict[str, Any] = {
         "game": games if games else default_games,
@@ -351,34 +319,17 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     for key in ("players", "rounds"):
         if getattr(settings, key) is not None:
             base_options[key] = getattr(settings, key)
-    base_params: dict[str, Any] = {
-        "temperature": 1.0 if settings.temperature is None else settings.temperature
-    }
-    if settings.max_tokens is not None:
-        base_params["max_tokens"] = settings.max_tokens
-    runs = []
-    for model, model_dir in zip(models, model_dirs, strict=True):
-        for variant in variants:
-            options = _merge(_merge(base_options, settings.options), variant.options)
-            if options.get("template_set", "") is None:  # the built-in setting of the rephrased preset
-                del options["template_set"]
-            elif isinstance(options.get("template_set"), str):  # the texts go into the plan and the store
-                options["template_set"] = _template_set(options["template_set"])
-            config: dict[str, Any] = {
-                "task": "gamabench",
-                "model": model,
-                "seed": settings.seed,
-                "cache": settings.cache,
-                "params": {**base_params, **variant.params},
-                "options": options,
-            }
-            for key in ("base_url", "concurrency"):
-                if getattr(settings, key) is not None:
-                    config[key] = getattr(settings, key)
-            if settings.data_dir is not None:
-                config["data_dir"] = str(settings.data_dir)
-            runs.append(PresetRun(f"{model_dir}/{dir_name(variant.label)}", model, variant.label, config))
-    return runs
+    base_params = settings.params(temperature=1.0)
+
+    def config(model: str, variant: shared.Variant) -> dict[str, Any]:
+        options = _merge(_merge(base_options, settings.options), variant.options)
+        if options.get("template_set", "") is None:  # the built-in setting of the rephrased preset
+            del options["template_set"]
+        elif isinstance(options.get("template_set"), str):  # the texts go into the plan and the store
+            options["template_set"] = _template_set(options["template_set"])
+        return settings.run_config("gamabench", model, {**base_params, **variant.params}, options)
+
+    return shared.plan(models, variants, config, run_class=PresetRun)
 
 
 def _template_set(name: str) -> dict[str, Any]:
@@ -411,37 +362,6 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
-
-
-def execute(
-    runs: Sequence[PresetRun],
-    out: Path,
-    *,
-    progress: bool = True,
-    debug: bool = False,
-    on_outcome: Callable[[PresetRun, Any], None] | None = None,
-) -> list[Any]:
-    """Run the preset through the one sweep runner (:mod:`llmpsych.runs.sweep`): a new folder is started, a
-    folder holding the same run is resumed (taking this invocation's endpoint, data folder, concurrency and
-    cache), a folder holding a different run is refused before anything is sent; returns the outcomes."""
-    from ..runs import parse_run_config
-    from ..runs.sweep import PlannedRun, run_sweep
-
-    by_directory = {r.directory: r for r in runs}
-    planned = [
-        PlannedRun(
-            r.directory,
-            parse_run_config(r.config, f"preset run {r.directory}"),
-            {"model": r.model, "setting": r.setting},
-        )
-        for r in runs
-    ]
-
-    def report(run: PlannedRun, outcome: Any) -> None:
-        if on_outcome is not None:
-            on_outcome(by_directory[run.directory], outcome)
-
-    return list(run_sweep(planned, out, progress=progress, debug=debug, on_outcome=report))
 
 
 # -- summaries -------------------------------------------------------------------------------------------

@@ -11,9 +11,8 @@ underlined lowest) and ``summary.md`` with the thesis's published values beside 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +21,13 @@ import pandas as pd
 from ..errors import ConfigError, LlmpsychError
 from ..report.html import write_html
 from ..report.markdown import table, write_report
+from ..runs import presets as shared
 from ..runs.config import DEFAULT_MODEL
+from ..runs.presets import PresetRun, Variant
 from ..runs.store import STORE_FILE
 from .variants import TEMPLATES
 
 BFI = ("Openness", "Conscientiousness", "Extraversion", "Agreeableness", "Neuroticism")
-
-
-@dataclass(frozen=True)
-class Variant:
-    """One setting of a preset: a label, task options and sampling parameters layered on the base."""
-
-    label: str
-    options: dict[str, Any] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,89 +139,43 @@ ALIASES = {
 
 def get_preset(name: str) -> Preset:
     """The preset called ``name`` (or an alias)."""
-    preset = PRESETS.get(ALIASES.get(name, name))
-    if preset is None:
-        raise ConfigError(
-            f"unknown preset {name!r}", f"presets: {', '.join(PRESETS)} (`llmpsych psychobench presets`)"
-        )
-    return preset
+    return shared.get_preset(name, PRESETS, ALIASES, "llmpsych psychobench presets")
 
 
 @dataclass
-class PresetSettings:
+class PresetSettings(shared.PresetSettings):
     """What the user sets on top of a preset (None keeps the thesis's value)."""
 
-    models: list[str] = field(default_factory=list)
     scales: list[str] | None = None
-    runs: int | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    base_url: str | None = None
-    concurrency: int | None = None
-    data_dir: Path | None = None
-    seed: int = 0
-    cache: bool = True
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class PresetRun:
-    """One run directory of a preset: where, which model and setting, and its run config mapping."""
-
-    directory: str
-    model: str
-    setting: str
-    config: dict[str, Any]
-
-
-def dir_name(text: str) -> str:
-    """A folder name for a model spec or setting (``openai/gpt-4o`` -> ``openai_gpt-4o``)."""
-    return re.sub(r"[^A-Za-z0-9.=+_-]+", "_", text).strip("_") or "x"
 
 
 def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     """The run configs of ``preset`` for the given models and settings (nothing is run)."""
     if settings.temperature is not None and preset.name == "temperatures":
         raise ConfigError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
-    models = settings.models or [DEFAULT_MODEL]
-    names = [dir_name(m) for m in models]
-    model_dirs = [n if names.count(n) == 1 else f"{n}-{i + 1}" for i, n in enumerate(names)]
     base_options: dict[str, Any] = {"scales": settings.scales or ["BFI"], **settings.options}
     if settings.runs is not None:
         base_options["runs"] = settings.runs
-    base_params: dict[str, Any] = {"temperature": settings.temperature or 0.0}
-    if settings.max_tokens is not None:
-        base_params["max_tokens"] = settings.max_tokens
-    runs = []
-    for model, model_dir in zip(models, model_dirs, strict=True):
-        for variant in preset.variants():
-            clash = sorted(set(variant.options) & set(settings.options))
-            if clash:
-                raise ConfigError(
-                    f"option {clash[0]!r} is what preset {preset.name!r} varies", "leave it out of --option"
-                )
-            config: dict[str, Any] = {
-                "task": "psychobench",
-                "model": model,
-                "seed": settings.seed,
-                "cache": settings.cache,
-                "params": {**base_params, **variant.params},
-                "options": {**base_options, **variant.options},
-            }
-            for key in ("base_url", "concurrency"):
-                if getattr(settings, key) is not None:
-                    config[key] = getattr(settings, key)
-            if settings.data_dir is not None:
-                config["data_dir"] = str(settings.data_dir)
-            runs.append(PresetRun(f"{model_dir}/{dir_name(variant.label)}", model, variant.label, config))
-    return runs
+    base_params = settings.params(temperature=0.0)
+
+    def config(model: str, variant: Variant) -> dict[str, Any]:
+        clash = sorted(set(variant.options) & set(settings.options))
+        if clash:
+            raise ConfigError(
+                f"option {clash[0]!r} is what preset {preset.name!r} varies", "leave it out of --option"
+            )
+        options = {**base_options, **variant.options}
+        return settings.run_config("psychobench", model, {**base_params, **variant.params}, options)
+
+    models = settings.models or [DEFAULT_MODEL]
+    return shared.plan(models, preset.variants(), config, run_class=PresetRun, keep_plus=True)
 
 
 def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     """The runs of a preset as a table (for ``--dry-run``)."""
     rows = []
     for r in runs:
-        o = r.config["options"]
+        o = r.options
         extra = {k: v for k, v in o.items() if k not in ("scales", "runs")}
         rows.append(
             {
@@ -253,30 +199,14 @@ def execute(
     debug: bool = False,
     on_outcome: Callable[[PresetRun, Any], None] | None = None,
 ) -> list[Any]:
-    """Run the preset through the one sweep runner: a new folder is started, a folder holding the same run
-    is resumed (taking this invocation's endpoint, data folder, concurrency and cache), a folder holding a
-    different run is refused before anything is sent; returns the outcomes."""
-    from ..runs import parse_run_config
-    from ..runs.sweep import PlannedRun, run_sweep
+    """Run the preset through the one sweep runner (:func:`llmpsych.runs.presets.execute`); every setting is
+    built first (e.g. a template needs level labels), so a setting that cannot be built fails before any
+    request is sent. Returns the outcomes."""
     from .task import PsychoBenchTask
 
-    by_directory = {r.directory: r for r in runs}
-    planned = [
-        PlannedRun(
-            r.directory,
-            parse_run_config(r.config, f"preset run {r.directory}"),
-            {"model": r.model, "setting": r.setting},
-        )
-        for r in runs
-    ]
-    for run in planned:  # every setting can be built (e.g. a template needs level labels) before any is sent
-        PsychoBenchTask(run.config)
-
-    def report(run: PlannedRun, outcome: Any) -> None:
-        if on_outcome is not None:
-            on_outcome(by_directory[run.directory], outcome)
-
-    return list(run_sweep(planned, out, progress=progress, debug=debug, on_outcome=report))
+    return shared.execute(
+        runs, out, progress=progress, debug=debug, on_outcome=on_outcome, check=PsychoBenchTask
+    )
 
 
 def published_frame(published: Published) -> pd.DataFrame:

@@ -97,7 +97,6 @@ def host_run(
                 f"continue with: llmpsych gamabench host --resume {run_dir} (participants keep their links)"
             )
             raise RunInterrupted(exc.message, hint) from None
-        scores.mark_defaults(run_dir, session.timings)
         session.scores, session.kinds = scores.final(run_dir)
         session.finished = True
         announce(f"the game is over; the report is on {public}/run/{_run_id(0, run_dir.name)}")

@@ -9,7 +9,6 @@ is shown only their own row, and only the columns that are payoffs their round r
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,6 @@ from . import store
 OWN_SCORES = {"rounds won": "rounds won", "total gain": "total gain"}
 #: Columns renamed while the game is still going (``final tokens`` is not final yet).
 SO_FAR_NAMES = {"final tokens": "tokens now"}
-#: The column ``gamabench host`` adds to ``seats.csv``: answers the seat did not type (deadline or absent).
-DEFAULTS = "default answers"
 
 
 @dataclass(frozen=True)
@@ -122,31 +119,3 @@ def final(run_dir: Path) -> tuple[list[dict[str, Any]], ...]:
         path = run_dir / name
         out.append(_rows(pd.read_csv(path)) if path.is_file() else [])
     return tuple(out)
-
-
-def mark_defaults(run_dir: Path, answers: list[dict[str, Any]]) -> None:
-    """Add the ``default answers`` column to ``seats.csv`` (per seat) and ``seat_kinds.csv`` (mean per
-    model or seat): how many of the seat's decisions were the default action (deadline passed, or a seat
-    nobody joined), from the session's answer log. Web seats only; other seats get 0."""
-    import pandas as pd
-
-    from ..report.files import write_csv
-
-    seats_path, kinds_path = run_dir / "seats.csv", run_dir / "seat_kinds.csv"
-    if not seats_path.is_file():
-        return
-    counts = Counter(
-        (str(a["key"]).rsplit(":p", 1)[0], int(str(a["key"]).rsplit(":p", 1)[1].split(":", 1)[0]))
-        for a in answers
-        if a.get("how") != "typed" and ":p" in str(a.get("key", ""))
-    )
-    per_seat = pd.read_csv(seats_path)
-    units = [f"{g}-run{int(r):02d}" for g, r in zip(per_seat["game"], per_seat["run"], strict=True)]
-    per_seat[DEFAULTS] = [counts.get((u, int(p)), 0) for u, p in zip(units, per_seat["player"], strict=True)]
-    write_csv(per_seat, seats_path)
-    if kinds_path.is_file():
-        kinds = pd.read_csv(kinds_path)
-        means = per_seat.groupby(["game", "who"], sort=False)[DEFAULTS].mean()
-        pairs = zip(kinds["game"], kinds["who"], strict=True)
-        kinds[DEFAULTS] = [means.get((g, w), math.nan) for g, w in pairs]
-        write_csv(kinds, kinds_path)
