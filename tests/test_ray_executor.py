@@ -107,7 +107,7 @@ def test_psychobench_on_actors_equals_local(cluster: Path, tmp_path: Path, seed_
             assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
 
 
-def test_a_gamabench_preset_on_actors_equals_local_and_resumes(cluster: Path, tmp_path: Path) -> None:
+def test_a_gamabench_preset_on_ray_equals_local_and_resumes(cluster: Path, tmp_path: Path) -> None:
     from llmpsych.games.presets import PresetSettings, execute, expand, get_preset
     from test_games_engine_runs import scripted
 
@@ -175,9 +175,9 @@ def test_a_killed_actor_loses_no_completed_call_and_nothing_is_duplicated(
     assert unit_results(tmp_path / "ray") == unit_results(tmp_path / "clean")
     keys = call_keys(tmp_path / "ray")
     assert len(keys) == len(set(keys)) == units * turns * 2  # nothing recorded twice
-    # every call stored before the kill was never asked again; calls in flight in the killed actor were
+    # every call stored before the kill was never asked again (a call the killed actor had in flight may
+    # be asked again on the retry; whether one was in flight at the kill depends on timing, so not asserted)
     assert all(server.hits[key] == 1 for key in killed["stored"])
-    assert any(count > 1 for count in server.hits.values())
 
 
 def test_ray_listens_on_loopback_only_and_never_logs_the_key(cluster: Path, tmp_path: Path) -> None:

@@ -312,3 +312,25 @@ def test_a_sweep_on_the_embedded_model_in_tasks_equals_the_local_sweep(cluster: 
     assert [o.summary.done for o in outcomes] == [2, 2]
     for run in planned:
         assert _store(tmp_path / "ray" / run.directory) == _store(tmp_path / "loc" / run.directory)
+
+
+def test_a_sweep_task_gives_its_embedded_model_the_actor_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--actor-threads`` reaches the model clients a sweep's task opens (0, every core, by default)."""
+    from llmpsych.runs import runner
+
+    opened: list[int] = []
+    real = runner.open_clients
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        opened.append(args[3].n_threads)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "open_clients", recording)
+    (tmp_path / MARKER_FILE).write_text("this-sweep")
+    with FaultServer() as server:
+        [first, second] = _echo_runs(server, 2, 1, 1)
+        run_task(str(tmp_path), "this-sweep", "r0", first.config.stored(), False, False, 3)
+        run_task(str(tmp_path), "this-sweep", "r1", second.config.stored(), False, False)
+    assert opened == [3, 0]

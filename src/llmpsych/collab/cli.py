@@ -81,7 +81,7 @@ def run(
     bleurt_checkpoint: Annotated[
         Path | None,
         typer.Option(
-            help="CommonMT: a local bleurt-pytorch checkpoint folder (pip install 'llmpsych[bleurt]')."
+            help="CommonMT: a local bleurt-pytorch checkpoint folder (pip install 'llmpsych\\[bleurt]')."
         ),
     ] = None,
     extraction: Annotated[

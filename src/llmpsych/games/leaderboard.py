@@ -381,7 +381,7 @@ def write_leaderboard(
     measured = (
         f"Each game's 0-100 score (higher is closer to equilibrium play; {scoring_note}) as mean ± sample "
         "SD (ddof = 1) over runs; Overall is the mean of the eight game scores, its SD that of the per-run "
-        "overall scores (run i paired across games; spec §1.3). Games scored with `llmpsych.games.scoring`, "
+        "overall scores (run i paired across games). Games scored with `llmpsych.games.scoring`, "
         "the scorer of the live report and of `score-logs`."
     )
     sections = [("What is shown", measured), ("Scores", table(frame))]

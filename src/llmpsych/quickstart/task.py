@@ -303,7 +303,7 @@ def game_report(result: dict[str, Any], run_dir: Path) -> tuple[tuple[str, str],
     score_text = "not computable" if score is None else f"{score:.1f}"
     body = (
         f"{result['players']} seats of the same model played {len(result['rounds'])} rounds of Guess 2/3 of "
-        "the Average (GAMA-Bench, spec §2.1): each picks an integer in 0-100 and whoever is closest to "
+        "the Average (GAMA-Bench): each picks an integer in 0-100 and whoever is closest to "
         "2/3 of the mean wins; the equilibrium is everyone picking 0. Each seat keeps its own conversation, "
         "at temperature 1.0 as in the paper. "
         f"**Score {score_text}** on the paper's 0-100 scale (100 - mean choice; higher is closer to the "

@@ -152,10 +152,13 @@ def _units(amount: float) -> int:
     return round(amount * _RESOURCE_UNITS)
 
 
-def check_resources(settings: ExecutorSettings, nodes: Iterable[Mapping[str, float]]) -> None:
+def check_resources(
+    settings: ExecutorSettings, nodes: Iterable[Mapping[str, float]], *, all_at_once: bool = True
+) -> None:
     """Refuse, in one line, actors the cluster can never place, rather than wait ``start_timeout_s`` for
     them: GPUs asked of a cluster without GPUs, more CPUs or GPUs per actor than any node has (an actor
-    lives on one node), or more actors than the nodes can hold together.
+    lives on one node), or more actors than the nodes can hold together (with ``all_at_once``; a sweep's
+    tasks, which only need room for one, wait for each other).
 
     ``nodes`` are the total resources of each live node (``ray.nodes()``), not what is free now: actors
     waiting for another job's CPUs are placed when those are released. Nodes an autoscaler would add
@@ -188,7 +191,7 @@ def check_resources(settings: ExecutorSettings, nodes: Iterable[Mapping[str, flo
     hint = "ask for fewer --actors, --actor-cpus or --actor-gpus, or add nodes"
     if room == 0:
         raise ConfigError(f"no node of the Ray cluster has {each} for one actor", hint)
-    if room < settings.actors:
+    if all_at_once and room < settings.actors:
         raise ConfigError(
             f"the Ray cluster has room for {room} of the {settings.actors} actors with {each} each", hint
         )
@@ -198,7 +201,7 @@ def _amount(amount: float, name: str) -> str:
     return f"{amount:g} {name}" + ("" if amount == 1 else "s")
 
 
-def _live_nodes(ray: Any) -> list[dict[str, float]]:
+def live_nodes(ray: Any) -> list[dict[str, float]]:
     """The total resources of each live node of the cluster this process is connected to."""
     return [dict(node.get("Resources") or {}) for node in ray.nodes() if node.get("Alive")]
 
@@ -406,7 +409,7 @@ class RayExecutor:
     ) -> None:
         ray = import_ray()
         connect(self.settings)  # a Ray this process starts stops when the process ends
-        check_resources(self.settings, _live_nodes(ray))  # a request it can never place: say so now
+        check_resources(self.settings, live_nodes(ray))  # a request it can never place: say so now
         self.ray = ray
         for row in store.call_rows() if store.units_with_calls() else []:
             self.stored.setdefault(row[0], {})[row[1]] = json.loads(row[6])

@@ -63,24 +63,17 @@ def check_shareable(runs: Sequence[PlannedRun]) -> None:
             )
 
 
-def check_placeable(ray: Any, settings: ExecutorSettings) -> None:
-    """Refuse tasks no live node of the cluster can hold (Ray would keep them waiting for ever)."""
-    wanted = {"CPU": settings.cpus_per_actor, "GPU": settings.gpus_per_actor}
-    for node in ray.nodes():
-        held = node.get("Resources", {})
-        if node.get("Alive") and all(held.get(name, 0.0) >= need for name, need in wanted.items() if need):
-            return
-    raise ConfigError(
-        f"no node of the Ray cluster has {settings.cpus_per_actor:g} CPUs and {settings.gpus_per_actor:g} "
-        "GPUs for a run of this sweep",
-        f"the cluster has {ray.cluster_resources()}; ask for fewer --actor-cpus",
-    )
-
-
 def run_task(
-    out: str, token: str, directory: str, stored: dict[str, Any], progress: bool, debug: bool
+    out: str,
+    token: str,
+    directory: str,
+    stored: dict[str, Any],
+    progress: bool,
+    debug: bool,
+    threads: int = 0,
 ) -> RunOutcome:
-    """One run of a sweep, in a Ray worker: start or resume ``out/directory`` with the local executor."""
+    """One run of a sweep, in a Ray worker: start or resume ``out/directory`` with the local executor (an
+    embedded model with ``threads`` llama.cpp threads, 0: every core of the node)."""
     try:
         seen = (Path(out) / MARKER_FILE).read_text()
     except OSError:
@@ -91,7 +84,7 @@ def run_task(
             "put --out on shared storage",
         )
     config = parse_run_config(stored, f"sweep run {directory} (stored config)")
-    with executors.use(ExecutorSettings()):  # not the environment's: units run in this task
+    with executors.use(ExecutorSettings(threads_per_actor=threads)):  # not the environment's: units run here
         return start_or_resume(PlannedRun(directory, config), Path(out), progress, debug)
 
 
@@ -126,12 +119,12 @@ def run_on_ray(
     ``on_outcome`` is called in plan order as the runs before have finished. At the end the first failure
     in plan order is raised, as the local loop raises it; otherwise the outcomes, in plan order.
     """
-    from .ray_executor import connect, import_ray, shutdown_actors
+    from .ray_executor import check_resources, connect, import_ray, live_nodes, shutdown_actors
 
     check_shareable(runs)
     ray = import_ray()
     connect(settings)
-    check_placeable(ray, settings)
+    check_resources(settings, live_nodes(ray), all_at_once=False)  # Ray would wait for ever
     shutdown_actors()  # actors of an earlier run of this process would hold the CPUs the tasks need
     token = uuid.uuid4().hex
     marker = out / MARKER_FILE
@@ -150,7 +143,15 @@ def run_on_ray(
         while reported < len(runs):
             while len(pending) < settings.actors and (index := next(upcoming, None)) is not None:
                 run = runs[index]
-                ref = remote.remote(str(out), token, run.directory, run.config.stored(), progress, debug)
+                ref = remote.remote(
+                    str(out),
+                    token,
+                    run.directory,
+                    run.config.stored(),
+                    progress,
+                    debug,
+                    settings.threads_per_actor,
+                )
                 pending[ref] = (index, time.perf_counter())
             if pending:
                 ready, _ = ray.wait(list(pending), num_returns=1)

@@ -24,6 +24,7 @@ from ..report.html import html_beside
 from .config import RoleModel, RunConfig, parse_run_config
 from .engine import RunSummary, execute
 from .executors import check as check_executor
+from .executors import current as current_executor
 from .executors import make_executor
 from .manifest import build_manifest
 from .record import record_from_store
@@ -180,7 +181,9 @@ async def _execute(
     task: Task[Any], store: RunStore, config: RunConfig, show_progress: bool, debug: bool, save_config: bool
 ) -> RunSummary:
     cache = _open_cache(config)
-    clients = open_clients(config, cache, task.model_roles())
+    threads = current_executor().threads_per_actor  # a sweep task's --actor-threads (0: every core)
+    embedded = EmbeddedSettings(n_parallel=config.n_parallel, n_threads=threads)
+    clients = open_clients(config, cache, task.model_roles(), embedded)
     if save_config:  # a resume's new base URL, kept once every role's endpoint resolved
         store.set_meta("config", config.stored())
     try:
