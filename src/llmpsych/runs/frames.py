@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError, LlmpsychError
+from .languages import config_language
 from .record import RunRecord, read_run
 from .store import STORE_FILE
 
@@ -59,6 +60,7 @@ RUN_COLUMNS = [
     "label",
     "seed",
     "temperature",
+    "language",
     "units",
     "done",
     "failed",
@@ -184,6 +186,7 @@ def _run_row(record: RunRecord, key: str, source: str | None) -> dict[str, Any]:
         "label": label,
         "seed": record.config.seed,
         "temperature": record.config.params.temperature,
+        "language": config_language(record.meta.get("config") or {}),
         "units": len(record.units),
         "done": counts.get("done", 0),
         "failed": counts.get("failed", 0),
