@@ -94,7 +94,10 @@ def test_a_german_and_an_english_run_are_two_columns_labelled_by_language(
 
 def test_the_official_data_is_english_and_a_scale_file_names_the_language(tmp_path: Path) -> None:
     assert EmotionBenchOptions().language == "en"
-    assert EmotionBenchOptions(language="German", situations_file=None).language == "German"
+    with pytest.raises(ConfigError, match=r"language 'German' contradicts the official data \(en\)"):
+        EmotionBenchOptions(language="German")
+    plain = situations_file(tmp_path / "plain.json", GERMAN, None)  # an own file naming no language
+    assert EmotionBenchOptions(situations_file=str(plain), language="de").language == "de"
     de = situations_file(tmp_path / "s.json", GERMAN, "de")
     assert (
         EmotionBenchOptions(situations_file=str(de), language="German").language == "German"

@@ -132,6 +132,9 @@ def test_a_contradictory_language_is_refused_and_a_set_without_one_is_english(tm
     rephrased = german_set(tmp_path / "rephrased", language=None)  # a rephrasing of the English built-ins
     assert GamaBenchOptions.model_validate({"template_set": str(rephrased)}).language == "en"
     assert GamaBenchOptions().language == "en"
+    assert GamaBenchOptions(language="de", template_set=str(rephrased)).language == "de"  # names none
+    with pytest.raises(ConfigError, match=r"language 'de' contradicts the builtin prompts \(en\)"):
+        GamaBenchOptions(language="de")
     seen: list[dict[str, Any]] = []
     with (
         FaultServer(responder=lambda body: seen.append(body) or game_answer(body)) as server,

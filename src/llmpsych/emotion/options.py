@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..errors import LlmpsychError
 from ..instruments.native import ScaleFile
 from ..instruments.official import read_json
-from ..runs.languages import resolve_language
+from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
 
 
 class EmotionBenchOptions(BaseModel):
@@ -48,7 +48,7 @@ class EmotionBenchOptions(BaseModel):
         default=None,
         max_length=60,
         description="the run's language (default: the one the situations file or scale file names; en "
-        "for the official data); one that contradicts a file is refused",
+        "for the official data); one that contradicts a file, or the English official data, is refused",
     )
     experiment: Literal["scales", "describe", "heldout"] = Field(
         default="scales",
@@ -101,11 +101,14 @@ class EmotionBenchOptions(BaseModel):
     def _language(self) -> EmotionBenchOptions:
         """Resolve ``language`` from the files (:func:`~llmpsych.runs.languages.resolve_language`), so a
         stored config and a planned one read alike; a file that cannot be read names none here (the task
-        reports it when it loads the file)."""
+        reports it when it loads the file). A run of official texts only is English; with an own file
+        that names no language, ``language`` says which it is."""
         named = {
             "situations file": _situations_language(self.situations_file),
             "scale file": _scale_language(self.scale_file, self.scale),
         }
+        if not self.situations_file and self.scale_file is None:  # only official texts: English
+            named = {"official data": OFFICIAL_LANGUAGE}
         self.language = resolve_language(self.language, named)
         return self
 

@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..models.chat_context import ChatContext
 from ..models.cipher import DEFAULT_SHIFT, CipherContext
 from ..models.types import GenerationParams
-from ..runs.languages import resolve_language
+from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from . import registry
@@ -69,7 +69,7 @@ class GamaBenchOptions(BaseModel):
         default=None,
         max_length=60,
         description="the run's language (default: the template set's; en for the built-in and official "
-        "prompts); one that contradicts the template set is refused",
+        "prompts); one that contradicts the template set or the English prompts is refused",
     )
     max_reasks: int = Field(default=10, ge=0, le=100)
     reask: Literal["repeat", "feedback"] = "repeat"
@@ -95,7 +95,10 @@ class GamaBenchOptions(BaseModel):
     def _language(self) -> GamaBenchOptions:
         """Resolve ``language`` from the template set (:func:`~llmpsych.runs.languages.resolve_language`),
         so a stored config and a planned one read alike."""
-        named = {"template set": self.template_set.language if self.template_set else None}
+        if self.template_set is None:  # the built-in and the official prompts are English
+            named = {f"{self.prompts} prompts": OFFICIAL_LANGUAGE}
+        else:  # a set naming no language (a rephrasing, or one written by hand): language says which
+            named = {"template set": self.template_set.language}
         self.language = resolve_language(self.language, named)
         return self
 

@@ -2,7 +2,8 @@
 
 EmotionBench and GAMA-Bench runs carry it as the option ``language``, resolved when the options are read
 (:func:`resolve_language`): the language the run's own files name, ``en`` for the official (English) data,
-and a given value that contradicts a file is refused. Reports, ``compare``, the leaderboard and
+and a given value that contradicts a file (or official texts only) is refused; own files that name no
+language are whatever ``language`` says. Reports, ``compare``, the leaderboard and
 :func:`~llmpsych.runs.frames.load_runs` read it back from a stored config with :func:`config_language`.
 """
 
@@ -43,7 +44,7 @@ def resolve_language(
             if language_key(lang) != language_key(given):
                 raise ConfigError(
                     f"language {given.strip()!r} contradicts the {what} ({lang})",
-                    "leave out -O language (the file says which), or give the file in that language",
+                    "leave out -O language (the texts say which), or run texts in that language",
                 )
         return given.strip()
     if said:
