@@ -86,7 +86,7 @@ def test_the_language_is_stored_and_reported(runs: dict[str, Path]) -> None:
     assert _stored_language(runs["de"]) == "de" and _stored_language(runs["en"]) == "en"
     report = (runs["de"] / "report.md").read_text(encoding="utf-8")
     assert "## Language\n\nGerman (`de`), the language of the template set set:set-de-v1" in report
-    assert "English (`en`), the language of the builtin prompts" in (runs["en"] / "report.md").read_text()
+    assert "English (`en`), the language of the built-in prompts" in (runs["en"] / "report.md").read_text()
     frames = llmpsych.load_runs([runs["de"], runs["en"]])
     assert frames.runs["language"].tolist() == ["de", "en"]
 
@@ -133,7 +133,7 @@ def test_a_contradictory_language_is_refused_and_a_set_without_one_is_english(tm
     assert GamaBenchOptions.model_validate({"template_set": str(rephrased)}).language == "en"
     assert GamaBenchOptions().language == "en"
     assert GamaBenchOptions(language="de", template_set=str(rephrased)).language == "de"  # names none
-    with pytest.raises(ConfigError, match=r"language 'de' contradicts the builtin prompts \(en\)"):
+    with pytest.raises(ConfigError, match=r"language 'de' contradicts the built-in prompts \(en\)"):
         GamaBenchOptions(language="de")
     seen: list[dict[str, Any]] = []
     with (

@@ -221,7 +221,11 @@ def _language_text(options: Any) -> str:
     language = options.language or "en"
     name = language_name(language)
     source = (
-        f"template set {options.template_set.label}" if options.template_set else f"{options.prompts} prompts"
+        f"template set {options.template_set.label}"
+        if options.template_set
+        else "built-in prompts"
+        if options.prompts == "builtin"
+        else "official prompts"
     )
     shown = f"{name} (`{language}`)" if name != language else f"`{language}`"
     return (

@@ -96,7 +96,9 @@ class GamaBenchOptions(BaseModel):
         """Resolve ``language`` from the template set (:func:`~llmpsych.runs.languages.resolve_language`),
         so a stored config and a planned one read alike."""
         if self.template_set is None:  # the built-in and the official prompts are English
-            named = {f"{self.prompts} prompts": OFFICIAL_LANGUAGE}
+            named = {
+                "built-in prompts" if self.prompts == "builtin" else "official prompts": OFFICIAL_LANGUAGE
+            }
         else:  # a set naming no language (a rephrasing, or one written by hand): language says which
             named = {"template set": self.template_set.language}
         self.language = resolve_language(self.language, named)
