@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import llmpsych
 from llmpsych import cli
 from llmpsych.psychobench.compare import run_labels
+from llmpsych.runs.languages import config_language
 from llmpsych.testing.fault_server import FaultServer
 from test_own_instruments import TIDY_YAML, scripted
 
@@ -74,3 +75,21 @@ def test_runs_in_one_language_are_labelled_as_before(runs: dict[str, Path]) -> N
     result = CliRunner().invoke(cli.app, ["psychobench", "compare", str(runs["en"]), str(runs["en2"])])
     assert result.exit_code == 0, result.output
     assert "·" not in result.output
+
+
+def test_a_psychobench_runs_language_is_that_of_its_scales(tmp_path: Path) -> None:
+    german = tmp_path / "tidy.de.yaml"
+    german.write_text(TIDY_DE, encoding="utf-8")
+    unnamed = tmp_path / "tidy.none.yaml"
+    unnamed.write_text(TIDY_YAML.replace("language: en\n", ""), encoding="utf-8")
+
+    def language(**options: object) -> str | None:
+        return config_language({"task": "psychobench", "options": options})
+
+    assert language(scales=["BFI"]) == "en"  # official scales are English
+    assert language() == "en"
+    assert language(scale_files=[str(german)]) == "de"
+    assert language(scales=["BFI", "TIDY"], scale_files=[str(german)]) == "de, en"
+    assert language(scale_files=[str(unnamed)]) is None  # the file names none
+    assert language(runs="many") is None  # options the task refuses: not known
+    assert config_language({"task": "echo", "options": {}}) is None
