@@ -262,6 +262,7 @@ def test_gamabench_run_plays_through_the_kit_and_exits_1_when_games_failed(tmp_p
         "rounds": 2,
         "max_tokens": 1024,
         "max_reasks": 1,
+        "language": "en",  # resolved by the task and recorded (the built-in prompts are English)
     }
     with FaultServer(hostile=status_reply(400)) as server:
         refused = run_cli(*args, "--base-url", server.base_url, "--out", tmp_path / "bad")

@@ -204,6 +204,7 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
         summary = summarize_runs(task, frame, task.config.model)
     summary["failed_units"] = len(failed)
     summary["prompt"] = prompt_record(task)
+    summary["language"] = task.options.language
     factor_names = task.situation_set.names()
     sections: list[tuple[str, str]] = []
     human = _load_human(task) if "factors" in summary else None
@@ -232,6 +233,7 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
         f"{len(failed)} units failed. Invalid runs per group: {per_group or 'none'}."
     )
     sections.append(("Valid runs", validity))
+    sections.append(("Language", language_text(task)))
     wording = summary["prompt"]
     kind = f"Version {wording['version']}"
     shown = f"{wording['system']}\n\n{wording['instructions']}"
@@ -309,6 +311,30 @@ def heldout_section(task: EmotionBenchRun, frame: pd.DataFrame) -> tuple[dict[st
         + "\n\nSeveral runs side by side: `llmpsych emotionbench finetune table RUN_DIR ...`."
     )
     return cells, text
+
+
+def language_text(task: EmotionBenchRun) -> str:
+    """The report's line on the run's language, and which texts are in it."""
+    from ..instruments.translate import language_name
+    from ..runs.languages import OFFICIAL_LANGUAGE, language_key
+
+    language = task.options.language or OFFICIAL_LANGUAGE
+    name = language_name(language)
+    shown = f"{name} (`{language}`)" if name != language else f"`{language}`"
+    text = f"{shown}: the run's `language` (`emotionbench compare` labels runs by it when they differ)."
+    if language_key(language) != language_key(OFFICIAL_LANGUAGE):
+        official = [
+            what
+            for what, own in (
+                ("situations", task.options.situations_file),
+                ("scale", task.options.scale_file),
+            )
+            if own is None
+        ]
+        if official:
+            verb = "comes" if official == ["scale"] else "come"
+            text += f" The {' and the '.join(official)} {verb} from the official data, in English."
+    return text
 
 
 def prompt_record(task: EmotionBenchRun) -> dict[str, Any]:

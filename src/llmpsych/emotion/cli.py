@@ -557,14 +557,23 @@ def compare(
     if published is None:  # released files follow the runs when they agree, else the authors' scoring
         run_scorings = {summary_published(s) for s in summaries.values()}
         published = run_scorings.pop() if len(run_scorings) == 1 else True
+    languages = {source: _summary_language(source, summaries.get(source)) for source in sources}
+    by_language = len(set(languages.values())) > 1  # columns say their language when the runs differ
     for source in sources:
         if source in summaries:
             result = summaries[source]
-            label = f"{result.get('model', source.name)} ({source.name})"
+            model = str(result.get("model", source.name))
+            where = source.name
         else:
             scales = load_emotionbench_scales(data_dir)
             result = score_released(source, scale_for_file(source, scales, scale), published=published)
-            label = result.get("model") or source.stem
+            model, where = str(result.get("model") or source.stem), ""
+        name = f"{model} · {languages[source]}" if by_language else model
+        label = f"{name} ({where})" if where else name
+        if label in columns:  # two runs of one model in folders of one name: never merged or overwritten
+            label = f"{name} ({source})"
+        while label in columns:
+            label += "'"
         scale_names.add(result.get("scale", "?"))
         scorings[label] = summary_published(result)
         columns[label] = result
@@ -604,6 +613,23 @@ def compare(
         )
     else:
         echo(text)
+
+
+def _summary_language(source: Path, summary: dict[str, Any] | None) -> str:
+    """A compared source's language: a run's (its summary, else its stored config); released CSVs are the
+    official English data."""
+    from ..runs.languages import OFFICIAL_LANGUAGE, config_language
+    from ..runs.store import STORE_FILE, RunStore
+
+    if summary is None:
+        return OFFICIAL_LANGUAGE
+    language = summary.get("language")
+    if isinstance(language, str) and language:
+        return language
+    if (source / STORE_FILE).is_file():  # analysed before runs recorded their language
+        with RunStore.in_dir(source, readonly=True) as store:
+            language = config_language(store.get_meta("config") or {})
+    return language or OFFICIAL_LANGUAGE
 
 
 def _all_situations(options: dict[str, Any]) -> dict[str, Any]:

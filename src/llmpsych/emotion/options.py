@@ -3,11 +3,15 @@ importing the task (which loads the scales and situations)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..errors import LlmpsychError
 from ..instruments.native import ScaleFile
+from ..instruments.official import read_json
+from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
 
 
 class EmotionBenchOptions(BaseModel):
@@ -40,6 +44,12 @@ class EmotionBenchOptions(BaseModel):
     instructions_template: str | None = None
     situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
     positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
+    language: str | None = Field(
+        default=None,
+        max_length=60,
+        description="the run's language (default: the one the situations file or scale file names; en "
+        "for the official data); one that contradicts a file, or the English official data, is refused",
+    )
     experiment: Literal["scales", "describe", "heldout"] = Field(
         default="scales",
         description="scales: the questionnaire benchmark; describe: beyond questionnaires (refusals to "
@@ -86,6 +96,45 @@ class EmotionBenchOptions(BaseModel):
         elif published_test is not None:
             data["published"] = published_test
         return data
+
+    @model_validator(mode="after")
+    def _language(self) -> EmotionBenchOptions:
+        """Resolve ``language`` from the files (:func:`~llmpsych.runs.languages.resolve_language`), so a
+        stored config and a planned one read alike; a file that cannot be read names none here (the task
+        reports it when it loads the file). A run of official texts only is English; with an own file
+        that names no language, ``language`` says which it is."""
+        named = {
+            "situations file": _situations_language(self.situations_file),
+            "scale file": _scale_language(self.scale_file, self.scale),
+        }
+        if not self.situations_file and self.scale_file is None:  # only official texts: English
+            named = {"official data": OFFICIAL_LANGUAGE}
+        self.language = resolve_language(self.language, named)
+        return self
+
+
+def _situations_language(path: str | None) -> str | None:
+    """The ``language`` a JSON situations file names at its top (a translated file does)."""
+    if not path or Path(path).suffix.lower() == ".csv":
+        return None
+    try:
+        data = read_json(Path(path))
+    except (LlmpsychError, OSError):
+        return None
+    value = data.get("language") if isinstance(data, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _scale_language(scale_file: ScaleFile | None, name: str) -> str | None:
+    """The language of the scale a run takes from ``scale_file`` (its only one, or the one named)."""
+    if scale_file is None:
+        return None
+    try:
+        scales = scale_file.scales()
+    except LlmpsychError:
+        return None
+    chosen = [s for s in scales if s.name.lower() == name.strip().lower()] if len(scales) > 1 else scales
+    return chosen[0].language if chosen else None
 
 
 class EmotionBenchResult(BaseModel):

@@ -129,6 +129,7 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
+        config.options["language"] = self.options.language  # resolved from the files: stored for reports
         if self.options.scale_file is not None:  # the stored config keeps the file's text
             config.options["scale_file"] = self.options.scale_file.model_dump()
             _ = self.scale

@@ -254,6 +254,27 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _language_text(options: Any) -> str:
+    """The report's line on the run's language (from its template set; the built-in prompts are English)."""
+    from ..instruments.translate import language_name
+
+    language = options.language or "en"
+    name = language_name(language)
+    source = (
+        f"template set {options.template_set.label}"
+        if options.template_set
+        else "built-in prompts"
+        if options.prompts == "builtin"
+        else "official prompts"
+    )
+    shown = f"{name} (`{language}`)" if name != language else f"`{language}`"
+    return (
+        f"{shown}, the language of the {source}; persona and CoT sentences and the JSON answer "
+        "instruction are in English. "
+        "`gamabench leaderboard` and `gamabench overlay` label runs by language when they differ."
+    )
+
+
 def _sections(
     task: GamaBenchTask,
     games: pd.DataFrame,
@@ -289,7 +310,7 @@ def _sections(
         "A decision that stayed unreadable after the re-asks got the game's fallback action (counted "
         "under fallbacks)."
     )
-    sections = [("What was measured", measured), ("Valid answers", valid)]
+    sections = [("What was measured", measured), ("Valid answers", valid), ("Language", _language_text(o))]
     if not games.empty:
         sections.append(("Per game (mean ± sd over runs, ddof = 1)", table(_summary(games))))
         sections.append(("Per run", table(games)))

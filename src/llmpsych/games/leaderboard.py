@@ -15,6 +15,7 @@ and :func:`left_out_frame` counts them per model, game and reason for the report
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
@@ -89,6 +90,11 @@ class RunDirInfo:
     unfinished: int = 0
     left_out: list[LeftOut] = field(default_factory=list)
 
+    @property
+    def language(self) -> str:
+        """The run's language (:func:`run_language`)."""
+        return run_language(self.options)
+
     def settings(self) -> str:
         """A one-line description of the non-default settings."""
         o = self.options
@@ -101,12 +107,39 @@ class RunDirInfo:
                 parts.append(f"{key} {o[key]}")
         if o.get("cipher"):
             parts.append(f"cipher jailbreak (shift {o.get('cipher_shift', 3)})")
+        if self.language != "en":
+            parts.append(f"language {self.language}")
         if isinstance(o.get("template_set"), dict):  # its name, not its texts
             parts.append(f"template set {o['template_set'].get('path')}#{o['template_set'].get('version')}")
         for game in SCORING_NAME:
             if o.get(game):
                 parts.append(f"{game} {o[game]}")
         return ", ".join(parts)
+
+
+def run_language(options: Mapping[str, Any]) -> str:
+    """A gamabench run's language from its stored options: its ``language``, else (a run stored before the
+    option existed) its template set's, else English (the built-in and official prompts)."""
+    from ..runs.languages import OFFICIAL_LANGUAGE
+
+    language = options.get("language")
+    template_set = options.get("template_set")
+    if not isinstance(language, str) and isinstance(template_set, Mapping):
+        language = template_set.get("language")
+    return language if isinstance(language, str) and language.strip() else OFFICIAL_LANGUAGE
+
+
+def by_language(infos: Sequence[RunDirInfo]) -> bool:
+    """Whether the runs differ in language; then each run's model label says its language
+    (``gpt-4o · de``), so that the leaderboard has one row per model and language."""
+    from ..runs.languages import language_key
+
+    if len({language_key(i.language) for i in infos}) < 2:
+        return False
+    for info in infos:
+        info.model = f"{info.model} · {info.language}"
+        info.games = [dataclasses.replace(g, model=info.model) for g in info.games]
+    return True
 
 
 def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", published: bool = False) -> RunDirInfo:
@@ -268,8 +301,10 @@ def left_out_notes(
 def leaderboard(
     run_dirs: Iterable[Path], *, version: ScoringVersion = "thesis", published: bool = False
 ) -> tuple[dict[str, ModelScores], list[RunDirInfo]]:
-    """Per model: each game's mean ± SD over runs and the overall, from the given run directories."""
+    """Per model (per model and language when the runs differ in language, :func:`by_language`): each
+    game's mean ± SD over runs and the overall, from the given run directories."""
     infos = [read_run_dir(Path(d), version=version, published=published) for d in run_dirs]
+    by_language(infos)
     return score_runs(log_runs(infos)), infos
 
 
@@ -407,6 +442,7 @@ __all__ = [
     "LeftOut",
     "RunDirInfo",
     "ScoredGame",
+    "by_language",
     "game_score",
     "leaderboard",
     "leaderboard_chart",
@@ -415,6 +451,7 @@ __all__ = [
     "left_out_notes",
     "log_runs",
     "read_run_dir",
+    "run_language",
     "score_or_reason",
     "write_leaderboard",
 ]

@@ -53,7 +53,17 @@ def setting_label(record: RunRecord) -> str:
 
 
 def _labels(records: Sequence[RunRecord]) -> list[str]:
-    labels = [f"{r.config.model} | {setting_label(r)}" for r in records]
+    """``model | setting`` per run (``model · de | setting`` when the runs differ in language), the folder
+    name added to a label met twice."""
+    from ..runs.languages import language_key
+    from .leaderboard import run_language
+
+    languages = [run_language(r.config.options) for r in records]
+    differ = len({language_key(lang) for lang in languages}) > 1
+    labels = [
+        f"{r.config.model}{f' · {lang}' if differ else ''} | {setting_label(r)}"
+        for r, lang in zip(records, languages, strict=True)
+    ]
     return [
         f"{label} ({r.run_dir.name})" if labels.count(label) > 1 else label
         for label, r in zip(labels, records, strict=True)

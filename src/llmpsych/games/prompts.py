@@ -274,6 +274,7 @@ class TemplateSetOption(BaseModel):
     version: int
     model: str
     templates: dict[str, dict[str, str]]  # game -> kind -> template text
+    language: str | None = None  # the set's ``language`` (a translated set names it; None: English)
 
     @model_validator(mode="before")
     @classmethod
@@ -293,6 +294,7 @@ class TemplateSetOption(BaseModel):
             "version": int(version),
             "model": str(data.get("model", "")),
             "templates": versions[version],
+            **({"language": data["language"]} if isinstance(data.get("language"), str) else {}),
         }
 
     @model_validator(mode="after")

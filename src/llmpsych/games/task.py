@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from ..models.chat_context import ChatContext
 from ..models.cipher import DEFAULT_SHIFT, CipherContext
 from ..models.types import GenerationParams
+from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -65,6 +66,12 @@ class GamaBenchOptions(BaseModel):
     template_set: TemplateSetOption | None = Field(
         default=None, description="a rephrased template set (`gamabench rephrase`): PATH or PATH#VERSION"
     )
+    language: str | None = Field(
+        default=None,
+        max_length=60,
+        description="the run's language (default: the template set's; en for the built-in and official "
+        "prompts); one that contradicts the template set or the English prompts is refused",
+    )
     max_reasks: int = Field(default=10, ge=0, le=100)
     reask: Literal["repeat", "feedback"] = "repeat"
     max_tokens: int | None = Field(default=1024, ge=1)
@@ -83,6 +90,19 @@ class GamaBenchOptions(BaseModel):
         for key in self.model_extra or {}:
             if key not in registry.names():
                 raise ValueError(f"unknown option {key!r} (not a game: {', '.join(registry.names())})")
+        return self
+
+    @model_validator(mode="after")
+    def _language(self) -> GamaBenchOptions:
+        """Resolve ``language`` from the template set (:func:`~llmpsych.runs.languages.resolve_language`),
+        so a stored config and a planned one read alike."""
+        if self.template_set is None:  # the built-in and the official prompts are English
+            named = {
+                "built-in prompts" if self.prompts == "builtin" else "official prompts": OFFICIAL_LANGUAGE
+            }
+        else:  # a set naming no language (a rephrasing, or one written by hand): language says which
+            named = {"template set": self.template_set.language}
+        self.language = resolve_language(self.language, named)
         return self
 
     def game_params(self, game: str) -> dict[str, Any]:
@@ -111,6 +131,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self.params = {name: self._params(name) for name in self.options.games()}
+        config.options["language"] = self.options.language  # resolved from the template set: for reports
         if self.options.template_set:  # the stored config keeps the texts: the run is self-contained
             config.options["template_set"] = self.options.template_set.check_games(
                 list(self.params)

@@ -12,7 +12,9 @@ As the thesis prints these tables, in each row the run with the highest mean is 
 lowest underlined ("For each subscale, we highlight the model with the highest score in bold font and
 underline the model with the lowest score", 000:1186); the crowd is not ranked, and means are compared
 as printed (one decimal), so runs that look equal are marked alike. A run's label names its prompt
-variant and temperature when they are not the defaults, and a settings table lists them for every run.
+variant and temperature when they are not the defaults, and its scales' language when the runs differ in
+it (a scale and its translation, run separately, are two columns); a settings table lists them for every
+run.
 """
 
 from __future__ import annotations
@@ -82,11 +84,30 @@ def run_label(run_dir: Path) -> str:
     return label
 
 
+def run_language(run_dir: Path) -> str | None:
+    """The languages of a run's scales, comma-joined (official scales are English; None: not known), from
+    its stored config (:func:`~llmpsych.runs.languages.config_language`)."""
+    from ..runs.languages import config_language
+
+    return config_language(stored_config(run_dir))
+
+
+def run_languages(run_dirs: list[Path]) -> list[str] | None:
+    """Each run's language when the runs differ in it ("not given" where unknown), else None (also when
+    only one language is known: a folder without a store, e.g. an imported table, names none)."""
+    languages = [run_language(d) for d in run_dirs]
+    if len({lang for lang in languages if lang}) < 2:
+        return None
+    return [lang or "not given" for lang in languages]
+
+
 def run_labels(run_dirs: list[Path]) -> list[str]:
-    """Each run's :func:`run_label`; a label met before gets the run folder's name added."""
+    """Each run's :func:`run_label`, with its language (``gpt-4o · de``) when the runs' scales differ in
+    language; a label met before gets the run folder's name added."""
+    languages = run_languages(run_dirs)
     labels: list[str] = []
-    for run_dir in run_dirs:
-        label = run_label(run_dir)
+    for k, run_dir in enumerate(run_dirs):
+        label = run_label(run_dir) + (f" · {languages[k]}" if languages else "")
         labels.append(f"{label} ({run_dir.name})" if label in labels else label)
     return labels
 
@@ -94,7 +115,8 @@ def run_labels(run_dirs: list[Path]) -> list[str]:
 def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
     """One row per run: its label in the tables and the settings that tell the runs apart."""
     rows = []
-    for run_dir, label in zip(run_dirs, labels, strict=True):
+    languages = run_languages(run_dirs)
+    for k, (run_dir, label) in enumerate(zip(run_dirs, labels, strict=True)):
         s = run_settings(run_dir)
         rows.append(
             {
@@ -106,6 +128,7 @@ def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
                 "temperature": s["temperature"],
                 "persona": s["persona"] if len(s["persona"]) <= 24 else s["persona"][:21] + "...",
                 "cipher": "yes" if s["cipher"] else "no",
+                **({"language": languages[k]} if languages else {}),
             }
         )
     return pd.DataFrame(rows)

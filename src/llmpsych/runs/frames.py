@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError, LlmpsychError
+from .languages import config_language
 from .record import RunRecord, read_run
 from .scores import FACTOR_COLUMNS, ScoreTable, require_columns
 from .store import STORE_FILE
@@ -40,6 +41,7 @@ RUN_COLUMNS = [
     "label",
     "seed",
     "temperature",
+    "language",
     "units",
     "done",
     "failed",
@@ -165,6 +167,7 @@ def _run_row(record: RunRecord, key: str, source: str | None) -> dict[str, Any]:
         "label": label,
         "seed": record.config.seed,
         "temperature": record.config.params.temperature,
+        "language": config_language(record.meta.get("config") or {}),
         "units": len(record.units),
         "done": counts.get("done", 0),
         "failed": counts.get("failed", 0),
