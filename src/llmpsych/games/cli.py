@@ -145,7 +145,7 @@ def score_released_cmd(
     if model is None:
         console.print(_leaderboard(models, data_dir, scoring, published))
     else:
-        console.print(_detail(model, data_dir, scoring, published))  # type: ignore[arg-type]
+        console.print(_detail(model, data_dir, scoring, published))
     if published:
         console.print("green: equals the published value to its printed precision; red: differs.")
     else:
@@ -208,7 +208,7 @@ def score_logs_cmd(
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
-    version: ScoringVersion = scoring  # type: ignore[assignment]
+    version: ScoringVersion = scoring
     found = collect(paths, version=version, published=published is not False, skip_malformed=skip_malformed)
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for exc in found.malformed:
@@ -652,7 +652,7 @@ def leaderboard_cmd(
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     published = published is True
-    scores, infos = leaderboard(run_dirs, version=scoring, published=published)  # type: ignore[arg-type]
+    scores, infos = leaderboard(run_dirs, version=scoring, published=published)
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
         raise LlmpsychError(

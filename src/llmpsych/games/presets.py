@@ -305,14 +305,16 @@ class PresetRun:
     @property
     def options(self) -> dict[str, Any]:
         """The run's task options."""
-        return self.config["options"]
+        options: dict[str, Any] = self.config["options"]
+        return options
 
     @property
     def n_games(self) -> int:
         """Games this run plays: runs × games."""
         game = self.options["game"]
         count = len(ENGINE_GAMES) if game == "all" else 1 if isinstance(game, str) else len(game)
-        return self.options["runs"] * count
+        runs: int = self.options["runs"]
+        return runs * count
 
 
 def dir_name(text: str) -> str:
