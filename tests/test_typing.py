@@ -1,5 +1,5 @@
-"""The typed lower layers stay typed: ``mypy`` (configured in ``pyproject.toml``) finds no error in them,
-and the contexts code receives conform to :class:`llmpsych.models.ChatContext`."""
+"""The package stays typed: ``mypy --strict`` (configured in ``pyproject.toml``) finds no error in any of
+``llmpsych``, and the contexts code receives conform to :class:`llmpsych.models.ChatContext`."""
 
 from __future__ import annotations
 
@@ -70,8 +70,11 @@ def _mypy(
     )
 
 
-def test_mypy_is_clean_on_the_typed_packages() -> None:
-    """``python -m mypy`` with the ``[tool.mypy]`` settings (strict, the ``packages`` listed there)."""
+def test_mypy_is_clean_on_the_whole_package() -> None:
+    """``python -m mypy`` with the ``[tool.mypy]`` settings: strict, on every module of ``llmpsych``.
+
+    One uncached run over the ~210 modules takes 11 s on an idle core (8 s for the six lower layers alone),
+    ~30 s on a busy machine, so it runs once."""
     result = _mypy("--config-file", str(ROOT / "pyproject.toml"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success: no issues found" in result.stdout

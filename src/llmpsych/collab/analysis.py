@@ -35,7 +35,7 @@ METRIC_LABEL: dict[str, str] = {
 
 def condition_label(options: dict[str, Any]) -> str:
     """A short name for a run's condition, e.g. ``autoinject(pm=1.0,pe=0.2,semantic)+challenger``."""
-    fault = options.get("fault", "none")
+    fault: str = options.get("fault", "none")
     if fault == "autoinject":
         fault = (
             f"autoinject(pm={options.get('p_m', 1.0)},pe={options.get('p_e', 0.2)},"

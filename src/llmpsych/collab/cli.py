@@ -196,7 +196,7 @@ def preset(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
 ) -> None:
     """Run one of the paper's experiments (every run, then the comparison report)."""
-    from .experiments import PRESETS, expand_preset, run_preset
+    from .experiments import PRESETS, PresetModel, expand_preset, run_preset
 
     if name not in PRESETS:
         raise LlmpsychError(f"unknown preset {name!r}", f"choose one of {', '.join(PRESETS)}")
@@ -209,7 +209,7 @@ def preset(
         for run_name, options in plan:
             console.print(terminal_text(f"{run_name}: {options}"))
         return
-    common = {
+    common: PresetModel = {
         "model": model,
         "base_url": base_url,
         "data_dir": data_dir,

@@ -108,7 +108,7 @@ class Challenger:
         if decision == "safe":
             return None
         if "revised_in" in message.meta:
-            redo = runtime.transcript[message.meta["revised_in"]]
+            redo: Message = runtime.transcript[message.meta["revised_in"]]
             if redo.meta.get("challenges", {}).get(agent.name, {}).get("verdict") == "safe":
                 return redo.content
         prompt = RESULT_FIX.format(sender=message.sender, format=fmt, message=message.content)

@@ -19,7 +19,7 @@ import math
 import re
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pandas as pd
 
@@ -101,6 +101,16 @@ def expand_preset(
         for condition in (CLEAN, AI):
             add("camel", "humaneval50", condition)
     return plan
+
+
+class PresetModel(TypedDict):
+    """What every run of a preset shares (the keywords of :func:`run_preset` after the plan and folder)."""
+
+    model: str
+    base_url: str | None
+    data_dir: Path | None
+    items: int | None
+    max_tokens: int | None
 
 
 def run_preset(

@@ -247,7 +247,7 @@ class Runtime:
             on_result = getattr(check, "on_result", None)
             if on_result is None:
                 continue
-            replacement = await on_result(agent, message, self, fmt)
+            replacement: str | None = await on_result(agent, message, self, fmt)
             if replacement is not None:
                 self.events.append({"result_from": final, "instead_of": message.index})
                 return replacement

@@ -92,7 +92,8 @@ def humaneval_source(reference: dict[str, Any], completion: str | None, extracti
     """
     if extraction not in EXTRACTIONS:
         raise ValueError(f"extraction must be one of {EXTRACTIONS}, not {extraction!r}")
-    prompt, text = reference["prompt"], completion or ""
+    prompt: str = reference["prompt"]
+    text = completion or ""
     as_is = prompt + text
     if extraction == "strict" or "```" not in text or _compiles(as_is):
         return as_is
@@ -238,13 +239,13 @@ _CLOSING = re.compile(r"[\"']\s*\]")
 
 def final_answer(text: str) -> str:
     """The final answer of a reply: after the last ``Answer:``, else the last ``["..."]``, else last line."""
-    answers = re.findall(r"answer\s*[:：]\s*(.+)", text, re.I)
+    answers: list[str] = re.findall(r"answer\s*[:：]\s*(.+)", text, re.I)
     if answers:
         return answers[-1].strip()
     # Only up to the last closing ``"]``: an opening ``["`` with no closing after it made the lazy
     # match scan to the end for each one (40,000 characters of ``['`` took 17 s, 10 MB days).
     closing = max((m.end() for m in _CLOSING.finditer(text)), default=0)
-    brackets = _BRACKETS.findall(text, 0, closing)
+    brackets: list[str] = _BRACKETS.findall(text, 0, closing)
     if brackets:
         return brackets[-1].strip()
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
@@ -347,7 +348,7 @@ def translation_of(reply: str) -> str:
 
 def chrf(hypothesis: str, reference: str) -> float:
     """Sentence chrF (0-100) via sacrebleu (``pip install 'llmpsych[collab]'``)."""
-    from sacrebleu.metrics import CHRF
+    from sacrebleu.metrics.chrf import CHRF
 
     return float(CHRF().sentence_score(hypothesis, [reference]).score)
 

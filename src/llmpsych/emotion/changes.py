@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..instruments.scale import Scale
+from ..instruments.scale import Scale, ScoringMode
 from ..stats import GroupStats, compare_with_norm, summarize
 from ..stats.descriptive import StatsError
 from .situations import EMOTIONS
@@ -52,7 +52,7 @@ def measures(scale: Scale) -> tuple[str, ...]:
 def score_answers(scale: Scale, answers: Mapping[int, int], *, published: bool) -> dict[str, float]:
     """The measures of one run (``NaN`` if an item is missing); ``published``: plain sums, no reverse keys."""
     reverse = not published
-    mode = None if not published else "SUM"
+    mode: ScoringMode | None = None if not published else "SUM"
     if is_affect_scale(scale):
         scores = scale.score(answers, reverse_keying=reverse, scoring=mode)
         out: dict[str, float] = {}

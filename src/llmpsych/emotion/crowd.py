@@ -103,8 +103,7 @@ def load_crowd(path: str | os.PathLike[str], panas: Scale) -> list[Respondent]:
     finally:
         workbook.close()
     header = rows[0]
-    columns = [(c, _COLUMN.match(str(v or "").strip())) for c, v in enumerate(header)]
-    columns = [(c, m) for c, m in columns if m]
+    columns = [(c, m) for c, v in enumerate(header) if (m := _COLUMN.match(str(v or "").strip()))]
     if not columns:
         raise DataError(f"{file}: no respondent columns of the form <Emotion>_F<f>S<s>")
     by_text = {item.text.strip().lower(): item.index for item in panas.items}

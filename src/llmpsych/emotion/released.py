@@ -88,8 +88,8 @@ def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
     for col, name in enumerate(header):
         if name.startswith("order-"):
             key = int(name.removeprefix("order-"))
-            ids = [row[col].strip() for row in body[1:] if col < len(row) and row[col].strip()]
-            numbers = [whole_number(i) for i in ids]
+            texts = [row[col].strip() for row in body[1:] if col < len(row) and row[col].strip()]
+            numbers = [whole_number(i) for i in texts]
             if any(n is None for n in numbers):
                 raise DataError(f"{file}: column {name} holds a non-numeric item number")
             if len(set(numbers)) != len(numbers):
@@ -120,7 +120,9 @@ def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
         given += [""] * (len(ids) - len(given))  # a truncated file: the missing answers are blank
         values = [_answer(c) for c in given]
         bad = next((k for k, v in enumerate(values) if v is None), None)
-        answers = None if bad is not None else dict(zip(ids, values, strict=True))
+        answers = (
+            None if bad is not None else {i: v for i, v in zip(ids, values, strict=True) if v is not None}
+        )
         problem = None
         if bad is not None:
             cell = given[bad].strip()
@@ -136,7 +138,7 @@ def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
             situation,
             int(match.group("test")),
             order_key,
-            answers,  # type: ignore[arg-type]
+            answers,
             column=name,
             problem=problem,
         )

@@ -85,7 +85,7 @@ def summary_published(summary: dict[str, Any]) -> bool:
     summaries written before the ``published`` switch say ``scoring: paper|corrected`` instead."""
     if "published" in summary:
         return bool(summary["published"])
-    return summary.get("scoring", "paper") == "paper"
+    return bool(summary.get("scoring", "paper") == "paper")
 
 
 def _out_of_range(scale: Scale, answers: dict[int, int]) -> str | None:

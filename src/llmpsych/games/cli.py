@@ -18,6 +18,8 @@ from ..report.terminal import InertConsole, echo
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from ..runs.runner import RunOutcome
+    from .presets import PresetRun
     from .scoring import RunSummary, ScoringVersion
     from .variant_logs import VariantTable
 
@@ -71,7 +73,7 @@ def _cell(summary: RunSummary | None, printed: tuple[float, float] | None, check
     return f"[green]{text}[/green]" if ok else f"[red]{text}[/red] [dim](pub. {printed[0]:.1f})[/dim]"
 
 
-def _leaderboard(models: list[str], data_dir: Path | None, version: str, published: bool) -> Table:
+def _leaderboard(models: list[str], data_dir: Path | None, version: ScoringVersion, published: bool) -> Table:
     from rich.table import Table
 
     from .released_logs import score_released
@@ -83,7 +85,7 @@ def _leaderboard(models: list[str], data_dir: Path | None, version: str, publish
     for game in (*GAMES, "overall"):
         table.add_column(GAME_TITLES.get(game, "Overall"), justify="right")
     for model in models:
-        row = score_released(model, data_dir, version=version, published=published)  # type: ignore[arg-type]
+        row = score_released(model, data_dir, version=version, published=published)
         pub = printed.get(model, {})
         table.add_row(escape(model), *(_cell(row.get(g), pub.get(g), published) for g in (*GAMES, "overall")))
     return table
@@ -145,7 +147,7 @@ def score_released_cmd(
     if model is None:
         console.print(_leaderboard(models, data_dir, scoring, published))
     else:
-        console.print(_detail(model, data_dir, scoring, published))  # type: ignore[arg-type]
+        console.print(_detail(model, data_dir, scoring, published))
     if published:
         console.print("green: equals the published value to its printed precision; red: differs.")
     else:
@@ -208,7 +210,7 @@ def score_logs_cmd(
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
-    version: ScoringVersion = scoring  # type: ignore[assignment]
+    version: ScoringVersion = scoring
     found = collect(paths, version=version, published=published is not False, skip_malformed=skip_malformed)
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for exc in found.malformed:
@@ -496,7 +498,7 @@ def host_cmd(
         session = Session.load(resume)
         run_dir = resume
 
-        def play() -> object:
+        def play() -> RunOutcome:
             return resume_run(resume, False, kit.state.debug, base_url=base_url)
 
     else:
@@ -513,10 +515,10 @@ def host_cmd(
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
         session = prepare(cfg, run_dir, deadline)
 
-        def play() -> object:
+        def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)
 
-    outcome = host_run(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)  # type: ignore[arg-type]
+    outcome = host_run(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)
     kit.finish(outcome)
 
 
@@ -603,10 +605,10 @@ def preset_cmd(
         return
     parent = out or new_run_dir(runs_dir(), f"gamabench-{preset.name}")
 
-    def report(run: object, outcome: object) -> None:
-        s = outcome.summary  # type: ignore[attr-defined]
+    def report(run: PresetRun, outcome: RunOutcome) -> None:
+        s = outcome.summary
         console.print(
-            f"[bold]{escape(run.setting)}[/bold] {escape(str(outcome.run_dir))}: "  # type: ignore[attr-defined]
+            f"[bold]{escape(run.setting)}[/bold] {escape(str(outcome.run_dir))}: "
             f"{s.done + s.skipped}/{s.total} games done"
             + (f", [red]{s.failed} failed[/red]" if s.failed else "")
             + f"; {s.calls_sent} requests sent; {s.seconds:.1f} s"
@@ -643,7 +645,7 @@ def leaderboard_cmd(
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     published = published is True
-    scores, infos = leaderboard(run_dirs, version=scoring, published=published)  # type: ignore[arg-type]
+    scores, infos = leaderboard(run_dirs, version=scoring, published=published)
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
         raise LlmpsychError(

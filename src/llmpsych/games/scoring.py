@@ -30,6 +30,7 @@ from .bar import BarLog, bar_score
 from .battle_royale import BattleLog, BattleTurn, battle_score, best_target
 from .diner import DinerLog, diner_score, read_dish
 from .divide_dollar import DollarLog, dollar_score
+from .engine import Game
 from .guessing import GuessingLog, guessing_score
 from .pirate import PirateLog, PirateRound, pirate_parts, pirate_score, vote_correct
 from .pirate import optimal_shares as optimal_plan
@@ -45,7 +46,7 @@ GAME_TITLES = registry.TITLES
 GameLog = GuessingLog | BarLog | DollarLog | GoodsLog | DinerLog | AuctionLog | BattleLog | PirateLog
 
 
-def _game(log: object) -> type[registry.Game]:
+def _game(log: object) -> type[Game]:
     try:
         return registry.by_scoring_name(getattr(log, "game", ""))
     except KeyError:

@@ -322,7 +322,7 @@ class Cell:
         """The recomputed value rounds to the printed one at its printed precision (ties either way)."""
         if self.recomputed is None:
             return False
-        half = 0.5 * 10 ** -decimals(self.printed)
+        half = 0.5 * 10.0 ** -decimals(self.printed)
         return abs(self.recomputed - float(self.printed)) <= half + 1e-9
 
     def describe(self) -> str:

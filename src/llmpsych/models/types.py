@@ -205,6 +205,5 @@ def reply_logprobs(value: Any) -> list[dict[str, Any]] | None:
     if not isinstance(content, list):
         return None
     entries = [_logprob_entry(entry, True) for entry in content]
-    if any(entry is None for entry in entries):
-        return None
-    return entries  # type: ignore[return-value]
+    wellformed = [entry for entry in entries if entry is not None]
+    return wellformed if len(wellformed) == len(entries) else None

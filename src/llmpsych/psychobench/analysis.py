@@ -38,6 +38,7 @@ from ..stats import (
     summarize,
     valid_rate,
 )
+from ..stats.compare import Method
 from ..stats.reliability import BOOTSTRAP_RESAMPLES
 from . import bsri as bsri_mod
 from . import cabin as cabin_mod
@@ -197,7 +198,7 @@ def norm_comparisons(
     *,
     model_label: str,
     alpha: float,
-    method: str,
+    method: Method,
     published: bool,
 ) -> tuple[pd.DataFrame, list[str]]:
     """Every (scale, subscale, norm group) test, Holm-adjusted over all of them; and what was skipped."""
@@ -216,7 +217,7 @@ def norm_comparisons(
                     model,
                     norm,
                     alpha=alpha,
-                    method=method,  # type: ignore[arg-type]
+                    method=method,
                     published=published,
                     scale=row["scale"],
                     subscale=row["subscale"],

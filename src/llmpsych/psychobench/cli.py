@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 import typer
 
@@ -57,6 +57,15 @@ def parse_thresholds(value: str | None) -> dict[str, float]:
             f"--bsri-thresholds {value!r}: expected two numbers MASCULINE,FEMININE", "e.g. 4.9,4.8"
         ) from None
     return {"masculine_threshold": masculine, "feminine_threshold": feminine}
+
+
+class SettingChanges(TypedDict, total=False):
+    """Report settings a command line changes (keywords of :func:`report_settings`)."""
+
+    bsri_thresholds: str | None
+    bsri_rule: str | None
+    bsri_order: str | None
+    cabin_groupings: Path | None
 
 
 def report_settings(
@@ -185,8 +194,8 @@ def run(
     from .analysis import save_settings
     from .compare import write_comparison
 
-    changes = {"bsri_thresholds": bsri_thresholds, "bsri_rule": bsri_rule, "bsri_order": bsri_order}
-    changes |= {"cabin_groupings": cabin_groupings}
+    changes: SettingChanges = {"bsri_thresholds": bsri_thresholds, "bsri_rule": bsri_rule}
+    changes |= {"bsri_order": bsri_order, "cabin_groupings": cabin_groupings}
     custom = report_settings(None, **changes) if any(v is not None for v in changes.values()) else None
 
     models = list(flags.models) or [DEFAULT_MODEL]

@@ -155,7 +155,7 @@ def build_results(path: Path, rows: list[AnswerRow], scales: dict[str, Scale]) -
     groups: dict[tuple[str, int], list[AnswerRow]] = {}
     for row in rows:
         groups.setdefault((row.scale, row.run), []).append(row)
-    results = []
+    results: list[dict[str, Any]] = []
     for (name, run), members in groups.items():
         scale = scales[name]
         present = {r.item for r in members}
@@ -233,7 +233,7 @@ def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
             if items is None:
                 records.append((reader.line_num, record))
                 continue
-            ids = {key: record[key] for key in ("scale", "run") if key in record}
+            ids: dict[str, Any] = {key: record[key] for key in ("scale", "run") if key in record}
             records += [(reader.line_num, {**ids, "item": item, "answer": record[item]}) for item in items]
     except csv.Error as exc:
         raise DataError(f"{path}, row {reader.line_num}: not valid CSV ({exc})") from None
@@ -299,9 +299,10 @@ def _check_row(path: Path, number: int, record: dict[str, Any], scales: dict[str
     else:
         if not isinstance(name, str):
             raise DataError(f"{at}: scale must be a name, got {name!r}")
-        scale = next((s for s in scales.values() if s.name.lower() == name.strip().lower()), None)
-        if scale is None:
+        found = next((s for s in scales.values() if s.name.lower() == name.strip().lower()), None)
+        if found is None:
             raise DataError(f"{at}: unknown scale {name[:40]!r}", f"this import has {', '.join(scales)}")
+        scale = found
     jsonl = path.suffix.lower() == ".jsonl"
     run = _whole(record.get("run"), f"{at}: run", jsonl)
     if run is None or run < 1:

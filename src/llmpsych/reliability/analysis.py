@@ -57,7 +57,7 @@ def method_name(method: str) -> Method:
     name = METHOD_ALIASES.get(method, method)
     if name not in METHODS:
         raise StatsError(f"unknown t-test method {method!r}", f"use one of {', '.join(METHODS)}")
-    return name  # type: ignore[return-value]
+    return name
 
 
 PAPER_VARIANCE_ALPHA = 0.001
@@ -274,8 +274,12 @@ def retest_extremes(runs: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSI
     rows = []
     for dim in dims:
         means = {name: float(part[dim].mean()) for name, part in runs.items()}
-        for side, name in (("min", min(means, key=means.get)), ("max", max(means, key=means.get))):
+        for side, name in (
+            ("min", min(means, key=means.__getitem__)),
+            ("max", max(means, key=means.__getitem__)),
+        ):
             result = two_sample(runs[name][dim], pooled[dim], "student", published=False)
+            p = float(result["p"])
             rows.append(
                 {
                     "dimension": dim,
@@ -286,7 +290,7 @@ def retest_extremes(runs: dict[str, pd.DataFrame], dims: Sequence[str] = DIMENSI
                     "extreme": result["mean_x"],
                     "extreme_sd": float(runs[name][dim].std(ddof=1)),
                     "p": result["p"],
-                    "equal_mean": bool(result["p"] > 0.05) if not math.isnan(result["p"]) else True,
+                    "equal_mean": bool(p > 0.05) if not math.isnan(p) else True,
                 }
             )
     return pd.DataFrame(rows)

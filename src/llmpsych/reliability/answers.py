@@ -85,8 +85,9 @@ def parse_chunk(text: str, expected: int, fmt: str, n_levels: int = 5) -> ChunkA
         seen.setdefault(index, set()).add(position_of(fmt, value, n_levels))
         raw[index] = str(value)
     for index, positions in seen.items():
-        if len(positions) == 1 and None not in positions:
-            result.positions[index] = positions.pop()
+        position = positions.pop() if len(positions) == 1 else None
+        if position is not None:
+            result.positions[index] = position
         else:
             result.invalid[index] = raw[index]
     result.refused = not result.positions and detect_refusal(text or "")

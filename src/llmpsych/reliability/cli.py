@@ -83,7 +83,7 @@ def rescore(
     """
     import pandas as pd
 
-    from .analysis import METHOD_ALIASES, METHODS
+    from ..stats.compare import METHOD_ALIASES, METHODS
     from .outliers import EPS, MIN_PTS
     from .published import DIMENSIONS
     from .reanalysis import reanalyse

@@ -65,4 +65,4 @@ def dbscan(points: np.ndarray, eps: float = EPS, min_pts: int = MIN_PTS) -> np.n
 
 def outlier_mask(points: np.ndarray, eps: float = EPS, min_pts: int = MIN_PTS) -> np.ndarray:
     """True for the DBSCAN noise points."""
-    return dbscan(points, eps, min_pts) == -1
+    return np.asarray(dbscan(points, eps, min_pts) == -1, dtype=bool)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -12,7 +13,7 @@ from .published import DIMENSIONS, LEVEL_NAMES, PROFILE_TARGET, profile_short
 from .reanalysis import Reanalysis, map_region
 
 
-def _base(plt, result: Reanalysis, title: str):  # noqa: ANN001, ANN202
+def _base(plt: Any, result: Reanalysis, title: str) -> tuple[Any, Any]:  # matplotlib is optional
     fig, ax = plt.subplots(figsize=(6, 5))
     fig.subplots_adjust(left=0.12, right=0.97, bottom=0.1, top=0.93)
     hull = map_region(result)
@@ -24,7 +25,7 @@ def _base(plt, result: Reanalysis, title: str):  # noqa: ANN001, ANN202
     return fig, ax
 
 
-def _save(plt, fig, path: Path) -> Path:  # noqa: ANN001
+def _save(plt: Any, fig: Any, path: Path) -> Path:
     # fixed margins set with the axes: tight_layout measured every tick label again (~15 % of a map)
     save_figure(fig, path, dpi=110)
     plt.close(fig)

@@ -29,7 +29,7 @@ class Projection:
 
     def transform(self, points: np.ndarray) -> np.ndarray:
         """Project ``n × 5`` points to ``n × 2``."""
-        return (np.asarray(points, dtype=float) - self.mean) @ self.components.T
+        return np.asarray((np.asarray(points, dtype=float) - self.mean) @ self.components.T, dtype=float)
 
 
 def full_grid(levels: int = 5, dims: int = 5) -> np.ndarray:
@@ -88,15 +88,15 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     if len(pts) < 3:
         return np.array(pts + pts[:1])
 
-    def cross(o: tuple, a: tuple, b: tuple) -> float:
+    def cross(o: tuple[float, ...], a: tuple[float, ...], b: tuple[float, ...]) -> float:
         return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
 
-    lower: list[tuple] = []
+    lower: list[tuple[float, ...]] = []
     for p in pts:
         while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
             lower.pop()
         lower.append(p)
-    upper: list[tuple] = []
+    upper: list[tuple[float, ...]] = []
     for p in reversed(pts):
         while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
             upper.pop()

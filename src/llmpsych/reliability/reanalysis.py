@@ -24,10 +24,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from ..stats.compare import METHOD_ALIASES, METHODS, Method
 from .analysis import (
-    METHOD_ALIASES,
-    METHODS,
-    Method,
     describe,
     extreme_tests,
     factor_comparisons,
@@ -82,7 +80,8 @@ class Reanalysis:
             out["groups"] = self.groups.to_dict("records")
         if self.extremes is not None:
             out["extremes"] = self.extremes.to_dict("records")
-        return _clean(out)
+        cleaned: dict[str, Any] = _clean(out)
+        return cleaned
 
 
 def reanalyse(

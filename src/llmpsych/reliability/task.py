@@ -263,7 +263,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
 
     def params(self, max_tokens: int) -> GenerationParams:
         """The run's sampling parameters with a token limit (cached: one object per limit)."""
-        cache = self.__dict__.setdefault("_params", {})
+        cache: dict[int, GenerationParams] = self.__dict__.setdefault("_params", {})
         if max_tokens not in cache:
             extra: dict[str, Any] = {"max_tokens": max_tokens}
             if self.options.mode == "logprob":

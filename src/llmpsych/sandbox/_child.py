@@ -18,9 +18,12 @@ import json
 import os
 import sys
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import _codec
+if TYPE_CHECKING:  # the checker reads the package; inside the sandbox it is a top-level module
+    from llmpsych.sandbox import _codec
+else:
+    import _codec
 
 CHANNEL = 3
 #: Largest frame the child accepts from the trusted side.

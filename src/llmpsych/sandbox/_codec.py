@@ -20,7 +20,7 @@ from typing import Any
 MAX_DEPTH = 64
 MAX_ITEMS = 1_000_000
 
-_ITERATORS = (
+_ITERATORS: tuple[type[Any], ...] = (
     type(iter([])),
     type(iter(())),
     type(iter("")),
@@ -32,7 +32,7 @@ _ITERATORS = (
     type({}.items()),
     type(iter({}.items())),
     type(reversed([])),
-    type(i for i in ()),
+    type(i for i in range(0)),
     map,
     filter,
     zip,
@@ -73,7 +73,8 @@ def _encode(value: Any, depth: int, count: list[int]) -> Any:
         return ["y", value.hex()]
     if value is Ellipsis:
         return ["e"]
-    tag = {list: "l", tuple: "t", set: "S", frozenset: "F"}.get(kind)
+    tags: dict[type[Any], str] = {list: "l", tuple: "t", set: "S", frozenset: "F"}
+    tag = tags.get(kind)
     if tag is not None:
         return [tag, [_encode(v, depth + 1, count) for v in value]]
     if kind is dict:

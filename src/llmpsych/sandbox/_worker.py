@@ -32,10 +32,14 @@ import signal
 import socket
 import sys
 import time
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _child  # noqa: E402
+if TYPE_CHECKING:  # the checker reads the package; inside the sandbox it is a top-level module
+    from llmpsych.sandbox import _child
+else:
+    import _child
 
 #: Standard modules imported once here, so that a program's imports cost nothing.
 PRELOAD = [
@@ -141,7 +145,8 @@ def _others() -> list[int]:
             parents[int(name)] = int(fields[1])
     if ISOLATED:
         return list(parents)
-    found, frontier = [], {me}
+    found: list[int] = []
+    frontier = {me}
     while frontier:
         frontier = {pid for pid, parent in parents.items() if parent in frontier}
         found += frontier

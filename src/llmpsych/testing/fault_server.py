@@ -109,8 +109,7 @@ class FaultServer:
     @property
     def base_url(self) -> str:
         """The ``/v1`` base URL clients should use."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_port}/v1"
 
     def start(self) -> FaultServer:
         """Serve in a background thread."""
