@@ -96,6 +96,7 @@ class GamaBenchOptions(BaseModel):
     def _language(self) -> GamaBenchOptions:
         """Resolve ``language`` from the template set (:func:`~llmpsych.runs.languages.resolve_language`),
         so a stored config and a planned one read alike."""
+        named: dict[str, str | None]
         if self.template_set is None:  # the built-in and the official prompts are English
             named = {
                 "built-in prompts" if self.prompts == "builtin" else "official prompts": OFFICIAL_LANGUAGE
