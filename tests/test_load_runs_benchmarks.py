@@ -155,6 +155,10 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
     assert emotion["score"].tolist() == own["positive"].tolist() + own["negative"].tolist()
     assert emotion["measure"].tolist() == ["positive"] * len(own) + ["negative"] * len(own)
     assert emotion["repeat"].tolist() == own["run"].tolist() * 2
+    # situation ids stay whole numbers (the default runs' blank situation does not make them 10.0)
+    situations = emotion["item"].dropna()
+    assert len(situations) and all(isinstance(v, int) for v in situations.tolist())
+    assert situations.tolist() == own["situation"].dropna().astype(int).tolist() * 2
     # an unsteered BFI run: no persona, one repeat
     plain = _own(frames.scores, root / "all" / "bfi-plain")
     assert len(plain) == 2 * len(DIMENSIONS) and plain["persona"].isna().all()

@@ -232,6 +232,16 @@ def _scores(record: RunRecord, key: str) -> tuple[pd.DataFrame, str | None]:
     return _concat(parts, SCORE_COLUMNS), ", ".join(sources) or None
 
 
+def _whole(values: pd.Series) -> pd.Series:
+    """A column of whole numbers that a gap made float (situation 10 read as ``10.0``) as whole numbers
+    with gaps (pandas ``Int64``); any other column as it is."""
+    if pd.api.types.is_float_dtype(values):
+        known = values.dropna()
+        if len(known) and (known == known.round()).all():
+            return values.astype("Int64")
+    return values
+
+
 def score_tables(task: str) -> tuple[ScoreTable, ...]:
     """The tables ``task``'s analysis writes its scores into (its ``score_tables``; none for a task this
     installation does not know)."""
@@ -294,8 +304,8 @@ def _score_rows(
             "task": record.config.task,
             "model": record.config.model,
             "group": table[spec.group] if spec.group else None,
-            "item": table[spec.item] if spec.item else None,
-            "repeat": table[spec.repeat] if spec.repeat else None,
+            "item": _whole(table[spec.item]) if spec.item else None,
+            "repeat": _whole(table[spec.repeat]) if spec.repeat else None,
             "measure": measure,
             "score": scores,
             **{c: table[c] if c in spec.factors else None for c in FACTOR_COLUMNS},
