@@ -12,7 +12,7 @@ import typer
 
 from . import __version__
 from . import clikit as kit
-from .clikit import BaseUrlOpt, NoCacheOpt, OutOpt, ProgressOpt
+from .clikit import BaseUrlOpt
 from .errors import LlmpsychError, RunInterrupted, terminal_text
 
 app = typer.Typer(
@@ -65,20 +65,7 @@ def run(
     ctx: typer.Context,
     config: Annotated[Path | None, typer.Argument(help="Run config file (.toml or .yaml).")] = None,
     task: Annotated[str | None, typer.Option(help="Task to run (when no config file is given).")] = None,
-    model: kit.ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    temperature: kit.TemperatureOpt = None,
     max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
-    seed: kit.SeedOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    data_dir: kit.DataDirOpt = None,
-    out: OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: NoCacheOpt = False,
-    progress: ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -90,9 +77,9 @@ def run(
         raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
     if task is not None:
         kit.check_task(task)  # an unknown task: one line before anything else is read
-    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    options = kit.task_options(ctx, {}, pairs=flags.option, task_config=flags.task_config)
     params = {
-        k: v for k, v in {"temperature": temperature, "max_tokens": max_tokens}.items() if v is not None
+        k: v for k, v in {"temperature": flags.temperature, "max_tokens": max_tokens}.items() if v is not None
     }
     if config is not None:
         from .runs import load_run_config
@@ -141,23 +128,15 @@ def export(
 
 
 @app.command()
-@kit.run_command
+@kit.run_command(without={"concurrency", "data_dir", "resume", "seed", "temperature"})
 def quickstart(
     ctx: typer.Context,
-    model: kit.ModelOpt = None,
-    base_url: BaseUrlOpt = None,
     runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 5,
     game: Annotated[
         bool, typer.Option("--game/--no-game", help="Also play Guess 2/3 of the Average.")
     ] = True,
     game_seats: Annotated[int, typer.Option(min=2, max=20, help="Seats at the game table.")] = 5,
     game_rounds: Annotated[int, typer.Option(min=1, max=20, help="Rounds of the game.")] = 5,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    out: OutOpt = None,
-    no_cache: NoCacheOpt = False,
-    progress: ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -165,7 +144,9 @@ def quickstart(
     a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot."""
     values = {"runs": runs, "game_players": game_seats if game else 0, "game_rounds": game_rounds}
     aliases = {"game_seats": "game_players", "game": "game_players"}
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    options = kit.task_options(
+        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
+    )
     cfg = kit.build_config("quickstart", flags, options=options, source="quickstart")
     outcome = kit.start(cfg, flags)
     failed = kit.print_outcome(outcome)  # the task's own lines (scale and game results) come last

@@ -18,7 +18,7 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, overload
 
 import typer
 
@@ -228,6 +228,13 @@ EXECUTOR_FLAGS = frozenset(f.name for f in fields(ExecutorFlags) if "setting" in
 RESUME_FLAGS = frozenset({"resume", "base_url", "progress", "debug"}) | EXECUTOR_FLAGS
 
 
+def _shared(option: Any, default: Any = None, **metadata: Any) -> Any:
+    """A shared run option: typer ``option``, added by :func:`run_command` to each run command; the
+    command reads its value from ``flags`` (``param``: the parameter's name when it is not the field's;
+    ``cli_default``: the parameter's default when it is not the field's)."""
+    return field(default=default, metadata={"option": option, "shared": True, **metadata})
+
+
 @dataclass(frozen=True)
 class RunFlags(ExecutorFlags):
     """The shared run options of one command, filled once by :func:`run_command` from its parameters.
@@ -236,25 +243,30 @@ class RunFlags(ExecutorFlags):
     commands taking several, each); a command without a flag gets the field's default. ``name`` is no
     flag: the run folder's name, which a command may set (default: the task's).
 
-    Adding a flag that every run command takes is one change, here: a field whose metadata holds its
-    typer option, e.g. ``budget: float | None = field(default=None, metadata={"option": BudgetOpt})``.
-    :func:`run_command` adds that option (after ``--debug``) to every run command that does not declare
-    it, and :func:`build_config` passes a value given for it into the run config under the field's name.
-    The executor flags (:class:`ExecutorFlags`) are such fields, kept out of the run config.
+    Every field with ``option`` metadata is an option of each run command: :func:`run_command` adds it
+    to a command that does not declare it (a command declares one only where its own differs, e.g.
+    several ``--model`` values; ``without=`` leaves one out). The fields marked ``shared`` are the
+    options every run command has always taken, each read where it applies (:meth:`config_values`,
+    :func:`build_config`, :func:`start`, :func:`resume`). Adding a flag that every run command takes is
+    one change, here: a field whose metadata holds its typer option, e.g. ``budget: float | None =
+    field(default=None, metadata={"option": BudgetOpt})``; :func:`build_config` passes a value given for
+    it into the run config under the field's name. The executor flags (:class:`ExecutorFlags`) are such
+    fields, kept out of the run config.
     """
 
-    models: tuple[str, ...] = ()
-    base_url: str | None = None
-    seed: int | None = None
-    concurrency: int | None = None
-    data_dir: Path | None = None
-    temperature: float | None = None
-    no_cache: bool = False
-    option: tuple[str, ...] = ()
-    task_config: Path | None = None
-    out: Path | None = None
-    progress: bool = True
-    resume: Path | None = None
+    models: tuple[str, ...] = _shared(ModelOpt, (), param="model", cli_default=None)
+    option: tuple[str, ...] = _shared(OptionOpt, (), cli_default=None)
+    task_config: Path | None = _shared(TaskConfigOpt)
+    base_url: str | None = _shared(BaseUrlOpt)
+    concurrency: int | None = _shared(ConcurrencyOpt)
+    temperature: float | None = _shared(TemperatureOpt)
+    seed: int | None = _shared(SeedOpt)
+    data_dir: Path | None = _shared(DataDirOpt)
+    out: Path | None = _shared(OutOpt)
+    resume: Path | None = _shared(ResumeOpt)
+    no_cache: bool = _shared(NoCacheOpt, False)
+    progress: bool = _shared(ProgressOpt, True)
+    debug: bool = _shared(DebugOpt, False)
     name: str | None = None
 
     @classmethod
@@ -279,7 +291,7 @@ class RunFlags(ExecutorFlags):
 
     def config_values(self) -> dict[str, Any]:
         """What the flags set in a run config (None: not given): model, endpoint, seed, concurrency, data
-        folder, and every flag added through a field's ``option`` metadata (but the executor's)."""
+        folder, and every further flag added through a field's ``option`` metadata (but the executor's)."""
         values: dict[str, Any] = {
             "model": self.model,
             "base_url": self.base_url,
@@ -288,7 +300,7 @@ class RunFlags(ExecutorFlags):
             "data_dir": str(self.data_dir) if self.data_dir else None,
         }
         for f in fields(self):
-            if "option" in f.metadata and "setting" not in f.metadata:
+            if "option" in f.metadata and not {"setting", "shared"} & f.metadata.keys():
                 values[f.name] = getattr(self, f.name)
         return values
 
@@ -296,26 +308,57 @@ class RunFlags(ExecutorFlags):
 CommandT = TypeVar("CommandT", bound=Callable[..., Any])
 
 
+@overload
 def run_command(
-    func: CommandT, flags_type: type[ExecutorFlags] = RunFlags, *, local: bool = False
-) -> CommandT:
+    func: CommandT, flags_type: type[ExecutorFlags] = ..., *, local: bool = ..., without: Iterable[str] = ...
+) -> CommandT: ...
+@overload
+def run_command(
+    func: None = None,
+    flags_type: type[ExecutorFlags] = ...,
+    *,
+    local: bool = ...,
+    without: Iterable[str] = ...,
+) -> Callable[[CommandT], CommandT]: ...
+def run_command(
+    func: CommandT | None = None,
+    flags_type: type[ExecutorFlags] = RunFlags,
+    *,
+    local: bool = False,
+    without: Iterable[str] = (),
+) -> Any:
     """Make ``func`` a run command (put it under ``@app.command``): its ``flags: RunFlags`` parameter is
-    filled once from the shared options it declares, and every field of ``flags_type`` carrying an
-    ``option`` that it does not declare is added to its options, after ``--debug``.
+    filled once from the shared options, and every field of ``flags_type`` carrying an ``option`` that
+    it does not declare is added to its options (after ``--debug`` where it declares that; else last).
+
+    ``@run_command(without={"resume"})``: a command that deliberately lacks a shared option (it cannot
+    resume, has no sampling temperature); its field keeps its default. A name that is no shared option
+    is an error at import, not a silently ignored exclusion.
 
     The runs it starts or resumes execute as its executor flags say (:func:`llmpsych.runs.executors.use`
     around the call, so nothing outlives the command). ``local=True``: a command whose units must run in
     this process (a person's seat) takes no executor flags.
     """
+    if func is None:
+        return functools.partial(run_command, flags_type=flags_type, local=local, without=without)
+    options = [f for f in fields(flags_type) if "option" in f.metadata]
+    unknown = set(without) - {f.metadata.get("param", f.name) for f in options}
+    if unknown:
+        raise ValueError(f"{func.__name__}: without={sorted(unknown)} names no shared option")
     signature = inspect.signature(func, eval_str=True)
     wants_flags = "flags" in signature.parameters
     params = [p for name, p in signature.parameters.items() if name != "flags"]
-    declared = {p.name for p in params}
+    declared = {p.name for p in params} | set(without)
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     added = [
-        inspect.Parameter(f.name, kind, default=f.default, annotation=f.metadata["option"])
-        for f in fields(flags_type)
-        if "option" in f.metadata and f.name not in declared and not (local and "setting" in f.metadata)
+        inspect.Parameter(
+            f.metadata.get("param", f.name),
+            kind,
+            default=f.metadata.get("cli_default", f.default),
+            annotation=f.metadata["option"],
+        )
+        for f in sorted(options, key=lambda f: "setting" in f.metadata)  # the executor's last
+        if f.metadata.get("param", f.name) not in declared and not (local and "setting" in f.metadata)
     ]
     at = next((i + 1 for i, p in enumerate(params) if p.name == "debug"), len(params))
     params[at:at] = added
@@ -337,7 +380,7 @@ def run_command(
 
     command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}
-    return command  # type: ignore[return-value]
+    return command
 
 
 def local_run_command(func: CommandT) -> CommandT:
@@ -401,7 +444,7 @@ def task_options(
     ctx: typer.Context,
     flags: dict[str, Any],
     *,
-    pairs: list[str] | None = None,
+    pairs: Iterable[str] | None = None,
     task_config: Path | None = None,
     aliases: dict[str, str] | None = None,
 ) -> dict[str, Any]:

@@ -44,7 +44,6 @@ def run(
     task: Annotated[
         str, typer.Option(help="humaneval, humaneval50, ciar, commonmt or faireval.")
     ] = "humaneval50",
-    model: kit.ModelOpt = None,
     agent_model: Annotated[
         list[str] | None,
         typer.Option(
@@ -52,7 +51,6 @@ def run(
             "inspector). Repeatable."
         ),
     ] = None,
-    base_url: kit.BaseUrlOpt = None,
     fault: Annotated[str, typer.Option(help="none, autotransform or autoinject.")] = "none",
     pm: Annotated[
         float, typer.Option(help="AutoInject: share of the faulty agent's messages corrupted.")
@@ -71,10 +69,6 @@ def run(
     max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
     max_messages: Annotated[int | None, typer.Option(help="Message limit per item.")] = None,
     max_rounds: Annotated[int | None, typer.Option(help="Round limit per item.")] = None,
-    data_dir: kit.DataDirOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    seed: kit.SeedOpt = None,
-    temperature: kit.TemperatureOpt = None,
     metric: Annotated[
         str, typer.Option(help="CommonMT: auto (BLEURT if --bleurt-checkpoint, else chrF), chrf or bleurt.")
     ] = "auto",
@@ -98,13 +92,6 @@ def run(
             "in the manifest).",
         ),
     ] = False,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -133,7 +120,9 @@ def run(
         "max_rounds": max_rounds,
     }
     aliases = {"task": "dataset", "pm": "p_m", "pe": "p_e", "error": "error_type"}
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    options = kit.task_options(
+        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
+    )
     cfg = kit.build_config("mas", flags, options=options, models=_parse_models(agent_model), source="mas run")
     kit.finish(kit.start(cfg, flags.but(name=f"mas-{system}-{task}")))
 

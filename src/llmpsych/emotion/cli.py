@@ -177,7 +177,6 @@ def _factor_names(data_dir: Path | None) -> dict[str, str]:
 @kit.run_command
 def run(
     ctx: typer.Context,
-    model: kit.ModelOpt = None,
     scale: Annotated[
         str, typer.Option("--scale", help="PANAS or AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS, BFNE.")
     ] = ("PANAS"),
@@ -215,25 +214,10 @@ def run(
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
     published: kit.PublishedOpt = None,
     alpha: AlphaOpt = 0.01,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    data_dir: DataDirOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
     """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags))
-        return
     values: dict[str, Any] = {
         "scale": scale,
         "situations_per_factor": situations_per_factor,
@@ -252,11 +236,7 @@ def run(
         "alpha": alpha,
     }
     aliases = {"situations": "situations_file", "keep_order": "shuffle"}
-    options = _all_situations(
-        kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
-    )
-    cfg = kit.build_config("emotionbench", flags, options=options, source="emotionbench run")
-    kit.finish(kit.start(cfg, flags))
+    _start_run(ctx, values, flags, source="emotionbench run", aliases=aliases)
 
 
 def _start_run(
@@ -264,18 +244,16 @@ def _start_run(
     values: dict[str, Any],
     flags: kit.RunFlags,
     *,
-    option: list[str] | None,
-    task_config: Path | None,
     source: str,
     aliases: dict[str, str] | None = None,
 ) -> None:
-    """Build the emotionbench run config from a command's values and flags and start it (shared by the
-    experiments), or resume the run named by ``--resume``."""
+    """Build the emotionbench run config from a command's values and flags and start it (shared by
+    ``run`` and the experiments), or resume the run named by ``--resume``."""
     if flags.resume is not None:
         kit.finish(kit.resume(ctx, flags))
         return
     options = _all_situations(
-        kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+        kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases)
     )
     cfg = kit.build_config("emotionbench", flags, options=options, source=source)
     kit.finish(kit.start(cfg, flags))
@@ -285,7 +263,6 @@ def _start_run(
 @kit.run_command
 def describe(
     ctx: typer.Context,
-    model: kit.ModelOpt = None,
     groups: Annotated[
         str | None,
         typer.Option(
@@ -312,18 +289,6 @@ def describe(
     factors: Annotated[str | None, typer.Option("--factors", help="Comma-separated factor ids.")] = None,
     runs: Annotated[int, typer.Option("--runs", min=1, help="Replies per group and situation.")] = 1,
     situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    data_dir: DataDirOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -345,8 +310,6 @@ def describe(
         ctx,
         values,
         flags,
-        option=option,
-        task_config=task_config,
         source="emotionbench describe",
         aliases={"situations": "situations_file"},
     )
@@ -422,7 +385,6 @@ def finetune_export(
 @kit.run_command
 def finetune_evaluate(
     ctx: typer.Context,
-    model: kit.ModelOpt = None,
     split_seed: SplitSeedOpt = 0,
     test_size: TestSizeOpt = 400,
     runs: Annotated[int, typer.Option("--runs", min=1, help="Evoked runs per held-out person.")] = 1,
@@ -432,18 +394,6 @@ def finetune_evaluate(
     prompt: Annotated[str, typer.Option("--prompt", help="official or v2 (as the export).")] = "official",
     template: Annotated[str | None, typer.Option("--template", help="As the export.")] = None,
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    data_dir: DataDirOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -464,8 +414,6 @@ def finetune_evaluate(
         ctx,
         values,
         flags,
-        option=option,
-        task_config=task_config,
         source="emotionbench finetune evaluate",
         aliases={"keep_order": "shuffle"},
     )

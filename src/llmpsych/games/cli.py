@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from .. import clikit as kit
 from ..errors import LlmpsychError, terminal_text
+from ..instruments.cli import translate_command
 from ..report.terminal import InertConsole, echo
 
 if TYPE_CHECKING:
@@ -409,19 +410,6 @@ def run_cmd(
     rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 20,
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
     published: kit.PublishedOpt = None,
-    model: kit.ModelOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    data_dir: DataDirOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -439,13 +427,13 @@ def run_cmd(
         "max_tokens": max_tokens,
         "published": published,
     }
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config)
+    options = kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config)
     cfg = kit.build_config("gamabench", flags, options=options, source="gamabench run")
     kit.finish(kit.start(cfg, flags))
 
 
 @app.command("host")
-@kit.local_run_command
+@kit.run_command(local=True, without={"concurrency", "no_cache", "progress"})
 def host_cmd(
     ctx: typer.Context,
     game: Annotated[str, typer.Option("--game", help="A game, or several comma-separated.")] = "guessing",
@@ -472,16 +460,6 @@ def host_cmd(
     linger: Annotated[
         bool, typer.Option("--linger/--exit", help="Keep serving the report after the game ends.")
     ] = True,
-    model: kit.ModelOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    data_dir: DataDirOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -493,13 +471,14 @@ def host_cmd(
     from ..web.host import host_run, prepare
     from ..web.session import Session
 
+    resume = flags.resume
     if resume is not None:
         kit.refuse_with_resume(ctx, {"resume", "base_url", "host", "port", "linger", "debug"})
         session = Session.load(resume)
         run_dir = resume
 
         def play() -> RunOutcome:
-            return resume_run(resume, False, kit.state.debug, base_url=base_url)
+            return resume_run(resume, False, kit.state.debug, base_url=flags.base_url)
 
     else:
         games = [part.strip() for part in game.split(",") if part.strip()]
@@ -510,7 +489,7 @@ def host_cmd(
             "rounds": rounds,
             "max_tokens": max_tokens,
         }
-        options = kit.task_options(ctx, values, pairs=option, task_config=task_config)
+        options = kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config)
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
         session = prepare(cfg, run_dir, deadline)
@@ -753,7 +732,7 @@ def overlay_cmd(
         err.print(f"wrote {escape(str(path))}")
 
 
-@kit.run_command
+@translate_command
 def translate_templates(
     ctx: typer.Context,
     to: Annotated[
@@ -762,19 +741,10 @@ def translate_templates(
     games: Annotated[
         str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
     ] = None,
-    model: kit.ModelOpt = None,
     back_model: Annotated[
         str | None,
         typer.Option("--back-model", help="Model spec that translates back (default: the --model)."),
     ] = None,
-    base_url: kit.BaseUrlOpt = None,
-    option: kit.OptionOpt = None,
-    out: kit.OutOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    seed: kit.SeedOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -787,7 +757,7 @@ def translate_templates(
         raise LlmpsychError("give the target language with --to", "e.g. --to de")
     values = {"game_templates": _games_list(games) or "all", "to": to}
     path = Path("gamabench-templates")  # names the run folder only
-    run_translation(ctx, values, flags, path, back_model=back_model, out_file=None, option=option)
+    run_translation(ctx, values, flags, path, back_model=back_model, out_file=None)
     if flags.out is not None and (flags.out / "template_set.json").is_file():
         echo(f"name it with -O template_set={terminal_text(flags.out)}#1")
 

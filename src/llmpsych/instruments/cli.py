@@ -221,10 +221,13 @@ OutFileOpt = Annotated[
     Path | None,
     typer.Option("--out-file", help="Also write the new file here (it is always in the run folder)."),
 ]
+#: A translate command (scales, situations, GAMA-Bench templates): a run command without the options a
+#: translation of one file has never taken.
+translate_command = kit.run_command(without={"task_config", "concurrency", "data_dir", "resume"})
 
 
 @app.command("translate")
-@kit.run_command
+@translate_command
 def translate_file(
     ctx: typer.Context,
     file: Annotated[
@@ -241,21 +244,12 @@ def translate_file(
         ),
     ] = None,
     source_language: FromOpt = None,
-    model: kit.ModelOpt = None,
     back_model: BackModelOpt = None,
-    base_url: kit.BaseUrlOpt = None,
     out_file: OutFileOpt = None,
     name_suffix: Annotated[
         str | None,
         typer.Option("--name-suffix", help="Append this to each scale's name in the new file (e.g. -de)."),
     ] = None,
-    option: kit.OptionOpt = None,
-    out: kit.OutOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    seed: kit.SeedOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -270,26 +264,17 @@ def translate_file(
         "source_language": source_language,
         "name_suffix": name_suffix,
     }
-    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file, option=option)
+    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file)
 
 
-@kit.run_command
+@translate_command
 def translate_situations(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A situations file in EmotionBench's JSON form.")],
     to: ToOpt = None,
     source_language: FromOpt = None,
-    model: kit.ModelOpt = None,
     back_model: BackModelOpt = None,
-    base_url: kit.BaseUrlOpt = None,
     out_file: OutFileOpt = None,
-    option: kit.OptionOpt = None,
-    out: kit.OutOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    seed: kit.SeedOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -298,7 +283,7 @@ def translate_situations(
     if to is None:
         raise LlmpsychError("give the target language with --to", "e.g. --to de")
     values = {"situations_file": str(file), "to": to, "source_language": source_language}
-    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file, option=option)
+    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file)
 
 
 def run_translation(
@@ -309,7 +294,6 @@ def run_translation(
     *,
     back_model: str | None,
     out_file: Path | None,
-    option: list[str] | None,
 ) -> None:
     """The shared body of the translate commands: one ``translate`` run, its outcome, the copy to
     ``--out-file``, and exit status 1 when texts failed."""
@@ -318,7 +302,7 @@ def run_translation(
 
     if out_file is not None and out_file.exists():
         raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
-    options = kit.task_options(ctx, values, pairs=option)
+    options = kit.task_options(ctx, values, pairs=flags.option)
     models = {"back": back_model} if back_model else None
     cfg = kit.build_config("translate", flags, options=options, models=models, source="translate")
     outcome = kit.start(cfg, flags.but(name=f"translate-{file.stem}"))

@@ -130,7 +130,7 @@ CABIN_GROUPINGS = typer.Option(
 
 
 @app.command("run")
-@kit.run_command
+@kit.run_command(without={"resume"})  # a sweep of runs: re-run into the same --out to resume
 def run(
     ctx: typer.Context,
     model: kit.ModelsOpt = None,
@@ -166,21 +166,10 @@ def run(
     chunk_size: Annotated[
         int | None, typer.Option("--chunk-size", min=1, help="Statements per turn (default whole scale).")
     ] = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    data_dir: kit.DataDirOpt = None,
-    out: kit.OutOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
     bsri_thresholds: Annotated[str | None, BSRI_THRESHOLDS] = None,
     bsri_rule: Annotated[str | None, BSRI_RULE] = None,
     bsri_order: Annotated[str | None, BSRI_ORDER] = None,
     cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -215,7 +204,7 @@ def run(
         **parse_cipher(cipher),
     }
     options = kit.task_options(
-        ctx, values, pairs=option, task_config=task_config, aliases={"scale_file": "scale_files"}
+        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases={"scale_file": "scale_files"}
     )
     configs = [
         kit.build_config("psychobench", flags.but(models=(spec,)), options=options, source="psychobench run")
@@ -374,7 +363,6 @@ def _comma_list(text: str) -> list[str]:
 @kit.run_command
 def validity(
     ctx: typer.Context,
-    model: kit.ModelOpt = None,
     judge: Annotated[
         str | None,
         typer.Option("--judge", help="The model that judges SafetyQA replies (the thesis used GPT-4)."),
@@ -409,18 +397,6 @@ def validity(
         str | None,
         typer.Option("--preset", help="thesis: Fig. 4.2's five roles, 3 runs, with EPQ-R and DTDD."),
     ] = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    data_dir: kit.DataDirOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -439,7 +415,7 @@ def validity(
         "runs": runs if runs is not None else chosen.get("runs"),
         "questions": questions,
     }
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config)
+    options = kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config)
     models: dict[str, Any] | None = None
     if judge is not None:
         models = {"judge": {"model": judge, **({"base_url": judge_base_url} if judge_base_url else {})}}
@@ -466,8 +442,8 @@ def validity(
             source="psychobench validity",
         )
         planned.append(PlannedRun(f"scales-{labels[persona]}", scale_cfg, {"persona": labels[persona]}))
-    parent = out or new_run_dir(runs_dir(), "validity")
-    for outcome in run_sweep(planned, parent, progress=progress, debug=kit.state.debug):
+    parent = flags.out or new_run_dir(runs_dir(), "validity")
+    for outcome in run_sweep(planned, parent, progress=flags.progress, debug=kit.state.debug):
         console.print(kit.outcome_line(outcome, outcome.run_dir.name), soft_wrap=True)
     for path in write_roles_table(parent, list(labels.values())):
         console.print(f"  wrote {terminal_text(path)}")

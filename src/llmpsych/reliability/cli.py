@@ -260,8 +260,6 @@ def run_options(
 @kit.run_command
 def run(
     ctx: typer.Context,
-    model: kit.ModelOpt = None,
-    base_url: kit.BaseUrlOpt = None,
     languages: Annotated[list[str] | None, typer.Option(help="e.g. En,Zh (default: all ten).")] = None,
     templates: Annotated[list[str] | None, typer.Option(help="e.g. t1,t2 (default: all five).")] = None,
     versions: Annotated[list[str] | None, typer.Option(help="Item versions v1..v5.")] = None,
@@ -288,19 +286,8 @@ def run(
     logprobs: Annotated[
         bool, typer.Option("--logprobs", help="Also score by label probabilities (endpoints with logprobs).")
     ] = False,
-    temperature: kit.TemperatureOpt = None,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per chunk answer.")] = 512,
-    seed: kit.SeedOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
     n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
-    data_dir: kit.DataDirOpt = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -330,8 +317,10 @@ def run(
     if tokens_per_item:
         values["tokens_per_item"] = tokens_per_item
     aliases = {"target": "targets", "default": "default_data", "logprobs": "mode"}
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
-    thesis = flags.but(temperature=0.0 if temperature is None else temperature)
+    options = kit.task_options(
+        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
+    )
+    thesis = flags.but(temperature=0.0 if flags.temperature is None else flags.temperature)
     cfg = kit.build_config(
         "reliability", thesis, options=options, n_parallel=n_parallel, source="reliability run"
     )
@@ -452,20 +441,16 @@ def retest(
 
 
 @app.command("retest-run")
-@kit.run_command
+@kit.run_command(  # the thesis's configuration, fixed: see the docstring
+    without={"option", "task_config", "temperature", "seed", "out", "resume", "no_cache"}
+)
 def retest_run(
     folder: Annotated[
         Path, typer.Argument(help="The folder of the measurements; each goes into a dated subfolder.")
     ],
-    model: kit.ModelOpt = None,
     runs: Annotated[
         int, typer.Option("--runs", min=2, max=1000, help="BFI administrations (the thesis: 10).")
     ] = 10,
-    base_url: kit.BaseUrlOpt = None,
-    data_dir: kit.DataDirOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -488,7 +473,7 @@ def retest_run(
 
 
 @app.command("grid")
-@kit.run_command
+@kit.run_command(without={"data_dir"})
 def grid(
     ctx: typer.Context,
     scale_file: Annotated[
@@ -501,23 +486,11 @@ def grid(
         Path | None, typer.Option("--grid", help="The grid file: templates, framings, personas (YAML/JSON).")
     ] = None,
     scale: Annotated[str | None, typer.Option(help="The scale's name when a file holds several.")] = None,
-    model: kit.ModelOpt = None,
-    base_url: kit.BaseUrlOpt = None,
     repeats: Annotated[int, typer.Option(min=1, max=1000, help="Units per configuration.")] = 1,
     item_order: Annotated[str, typer.Option(help="random (a new order per unit) or original.")] = "random",
     max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per answer.")] = 512,
-    temperature: kit.TemperatureOpt = None,
-    seed: kit.SeedOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
     n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    out: kit.OutOpt = None,
-    resume: kit.ResumeOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -539,14 +512,16 @@ def grid(
         "max_tokens": max_tokens,
     }
     aliases = {"scale_file": "scale_files", "grid_file": "grid"}
-    options = kit.task_options(ctx, values, pairs=option, task_config=task_config, aliases=aliases)
+    options = kit.task_options(
+        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
+    )
     if not options.get("scale_files"):
         raise LlmpsychError(
             "give your scale file with --scale-file", "see docs/reliability.md, 'Any instrument'"
         )
     if not options.get("grid"):
         raise LlmpsychError("give the grid file with --grid", "see docs/reliability.md, 'Any instrument'")
-    fixed = flags.but(temperature=0.0 if temperature is None else temperature)
+    fixed = flags.but(temperature=0.0 if flags.temperature is None else flags.temperature)
     cfg = kit.build_config(
         "reliability-grid", fixed, options=options, n_parallel=n_parallel, source="reliability grid"
     )
