@@ -502,7 +502,7 @@ def host_cmd(
 
 
 @app.command("preset")
-@kit.sweep_command
+@kit.run_command(without={"resume"})  # its own --out resumes
 def preset_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Preset name (`llmpsych gamabench presets` lists them).")],
@@ -538,15 +538,8 @@ def preset_cmd(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default 1024).")
     ] = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    data_dir: DataDirOpt = None,
-    seed: kit.SeedOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
     from ..paths import runs_dir
@@ -555,7 +548,7 @@ def preset_cmd(
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
     preset = get_preset(name)
-    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    options = kit.task_options(ctx, {}, pairs=flags.option, task_config=flags.task_config)
     kit.check_options("gamabench", options)
     if temperature is not None and preset.name == "temperatures":
         raise LlmpsychError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
@@ -567,11 +560,11 @@ def preset_cmd(
         rounds=rounds,
         temperature=temperature,
         max_tokens=max_tokens,
-        base_url=base_url,
-        concurrency=concurrency,
-        data_dir=data_dir,
-        seed=seed or 0,
-        cache=not no_cache,
+        base_url=flags.base_url,
+        concurrency=flags.concurrency,
+        data_dir=flags.data_dir,
+        seed=flags.seed or 0,
+        cache=not flags.no_cache,
         options=options,
     )
     planned = expand(preset, settings)
@@ -593,7 +586,7 @@ def preset_cmd(
             + f"; {s.calls_sent} requests sent; {s.seconds:.1f} s"
         )
 
-    outcomes = execute(planned, parent, progress=progress, on_outcome=report)
+    outcomes = execute(planned, parent, progress=flags.progress, on_outcome=report)
     for path in summarize(preset, planned, parent):
         console.print(f"  wrote {escape(str(path))}")
     again = f"llmpsych gamabench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"

@@ -476,7 +476,7 @@ def presets_cmd() -> None:
 
 
 @app.command("preset")
-@kit.sweep_command
+@kit.run_command(without={"resume"})  # its own --out resumes
 def preset_cmd(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Preset name (`llmpsych psychobench presets` lists them).")],
@@ -502,15 +502,8 @@ def preset_cmd(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: sized to the scale).")
     ] = None,
-    option: kit.OptionOpt = None,
-    task_config: kit.TaskConfigOpt = None,
-    base_url: kit.BaseUrlOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    data_dir: kit.DataDirOpt = None,
-    seed: kit.SeedOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
+    *,
+    flags: kit.RunFlags,
 ) -> None:
     """Run one of the thesis's sensitivity experiments: its runs (resumable), then a comparison in --out."""
     from ..paths import runs_dir
@@ -519,7 +512,7 @@ def preset_cmd(
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
     preset = get_preset(name)
-    options = kit.task_options(ctx, {}, pairs=option, task_config=task_config)
+    options = kit.task_options(ctx, {}, pairs=flags.option, task_config=flags.task_config)
     kit.check_options("psychobench", options)
     settings = PresetSettings(
         models=list(model or []),
@@ -527,11 +520,11 @@ def preset_cmd(
         runs=runs,
         temperature=temperature,
         max_tokens=max_tokens,
-        base_url=base_url,
-        concurrency=concurrency,
-        data_dir=data_dir,
-        seed=seed or 0,
-        cache=not no_cache,
+        base_url=flags.base_url,
+        concurrency=flags.concurrency,
+        data_dir=flags.data_dir,
+        seed=flags.seed or 0,
+        cache=not flags.no_cache,
         options=options,
     )
     planned = expand(preset, settings)
@@ -545,7 +538,7 @@ def preset_cmd(
     def report(run: Any, outcome: RunOutcome) -> None:
         console.print(kit.outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
 
-    outcomes = execute(planned, parent, progress=progress, debug=kit.state.debug, on_outcome=report)
+    outcomes = execute(planned, parent, progress=flags.progress, debug=kit.state.debug, on_outcome=report)
     for path in summarize(preset, planned, parent):
         console.print(f"  wrote {terminal_text(path)}")
     again = f"llmpsych psychobench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
