@@ -345,6 +345,30 @@ def test_a_flag_added_to_run_flags_reaches_every_run_command_and_the_config() ->
     assert seen[1].config_values()["budget"] is None  # not given: left out of the config
 
 
+def test_a_run_command_without_a_shared_option_does_not_take_it() -> None:
+    """``without=`` leaves a shared option out of one command: not offered, refused, its field at the
+    default; a name that is no shared option is an error when the command is made."""
+    seen: list[kit.RunFlags] = []
+    app = typer.Typer()
+
+    @app.command()
+    @kit.run_command(without={"resume", "temperature"})
+    def run(games: Annotated[int, typer.Option("--games")] = 1, *, flags: kit.RunFlags) -> None:
+        seen.append(flags)
+
+    offered = {p.name for p in typer.main.get_command(app).params}
+    assert {"games", "seed", "model", "option", "debug", "executor"} <= offered
+    assert not {"resume", "temperature"} & offered
+    assert CliRunner().invoke(app, ["--temperature", "1"]).exit_code == 2  # no such option
+    result = CliRunner().invoke(app, ["--seed", "3", "-m", "openai/x", "-O", "a=1"])
+    assert result.exit_code == 0, result.output
+    (flags,) = seen
+    assert (flags.seed, flags.models, flags.option) == (3, ("openai/x",), ("a=1",))
+    assert (flags.temperature, flags.resume, flags.debug) == (None, None, False)
+    with pytest.raises(ValueError, match="names no shared option"):
+        kit.run_command(without={"temprature"})(run)
+
+
 def test_every_run_command_takes_its_flags_from_the_kit() -> None:
     """The eight commands that build a run config all receive a RunFlags (none reads the shared options
     itself), so a flag added to RunFlags reaches each of them."""
