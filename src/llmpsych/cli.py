@@ -77,7 +77,7 @@ def run(
         raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
     if task is not None:
         kit.check_task(task)  # an unknown task: one line before anything else is read
-    options = kit.task_options(ctx, {}, pairs=flags.option, task_config=flags.task_config)
+    options = kit.task_options(ctx, {}, flags)
     params = {
         k: v for k, v in {"temperature": flags.temperature, "max_tokens": max_tokens}.items() if v is not None
     }
@@ -144,9 +144,7 @@ def quickstart(
     a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot."""
     values = {"runs": runs, "game_players": game_seats if game else 0, "game_rounds": game_rounds}
     aliases = {"game_seats": "game_players", "game": "game_players"}
-    options = kit.task_options(
-        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
-    )
+    options = kit.task_options(ctx, values, flags, aliases=aliases)
     cfg = kit.build_config("quickstart", flags, options=options, source="quickstart")
     outcome = kit.start(cfg, flags)
     failed = kit.print_outcome(outcome)  # the task's own lines (scale and game results) come last

@@ -441,28 +441,24 @@ def flag_name(ctx: typer.Context, name: str) -> str:
 
 
 def task_options(
-    ctx: typer.Context,
-    flags: dict[str, Any],
-    *,
-    pairs: Iterable[str] | None = None,
-    task_config: Path | None = None,
-    aliases: dict[str, str] | None = None,
+    ctx: typer.Context, values: dict[str, Any], run: RunFlags, *, aliases: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """The task options of a command: its own flags (``flags``, None values left out), then the
-    ``--task-config`` file, then ``-O`` pairs, each layer winning over the one before.
+    """The task options of a command: its own flags' ``values`` (None values left out), then the
+    ``--task-config`` file, then the ``-O`` pairs of its ``run`` flags, each layer winning over the one
+    before.
 
     A flag given on the command line wins over the file; the same option given both as a flag and as
     ``-O`` is an error. ``aliases`` maps a flag's parameter name to the option it sets when they differ
     (``keep_order`` -> ``shuffle``).
     """
     explicit = {(aliases or {}).get(name, name): name for name in given(ctx)}
-    options = {k: v for k, v in flags.items() if v is not None}
-    if task_config is not None:
-        for key, value in read_task_config(task_config).items():
-            if not (key in explicit and key in flags):  # a flag given on the command line wins
+    options = {k: v for k, v in values.items() if v is not None}
+    if run.task_config is not None:
+        for key, value in read_task_config(run.task_config).items():
+            if not (key in explicit and key in values):  # a flag given on the command line wins
                 options[key] = value
-    for key, value in parse_options(pairs or []).items():
-        if key in explicit and key in flags:
+    for key, value in parse_options(run.option).items():
+        if key in explicit and key in values:
             raise ConfigError(
                 f"option {key!r} is given twice: as {flag_name(ctx, explicit[key])} and as -O", "keep one"
             )

@@ -120,9 +120,7 @@ def run(
         "max_rounds": max_rounds,
     }
     aliases = {"task": "dataset", "pm": "p_m", "pe": "p_e", "error": "error_type"}
-    options = kit.task_options(
-        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
-    )
+    options = kit.task_options(ctx, values, flags, aliases=aliases)
     cfg = kit.build_config("mas", flags, options=options, models=_parse_models(agent_model), source="mas run")
     kit.finish(kit.start(cfg, flags.but(name=f"mas-{system}-{task}")))
 

@@ -252,9 +252,7 @@ def _start_run(
     if flags.resume is not None:
         kit.finish(kit.resume(ctx, flags))
         return
-    options = _all_situations(
-        kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases)
-    )
+    options = _all_situations(kit.task_options(ctx, values, flags, aliases=aliases))
     cfg = kit.build_config("emotionbench", flags, options=options, source=source)
     kit.finish(kit.start(cfg, flags))
 

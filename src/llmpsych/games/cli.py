@@ -427,7 +427,7 @@ def run_cmd(
         "max_tokens": max_tokens,
         "published": published,
     }
-    options = kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config)
+    options = kit.task_options(ctx, values, flags)
     cfg = kit.build_config("gamabench", flags, options=options, source="gamabench run")
     kit.finish(kit.start(cfg, flags))
 
@@ -489,7 +489,7 @@ def host_cmd(
             "rounds": rounds,
             "max_tokens": max_tokens,
         }
-        options = kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config)
+        options = kit.task_options(ctx, values, flags)
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
         session = prepare(cfg, run_dir, deadline)
@@ -548,7 +548,7 @@ def preset_cmd(
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
     preset = get_preset(name)
-    options = kit.task_options(ctx, {}, pairs=flags.option, task_config=flags.task_config)
+    options = kit.task_options(ctx, {}, flags)
     kit.check_options("gamabench", options)
     if temperature is not None and preset.name == "temperatures":
         raise LlmpsychError("--temperature conflicts with the 'temperatures' preset, which sets it per run")

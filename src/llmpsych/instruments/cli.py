@@ -302,7 +302,7 @@ def run_translation(
 
     if out_file is not None and out_file.exists():
         raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
-    options = kit.task_options(ctx, values, pairs=flags.option)
+    options = kit.task_options(ctx, values, flags)
     models = {"back": back_model} if back_model else None
     cfg = kit.build_config("translate", flags, options=options, models=models, source="translate")
     outcome = kit.start(cfg, flags.but(name=f"translate-{file.stem}"))

@@ -203,9 +203,7 @@ def run(
         **({"cot": True} if cot else {}),
         **parse_cipher(cipher),
     }
-    options = kit.task_options(
-        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases={"scale_file": "scale_files"}
-    )
+    options = kit.task_options(ctx, values, flags, aliases={"scale_file": "scale_files"})
     configs = [
         kit.build_config("psychobench", flags.but(models=(spec,)), options=options, source="psychobench run")
         for spec in models
@@ -415,7 +413,7 @@ def validity(
         "runs": runs if runs is not None else chosen.get("runs"),
         "questions": questions,
     }
-    options = kit.task_options(ctx, values, pairs=flags.option, task_config=flags.task_config)
+    options = kit.task_options(ctx, values, flags)
     models: dict[str, Any] | None = None
     if judge is not None:
         models = {"judge": {"model": judge, **({"base_url": judge_base_url} if judge_base_url else {})}}
@@ -512,7 +510,7 @@ def preset_cmd(
     from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
 
     preset = get_preset(name)
-    options = kit.task_options(ctx, {}, pairs=flags.option, task_config=flags.task_config)
+    options = kit.task_options(ctx, {}, flags)
     kit.check_options("psychobench", options)
     settings = PresetSettings(
         models=list(model or []),

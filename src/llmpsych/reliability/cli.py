@@ -317,9 +317,7 @@ def run(
     if tokens_per_item:
         values["tokens_per_item"] = tokens_per_item
     aliases = {"target": "targets", "default": "default_data", "logprobs": "mode"}
-    options = kit.task_options(
-        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
-    )
+    options = kit.task_options(ctx, values, flags, aliases=aliases)
     thesis = flags.but(temperature=0.0 if flags.temperature is None else flags.temperature)
     cfg = kit.build_config(
         "reliability", thesis, options=options, n_parallel=n_parallel, source="reliability run"
@@ -512,9 +510,7 @@ def grid(
         "max_tokens": max_tokens,
     }
     aliases = {"scale_file": "scale_files", "grid_file": "grid"}
-    options = kit.task_options(
-        ctx, values, pairs=flags.option, task_config=flags.task_config, aliases=aliases
-    )
+    options = kit.task_options(ctx, values, flags, aliases=aliases)
     if not options.get("scale_files"):
         raise LlmpsychError(
             "give your scale file with --scale-file", "see docs/reliability.md, 'Any instrument'"
