@@ -292,10 +292,13 @@ def explained(who: Respondents, *, seed: int, resamples: int) -> str:
     )
 
 
-def subscale_view(quality: pd.DataFrame, items: pd.DataFrame, keys: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The report's table of alpha and omega per subscale (``keys``: the grouping columns shown first)."""
+def subscale_view(
+    quality: pd.DataFrame, items: pd.DataFrame | None, keys: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """The report's table of alpha and omega per subscale (``keys``: the grouping columns shown first;
+    the weakest item when ``items`` are given)."""
     rows = quality.to_dict("records")
-    return pd.DataFrame(
+    view = pd.DataFrame(
         {
             **{key: quality[key] for key in keys},
             "scale": quality["scale"],
@@ -308,11 +311,13 @@ def subscale_view(quality: pd.DataFrame, items: pd.DataFrame, keys: tuple[str, .
             "omega [95% CI]": [
                 _estimate(r["omega"], r["omega_ci_low"], r["omega_ci_high"], r["omega_note"]) for r in rows
             ],
-            "weakest item (r)": [
-                _weakest_item(items, {k: r[k] for k in (*keys, "scale", "subscale")}) for r in rows
-            ],
         }
     )
+    if items is not None:
+        view["weakest item (r)"] = [
+            _weakest_item(items, {k: r[k] for k in (*keys, "scale", "subscale")}) for r in rows
+        ]
+    return view
 
 
 def scale_view(per_scale: pd.DataFrame, who: Respondents = RUNS, keys: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -420,3 +425,32 @@ def comparison_quality_section(quality: pd.DataFrame) -> str:
 
 def _figure(value: float) -> str:
     return NOT_MEANINGFUL if math.isnan(value) else f"{value:.2f}"
+
+
+def grouped_quality_tables(
+    scales: dict[str, Scale],
+    answers: pd.DataFrame,
+    valid: pd.DataFrame,
+    keys: tuple[str, ...],
+    *,
+    column: str = "answer",
+    seed: int = 0,
+    who: Respondents = RUNS,
+) -> dict[str, pd.DataFrame]:
+    """:func:`quality_tables` of each group of administrations sharing the ``keys`` columns (groups in the
+    order ``valid`` first lists them), the key columns first in every table."""
+    parts: dict[str, list[pd.DataFrame]] = {}
+    for group, part in valid.groupby(list(keys), sort=False):
+        values = group if isinstance(group, tuple) else (group,)
+        match = pd.Series(True, index=answers.index)
+        for key, value in zip(keys, values, strict=True):
+            match &= answers[key] == value
+        tables = quality_tables(scales, answers[match], part, column=column, seed=seed, who=who)
+        for name, frame in tables.items():
+            for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+                frame.insert(i, key, value)
+            parts.setdefault(name, []).append(frame)
+    if not parts:
+        empty = quality_tables({}, answers, valid, column=column, seed=seed, who=who)
+        return {name: frame.reindex(columns=[*keys, *frame.columns]) for name, frame in empty.items()}
+    return {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()}
