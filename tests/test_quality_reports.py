@@ -4,6 +4,7 @@ loopback server, alpha checked against pingouin on the answers read back from th
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from llmpsych.instruments.quality import NOT_MEANINGFUL
+from llmpsych.reliability.official import load_bfi
 from llmpsych.runs import start_run
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.runs import unit_results
@@ -22,6 +24,9 @@ from test_reliability_grid_custom import GRID_LANGUAGES, RANGE, SCALE_DE, SCALE_
 from test_reliability_grid_custom import config as grid_config
 from test_reliability_grid_custom_emotion import SCALE as CALM
 from test_reliability_grid_custom_emotion import config as emotion_config
+from test_reliability_task import STATEMENT as BFI_STATEMENT
+from test_reliability_task import Respondent
+from test_reliability_task import config as bfi_config
 
 
 def _items(text: str) -> dict[str, tuple[int, bool]]:
@@ -163,3 +168,53 @@ def test_grid_levels_with_two_points_are_not_meaningful(tmp_path: Path) -> None:
     quality = pd.read_csv(tmp_path / "run" / "quality.csv")
     assert (quality["n"] == 4).all() and quality["alpha"].notna().all()
     assert note in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+
+
+# -- the BFI grid (reliability run) -------------------------------------------------------------------
+class LatentBFI(Respondent):
+    """The BFI respondent of test_reliability_task, answering from one latent value per configuration
+    (seeded by the configuration's first prompt, so both chunks share it) plus per-item noise."""
+
+    def __init__(self, seed_data: Path) -> None:
+        super().__init__(seed_data)
+        self.reverse = set(load_bfi(seed_data).scale("En", "v1").reverse_indices)
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        first = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        latent = random.Random(hashlib.sha256(first.encode()).hexdigest()).gauss(0, 1)
+
+        def level(item: int) -> int:
+            noise = random.Random(f"{first}:{item}").gauss(0, 0.5)
+            value = min(5, max(1, round(3 + latent + noise)))
+            return 6 - value if item in self.reverse else value
+
+        prompt = body["messages"][-1]["content"]
+        label_for = {}
+        texts = sorted(self.level_of_text, key=len, reverse=True)
+        for match in re.finditer(rf"(\S+) {self.denotes} ", prompt):
+            text = next(t for t in texts if prompt[match.end() :].startswith(t))
+            label_for[self.level_of_text[text]] = match.group(1)
+        answers = {
+            n: label_for[level(self.item_of_text[t.strip()])] for n, t in BFI_STATEMENT.findall(prompt)
+        }
+        return json.dumps(answers)
+
+
+def test_bfi_grid_report_has_quality_per_dimension(tmp_path: Path, seed_data: Path) -> None:
+    options = {"languages": ["En"], "templates": ["t1", "t3"], "versions": ["v1", "v4"]}
+    with FaultServer(responder=LatentBFI(seed_data)) as server:
+        outcome = start_run(bfi_config(server, seed_data, **options), tmp_path / "r", False)
+    assert outcome.summary.done == 40 and outcome.summary.failed == 0
+    scale = load_bfi(seed_data).scale("En", "v1")
+    reverse = set(scale.reverse_indices)
+    rows = [keyed(r["answers"], reverse, 1, 5) for r in unit_results(tmp_path / "r").values()]
+    quality = pd.read_csv(tmp_path / "r" / "quality.csv").set_index("subscale")
+    assert list(quality.index) == [s.name for s in scale.subscales] and (quality["n"] == 40).all()
+    for sub in scale.subscales:
+        expected = pingouin_alpha(rows, list(sub.item_indices))
+        assert quality.loc[sub.name, "alpha"] == pytest.approx(expected, abs=1e-9)
+    assert (quality["alpha"] > 0.8).all()
+    levels = pd.read_csv(tmp_path / "r" / "quality_levels.csv")
+    assert set(levels["factor"]) == {"template", "version", "label", "order"}  # one language: not a factor
+    report = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "## Psychometric quality" in report and "quality_levels.csv" in report

@@ -1,5 +1,5 @@
-"""Psychometric quality of an instrument's grid run: per subscale over every data point, and per level of
-each grid factor.
+"""Psychometric quality of a perturbation grid run (an instrument's grid, or the BFI grid): per subscale
+over every data point, and per level of each grid factor.
 
 Each data point (configuration × repeat) is one administration of the scale: the respondents for
 internal consistency. The configurations differ in template, item version, language, framing and persona,
@@ -9,6 +9,8 @@ drops. n is given per row; a level with fewer than 3 complete data points is not
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -39,13 +41,15 @@ DATA_POINTS = Respondents(
 LEVEL_KEYS = ("factor", "level")
 
 
-def answer_frames(units: list[UnitRow], scale: Scale) -> tuple[pd.DataFrame, pd.DataFrame]:
+def answer_frames(
+    units: list[UnitRow], scale: Scale, factors: Sequence[str] = GRID_FACTORS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Item-level answers on the scale's range (factor levels, scale, run, item, answer) and valid counts
     (factor levels, scale, valid, items), one data point per finished unit."""
     answers, valid = [], []
     for number, unit in enumerate(units):
         result = unit.result or {}
-        levels = {f: (result.get("config") or {}).get(f) for f in GRID_FACTORS}
+        levels = {f: (result.get("config") or {}).get(f) for f in factors}
         given = result.get("answers") or {}
         for item, value in given.items():
             if not str(item).isdigit() or int(item) not in scale.item_indices:
@@ -55,19 +59,21 @@ def answer_frames(units: list[UnitRow], scale: Scale) -> tuple[pd.DataFrame, pd.
             answers.append({**levels, "scale": scale.name, "run": number, "item": int(item), "answer": value})
         valid.append({**levels, "scale": scale.name, "valid": len(given), "items": scale.n_items})
     return (
-        pd.DataFrame(answers, columns=[*GRID_FACTORS, "scale", "run", "item", "answer"]),
-        pd.DataFrame(valid, columns=[*GRID_FACTORS, "scale", "valid", "items"]),
+        pd.DataFrame(answers, columns=[*factors, "scale", "run", "item", "answer"]),
+        pd.DataFrame(valid, columns=[*factors, "scale", "valid", "items"]),
     )
 
 
-def grid_quality(units: list[UnitRow], scale: Scale, seed: int) -> dict[str, pd.DataFrame]:
+def grid_quality(
+    units: list[UnitRow], scale: Scale, seed: int, factors: Sequence[str] = GRID_FACTORS
+) -> dict[str, pd.DataFrame]:
     """``quality``, ``quality_items`` and ``quality_scales`` over every data point, and
     ``quality_levels`` (factor, level, scale, subscale) for each factor with more than one level."""
-    answers, valid = answer_frames(units, scale)
+    answers, valid = answer_frames(units, scale, factors)
     scales = {scale.name: scale}
     tables = quality_tables(scales, answers, valid, seed=seed, who=DATA_POINTS)
     parts = []
-    for factor in GRID_FACTORS:
+    for factor in factors:
         if valid[factor].nunique() < 2:
             continue
         by_level = grouped_quality_tables(
