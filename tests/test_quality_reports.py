@@ -7,6 +7,7 @@ import hashlib
 import json
 import random
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ import pingouin
 import pytest
 import yaml
 
+from llmpsych.errors import DataError
 from llmpsych.instruments.quality import NOT_MEANINGFUL
 from llmpsych.reliability.official import load_bfi
-from llmpsych.runs import start_run
+from llmpsych.runs import analyze_run, start_run
+from llmpsych.runs.store import STORE_FILE
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.runs import unit_results
 from test_reliability_grid_custom import GRID_LANGUAGES, RANGE, SCALE_DE, SCALE_EN, STATEMENT, write_files
@@ -168,6 +171,17 @@ def test_grid_levels_with_two_points_are_not_meaningful(tmp_path: Path) -> None:
     quality = pd.read_csv(tmp_path / "run" / "quality.csv")
     assert (quality["n"] == 4).all() and quality["alpha"].notna().all()
     assert note in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    # a store edited by hand: an answer out of the scale's range, then an item the scale does not have
+    unit_id, result = next(iter(unit_results(tmp_path / "run").items()))
+    for answers, message in (
+        ({"1": 9.0}, "item 1 answer '9.0' is not a number from 1 to 5"),
+        ({"x": 2.0}, "answer to an unknown item 'x'"),
+    ):
+        with sqlite3.connect(tmp_path / "run" / STORE_FILE) as db:
+            stored = json.dumps({**result, "answers": answers})
+            db.execute("UPDATE units SET result = ? WHERE unit_id = ?", (stored, unit_id))
+        with pytest.raises(DataError, match=f"run store, unit {unit_id}: {re.escape(message)}"):
+            analyze_run(tmp_path / "run")
 
 
 # -- the BFI grid (reliability run) -------------------------------------------------------------------

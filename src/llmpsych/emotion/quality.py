@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..instruments.quality import Respondents, grouped_quality_tables, quality_section
+from ..instruments.quality import Respondents, grouped_quality_tables, quality_section, stored_answer
 from ..instruments.scale import Scale
 from ..stats.reliability import BOOTSTRAP_RESAMPLES
 
@@ -43,17 +43,23 @@ def condition(result: dict[str, Any]) -> str:
 
 def answer_frames(scale: Scale, results: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Item-level answers (condition, scale, run, item, answer) and valid counts (condition, scale, valid,
-    items), one administration per stored result; a refused run has no valid answer."""
+    items), one administration per stored result; a refused run has no valid answer. A stored answer that
+    is not a number in the scale's range is one error naming the run."""
     answers, valid = [], []
     for number, result in enumerate(results):
-        where = condition(result)
+        group = condition(result)
+        where = f"{result.get('kind')} {result.get('factor', '')} situation {result.get('situation')}"
         given = {} if result.get("refused") else (result.get("answers") or {})
-        kept = {int(k): v for k, v in given.items() if v is not None and int(k) in scale.item_indices}
+        kept = dict(
+            stored_answer(scale, item, value, f"{where} run {result.get('run')}")
+            for item, value in given.items()
+            if value is not None
+        )
         answers += [
-            {"condition": where, "scale": scale.name, "run": number, "item": item, "answer": value}
+            {"condition": group, "scale": scale.name, "run": number, "item": item, "answer": value}
             for item, value in kept.items()
         ]
-        valid.append({"condition": where, "scale": scale.name, "valid": len(kept), "items": scale.n_items})
+        valid.append({"condition": group, "scale": scale.name, "valid": len(kept), "items": scale.n_items})
     return (
         pd.DataFrame(answers, columns=["condition", "scale", "run", "item", "answer"]),
         pd.DataFrame(valid, columns=["condition", "scale", "valid", "items"]),

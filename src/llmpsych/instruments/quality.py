@@ -30,8 +30,8 @@ from ..stats.reliability import (
     feldt_alpha_interval,
     mcdonald_omega,
 )
-from .numbers import checked_csv
-from .scale import Scale
+from .numbers import checked_csv, finite_number
+from .scale import STORED_HINT, Scale
 
 #: Fewest complete runs for which a consistency figure is reported.
 MIN_RUNS = 3
@@ -100,6 +100,22 @@ SCALE_COLUMNS = [
     "acquiescence_n",
     "acquiescence_note",
 ]
+
+
+def stored_answer(scale: Scale, item: object, value: object, where: str) -> tuple[int, float]:
+    """One stored item-level answer as (item, value), or one error naming ``where`` in the run store: an
+    item the scale does not have, or a value that is not a number in the scale's range."""
+    index = int(item) if isinstance(item, int | str) and str(item).isdigit() else None
+    if index is None or index not in scale.item_indices:
+        raise DataError(f"run store, {where}: answer to an unknown item {str(item)[:20]!r}", STORED_HINT)
+    number = finite_number(value) if isinstance(value, int | float) else None
+    if number is None or not scale.response_min <= number <= scale.response_max:
+        raise DataError(
+            f"run store, {where}: item {index} answer {str(value)[:20]!r} is not a number from "
+            f"{scale.response_min} to {scale.response_max}",
+            STORED_HINT,
+        )
+    return index, number
 
 
 def raw_matrix(scale: Scale, answers: pd.DataFrame, column: str = "answer") -> pd.DataFrame:

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ..errors import DataError
 from ..instruments.quality import (
     Respondents,
     grouped_quality_tables,
     quality_section,
     quality_tables,
+    stored_answer,
     subscale_view,
 )
-from ..instruments.scale import STORED_HINT, Scale
+from ..instruments.scale import Scale
 from ..report.markdown import table
 from ..runs.store import UnitRow
 from ..stats.reliability import BOOTSTRAP_RESAMPLES
@@ -52,11 +52,8 @@ def answer_frames(
         levels = {f: (result.get("config") or {}).get(f) for f in factors}
         given = result.get("answers") or {}
         for item, value in given.items():
-            if not str(item).isdigit() or int(item) not in scale.item_indices:
-                raise DataError(
-                    f"run store unit {unit.unit_id}: answer to an unknown item {item!r}", STORED_HINT
-                )
-            answers.append({**levels, "scale": scale.name, "run": number, "item": int(item), "answer": value})
+            index, answer = stored_answer(scale, item, value, f"unit {unit.unit_id}")
+            answers.append({**levels, "scale": scale.name, "run": number, "item": index, "answer": answer})
         valid.append({**levels, "scale": scale.name, "valid": len(given), "items": scale.n_items})
     return (
         pd.DataFrame(answers, columns=[*factors, "scale", "run", "item", "answer"]),
