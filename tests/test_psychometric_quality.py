@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from llmpsych import cli
 from llmpsych.errors import DataError
 from llmpsych.instruments import load_scale_file
+from llmpsych.instruments.quality import NOT_MEANINGFUL, quality_tables
 from llmpsych.psychobench.compare import write_comparison
 from llmpsych.psychobench.imports import import_answers
-from llmpsych.psychobench.quality import NOT_MEANINGFUL, quality_tables
 from llmpsych.stats.descriptive import StatsError
 from llmpsych.stats.reliability import (
     bootstrap_omega_interval,

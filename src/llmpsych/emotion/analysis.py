@@ -28,6 +28,7 @@ from ..stats import format_mean_sd
 from .changes import change_table, measures, score_answers, summary_json, table_json
 from .options import EmotionBenchOptions, EmotionBenchResult
 from .prompts import PromptSettings
+from .quality import emotion_quality, emotion_quality_section
 from .report import alignment, heatmap, human_frame
 from .situations import SituationSet
 from .tables import markdown, paper_table
@@ -159,8 +160,9 @@ def situation_frame(frame: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFrame
 
 
 def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
-    """Write ``runs.csv``, ``situations.csv``, ``summary.json``, ``transcripts.jsonl``, ``transcripts.md``
-    (and its HTML page), ``report.md``
+    """Write ``runs.csv``, ``situations.csv``, the quality tables (``quality.csv``, ``quality_items.csv``,
+    ``quality_scales.csv``), ``summary.json``, ``transcripts.jsonl``, ``transcripts.md`` (and its HTML
+    page), ``report.md``
     (and ``alignment.csv`` and ``heatmap.png`` when human data and matplotlib are available)."""
     run_dir, units = record.run_dir, record.units
     last_calls = record.calls.last_by_unit()
@@ -190,7 +192,12 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
     names = measures(task.scale)
     frame = run_frame(task, results)
     details = situation_frame(frame, names)
-    tables: list[tuple[str, pd.DataFrame]] = [("runs", frame.drop(columns=["text"])), ("situations", details)]
+    quality = emotion_quality(task.scale, results, task.config.seed)
+    tables: list[tuple[str, pd.DataFrame]] = [
+        ("runs", frame.drop(columns=["text"])),
+        ("situations", details),
+        *quality.items(),
+    ]
     figures: list[Path | None] = []
     if frame[(frame["kind"] == "default") & frame["valid"]].shape[0] < 2:
         # the validity counts still hold (a hostile server's unusable replies: every run invalid)
@@ -233,6 +240,7 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
         f"{len(failed)} units failed. Invalid runs per group: {per_group or 'none'}."
     )
     sections.append(("Valid runs", validity))
+    sections.append(("Psychometric quality", emotion_quality_section(quality, task.config.seed)))
     sections.append(("Language", language_text(task)))
     wording = summary["prompt"]
     kind = f"Version {wording['version']}"

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import DataError
 from ..instruments.native import ScaleFileRecord
+from ..instruments.quality import quality_section, quality_tables
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.html import write_html
@@ -45,7 +46,6 @@ from . import cabin as cabin_mod
 from .logprob import ItemDistribution, weighted_scores
 from .options import PsychoBenchOptions, PsychoBenchResult
 from .personas import Persona
-from .quality import quality_section, quality_tables
 from .transcripts import TRANSCRIPTS, run_link, write_transcripts
 
 SETTINGS_KEY = "psychobench_report"

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..errors import LlmpsychError
 from ..instruments.numbers import checked_csv
+from ..instruments.quality import comparison_quality, comparison_quality_section
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.files import output_dir
 from ..report.html import write_html
@@ -37,7 +38,6 @@ from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
 from ..stats import format_mean_sd
 from . import bsri as bsri_mod
-from .quality import comparison_quality, comparison_quality_section
 from .variants import label as variant_label
 
 

@@ -3,7 +3,8 @@
 One data point per configuration (× repeat): the subscale scores. Per subscale: mean ± SD; a 2-D PCA map
 of the points (fitted on them) with DBSCAN outliers; per factor (template, version, language, framing,
 persona) each level against the rest (t-tests, on the inliers, Holm) and a one-way ANOVA F-test of all
-its levels (Holm); valid-answer rates per level.
+its levels (Holm); valid-answer rates per level; psychometric quality per subscale over all points and per
+factor level (:mod:`.quality`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .analysis import (
 from .custom_grid import GRID_FACTORS, GridResult
 from .outliers import outlier_mask
 from .projection import fit_pca
+from .quality import grid_quality, grid_quality_section
 from .reanalysis import _clean
 
 
@@ -192,8 +194,16 @@ def factor_maps(result: GridAnalysis, out: Path) -> list[Path]:
     return written
 
 
-def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scale: Scale) -> list[Path]:
-    """Tables (CSV), maps (PNG), ``report.md`` and ``summary.json`` into ``out``."""
+def write_grid_report(
+    result: GridAnalysis,
+    out: Path,
+    every: pd.DataFrame,
+    scale: Scale,
+    quality: dict[str, pd.DataFrame] | None = None,
+    seed: int = 0,
+) -> list[Path]:
+    """Tables (CSV), maps (PNG), ``report.md`` and ``summary.json`` into ``out`` (``quality``: the tables
+    of :func:`.quality.grid_quality`, computed with ``seed``)."""
     output_dir(out)
     points = result.frame.assign(pc1=result.coords[:, 0], pc2=result.coords[:, 1], outlier=result.outliers)
     validity = validity_by_level(every, GRID_FACTORS)
@@ -247,6 +257,8 @@ def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scal
                 "(`F = sd_norm² / sd²`).\n\n" + table(variance, ".3g"),
             )
         )
+    if quality is not None:
+        sections.append(("Psychometric quality", grid_quality_section(quality, seed)))
     if maps:
         sections.append(("Maps", "\n".join(f"![{p.stem}]({p.name})" for p in maps)))
     tables = [
@@ -256,6 +268,7 @@ def write_grid_report(result: GridAnalysis, out: Path, every: pd.DataFrame, scal
         ("factor_comparisons", result.comparisons),
         ("validity", validity),
         ("variance_tests", variance),
+        *(quality or {}).items(),
     ]
     tables = [(name, frame) for name, frame in tables if not frame.empty]
     written = write_run_report(
@@ -281,4 +294,6 @@ def analyze_custom_record(record: RunRecord, options: Any, scale: Scale) -> list
     result = analyse_grid(
         frame, dims, eps=options.eps, min_pts=min_pts, method=options.method, published=options.published
     )
-    return write_grid_report(result, record.run_dir, frame, scale)
+    seed = record.config.seed
+    quality = grid_quality(record.done(), scale, seed)
+    return write_grid_report(result, record.run_dir, frame, scale, quality, seed)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..instruments.scale import Scale
 from ..report.files import atomic_write_text, output_dir
 from ..report.html import html_beside
 from ..report.markdown import table
@@ -17,8 +18,10 @@ from ..stats import format_mean_sd
 from .analysis import METHOD_NOTES, PUBLISHED_NOTES, validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
+from .quality import grid_quality, grid_quality_section
 from .reanalysis import Reanalysis, reanalyse
 from .results import ReliabilityResult, detail_frame, load_points, run_frame
+from .saves import FACTORS
 
 
 def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
@@ -50,8 +53,13 @@ def write_reanalysis(
     default: pd.DataFrame | None = None,
     detail: pd.DataFrame | None = None,
     points: pd.DataFrame | None = None,
+    quality: dict[str, pd.DataFrame] | str | None = None,
+    seed: int = 0,
 ) -> list[Path]:
     """Write the tables (CSV), the maps (PNG) and ``report.md`` into ``out``.
+
+    ``quality``: the tables of :func:`.quality.grid_quality` (computed with ``seed``) of a run's item-level
+    answers, or why there are none (released results hold no item-level answers: no section).
 
     ``points``: every data point before the re-analysis left out those with a missing dimension; the
     valid-answer rates are computed over them, so a configuration with no valid answer (all dimensions
@@ -72,6 +80,7 @@ def write_reanalysis(
         ("extremes", result.extremes),
         ("configurations", detail),
         ("validity", validity),
+        *(quality.items() if isinstance(quality, dict) else []),
     ]
     tables = [(name, frame) for name, frame in frames if frame is not None and not frame.empty]
     maps = all_maps(result, out, default)
@@ -134,6 +143,10 @@ def write_reanalysis(
                 "column `test` names each row's test.\n\n" + table(result.extremes),
             )
         )
+    if isinstance(quality, dict):
+        sections.append(("Psychometric quality", grid_quality_section(quality, seed)))
+    elif quality:
+        sections.append(("Psychometric quality", quality))
     if maps:
         sections.append(("Maps", "\n".join(f"![{p.stem}]({p.name})" for p in maps)))
     sections.append(
@@ -142,7 +155,9 @@ def write_reanalysis(
             "data_points.csv (one row per data point, map coordinates, outlier flag), summary.csv, "
             "factor_comparisons.csv, variance_tests.csv"
             + (", groups.csv" if result.groups is not None else "")
-            + (", configurations.csv (prompts, raw replies, parsed vector)" if detail is not None else ""),
+            + (", configurations.csv (prompts, raw replies, parsed vector)" if detail is not None else "")
+            + (", quality.csv, quality_items.csv, quality_scales.csv" if isinstance(quality, dict) else "")
+            + (", quality_levels.csv" if isinstance(quality, dict) and "quality_levels" in quality else ""),
         )
     )
     title = "llmpsych scale reliability report"
@@ -151,8 +166,10 @@ def write_reanalysis(
     return html_beside(written)
 
 
-def analyze_record(record: RunRecord, options: Any) -> list[Path]:
-    """The task's analysis: re-analyse the run's data points and write the report into the run folder."""
+def analyze_record(record: RunRecord, options: Any, scale: Scale | str | None = None) -> list[Path]:
+    """The task's analysis: re-analyse the run's data points and write the report into the run folder.
+    ``scale``: the BFI (its keys and dimensions) for the psychometric quality of the item-level answers,
+    or why it could not be read."""
     record.results(ReliabilityResult)  # every stored result fits, or one error naming the unit
     run_dir, units = record.run_dir, record.done()
     frame = run_frame(run_dir, units=units)
@@ -169,6 +186,14 @@ def analyze_record(record: RunRecord, options: Any) -> list[Path]:
         published=options.published,
         default=default,
     )
+    seed = record.config.seed
+    quality = grid_quality(units, scale, seed, FACTORS) if isinstance(scale, Scale) else scale
     return write_reanalysis(
-        result, run_dir, default, detail_frame(run_dir, units, record.calls), points=frame
+        result,
+        run_dir,
+        default,
+        detail_frame(run_dir, units, record.calls),
+        points=frame,
+        quality=quality,
+        seed=seed,
     )

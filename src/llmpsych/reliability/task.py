@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, LlmpsychError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
@@ -48,6 +48,8 @@ from .steering import (
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ..instruments.scale import Scale
 
 
 class ReliabilityOptions(BaseModel):
@@ -408,7 +410,11 @@ class ReliabilityTask(Task[ReliabilityOptions]):
     def analyze(self, record: RunRecord) -> list[Path]:
         from .report import analyze_record
 
-        return analyze_record(record, self.options)
+        try:  # the item keys and dimensions; the rest of the analysis reads only the store
+            scale: Scale | str = self.bfi.scale("En", "v1")
+        except LlmpsychError as exc:
+            scale = f"Not computed: the item keys come from the BFI data, which could not be read ({exc})."
+        return analyze_record(record, self.options, scale)
 
 
 __all__ = ["KINDS", "STYLES", "ReliabilityOptions", "ReliabilityTask"]

@@ -1,24 +1,25 @@
-"""Psychometric quality of a run's scales, from its repeated runs: internal consistency per subscale
-(Cronbach's alpha with Feldt's interval, McDonald's omega with a seeded bootstrap interval), corrected
-item-total correlations, acquiescence and the rate of valid answers.
+"""Psychometric quality of a scale from its repeated administrations: internal consistency per
+subscale (Cronbach's alpha with Feldt's interval, McDonald's omega with a seeded bootstrap interval),
+corrected item-total correlations, acquiescence and the rate of valid answers.
 
-The runs are the respondents and the items the variables: n is the number of runs that answered every
-item of a subscale (listwise). A figure is *not meaningful* (a blank number and a note saying why) when
-n < 3, when the subscale has fewer than 2 items, or when the runs do not vary (the subscale score for
-alpha; any item for omega and the item-total correlations). Works for any scale, official or a scale file.
+The administrations (a PsychoBench run, an EmotionBench run, a grid's configuration × repeat) are the
+respondents and the items the variables: n is the number of administrations that answered every item of
+a subscale (listwise). A figure is *not meaningful* (a blank number and a note saying why) when n < 3,
+when the subscale has fewer than 2 items, or when the administrations do not vary (the subscale score
+for alpha; any item for omega and the item-total correlations). Works for any scale, official or a
+scale file; the research packages compose it and name their administrations (:class:`Respondents`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ..errors import DataError
-from ..instruments.numbers import checked_csv
-from ..instruments.scale import Scale
 from ..report.markdown import table
 from ..stats import valid_rate
 from ..stats.reliability import (
@@ -29,10 +30,33 @@ from ..stats.reliability import (
     feldt_alpha_interval,
     mcdonald_omega,
 )
+from .numbers import checked_csv, finite_number
+from .scale import STORED_HINT, Scale
 
 #: Fewest complete runs for which a consistency figure is reported.
 MIN_RUNS = 3
 NOT_MEANINGFUL = "not meaningful"
+
+
+@dataclass(frozen=True)
+class Respondents:
+    """What a report calls one administration (the respondent), and where the administrations come from."""
+
+    one: str = "run"
+    source: str = "Computed from the repeated runs"
+    caveat: str = (
+        "Repeated runs of one model are not a sample of people: these figures say whether the items move "
+        "together across runs, not whether the scale measures the same trait in the model as in people."
+    )
+
+    @property
+    def many(self) -> str:
+        """The plural (``runs``)."""
+        return f"{self.one}s"
+
+
+#: PsychoBench's respondents: its repeated runs.
+RUNS = Respondents()
 
 SUBSCALE_COLUMNS = [
     "scale",
@@ -78,8 +102,25 @@ SCALE_COLUMNS = [
 ]
 
 
+def stored_answer(scale: Scale, item: object, value: object, where: str) -> tuple[int, float]:
+    """One stored item-level answer as (item, value), or one error naming ``where`` in the run store: an
+    item the scale does not have, or a value that is not a number in the scale's range."""
+    index = int(item) if isinstance(item, int | str) and str(item).isdigit() else None
+    if index is None or index not in scale.item_indices:
+        raise DataError(f"run store, {where}: answer to an unknown item {str(item)[:20]!r}", STORED_HINT)
+    number = finite_number(value) if isinstance(value, int | float) else None
+    if number is None or not scale.response_min <= number <= scale.response_max:
+        raise DataError(
+            f"run store, {where}: item {index} answer {str(value)[:20]!r} is not a number from "
+            f"{scale.response_min} to {scale.response_max}",
+            STORED_HINT,
+        )
+    return index, number
+
+
 def raw_matrix(scale: Scale, answers: pd.DataFrame, column: str = "answer") -> pd.DataFrame:
-    """Runs × items of the answers as given (before reverse keying; NaN: no valid answer)."""
+    """Administrations (the ``run`` column) × items of the answers as given (before reverse keying; NaN:
+    no valid answer)."""
     items = list(scale.item_indices)
     if answers.empty or column not in answers:
         return pd.DataFrame(columns=items, dtype=float)
@@ -102,7 +143,7 @@ def keyed_matrix(scale: Scale, raw: pd.DataFrame) -> pd.DataFrame:
 Rows = list[dict[str, Any]]
 
 
-def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int) -> tuple[Rows, Rows]:
+def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int, who: Respondents) -> tuple[Rows, Rows]:
     subscales, items = [], []
     reverse = set(scale.reverse_indices)
     for sub in scale.subscales:
@@ -110,7 +151,7 @@ def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int) -> tuple[Rows, 
         k, n = len(sub.item_indices), len(data)
         row: dict[str, Any] = dict.fromkeys(SUBSCALE_COLUMNS, math.nan)
         row |= {"scale": scale.name, "subscale": sub.name, "items": k, "n": n, "omega_resamples": 0}
-        why = _why_not(k, n, data)
+        why = _why_not(k, n, data, who)
         row["alpha_note"] = why["alpha"]
         row["omega_note"] = why["omega"]
         if not why["alpha"]:
@@ -147,25 +188,25 @@ def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int) -> tuple[Rows, 
     return subscales, items
 
 
-def _why_not(k: int, n: int, data: pd.DataFrame) -> dict[str, str]:
+def _why_not(k: int, n: int, data: pd.DataFrame, who: Respondents = RUNS) -> dict[str, str]:
     """Why alpha and omega are not meaningful for this subscale ('' when they are)."""
     if k < 2:
         reason = f"{NOT_MEANINGFUL}: the subscale has {k} item"
         return {"alpha": reason, "omega": reason}
     if n < MIN_RUNS:
-        reason = f"{NOT_MEANINGFUL}: n = {n} complete run(s), need {MIN_RUNS}"
+        reason = f"{NOT_MEANINGFUL}: n = {n} complete {who.one}(s), need {MIN_RUNS}"
         return {"alpha": reason, "omega": reason}
     alpha = ""
     if data.sum(axis=1).var(ddof=1) == 0:
-        alpha = f"{NOT_MEANINGFUL}: every run has the same subscale score"
+        alpha = f"{NOT_MEANINGFUL}: every {who.one} has the same subscale score"
     constant = [str(c) for c in data.columns if data[c].std(ddof=0) == 0]
-    omega = f"{NOT_MEANINGFUL}: item {constant[0]} has the same answer in every run" if constant else ""
+    omega = f"{NOT_MEANINGFUL}: item {constant[0]} has the same answer in every {who.one}" if constant else ""
     if k < 3 and not (omega or alpha):  # a one-factor model of two items is not identified
         omega = f"{NOT_MEANINGFUL}: omega needs 3 items (one factor is not identified by 2)"
     return {"alpha": alpha, "omega": alpha or omega}
 
 
-def _scale_row(scale: Scale, raw: pd.DataFrame, valid: pd.DataFrame) -> dict[str, Any]:
+def _scale_row(scale: Scale, raw: pd.DataFrame, valid: pd.DataFrame, who: Respondents) -> dict[str, Any]:
     part = valid[valid["scale"] == scale.name] if not valid.empty else valid
     answered = int(part["valid"].sum()) if len(part) else 0
     asked = int(part["items"].sum()) if len(part) else 0
@@ -175,7 +216,7 @@ def _scale_row(scale: Scale, raw: pd.DataFrame, valid: pd.DataFrame) -> dict[str
     n = len(per_run)
     note = ""
     if n == 0:
-        note = f"{NOT_MEANINGFUL}: no run has a valid answer"
+        note = f"{NOT_MEANINGFUL}: no {who.one} has a valid answer"
     elif not scale.reverse_indices:
         note = "no reverse-keyed items: agreement and the trait cannot be told apart"
     return {
@@ -203,19 +244,22 @@ def quality_tables(
     *,
     column: str = "answer",
     seed: int = 0,
+    who: Respondents = RUNS,
 ) -> dict[str, pd.DataFrame]:
     """``quality`` (scale, subscale), ``quality_items`` (scale, subscale, item) and ``quality_scales``
-    (scale) of the administered ``scales``; ``column`` names the answers' value column (``value`` in
-    logprob mode, the probability-weighted answer)."""
+    (scale) of the administered ``scales``. ``answers`` has one row per (scale, run, item) with the value
+    in ``column`` (``value`` in PsychoBench's logprob mode, the probability-weighted answer); ``valid``
+    one row per (scale, run) with ``valid`` (items with a valid answer) and ``items`` (items asked); the
+    ``run`` column names the administration, whatever ``who`` calls it."""
     subscales: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
     per_scale: list[dict[str, Any]] = []
     for scale in scales.values():
         raw = raw_matrix(scale, answers, column)
-        sub_rows, item_rows = _subscale_rows(scale, keyed_matrix(scale, raw), seed)
+        sub_rows, item_rows = _subscale_rows(scale, keyed_matrix(scale, raw), seed, who)
         subscales += sub_rows
         items += item_rows
-        per_scale.append(_scale_row(scale, raw, valid))
+        per_scale.append(_scale_row(scale, raw, valid, who))
     return {
         "quality": pd.DataFrame(subscales, columns=SUBSCALE_COLUMNS),
         "quality_items": pd.DataFrame(items, columns=ITEM_COLUMNS),
@@ -233,8 +277,11 @@ def _estimate(value: float, low: float, high: float, note: object) -> str:
     return f"{value:.2f}{interval}"
 
 
-def _weakest_item(items: pd.DataFrame, scale: str, subscale: str) -> str:
-    part = items[(items["scale"] == scale) & (items["subscale"] == subscale)].dropna(subset=["item_total_r"])
+def _weakest_item(items: pd.DataFrame, key: dict[str, Any]) -> str:
+    match = pd.Series(True, index=items.index)
+    for name, value in key.items():
+        match &= items[name] == value
+    part = items[match].dropna(subset=["item_total_r"])
     if part.empty:
         return "–"
     row = part.loc[part["item_total_r"].idxmin()]
@@ -242,45 +289,88 @@ def _weakest_item(items: pd.DataFrame, scale: str, subscale: str) -> str:
 
 
 QUALITY_EXPLAINED = (
-    "Computed from the repeated runs: the runs are the respondents and the items the variables, so **n** "
-    "is the number of runs that answered every item of the subscale (listwise). Answers are reverse-keyed "
+    "{source}: the {many} are the respondents and the items the variables, so **n** "
+    "is the number of {many} that answered every item of the subscale (listwise). Answers are reverse-keyed "
     "first. Alpha is Cronbach's, with Feldt's analytic 95 % interval; omega is McDonald's omega total "
-    "from one factor (iterated principal axes), with a percentile bootstrap 95 % interval over runs "
+    "from one factor (iterated principal axes), with a percentile bootstrap 95 % interval over {many} "
     "({resamples} resamples, seed {seed}; a resample in which an item does not vary is skipped, and with "
     "fewer than half of them left the interval is not meaningful). A figure is *not meaningful* when "
-    "n < 3, when the subscale has fewer than 2 items (omega: 3), or when the runs do not vary (the "
-    "subscale score for alpha; any item for omega). Repeated runs of one model are not a sample of "
-    "people: these figures say whether the items move together across runs, not whether the scale "
-    "measures the same trait in the model as in people. Weakest item: the lowest corrected item-total "
+    "n < 3, when the subscale has fewer than 2 items (omega: 3), or when the {many} do not vary (the "
+    "subscale score for alpha; any item for omega). {caveat} Weakest item: the lowest corrected item-total "
     "correlation (the item against the sum of the others)."
 )
 
 
+def explained(who: Respondents, *, seed: int, resamples: int) -> str:
+    """The paragraph saying what the quality figures are and what n is."""
+    return QUALITY_EXPLAINED.format(
+        source=who.source, many=who.many, caveat=who.caveat, seed=seed, resamples=resamples
+    )
+
+
+def subscale_view(
+    quality: pd.DataFrame, items: pd.DataFrame | None, keys: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """The report's table of alpha and omega per subscale (``keys``: the grouping columns shown first;
+    the weakest item when ``items`` are given)."""
+    rows = quality.to_dict("records")
+    view = pd.DataFrame(
+        {
+            **{key: quality[key] for key in keys},
+            "scale": quality["scale"],
+            "subscale": quality["subscale"],
+            "items": quality["items"],
+            "n": quality["n"],
+            "alpha [95% CI]": [
+                _estimate(r["alpha"], r["alpha_ci_low"], r["alpha_ci_high"], r["alpha_note"]) for r in rows
+            ],
+            "omega [95% CI]": [
+                _estimate(r["omega"], r["omega_ci_low"], r["omega_ci_high"], r["omega_note"]) for r in rows
+            ],
+        }
+    )
+    if items is not None:
+        view["weakest item (r)"] = [
+            _weakest_item(items, {k: r[k] for k in (*keys, "scale", "subscale")}) for r in rows
+        ]
+    return view
+
+
+def scale_view(per_scale: pd.DataFrame, who: Respondents = RUNS, keys: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The report's table of valid answers and acquiescence per scale."""
+    return pd.DataFrame(
+        {
+            **{key: per_scale[key] for key in keys},
+            "scale": per_scale["scale"],
+            who.many: per_scale["runs"],
+            "valid rate [95% CI]": [
+                NOT_MEANINGFUL
+                if math.isnan(r.valid_rate)
+                else f"{r.valid_rate:.2f} [{r.valid_ci_low:.2f}, {r.valid_ci_high:.2f}]"
+                for r in per_scale.itertuples()
+            ],
+            "reverse-keyed items": [f"{r.reverse_items} of {r.items}" for r in per_scale.itertuples()],
+            "acquiescence (n)": [_acquiescence(r) for r in per_scale.itertuples()],
+            "note": [r.acquiescence_note or "" for r in per_scale.itertuples()],
+        }
+    )
+
+
 def quality_section(
-    tables: dict[str, pd.DataFrame], *, seed: int, resamples: int, imported: bool = False
+    tables: dict[str, pd.DataFrame],
+    *,
+    seed: int,
+    resamples: int,
+    imported: bool = False,
+    who: Respondents = RUNS,
+    keys: tuple[str, ...] = (),
 ) -> str:
-    """The report's "Psychometric quality" section."""
+    """The report's "Psychometric quality" section (``keys``: grouping columns the tables carry, e.g. an
+    EmotionBench condition)."""
     quality, items, per_scale = tables["quality"], tables["quality_items"], tables["quality_scales"]
-    text = [QUALITY_EXPLAINED.format(seed=seed, resamples=resamples)]
+    text = [explained(who, seed=seed, resamples=resamples)]
     if not quality.empty:
-        view = pd.DataFrame(
-            {
-                "scale": quality["scale"],
-                "subscale": quality["subscale"],
-                "items": quality["items"],
-                "n": quality["n"],
-                "alpha [95% CI]": [
-                    _estimate(r.alpha, r.alpha_ci_low, r.alpha_ci_high, r.alpha_note)
-                    for r in quality.itertuples()
-                ],
-                "omega [95% CI]": [
-                    _estimate(r.omega, r.omega_ci_low, r.omega_ci_high, r.omega_note)
-                    for r in quality.itertuples()
-                ],
-                "weakest item (r)": [_weakest_item(items, r.scale, r.subscale) for r in quality.itertuples()],
-            }
-        )
-        text.append(table(view))
+        text.append(table(subscale_view(quality, items, keys)))
     if not per_scale.empty:
         text.append(
             (
@@ -288,27 +378,12 @@ def quality_section(
                 if imported
                 else "Valid answers: parsed, in range, not refused, out of every item asked"
             )
-            + ", with a Wilson 95 % interval. Acquiescence: each run's mean answer over all items *before* "
-            "reverse keying, minus the scale midpoint, then mean ± sd over runs (positive: the model agrees "
-            "more than the keys would balance out). It separates agreement from the trait only when the "
-            "scale has reverse-keyed items."
+            + f", with a Wilson 95 % interval. Acquiescence: each {who.one}'s mean answer over all items "
+            f"*before* reverse keying, minus the scale midpoint, then mean ± sd over {who.many} (positive: "
+            "the model agrees more than the keys would balance out). It separates agreement from the trait "
+            "only when the scale has reverse-keyed items."
         )
-        scale_view = pd.DataFrame(
-            {
-                "scale": per_scale["scale"],
-                "runs": per_scale["runs"],
-                "valid rate [95% CI]": [
-                    NOT_MEANINGFUL
-                    if math.isnan(r.valid_rate)
-                    else f"{r.valid_rate:.2f} [{r.valid_ci_low:.2f}, {r.valid_ci_high:.2f}]"
-                    for r in per_scale.itertuples()
-                ],
-                "reverse-keyed items": [f"{r.reverse_items} of {r.items}" for r in per_scale.itertuples()],
-                "acquiescence (n)": [_acquiescence(r) for r in per_scale.itertuples()],
-                "note": [r.acquiescence_note or "" for r in per_scale.itertuples()],
-            }
-        )
-        text.append(table(scale_view))
+        text.append(table(scale_view(per_scale, who, keys)))
     text.append("Per item (mean, sd, item-total r, alpha if deleted): quality_items.csv.")
     return "\n\n".join(text)
 
@@ -366,3 +441,32 @@ def comparison_quality_section(quality: pd.DataFrame) -> str:
 
 def _figure(value: float) -> str:
     return NOT_MEANINGFUL if math.isnan(value) else f"{value:.2f}"
+
+
+def grouped_quality_tables(
+    scales: dict[str, Scale],
+    answers: pd.DataFrame,
+    valid: pd.DataFrame,
+    keys: tuple[str, ...],
+    *,
+    column: str = "answer",
+    seed: int = 0,
+    who: Respondents = RUNS,
+) -> dict[str, pd.DataFrame]:
+    """:func:`quality_tables` of each group of administrations sharing the ``keys`` columns (groups in the
+    order ``valid`` first lists them), the key columns first in every table."""
+    parts: dict[str, list[pd.DataFrame]] = {}
+    for group, part in valid.groupby(list(keys), sort=False):
+        values = group if isinstance(group, tuple) else (group,)
+        match = pd.Series(True, index=answers.index)
+        for key, value in zip(keys, values, strict=True):
+            match &= answers[key] == value
+        tables = quality_tables(scales, answers[match], part, column=column, seed=seed, who=who)
+        for name, frame in tables.items():
+            for i, (key, value) in enumerate(zip(keys, values, strict=True)):
+                frame.insert(i, key, value)
+            parts.setdefault(name, []).append(frame)
+    if not parts:
+        empty = quality_tables({}, answers, valid, column=column, seed=seed, who=who)
+        return {name: frame.reindex(columns=[*keys, *frame.columns]) for name, frame in empty.items()}
+    return {name: pd.concat(frames, ignore_index=True) for name, frames in parts.items()}
