@@ -221,6 +221,24 @@ def test_not_meaningful_figures_say_why(tmp_path: Path, raw, alpha_note: str, om
     assert order["omega_note"] == expected and math.isnan(order["omega"])
 
 
+def test_an_item_answered_against_its_key_gives_no_omega(tmp_path: Path) -> None:
+    """A keying error (item 3 worded in reverse but keyed as forward): its loading opposes the other items',
+    so omega total, which adds the loadings up, is not reported; alpha shows the damage as it is."""
+    _, scale = tidy_scale(tmp_path)
+    raw = people(30, 7)
+    raw[:, 2] = 6 - raw[:, 2]
+    quality = quality_tables({"TIDY": scale}, answers_frame(raw), valid_frame(raw))["quality"]
+    order, planning = (
+        quality.set_index("subscale").loc["Order"],
+        quality.set_index("subscale").loc["Planning"],
+    )
+    assert order["omega_note"].startswith(f"{NOT_MEANINGFUL}: item 3 loads against its key")
+    assert math.isnan(order["omega"]) and order["alpha"] == pytest.approx(
+        pingouin.cronbach_alpha(pd.DataFrame(keyed(raw)[:, :3]))[0]
+    )
+    assert order["alpha"] < 0.3 and planning["omega_note"] == "" and planning["omega"] > 0.5
+
+
 def test_small_subscales_and_unbalanced_scales(tmp_path: Path) -> None:
     text = TIDY_YAML.replace("items: [1, 2, 3]", "items: [1, 2]").replace("items: [4, 5, 6]", "items: [4]")
     text = text.replace(", reverse: true}", "}")

@@ -142,6 +142,9 @@ def keyed_matrix(scale: Scale, raw: pd.DataFrame) -> pd.DataFrame:
 
 Rows = list[dict[str, Any]]
 
+#: A one-factor loading below this (keyed answers) is an item measuring the opposite of its subscale.
+AGAINST_KEY = -0.1
+
 
 def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int, who: Respondents) -> tuple[Rows, Rows]:
     subscales, items = [], []
@@ -160,13 +163,22 @@ def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int, who: Respondent
             row |= {"alpha": alpha, "alpha_ci_low": interval.low, "alpha_ci_high": interval.high}
         if not why["omega"]:
             omega = mcdonald_omega(data, max_iter=200)
-            interval, used = bootstrap_omega_interval(data, seed=seed)
-            row |= {
-                "omega": omega.omega,
-                "omega_ci_low": interval.low,
-                "omega_ci_high": interval.high,
-                "omega_resamples": used,
-            }
+            against = [
+                i for i, value in zip(data.columns, omega.loadings, strict=True) if value < AGAINST_KEY
+            ]
+            if against:  # omega total adds the loadings up: a factor some items oppose is not the trait
+                row["omega_note"] = (
+                    f"{NOT_MEANINGFUL}: item {against[0]} loads against its key (omega assumes every keyed "
+                    "item measures one factor in the same direction; see the item-total correlations)"
+                )
+            else:
+                interval, used = bootstrap_omega_interval(data, seed=seed)
+                row |= {
+                    "omega": omega.omega,
+                    "omega_ci_low": interval.low,
+                    "omega_ci_high": interval.high,
+                    "omega_resamples": used,
+                }
         subscales.append(row)
         item_r = corrected_item_total(data) if not why["alpha"] else {}
         deleted = alpha_if_item_deleted(data) if not why["alpha"] and k >= 3 else {}
