@@ -334,3 +334,22 @@ def test_a_sweep_task_gives_its_embedded_model_the_actor_threads(
         run_task(str(tmp_path), "this-sweep", "r0", first.config.stored(), False, False, 3)
         run_task(str(tmp_path), "this-sweep", "r1", second.config.stored(), False, False)
     assert opened == [3, 0]
+
+
+def test_a_person_s_seat_in_a_sweep_task_stops_with_one_line(tmp_path: Path) -> None:
+    """A sweep task runs where nobody is at a terminal: a ``human`` seat names that, not a read of
+    nothing; the process's later runs may seat a person again."""
+    from llmpsych.runs.context import _NO_PERSON
+
+    (tmp_path / MARKER_FILE).write_text("this-sweep")
+    options = {"game": "guessing", "players": 2, "rounds": 1, "runs": 1, "seats": ["human", "fixed:50"]}
+    config = parse_run_config(
+        {"task": "gamabench", "model": "openai-compatible/unused", "base_url": "http://127.0.0.1:9/v1"}
+        | {"cache": False, "options": options}
+    )
+    outcome = run_task(str(tmp_path), "this-sweep", "r0", config.stored(), False, False)
+    assert outcome.summary.failed == 1 and outcome.summary.errors == [
+        "guessing-run01: ConfigError: a person's seat cannot be played on a Ray task of a sweep "
+        "(run it with --executor local)"
+    ]
+    assert _NO_PERSON.get() is None

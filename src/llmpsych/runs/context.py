@@ -15,6 +15,7 @@ import random
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..errors import ConfigError
@@ -28,6 +29,26 @@ def derived_seed(*labels: Any) -> int:
     """A 63-bit seed derived from labels (stable across processes and platforms)."""
     digest = hashlib.sha256(json.dumps(labels, default=str).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+#: Where this code runs when no person can answer there (a Ray actor, a sweep's Ray task); None: here.
+_NO_PERSON: ContextVar[str | None] = ContextVar("llmpsych_no_person", default=None)
+
+
+@contextmanager
+def no_person_here(where: str) -> Iterator[None]:
+    """Runs executed in the block cannot seat a person: a unit that would ask one stops with one line
+    naming ``where`` (e.g. "a Ray task"), instead of reading a terminal nobody is at."""
+    token = _NO_PERSON.set(where)
+    try:
+        yield
+    finally:
+        _NO_PERSON.reset(token)
+
+
+def refuse_person(where: str) -> ConfigError:
+    """The error of a person's seat where no person can answer."""
+    return ConfigError(f"a person's seat cannot be played on {where}", "run it with --executor local")
 
 
 class UnitContext:
@@ -134,6 +155,9 @@ class UnitContext:
     def prompting(self) -> Iterator[None]:
         """While a person types an answer: live displays (the run's progress bar) are stopped, so they
         cannot hide or overwrite the typed input, and started again afterwards."""
+        where = _NO_PERSON.get()
+        if where is not None:
+            raise refuse_person(where)
         with suspended_live_display():
             yield
 

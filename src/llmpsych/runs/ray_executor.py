@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ..errors import ConfigError, LlmpsychError
 from ..models.embedded import EmbeddedSettings
-from .context import UnitContext
+from .context import UnitContext, refuse_person
 from .executors import ExecutorSettings
 from .group_commit import GroupCommit
 from .store import RunStore, Statement, put_call_statements
@@ -237,7 +237,7 @@ class _ActorContext(UnitContext):
     """A unit's context on an actor: no person can answer there (no terminal)."""
 
     def prompting(self) -> NoReturn:
-        raise ConfigError("a person's seat cannot be played on Ray actors", "run it with --executor local")
+        raise refuse_person("Ray actors")
 
 
 def _error_item(exc: BaseException) -> tuple[str, Any]:

@@ -35,6 +35,7 @@ from ..errors import ConfigError, LlmpsychError, RunInterrupted
 from ..report.files import atomic_write_text
 from . import executors
 from .config import parse_run_config
+from .context import no_person_here
 from .executors import ExecutorSettings
 from .runner import notice
 from .sweep import PlannedRun, start_or_resume
@@ -84,7 +85,8 @@ def run_task(
             "put --out on shared storage",
         )
     config = parse_run_config(stored, f"sweep run {directory} (stored config)")
-    with executors.use(ExecutorSettings(threads_per_actor=threads)):  # not the environment's: units run here
+    settings = ExecutorSettings(threads_per_actor=threads)  # not the environment's: units run here
+    with executors.use(settings), no_person_here("a Ray task of a sweep"):
         return start_or_resume(PlannedRun(directory, config), Path(out), progress, debug)
 
 
