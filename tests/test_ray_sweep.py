@@ -353,3 +353,65 @@ def test_a_person_s_seat_in_a_sweep_task_stops_with_one_line(tmp_path: Path) -> 
         "(run it with --executor local)"
     ]
     assert _NO_PERSON.get() is None
+
+
+def test_ctrl_c_stops_a_sweep_on_ray_and_the_same_command_finishes_it(tmp_path: Path) -> None:
+    """SIGINT to the driver (Ctrl-C) mid-sweep: exit 130 with the resume hint and the marker removed; the
+    same command again finishes every run, asks nothing that was stored, and records nothing twice."""
+    import subprocess
+    import sys
+
+    from test_games_engine_runs import scripted
+
+    out = tmp_path / "ray"
+    with FaultServer(FaultRates(latency_s=0.3), responder=scripted) as server:
+        args = [sys.executable, "-m", "llmpsych", "gamabench", "preset", "temperatures"]
+        args += ["--model", "openai-compatible/scripted", "--games", "guessing", "--players", "3"]
+        args += ["--rounds", "6", "--base-url", server.base_url, "--no-cache", "--no-progress"]
+        args += ["--out", str(out), "--executor", "ray", "--actors", "2"]
+        driver = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 240  # a failure bound: Ray's start-up on a busy machine
+            while not _some_calls_stored(out):
+                assert driver.poll() is None, driver.communicate()
+                assert time.monotonic() < deadline, "no run stored a call"
+                time.sleep(0.05)
+            driver.send_signal(signal.SIGINT)
+            _, stderr = driver.communicate(timeout=120)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+        assert driver.returncode == 130, stderr
+        assert "interrupted:" in stderr and "run the same command again" in stderr, stderr
+        assert not (out / MARKER_FILE).exists()
+        stored = {key for run in out.rglob("run.sqlite") for key in _call_keys_of(run.parent)}
+        assert stored
+        hits_before = dict(server.hits)
+
+        again = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr
+    for run in json.loads((out / "sweep.json").read_text()):
+        run_dir = out / run["directory"]
+        keys = call_keys(run_dir)
+        assert len(keys) == len(set(keys)), run
+        assert {row[0] for row in _units_status(run_dir)} == {"done"}, run
+    # a call stored before the interrupt was replayed, not asked again
+    assert all(server.hits[key] == hits_before[key] for key in stored if key in hits_before)
+
+
+def _some_calls_stored(out: Path) -> bool:
+    for store in out.rglob("run.sqlite"):
+        with contextlib.suppress(sqlite3.Error):
+            if _stored_requests(store.parent):
+                return True
+    return False
+
+
+def _call_keys_of(run_dir: Path) -> set[str]:
+    return {body_key(json.loads(request)) for request in _stored_requests(run_dir)}
+
+
+def _units_status(run_dir: Path) -> list[tuple[str]]:
+    uri = f"{(run_dir / 'run.sqlite').as_uri()}?mode=ro"
+    with contextlib.closing(sqlite3.connect(uri, uri=True)) as db:
+        return db.execute("SELECT status FROM units").fetchall()

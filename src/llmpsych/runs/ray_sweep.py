@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 #: The file the driver writes into the sweep folder before submitting; its text is the sweep's token.
 MARKER_FILE = ".ray-sweep"
+#: Seconds Ctrl-C waits for the cancelled runs to save what they received (then it leaves anyway).
+CANCEL_WAIT_S = 30.0
 #: How often Ray runs a run's task again after its worker process died; each retry resumes the folder.
 TASK_RETRIES = 3
 
@@ -168,6 +170,8 @@ def run_on_ray(
     except KeyboardInterrupt:
         for ref in pending:
             ray.cancel(ref)  # the task's run stops as a local run does on Ctrl-C: every answer is kept
+        if pending:  # let the runs save what they received before this process (and a private Ray) ends
+            ray.wait(list(pending), num_returns=len(pending), timeout=CANCEL_WAIT_S)
         finished = sum(not isinstance(r, BaseException) for r in results.values())
         raise RunInterrupted(
             f"interrupted: {finished} of {len(runs)} runs finished, every answer received so far is saved",
