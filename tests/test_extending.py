@@ -33,6 +33,8 @@ def _answer(body: dict) -> str:
     prompt = "\n".join(str(m.get("content")) for m in body["messages"])
     if "I finish what I begin" in prompt:
         return "1: 4\n2: 2\n3: 5"
+    if "Heads or tails?" in prompt:
+        return "Heads."
     return "I have thought about it.\nAnswer: 42"
 
 
@@ -49,7 +51,14 @@ def _env(server: FaultServer, folder: Path, seed_data: Path) -> dict[str, str]:
 
 
 def test_the_page_marks_every_worked_example() -> None:
-    assert set(_blocks()) >= {"questionnaire", "mas-system-module", "mas-system-run", "report"}
+    assert set(_blocks()) >= {
+        "questionnaire",
+        "mas-system-module",
+        "mas-system-run",
+        "report",
+        "task-module",
+        "task-run",
+    }
 
 
 def test_a_questionnaire_is_one_data_file(tmp_path: Path, seed_data: Path) -> None:
@@ -103,6 +112,37 @@ def test_a_multi_agent_system_is_one_module_and_one_line(tmp_path: Path, seed_da
     assert "Latency of mas on openai-compatible/scripted" in page
     assert "| subject |       6 |" in page  # both agents ask the one model role: 2 items x 3 calls
     assert (run / "latency.html").is_file()
+
+
+def test_a_benchmark_is_one_module_and_one_line(tmp_path: Path, seed_data: Path) -> None:
+    blocks = _blocks()
+    (tmp_path / "coin_task.py").write_text(blocks["task-module"][1], encoding="utf-8")
+    with FaultServer(responder=_answer) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", _scripted(blocks["task-run"][1])],
+            cwd=tmp_path,
+            env=_env(server, tmp_path, seed_data),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        asked = len(server.paths)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert asked == 6
+    printed = [line.split() for line in done.stdout.splitlines()]
+    assert ["heads", "100.0"] in printed and ["tails", "0.0"] in printed
+    exported = subprocess.run(
+        [sys.executable, "-m", "llmpsych", "export", "runs/coin"],
+        cwd=tmp_path,
+        env=_env(server, tmp_path, seed_data),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    assert "Heads or tails?" in (tmp_path / "runs" / "coin" / "export" / "transcripts.jsonl").read_text(
+        encoding="utf-8"
+    )
 
 
 def test_a_half_written_system_is_refused_when_registered(
