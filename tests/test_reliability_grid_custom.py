@@ -247,6 +247,23 @@ def test_resume_finishes_without_repeating_calls(tmp_path: Path) -> None:
     assert first.summary.done == 8 and again.summary.calls_sent == 0
 
 
+def test_a_run_whose_stored_files_were_edited_is_refused(tmp_path: Path) -> None:
+    """The run keeps each file's text and sha256: a store edited by hand (text changed, digest not) is
+    refused in one line naming the file, for the grid file as for the scale files."""
+    en, _, grid = write_files(tmp_path)
+    options = {"scale_files": [str(en)], "grid": str(grid)}
+    stored = parse_run_config({"task": "reliability-grid", "options": options}).stored()
+    validated = CustomGridTask.validate_options(stored["options"]).model_dump(mode="json")
+    for field in ("grid", "scale_files"):
+        edited = json.loads(json.dumps(validated))
+        target = edited[field][0] if field == "scale_files" else edited[field]
+        target["content"] = target["content"].replace("a", "b", 1)
+        with pytest.raises(
+            ConfigError, match=f"the stored text of file {re.escape(target['path'])} does not"
+        ):
+            CustomGridTask.validate_options(edited)
+
+
 @pytest.mark.parametrize(
     ("grid", "message"),
     [

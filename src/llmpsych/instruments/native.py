@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -115,21 +115,25 @@ class ScaleFileRecord:
         return load_scale_text(self.content, origin=self.path, suffix=Path(self.path).suffix)
 
 
-def record_scale_file(path: str | os.PathLike[str]) -> ScaleFileRecord:
-    """Read a scale file once, check that it loads, and return its record (one error line otherwise)."""
+def read_text_file(path: str | os.PathLike[str], what: str, limit: int) -> tuple[str, str, str]:
+    """``(absolute path, sha256, text)`` of a UTF-8 file of at most ``limit`` bytes (one error line naming
+    the file as ``what`` otherwise)."""
     file = Path(path)
     if not file.is_file():
-        raise DataError(f"{file}: scale file not found")
+        raise DataError(f"{file}: {what} not found")
     raw = file.read_bytes()
-    if len(raw) > MAX_SCALE_FILE_BYTES:
-        raise DataError(
-            f"{file}: {len(raw):,} bytes, more than a scale file may hold ({MAX_SCALE_FILE_BYTES:,})"
-        )
+    if len(raw) > limit:
+        raise DataError(f"{file}: {len(raw):,} bytes, more than a {what} may hold ({limit:,})")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise DataError(f"{file}: not UTF-8 text") from None
-    record = ScaleFileRecord(str(file.resolve()), hashlib.sha256(raw).hexdigest(), text)
+    return str(file.resolve()), hashlib.sha256(raw).hexdigest(), text
+
+
+def record_scale_file(path: str | os.PathLike[str]) -> ScaleFileRecord:
+    """Read a scale file once, check that it loads, and return its record (one error line otherwise)."""
+    record = ScaleFileRecord(*read_text_file(path, "scale file", MAX_SCALE_FILE_BYTES))
     record.scales()
     return record
 
@@ -563,15 +567,40 @@ def _describe(indices: list[int]) -> str:
     return f"{ordered[0]}-{ordered[-1]}" if contiguous else ", ".join(map(str, ordered))
 
 
-class ScaleFile(BaseModel):
-    """A user scale file as a run config stores it (path, sha256, text); given as a path, it is read once
-    and recorded. PsychoBench, EmotionBench and the translate task take it."""
+class StoredText(BaseModel):
+    """A file as a run config stores it: its absolute path, the sha256 of its bytes and its text, so a run
+    reads the file from itself (a moved or edited file changes nothing) and a resume can refuse a file that
+    changed. A stored text that does not match its sha256 (an edited store) is refused in one line;
+    :meth:`check` is a subclass's further check of the text."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: What the file is, in messages ("scale file").
+    what: ClassVar[str] = "file"
 
     path: str
     sha256: str
     content: str
+
+    @model_validator(mode="after")
+    def _intact(self) -> Self:
+        if sha256_text(self.content) != self.sha256:
+            raise ConfigError(
+                f"the stored text of {self.what} {self.path} does not match its sha256",
+                "was run.sqlite edited? start a new run from the file",
+            )
+        self.check()
+        return self
+
+    def check(self) -> None:
+        """Refuse a text this kind of file cannot hold (nothing to check by default)."""
+
+
+class ScaleFile(StoredText):
+    """A user scale file as a run config stores it; given as a path, it is read once and recorded.
+    PsychoBench, EmotionBench and the translate task take it."""
+
+    what: ClassVar[str] = "scale file"
 
     @model_validator(mode="before")
     @classmethod
@@ -580,15 +609,6 @@ class ScaleFile(BaseModel):
             record = record_scale_file(value)
             return {"path": record.path, "sha256": record.sha256, "content": record.content}
         return value
-
-    @model_validator(mode="after")
-    def _intact(self) -> ScaleFile:
-        if sha256_text(self.content) != self.sha256:
-            raise ConfigError(
-                f"the stored text of scale file {self.path} does not match its sha256",
-                "was run.sqlite edited? start a new run from the file",
-            )
-        return self
 
     @property
     def record(self) -> ScaleFileRecord:

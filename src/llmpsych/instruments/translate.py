@@ -30,7 +30,7 @@ import unicodedata
 from collections import Counter
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -47,7 +47,9 @@ from ..runs.task import Task, WorkUnit
 from .native import (
     MAX_SCALE_FILE_BYTES,
     ScaleFile,
+    StoredText,
     load_scale_text,
+    read_text_file,
     sha256_text,
     translation_to_native,
     write_scale_file,
@@ -197,14 +199,10 @@ def scale_texts(scale: Scale, *, items_only: bool = False) -> list[tuple[str, st
     return out
 
 
-class SituationsSource(BaseModel):
+class SituationsSource(StoredText):
     """An EmotionBench situations file (the JSON form) as the run config stores it; a path is read once."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    sha256: str
-    content: str
+    what: ClassVar[str] = "situations file"
 
     @model_validator(mode="before")
     @classmethod
@@ -213,24 +211,12 @@ class SituationsSource(BaseModel):
             file = Path(value)
             if file.suffix.lower() != ".json":
                 raise DataError(f"{file}: only the JSON form of a situations file translates", "convert it")
-            if not file.is_file():
-                raise DataError(f"{file}: situations file not found")
-            raw = file.read_bytes()
-            if len(raw) > MAX_SCALE_FILE_BYTES:
-                raise DataError(f"{file}: {len(raw):,} bytes, more than {MAX_SCALE_FILE_BYTES:,}")
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise DataError(f"{file}: not UTF-8 text") from None
-            return {"path": str(file.resolve()), "sha256": sha256_text(text), "content": text}
+            path, sha256, text = read_text_file(file, cls.what, MAX_SCALE_FILE_BYTES)
+            return {"path": path, "sha256": sha256, "content": text}
         return value
 
-    @model_validator(mode="after")
-    def _intact(self) -> SituationsSource:
-        if sha256_text(self.content) != self.sha256:
-            raise ConfigError(f"the stored text of situations file {self.path} does not match its sha256")
+    def check(self) -> None:
         self.situations()
-        return self
 
     def data(self) -> Any:
         """The parsed JSON."""

@@ -11,7 +11,6 @@ maximum) and scored per subscale (reverse keys applied). See ``docs/reliability.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import math
 import random
@@ -29,10 +28,11 @@ from ..errors import ConfigError, DataError
 from ..instruments.native import (
     MAX_SCALE_FILE_BYTES,
     FileFormat,
+    StoredText,
     detect_format,
     load_scale_text,
+    read_text_file,
     scales_from_native,
-    sha256_text,
 )
 from ..instruments.parsing import parse_item_answers
 from ..instruments.scale import Scale
@@ -134,21 +134,6 @@ class GridSpec(BaseModel):
         return value
 
 
-def read_text_file(path: str | Path, what: str, limit: int) -> tuple[str, str, str]:
-    """``(absolute path, sha256, text)`` of a UTF-8 file of at most ``limit`` bytes (one error line)."""
-    file = Path(path)
-    if not file.is_file():
-        raise DataError(f"{file}: {what} not found")
-    raw = file.read_bytes()
-    if len(raw) > limit:
-        raise DataError(f"{file}: {len(raw):,} bytes, more than a {what} may hold ({limit:,})")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise DataError(f"{file}: not UTF-8 text") from None
-    return str(file.resolve()), hashlib.sha256(raw).hexdigest(), text
-
-
 def parse_structured_text(text: str, origin: str) -> Any:
     """A YAML or JSON document (JSON is YAML) with a clear error line and an alias-bomb guard."""
     try:
@@ -168,22 +153,6 @@ def parse_structured_text(text: str, origin: str) -> Any:
     return data
 
 
-class StoredFile(BaseModel):
-    """A file as the run config stores it (path, sha256, text); given as a path, it is read once."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    path: str
-    sha256: str
-    content: str
-
-    @model_validator(mode="after")
-    def _intact(self) -> StoredFile:
-        if sha256_text(self.content) != self.sha256:
-            raise ValueError(f"the stored text of {self.path} does not match its sha256")
-        return self
-
-
 def _stored(value: Any, what: str, limit: int) -> Any:
     if isinstance(value, str | Path):
         path, digest, text = read_text_file(value, what, limit)
@@ -201,7 +170,7 @@ class LanguageForm:
 
 
 def scale_with_versions(
-    stored: StoredFile, name: str | None = None
+    stored: StoredText, name: str | None = None
 ) -> tuple[Scale, dict[int, dict[int, str]]]:
     """The file's scale (``name`` when it holds several) and its item versions ``{k: {index: text}}``.
 
@@ -282,9 +251,9 @@ class CustomGridOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scale_files: list[StoredFile] = Field(min_length=1, description="one scale file per language")
+    scale_files: list[StoredText] = Field(min_length=1, description="one scale file per language")
     scale: str | None = Field(default=None, description="the scale's name when a file holds several")
-    grid: StoredFile = Field(description="the grid file (YAML or JSON)")
+    grid: StoredText = Field(description="the grid file (YAML or JSON)")
     repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration")
     item_order: Literal["random", "original"] = "random"
     max_attempts: int = Field(default=3, ge=1, le=10)
@@ -311,7 +280,7 @@ class CustomGridOptions(BaseModel):
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
 
-def load_grid_spec(stored: StoredFile) -> GridSpec:
+def load_grid_spec(stored: StoredText) -> GridSpec:
     """The grid file's content, checked (one error line naming the file and the field)."""
     data = parse_structured_text(stored.content, stored.path)
     if not isinstance(data, dict):
