@@ -50,6 +50,20 @@ def _env(server: FaultServer, folder: Path, seed_data: Path) -> dict[str, str]:
     }
 
 
+def _run_python(code: str, folder: Path, seed_data: Path) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``python -c CODE`` in ``folder`` against a scripted server; the process and the requests it sent."""
+    with FaultServer(responder=_answer) as server:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=folder,
+            env=_env(server, folder, seed_data),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        return done, len(server.paths)
+
+
 def test_the_page_marks_every_worked_example() -> None:
     assert set(_blocks()) >= {
         "questionnaire",
@@ -84,16 +98,7 @@ def test_a_questionnaire_is_one_data_file(tmp_path: Path, seed_data: Path) -> No
 def test_a_multi_agent_system_is_one_module_and_one_line(tmp_path: Path, seed_data: Path) -> None:
     blocks = _blocks()
     (tmp_path / "pair_system.py").write_text(blocks["mas-system-module"][1], encoding="utf-8")
-    with FaultServer(responder=_answer) as server:
-        done = subprocess.run(
-            [sys.executable, "-c", _scripted(blocks["mas-system-run"][1])],
-            cwd=tmp_path,
-            env=_env(server, tmp_path, seed_data),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        asked = len(server.paths)
+    done, asked = _run_python(_scripted(blocks["mas-system-run"][1]), tmp_path, seed_data)
     assert done.returncode == 0, done.stdout + done.stderr
     printed = [line.strip() for line in done.stdout.splitlines()]
     assert "none 2 items done" in printed and "autoinject 2 items done" in printed
@@ -117,16 +122,7 @@ def test_a_multi_agent_system_is_one_module_and_one_line(tmp_path: Path, seed_da
 def test_a_benchmark_is_one_module_and_one_line(tmp_path: Path, seed_data: Path) -> None:
     blocks = _blocks()
     (tmp_path / "coin_task.py").write_text(blocks["task-module"][1], encoding="utf-8")
-    with FaultServer(responder=_answer) as server:
-        done = subprocess.run(
-            [sys.executable, "-c", _scripted(blocks["task-run"][1])],
-            cwd=tmp_path,
-            env=_env(server, tmp_path, seed_data),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        asked = len(server.paths)
+    done, asked = _run_python(_scripted(blocks["task-run"][1]), tmp_path, seed_data)
     assert done.returncode == 0, done.stdout + done.stderr
     assert asked == 6
     printed = [line.split() for line in done.stdout.splitlines()]
@@ -134,7 +130,6 @@ def test_a_benchmark_is_one_module_and_one_line(tmp_path: Path, seed_data: Path)
     exported = subprocess.run(
         [sys.executable, "-m", "llmpsych", "export", "runs/coin"],
         cwd=tmp_path,
-        env=_env(server, tmp_path, seed_data),
         capture_output=True,
         text=True,
         timeout=120,
