@@ -21,7 +21,7 @@ from .app import create_app
 from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
 from .security import TOKEN_PARAM, host_names, new_token
-from .server import LIMIT_CONCURRENCY, MAX_HEAD_BYTES, bind, is_loopback, public_name, url_host
+from .server import bind, is_loopback, public_name, server_config, url_host
 from .session import SESSION_FILE, Session
 
 
@@ -60,17 +60,7 @@ def host_run(
         extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name), run_dir)],
     )
     app = SessionApp(session, inner, token=token, port=port, hosts=host_names(host))
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        limit_concurrency=LIMIT_CONCURRENCY,
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        server_header=False,
-        proxy_headers=False,
-        lifespan="off",
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     announce(f"llmpsych gamabench host: session in {run_dir}")

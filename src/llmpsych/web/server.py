@@ -12,14 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from ..errors import ConfigError
 from .app import create_app
+from .connections import KEEP_ALIVE_S, LIMIT_CONCURRENCY, MAX_HEAD_BYTES, QuietDisconnects, guarded_protocol
 from .security import TOKEN_PARAM, host_names, new_token
-
-#: uvicorn limits: at most this many connections at once, and request heads of at most 16 kB.
-LIMIT_CONCURRENCY = 64
-MAX_HEAD_BYTES = 16 * 1024
 
 
 def is_loopback(host: str) -> bool:
@@ -77,6 +75,25 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def server_config(app: ASGIApp) -> uvicorn.Config:
+    """uvicorn's settings for every llmpsych page server (``llmpsych web`` and ``gamabench host``): the
+    limits of :mod:`.connections` (read time, head size, connections per client and in all), no
+    WebSocket, no proxy headers, no access log."""
+    return uvicorn.Config(
+        QuietDisconnects(app),
+        http=guarded_protocol(),
+        ws="none",
+        log_level="warning",
+        access_log=False,
+        limit_concurrency=LIMIT_CONCURRENCY,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        server_header=False,
+        proxy_headers=False,
+        lifespan="off",
+    )
+
+
 def serve(
     roots: list[Path],
     *,
@@ -106,17 +123,7 @@ def serve(
         )
     announce("stop with Ctrl+C; open this URL in your browser:")
     announce(f"open {url}")
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        access_log=False,
-        limit_concurrency=LIMIT_CONCURRENCY,
-        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
-        server_header=False,
-        proxy_headers=False,
-        lifespan="off",
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app))
     try:
         server.run(sockets=[sock])
     finally:
