@@ -68,7 +68,10 @@ def _templates() -> Jinja2Templates:
 def _when(stamp: float | None) -> str:
     if stamp is None:
         return "–"
-    return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        return datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, ValueError, OSError):  # a stored time no calendar holds (year 10,000 and on)
+        return f"{stamp!r} (not a time)"
 
 
 def _seconds(value: float | None) -> str:
@@ -156,6 +159,8 @@ class Pages:
         q = request.query_params
         status = q.get("status", "") if q.get("status") in ("pending", "running", "done", "failed") else ""
         files = self.catalog.files(info.run_id)
+        if info.status == "unreadable":
+            return self._unreadable(request, info, files)
         context: dict[str, Any] = {"run": info, "files": files, "unit_status": status}
         try:
             meta = store.read_meta(info.run_dir)
@@ -166,7 +171,7 @@ class Pages:
                 info.run_dir, status=status or None, offset=(page - 1) * UNITS_PER_PAGE, limit=UNITS_PER_PAGE
             )
         except LlmpsychError as exc:
-            return self._render(request, "error.html", 500, message=str(exc))
+            return self._unreadable(request, info, files, exc)
         report = next((f for f in ("report.md", "leaderboard.md", "comparison.md") if f in files), None)
         context.update(
             config=_pretty(meta.get("config")),
@@ -181,6 +186,23 @@ class Pages:
         )
         return self._render(request, "run.html", **context)
 
+    def _unreadable(
+        self, request: Request, info: RunInfo, files: list[str], exc: LlmpsychError | None = None
+    ) -> Response:
+        """The page for a run whose store cannot be read (``exc``, else as the catalog found it): why,
+        and the run's files as found on disk.
+
+        422 for a store that is damaged, empty or not a run store (the server works; this run's data
+        does not), 503 with ``Retry-After`` for one another process held too long."""
+        busy = isinstance(exc, store.StoreBusy) if exc is not None else info.busy
+        message = str(exc) if exc is not None else str(info.error)
+        response = self._render(
+            request, "error.html", 503 if busy else 422, message=message, run=info, files=files
+        )
+        if busy:
+            response.headers["retry-after"] = "2"
+        return response
+
     def _report(self, info: RunInfo, name: str, files: list[str]) -> str | None:
         data = self.catalog.read_file(info.run_id, name)
         if data is None:
@@ -193,10 +215,12 @@ class Pages:
     def unit(self, request: Request) -> Response:
         info = self._run(request)
         unit_id = request.query_params.get("id", "")
+        if info.status == "unreadable":  # a unit of such a run is not shown either
+            return self._unreadable(request, info, self.catalog.files(info.run_id))
         try:
             found = store.read_unit(info.run_dir, unit_id)
         except LlmpsychError as exc:
-            return self._render(request, "error.html", 500, message=str(exc))
+            return self._unreadable(request, info, self.catalog.files(info.run_id), exc)
         if found is None:
             raise HTTPException(404, "no such unit")
         unit, calls, failures = found
@@ -262,6 +286,8 @@ class Pages:
         }
         if chosen and len(picked) != len(chosen):
             context["error"] = "some chosen runs no longer exist"
+        elif unreadable := [i for i in picked if i.status == "unreadable"]:
+            context["error"] = f"{unreadable[0].label} cannot be compared: {unreadable[0].error}"
         elif picked:
             tasks = {i.task for i in picked}
             if len(tasks) > 1:

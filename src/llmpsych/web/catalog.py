@@ -27,8 +27,18 @@ from . import store
 
 #: How deep below a served folder runs are looked for (a preset writes ``out/preset/run``).
 MAX_DEPTH = 4
-#: Files of a run folder that are the store's own (never listed or served).
-_PRIVATE = {STORE_FILE, LOCK_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", f"{STORE_FILE}-journal"}
+#: A hosted session's file in its run folder (:mod:`.session`): every seat token and the form secret.
+SESSION_FILE = "session.json"
+#: Files of a run folder never listed or served, in any of its folders: the store's own, and the files
+#: holding secrets (a seat token admits anyone to that seat while the session runs or is resumed).
+_PRIVATE = {
+    STORE_FILE,
+    LOCK_FILE,
+    f"{STORE_FILE}-wal",
+    f"{STORE_FILE}-shm",
+    f"{STORE_FILE}-journal",
+    SESSION_FILE,
+}
 #: What a run's files are served as; anything else is not listed.
 CONTENT_TYPES = {
     ".png": "image/png",
@@ -42,7 +52,9 @@ CONTENT_TYPES = {
 MAX_FILE_BYTES = 64 * 2**20
 #: Most files listed for one run (a game run writes one transcript per game; far fewer than this).
 MAX_FILES = 5000
-STATUSES = ("running", "done", "failed", "interrupted")
+#: A run's status; ``unreadable``: its store cannot be read (damaged, empty, not a run store), so nothing
+#: about its units is known (its files are still listed).
+STATUSES = ("running", "done", "failed", "interrupted", "unreadable")
 
 
 def store_locked(run_dir: Path) -> bool:
@@ -83,6 +95,8 @@ class RunInfo:
     started: float | None = None
     last: float | None = None
     error: str | None = None
+    #: the store was unreadable because another process held it (status ``unreadable``, try again)
+    busy: bool = False
 
     @property
     def progress(self) -> float:
@@ -96,7 +110,10 @@ class RunInfo:
     def started_text(self) -> str:
         if self.started is None:
             return "–"
-        return datetime.fromtimestamp(self.started, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        try:
+            return datetime.fromtimestamp(self.started, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        except (OverflowError, ValueError, OSError):  # a stored time no calendar holds
+            return f"{self.started!r} (not a time)"
 
     def as_json(self) -> dict[str, Any]:
         rate = self.valid_rate
@@ -195,8 +212,11 @@ class Catalog:
         with self._tally_lock:
             try:
                 self._read(info, locked)
-            except DataError as exc:
-                info.status, info.error = "failed", str(exc)
+            except DataError as exc:  # nothing read before the damage is shown
+                busy = isinstance(exc, store.StoreBusy)
+                info = RunInfo(run_id, run_dir, label, status="unreadable", error=str(exc), busy=busy)
+                if busy:
+                    return info  # not kept: the next look may find the store free
         with self._lock:
             self._infos[run_id] = (signature, locked, info)
         return info

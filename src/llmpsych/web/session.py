@@ -33,8 +33,8 @@ from ..errors import ConfigError
 from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
 from ..games.seats import WebSeat
+from .catalog import SESSION_FILE as SESSION_FILE  # the runs pages never list or serve it
 
-SESSION_FILE = "session.json"
 #: The default seconds a participant has for one decision; then the seat's default action is taken.
 DEFAULT_DEADLINE_S = 120.0
 #: Longest answer accepted from a form (a pirate proposal of 10 numbers needs ~40 characters).

@@ -13,6 +13,7 @@ with ``mode=ro`` so nothing is created or changed.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import stat
@@ -27,6 +28,16 @@ from ..runs.store import STORE_FILE
 
 #: How long a read waits for a writer's checkpoint before giving up (milliseconds).
 BUSY_TIMEOUT_MS = 2000
+#: What to do about a store that cannot be read (its run's other files are still shown).
+RESTORE_HINT = "restore run.sqlite from a copy; the run's reports and tables are still listed on its page"
+
+
+class StoreUnreadable(DataError):
+    """The run store cannot be read: damaged (garbage, truncated), empty, or not a run store."""
+
+
+class StoreBusy(DataError):
+    """Another process held the run store longer than :data:`BUSY_TIMEOUT_MS` (try again)."""
 
 
 @dataclass(frozen=True)
@@ -77,10 +88,60 @@ def check_store_files(run_dir: Path) -> Path:
     return path
 
 
+class _Damaged(Exception):
+    """A stored value of the wrong type (turned into a :class:`StoreUnreadable` naming the store)."""
+
+
+#: The type each column must hold: text, integer, number (finite), each optionally NULL (``?``).
+_KINDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "text": (str, "text"),
+    "int": (int, "an integer"),
+    "number": ((int, float), "a number"),
+}
+
+
+def _typed(
+    table: str, names: tuple[str, ...], kinds: str, row: tuple[Any, ...], keyed: bool = True
+) -> tuple[Any, ...]:
+    """``row`` once each value has its column's type (``kinds``: one word per column, ``?`` for NULL
+    allowed; ``keyed``: the first value names the row); SQLite keeps whatever a writer put in a column,
+    so a damaged or foreign store can hold text where a time belongs, which no page can show."""
+    for name, kind, value in zip(names, kinds.split(), row, strict=True):
+        if value is None and kind.endswith("?"):
+            continue
+        wanted, said = _KINDS[kind.rstrip("?")]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, wanted)
+            or (isinstance(value, float) and not math.isfinite(value))
+        ):
+            shown = repr(value if not isinstance(value, str | bytes) else value[:40])
+            of = f" of {row[0]!r}" if keyed else ""
+            raise _Damaged(f"{table}.{name}{of} holds {shown}, not {said}")
+    return row
+
+
+def _unreadable(path: Path, exc: sqlite3.Error) -> DataError:
+    """What SQLite's ``exc`` means for the pages: a busy store (try again) or an unreadable one."""
+    said = " ".join(str(exc).split())
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in said or "busy" in said):
+        return StoreBusy(f"run store {path} is busy (another process holds it: {said})", "reload in a moment")
+    if "no such table" in said or "no such column" in said:
+        return StoreUnreadable(f"run store {path} is not a llmpsych run store ({said})", RESTORE_HINT)
+    return StoreUnreadable(f"run store {path} is damaged or not a database: {said}", RESTORE_HINT)
+
+
 @contextmanager
 def connect(run_dir: Path) -> Iterator[sqlite3.Connection]:
-    """A read-only connection to the run's store, closed after the block; damage is a DataError."""
+    """A read-only connection to the run's store, closed after the block; a store that cannot be read is
+    a :class:`StoreUnreadable` (damaged, empty, not a run store) or a :class:`StoreBusy`."""
     path = check_store_files(run_dir)
+    try:
+        empty = path.stat().st_size == 0
+    except OSError as exc:
+        raise StoreUnreadable(f"run store {path}: {exc.strerror}", RESTORE_HINT) from None
+    if empty:  # SQLite would read it as a database without tables
+        raise StoreUnreadable(f"run store {path} is empty (0 bytes): no run was saved in it", RESTORE_HINT)
     uri = path.absolute().as_uri() + "?mode=ro"
     if not os.access(run_dir, os.W_OK):
         # a WAL store in a folder nobody may write (an archive, a read-only mount) cannot get the side
@@ -91,7 +152,9 @@ def connect(run_dir: Path) -> Iterator[sqlite3.Connection]:
             db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             yield db
     except sqlite3.Error as exc:
-        raise DataError(f"run store {path}: {' '.join(str(exc).split())}") from None
+        raise _unreadable(path, exc) from None
+    except _Damaged as exc:
+        raise StoreUnreadable(f"run store {path} is damaged: {exc}", RESTORE_HINT) from None
 
 
 def _loads(text: str | None) -> Any:
@@ -130,9 +193,22 @@ def unit_results(run_dir: Path, unit_ids: list[str]) -> dict[str, Any]:
 def run_times(run_dir: Path) -> tuple[float | None, float | None, int]:
     """(first unit start, last call or unit end, number of calls)."""
     with connect(run_dir) as db:
-        started, finished = db.execute("SELECT MIN(started), MAX(finished) FROM units").fetchone()
-        last_call, calls = db.execute("SELECT MAX(created), COUNT(*) FROM calls").fetchone()
-    ends = [t for t in (finished, last_call) if t is not None]
+        # SQLite orders text and blobs after every number, so MAX finds a damaged value if there is one
+        started, _, finished = _typed(
+            "units",
+            ("started", "started", "finished"),
+            "number? number? number?",
+            db.execute("SELECT MIN(started), MAX(started), MAX(finished) FROM units").fetchone(),
+            keyed=False,
+        )
+        last_call, calls = _typed(
+            "calls",
+            ("created", "count"),
+            "number? int",
+            db.execute("SELECT MAX(created), COUNT(*) FROM calls").fetchone(),
+            keyed=False,
+        )
+    ends = [float(t) for t in (finished, last_call) if t is not None]
     return started, max(ends) if ends else None, calls
 
 
@@ -149,7 +225,9 @@ def units_page(
             f"FROM units u {where} ORDER BY u.position LIMIT ? OFFSET ?",
             [*args, limit, offset],
         ).fetchall()
-    return [UnitSummary(*row) for row in rows], total
+        names = ("unit_id", "position", "status", "attempts", "error", "started", "finished", "calls")
+        kinds = "text int text int text? number? number? int"
+        return [UnitSummary(*_typed("units", names, kinds, row)) for row in rows], total
 
 
 def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRecord], list[str]] | None:
@@ -167,11 +245,19 @@ def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRec
             "completion_tokens, attempts, cached, created FROM calls WHERE unit_id = ? ORDER BY created, seq",
             (unit_id,),
         ).fetchall()
-        failures = [
-            e for (e,) in db.execute("SELECT error FROM failures WHERE unit_id = ? ORDER BY id", (unit_id,))
-        ]
-    names = ("unit_id", "position", "payload", "status", "result", "error", "attempts", "started", "finished")
-    unit = dict(zip(names, row, strict=True))
+        logged = db.execute("SELECT unit_id, error FROM failures WHERE unit_id = ? ORDER BY id", (unit_id,))
+        failures = [_typed("failures", ("unit_id", "error"), "text text", row)[1] for row in logged]
+        names = (
+            "unit_id", "position", "payload", "status", "result", "error", "attempts", "started", "finished",
+        )  # fmt: skip
+        kinds = "text int text text text? text? int number? number?"
+        unit = dict(zip(names, _typed("units", names, kinds, row), strict=True))
+        call_names = (
+            "call_key", "seq", "role", "model", "request", "response", "latency_s", "prompt_tokens",
+            "completion_tokens", "attempts", "cached", "created",
+        )  # fmt: skip
+        call_kinds = "text int text text text text number? int? int? int? int? number"
+        calls = [_typed("calls", call_names, call_kinds, call) for call in calls]
     unit["payload"], unit["result"] = _loads(unit["payload"]), _loads(unit["result"])
     records = []
     for key, seq, role, model, request, response, latency, p_tok, c_tok, attempts, cached, created in calls:
