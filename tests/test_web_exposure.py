@@ -138,16 +138,6 @@ def test_a_stranger_holding_64_sockets_neither_blocks_a_participant_nor_reads_th
             token = host.monitor.split("token=", 1)[1]
             cookie = f"llmpsych_web_{port}={token}"
             assert send(port, head_of("GET", "/session", port, {"Cookie": cookie}))[0] == 200
-            # each stranger socket ends: past the per-client limit at once (503), the others when their
-            # read time is up (408 for a head begun, a close for an idle socket and for the slow body)
-            ends = Counter(first_reply(sock) for sock in strangers)
-            for sock in strangers:
-                sock.close()
-            over = 64 - CONNECTIONS_PER_CLIENT
-            assert ends == {"503": over, "408": 7, "closed": CONNECTIONS_PER_CLIENT - 7}, (
-                ends,
-                REQUEST_READ_S,
-            )
             assert host.over.wait(PATIENCE_S), "".join(host.lines)
 
             # the run browser (the experimenter's cookie): no page holds a seat token or the form secret
@@ -170,6 +160,17 @@ def test_a_stranger_holding_64_sockets_neither_blocks_a_participant_nor_reads_th
                     port, head_of("GET", f"/run/{rid}/file/{path}", port, {"Cookie": cookie})
                 )
                 assert status == 404 and not any(s in reply for s in secrets), path
+
+            # then each stranger socket ends: past the per-client limit at once (503), the others when their
+            # read time is up (408 for a head begun, a close for an idle socket and for the slow body)
+            ends = Counter(first_reply(sock) for sock in strangers)
+            for sock in strangers:
+                sock.close()
+            over = 64 - CONNECTIONS_PER_CLIENT
+            assert ends == {"503": over, "408": 7, "closed": CONNECTIONS_PER_CLIENT - 7}, (
+                ends,
+                REQUEST_READ_S,
+            )
         finally:
             host.proc.send_signal(signal.SIGINT)
             host.proc.wait(60)

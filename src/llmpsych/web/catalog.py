@@ -214,7 +214,8 @@ class Catalog:
                 self._read(info, locked)
             except DataError as exc:  # nothing read before the damage is shown
                 busy = isinstance(exc, store.StoreBusy)
-                info = RunInfo(run_id, run_dir, label, status="unreadable", error=str(exc), busy=busy)
+                status = "running" if busy and locked else "unreadable"  # its writer holds it a while
+                info = RunInfo(run_id, run_dir, label, status=status, error=str(exc), busy=busy)
                 if busy:
                     return info  # not kept: the next look may find the store free
         with self._lock:
