@@ -395,6 +395,14 @@ def validity(
         str | None,
         typer.Option("--preset", help="thesis: Fig. 4.2's five roles, 3 runs, with EPQ-R and DTDD."),
     ] = None,
+    trust_unpinned: Annotated[
+        bool,
+        typer.Option(
+            "--trust-unpinned",
+            help="Read a question file other than the pinned one (e.g. TruthfulQA's revised 790-question "
+            "head); the report then says the thesis figures are not comparable.",
+        ),
+    ] = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -412,6 +420,7 @@ def validity(
         "personas": _comma_list(personas) if personas else chosen.get("personas"),
         "runs": runs if runs is not None else chosen.get("runs"),
         "questions": questions,
+        "trust_unpinned": True if trust_unpinned else None,
     }
     options = kit.task_options(ctx, values, flags)
     models: dict[str, Any] | None = None
