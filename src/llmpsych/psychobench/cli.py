@@ -158,7 +158,14 @@ def run(
             "--template", help="Prompt template v1 (the scale's own, default) to v5 (thesis Table 4.9)."
         ),
     ] = None,
-    cot: Annotated[bool, typer.Option("--cot", help="Chain-of-thought: reason first, then score.")] = False,
+    cot: Annotated[
+        bool,
+        typer.Option(
+            "--cot",
+            help="Chain-of-thought: the thesis's V1 + CoT sentence (Table 4.9), verbatim; "
+            "-O cot_wording=llmpsych for llmpsych's own wording.",
+        ),
+    ] = False,
     system_prompt: Annotated[
         str | None,
         typer.Option("--system-prompt", help="assistant (default), no-assistant (without the role) or none."),
