@@ -49,7 +49,6 @@ THESIS_COT = (
 #: (000:1351).
 THESIS_COT_ASK = ("score them one by one", "explain and score them one by one")
 CotWording = Literal["thesis", "llmpsych"]
-COT_WORDINGS: tuple[str, ...] = ("thesis", "llmpsych")
 #: Our own wording around the trigger (``cot_wording = "llmpsych"``): reason first, then the scores in the
 #: form the parser reads.
 COT_LEAD = (
