@@ -435,8 +435,8 @@ def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
     answers = pd.DataFrame([r.model_dump() for r in results])
     run_dir = record.run_dir
     chart = None
-    names = {"truthfulqa": "TruthfulQA accuracy (%)", "safetyqa": "SafetyQA safety rate (%)"}
     if not summary.empty:
+        names = {"truthfulqa": "TruthfulQA accuracy (%)", "safetyqa": "SafetyQA safety rate (%)"}
         present = [p for p in order if p in set(summary["persona"])]
         series = {}
         for benchmark, title in names.items():
