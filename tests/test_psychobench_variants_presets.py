@@ -109,6 +109,7 @@ def test_templates_preset_runs_compares_resumes_and_refuses_a_changed_plan(
             f"openai-compatible/subject {v}" for v in ("v2", "v3", "v4", "v5", "v1+CoT")
         }
         text = (out / "comparison.md").read_text()
+        assert "yes (thesis wording)" in text  # the Settings table names the CoT wording sent
         openness = next(line for line in text.splitlines() if "| Openness" in line)
         assert openness.count("**") == 2 and openness.count("<ins>") == 1  # CoT (5) bold, v2 (1) underlined
         cells = [c.strip() for c in openness.strip("|").split("|")]

@@ -126,7 +126,7 @@ def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
                 "run": label,
                 "model": s["model"],
                 "template": s["template"],
-                "CoT": "yes" if s["cot"] else "no",
+                "CoT": f"yes ({s['cot_wording']} wording)" if s["cot"] else "no",
                 "system prompt": s["system_prompt"],
                 "temperature": s["temperature"],
                 "persona": s["persona"] if len(s["persona"]) <= 24 else s["persona"][:21] + "...",
