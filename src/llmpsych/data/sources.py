@@ -111,7 +111,8 @@ def pinned_data_file(
             f"{entry.sha256[:12]}…, {entry.size} bytes): it has sha256 {got[:12]}…, "
             f"{path.stat().st_size} bytes",
             f"`llmpsych data fetch {manifest.dataset}` puts the pinned file in place; or pass "
-            f"{TRUST_UNPINNED_FLAG} to use this one (the published figures are then not comparable)",
+            f"{TRUST_UNPINNED_FLAG} to use this one, whose figures are then not comparable with the "
+            "published ones",
         )
     return path
 
