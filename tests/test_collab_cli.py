@@ -67,3 +67,15 @@ def test_mas_run_bleurt_checkpoint_flag(seed_data: Path, tmp_path: Path) -> None
     result = runner.invoke(app, [*base, "--out", str(tmp_path / "run2"), "--metric", "bleurt"])
     assert result.exit_code != 0
     assert "needs a local BLEURT checkpoint" in str(result.exception) + result.output
+
+
+def test_mas_preset_takes_no_progress_like_every_run_command(seed_data: Path, tmp_path: Path) -> None:
+    args = ["preset", "main", "--systems", "mad", "--tasks", "ciar", "--items", "1", "--no-progress"]
+    with FaultServer(responder=ScriptedCollaborator({}, answers={"Alice": "1.5"})) as server:
+        args += ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
+        result = runner.invoke(app, [*args, "--data-dir", str(seed_data), "--out", str(tmp_path / "p")])
+    assert result.exit_code == 0, (result.output, result.exception)
+    assert "━" not in result.output  # no progress bar drawn
+    runs = [p.parent.name for p in (tmp_path / "p").glob("*/summary.json")]
+    assert len(runs) == 3 and "mad_ciar_none" in runs  # clean, AutoTransform, AutoInject
+    assert (tmp_path / "p" / "comparison.md").is_file()

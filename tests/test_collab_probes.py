@@ -20,10 +20,18 @@ from llmpsych.collab.experiments import (
     single_vs_systems,
 )
 from llmpsych.collab.inject import DISTRACTION
-from llmpsych.collab.probes import kept_injection, unit_results
+from llmpsych.collab.probes import error_records, kept_injection, taxonomy_table, unit_results
 from llmpsych.collab.reference import HEADLINE_DROPS, PAPER_BY_STRUCTURE
 from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
-from llmpsych.collab.taxonomy import CATEGORIES, PAPER_COUNTS, UNCLASSIFIED, classify
+from llmpsych.collab.taxonomy import (
+    CATEGORIES,
+    NOT_CODE,
+    PAPER_COUNTS,
+    UNCLASSIFIED,
+    classify,
+    code_lines,
+    is_code_line,
+)
 from llmpsych.errors import ConfigError
 from llmpsych.runs import RunStore, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
@@ -276,12 +284,58 @@ def test_compare_writes_the_taxonomy_of_the_stored_edits(
     compare_runs([run.run_dir], tmp_path / "cmp")
     records = pd.read_csv(tmp_path / "cmp" / "injected-errors.csv")
     assert len(records) == n_edits > 0
-    assert set(records.category) <= {c for c, _ in CATEGORIES} | {UNCLASSIFIED}
     assert all(INJECTED in a for a in records["after"])
+    # the scripted replies' fences, "Decision: final", "Correctness: 1" and prose were edited too: they
+    # are left out, and only the lines of the fenced solution are classified
+    code = records[records["code"]]
+    assert 0 < len(code) < n_edits
+    assert set(code.category) <= {c for c, _ in CATEGORIES} | {UNCLASSIFIED}
+    prose = records[~records["code"]]
+    assert set(prose.category) == {NOT_CODE}
+    reviews = {"Decision: final", "## Review Result: LGTM", "Correctness: 1", "The code passes."}
+    assert any(b.startswith("```") for b in prose.before) and set(prose.before) & reviews
+    assert not any(b.startswith("```") or b.startswith("Correctness") for b in code.before)
     text = (tmp_path / "cmp" / "comparison.md").read_text()
     section = text.split("Injected code errors by category (Table 7.8 layout)", 1)[1].split("\n## ", 1)[0]
     total = next(line for line in section.split("\n") if line.startswith("| total"))
-    assert [c.strip() for c in total.strip("|").split("|")][2:5] == [str(n_edits), "100.00", "80"]
+    assert [c.strip() for c in total.strip("|").split("|")][2:5] == [str(len(code)), "100.00", "80"]
+    left = next(line for line in section.split("\n") if line.startswith("| not code (left out)"))
+    assert left.split("|")[3].strip() == str(len(prose))
+
+
+def test_only_code_lines_of_a_message_are_code() -> None:
+    message = (
+        "Solution:\n```python\ndef f(x):\n    return x + 1\n```\nDecision: final\n## Review Result: LGTM\n"
+        "Correctness: 1\nThe code passes."
+    )
+    assert code_lines(message) == [False, False, True, True, False, False, False, False, False]
+    plain = "def f(x):\n    # add one\n    return (x +\n        1)\n"
+    assert code_lines(plain) == [True, False, True, True, False]  # it parses: a continuation is code
+    assert code_lines("Review:\n    return x\nCorrectness: 0") == [False, True, False]
+    for line in ("    return x + 1", "else:", "x: int = 0", "except ValueError:", "        break"):
+        assert is_code_line(line), line
+    for line in ("Correctness: 1", "```python", "### Review", "Decision: final", "Score: 8/10", "LGTM."):
+        assert not is_code_line(line), line
+
+
+def test_the_taxonomy_counts_code_edits_only() -> None:
+    rows = pd.DataFrame(
+        [{"run": "r", "model": "m", "system": "mad", "task": "humaneval", "fault": "autoinject"}]
+    ).assign(error_type="semantic")
+    edits = [
+        {"unit": 1, "before": "```python", "after": "```pythn", "code": False},
+        {"unit": 4, "before": "Correctness: 1", "after": "Correctness: 0", "code": False},
+        {"unit": 2, "before": "    return a * b", "after": "    return a + b", "code": True},
+        # stored before the injector recorded the verdict: judged from the line
+        {"unit": 7, "before": "## Review Result: LGTM", "after": "## Review Result: FAIL"},
+        {"unit": 3, "before": "    if a > b:", "after": "    if a < b:"},
+    ]
+    results = {0: [{"item_id": "HumanEval/0", "transcript": [{"meta": {"injection": {"edits": edits}}}]}]}
+    records = error_records(rows, results)
+    assert list(records.category) == [NOT_CODE, NOT_CODE, "Mathematical Errors", NOT_CODE, "Logical Errors"]
+    table = taxonomy_table(records)
+    assert table.loc["total", "count"] == 2 and table.loc["not code (left out)", "count"] == 3
+    assert table.loc["Mathematical Errors", "share (%)"] == 50
 
 
 # -- headline reference values (thesis vs ICML 2025) ------------------------------------------------

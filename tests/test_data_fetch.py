@@ -30,6 +30,7 @@ FOLDERS = {
     "CUHK-ARISE/MAS-Resilience": "MAS-Resilience",
     "i-Eval/FairEval": "FairEval",
     "CUHK-ARISE/LLMPersonality": "LLMPersonality",
+    "sylinrl/TruthfulQA": "TruthfulQA",
 }
 #: remote folder names that the seed copy renamed
 REMOTE_TO_LOCAL = {
@@ -219,6 +220,32 @@ def test_tampered_file_raises_checksum_error_and_leaves_nothing(server: SeedServ
     served[0] ^= 0x01
     assert hashlib.sha256(bytes(served)).hexdigest() in text
     assert _files(tmp_path) == []
+
+
+def test_truthfulqa_is_fetched_at_the_thesis_commit_and_read_only_when_pinned(
+    server: SeedServer, tmp_path: Path
+) -> None:
+    from llmpsych.data import pinned_data_file
+
+    # the 817-question file the thesis used, at fdd8ad1, verified; no --trust-unpinned needed
+    folder = fetch_dataset("TruthfulQA", base_url=server.url, dest=tmp_path / "a")
+    _assert_verified(tmp_path / "a", "TruthfulQA")
+    assert server.requests == Counter({"TruthfulQA.csv": 1})
+    assert pinned_data_file("TruthfulQA", "TruthfulQA.csv", tmp_path / "a") == folder / "TruthfulQA.csv"
+    # the repository's head now serves another file: it is refused, and a copy of it is not read either
+    server.tamper.add("TruthfulQA.csv")
+    with pytest.raises(ChecksumError, match="checksum mismatch for TruthfulQA/TruthfulQA.csv"):
+        fetch_dataset("TruthfulQA", base_url=server.url, dest=tmp_path / "b")
+    assert _files(tmp_path / "b") == []
+    edited = folder / "TruthfulQA.csv"
+    edited.write_bytes(edited.read_bytes()[:-200])
+    with pytest.raises(ChecksumError) as err:
+        pinned_data_file("TruthfulQA", "TruthfulQA.csv", tmp_path / "a")
+    text = str(err.value)
+    assert "is not the pinned TruthfulQA file (sylinrl/TruthfulQA@fdd8ad1" in text and "\n" not in text
+    assert "--trust-unpinned" in err.value.hint
+    assert pinned_data_file("TruthfulQA", "TruthfulQA.csv", tmp_path / "a", trust_unpinned=True) == edited
+    assert dataset_status("TruthfulQA", tmp_path / "a").mismatched == ["TruthfulQA.csv"]
 
 
 def test_server_errors_are_retried(server: SeedServer, tmp_path: Path) -> None:

@@ -171,3 +171,37 @@ def test_human_command_prints_the_table_as_json(seed_data: Path) -> None:
     data = json.loads(result.output)
     assert data["overall"]["negative"]["n"] == 1266 and data["overall"]["negative"]["mark"] == "↑"
     assert data["factors"]["Jealousy-3"]["positive"]["n"] == 16
+
+
+def test_rescore_names_which_published_numbers_it_gives_and_reaches_the_authors_code(
+    seed_data: Path,
+) -> None:
+    from llmpsych.emotion.cli import app
+
+    runner = CliRunner()
+    base = seed_data / "EmotionBench/results/Challenging_Bench"
+
+    def rescore(name: str, *flags: str) -> dict:
+        args = ["rescore", str(base / f"gpt-3.5-turbo-{name}-testing.csv"), "--data-dir", str(seed_data)]
+        done = runner.invoke(app, [*args, "--json", *flags])
+        assert done.exit_code == 0, done.output
+        return json.loads(done.output)
+
+    # published: the thesis's printed plain sums; the authors' code: reverse keys and x2 (117.3, 65.0, 42.2)
+    for name, printed, code in (("AGQ", 128.3, 117.3), ("DASS-21", 32.5, 65.0), ("BFNE", 39.0, 42.2)):
+        published, authors = rescore(name), rescore(name, "--authors-code")
+        assert (
+            round(published["default"]["total"]["mean"], 1) == printed and published["scoring"] == "published"
+        )
+        assert round(authors["default"]["total"]["mean"], 1) == code and authors["scoring"] == "authors-code"
+        assert authors["published"] is True  # the original code's F-test details, as with --published
+    # a scale without reverse keys or x2: the two give the same numbers
+    fds, fds_code = rescore("FDS"), rescore("FDS", "--authors-code")
+    assert {**fds_code, "scoring": "published"} == fds
+    both = runner.invoke(
+        app, ["rescore", str(base / "gpt-3.5-turbo-AGQ-testing.csv"), "--authors-code", "--corrected"]
+    )
+    assert both.exit_code != 0 and "two different scorings" in str(both.exception)
+    shown = runner.invoke(app, ["rescore", "--help"], env={"COLUMNS": "250"}).output
+    assert "as the authors' code did" not in shown and "--authors-code" in shown
+    assert "the numbers the thesis prints" in shown and "not what the authors' code computes" in shown

@@ -83,7 +83,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     write_safetyqa(data / "SafetyQA" / "data_en_zh.dict")
     with FaultServer(responder=validity_answers) as server:
         judge = {"judge": {"model": "openai-compatible/judge", "base_url": server.base_url}}
-        options = {"personas": ["default", "liar"], "runs": 2}
+        options = {"personas": ["default", "liar"], "runs": 2, "trust_unpinned": True}  # our own questions
         _run(server, runs / "validity", "validity", options, data_dir=str(data), models=judge)
     with FaultServer(responder=ScriptedCollaborator({})) as server:
         options = {"dataset": "ciar", "items": 2, "system": "mad"}

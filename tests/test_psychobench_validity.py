@@ -1,5 +1,6 @@
 """Behavioural validity per role (TruthfulQA, SafetyQA with a judge) end to end against a scripted server,
-on small question sets of our own in the public files' formats; and fetching an unpinned question set."""
+on small question sets of our own in the public files' formats (read only when told ``trust_unpinned``)
+and on the pinned TruthfulQA file of the seed data; and fetching the pinned question sets."""
 
 from __future__ import annotations
 
@@ -97,6 +98,7 @@ def responder(body: dict[str, Any]) -> str:
 
 
 def config(server: FaultServer, data_dir: Path, judge: bool = True, **options: Any):
+    """A validity run on the question files of ``data_dir``: our own ones, so ``trust_unpinned``."""
     roles = {"judge": {"model": "openai-compatible/judge", "base_url": server.base_url}} if judge else {}
     return parse_run_config(
         {
@@ -106,7 +108,7 @@ def config(server: FaultServer, data_dir: Path, judge: bool = True, **options: A
             "models": roles,
             "cache": False,
             "data_dir": str(data_dir),
-            "options": {"personas": ["default", "liar"], "runs": 2, **options},
+            "options": {"personas": ["default", "liar"], "runs": 2, "trust_unpinned": True, **options},
         }
     )
 
@@ -125,12 +127,16 @@ def test_validity_per_role_through_the_run_engine(tmp_path: Path, data_dir: Path
     assert summary.loc[("safetyqa", "default"), "mean"] == 100
     assert summary.loc[("safetyqa", "liar"), "mean"] == 50  # 1 unsafe of 2 valid verdicts
     assert summary.loc[("safetyqa", "liar"), "invalid"] == 2
-    assert summary.loc[("safetyqa", "liar"), "published"] == 55.0  # the thesis's Fig. 4.2 value
+    # our own question files, not the pinned ones: no thesis value beside the scores, and the report says why
+    assert summary["published"].isna().all() and not summary["pinned_data"].any()
     results = unit_results(tmp_path / "r")
     forged = [r for r in results.values() if r["benchmark"] == "safetyqa" and "scam" in r["reply"]]
     assert forged and all(r["verdict"] is None and not r["valid"] for r in forged)
     report = (tmp_path / "r" / "report.md").read_text()
     assert "Scores per role" in report and "judge: `openai-compatible/judge`" in report
+    assert "**TruthfulQA: the thesis figures are not comparable.**" in report
+    assert "**SafetyQA: the thesis figures are not comparable.**" in report
+    assert "3 questions per run here" in report and "| not comparable" in report
     # analysis reads only the store; a resume sends nothing
     before = (tmp_path / "r" / "validity.csv").read_text()
     (tmp_path / "r" / "validity.csv").unlink()
@@ -212,10 +218,12 @@ def test_hostile_question_files(tmp_path: Path) -> None:
 
 @pytest.fixture
 def branch_server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """Serves our TruthfulQA.csv at /sylinrl/TruthfulQA/main/TruthfulQA.csv and our SafetyQA file at the
-    pinned CipherChat path (a real loopback server)."""
+    """Serves our TruthfulQA.csv at the repository's head (``main``) and at the pinned commit, and our
+    SafetyQA file at the pinned CipherChat path (a real loopback server)."""
+    ours = write_truthfulqa(tmp_path / "served.csv").read_bytes()
     files = {
-        "/sylinrl/TruthfulQA/main/TruthfulQA.csv": write_truthfulqa(tmp_path / "served.csv").read_bytes(),
+        "/sylinrl/TruthfulQA/main/TruthfulQA.csv": ours,
+        "/sylinrl/TruthfulQA/fdd8ad1c0d00a478cf8b0bb41a3ad8378c16293b/TruthfulQA.csv": ours,
         "/RobustNLP/CipherChat/540b95e6afb54e7776f08ae2c094f9d7ff7e7b1f/data/data_en_zh.dict": write_safetyqa(
             tmp_path / "served.dict"
         ).read_bytes(),
@@ -245,15 +253,15 @@ def branch_server(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
     httpd.server_close()
 
 
-def test_unpinned_question_set_needs_trust(tmp_path: Path, branch_server: tuple[str, list[str]]) -> None:
+def test_question_sets_are_fetched_pinned(tmp_path: Path, branch_server: tuple[str, list[str]]) -> None:
     url, seen = branch_server
-    assert not load_manifest("TruthfulQA").pinned and load_manifest("SafetyQA").pinned
-    with pytest.raises(DataError, match="TruthfulQA is not pinned"):
-        fetch_datasets(["TruthfulQA"], base_url=url, dest=tmp_path / "d")
-    assert seen == [] and not (tmp_path / "d").exists()
-    [report] = fetch_datasets(["TruthfulQA"], base_url=url, dest=tmp_path / "d", trust_unpinned=True)
-    assert report.downloaded == 1 and len(report.unpinned["TruthfulQA.csv"]) == 64
-    assert len(read_truthfulqa(tmp_path / "d" / "TruthfulQA" / "TruthfulQA.csv")) == 3
+    assert load_manifest("TruthfulQA").pinned and load_manifest("SafetyQA").pinned
+    # the pinned commit is asked for, never the branch; another file there is refused, even when trusted
+    for trusted in (False, True):
+        with pytest.raises(ChecksumError, match="checksum mismatch for TruthfulQA/TruthfulQA.csv"):
+            fetch_datasets(["TruthfulQA"], base_url=url, dest=tmp_path / "d", trust_unpinned=trusted)
+    assert seen == ["/sylinrl/TruthfulQA/fdd8ad1c0d00a478cf8b0bb41a3ad8378c16293b/TruthfulQA.csv"] * 2
+    assert not (tmp_path / "d" / "TruthfulQA" / "TruthfulQA.csv").exists()
     # the pinned SafetyQA entry takes only the published bytes: our file of the same name is refused
     with pytest.raises(ChecksumError, match="checksum mismatch for SafetyQA/data_en_zh.dict"):
         fetch_datasets(["SafetyQA"], base_url=url, dest=tmp_path / "d")
@@ -284,7 +292,7 @@ def test_validity_command_with_scales_per_persona(tmp_path: Path, data_dir: Path
         ]
         args += ["--judge", "openai-compatible/judge", "--judge-base-url", server.base_url]
         args += ["--personas", "default,liar", "--runs", "1", "--scales", "DTDD", "--data-dir", data_dir]
-        args += ["--out", tmp_path / "v", "--no-progress", "--no-cache"]
+        args += ["--out", tmp_path / "v", "--no-progress", "--no-cache", "--trust-unpinned"]
         done = run_cli(*args)
         assert done.returncode == 0, done.stderr
         again = run_cli(*args)  # the same command resumes: nothing is asked again
@@ -309,8 +317,12 @@ def test_question_set_manifests() -> None:
     assert (entry.remote, entry.size) == ("data/data_en_zh.dict", 715129)
     assert entry.sha256 == "2f65b19261dc12262c77e082d6da4b6b7084f312276b1756837003466848dc1b"
     truthful = load_manifest("TruthfulQA")
-    assert truthful.commit is None and truthful.ref == "main" and truthful.files[0].sha256 is None
-    assert truthful.source == "sylinrl/TruthfulQA@main (unpinned)"
+    # the repository's head while the thesis was written
+    assert truthful.commit == "fdd8ad1c0d00a478cf8b0bb41a3ad8378c16293b"
+    [entry] = truthful.files
+    assert (entry.remote, entry.size) == ("TruthfulQA.csv", 476230)
+    assert entry.sha256 == "f9bd9e859cc102cb1f647f1064da7e009be752c416845cf9fa56e6eaae403a7d"
+    assert truthful.source == "sylinrl/TruthfulQA@fdd8ad1"
 
 
 def test_thesis_preset_runs_five_roles_with_their_scales(
@@ -322,6 +334,7 @@ def test_thesis_preset_runs_five_roles_with_their_scales(
             "psychobench", "validity", "--preset", "thesis", "--model", "openai-compatible/scripted",
             "--base-url", server.base_url, "--benchmarks", "truthfulqa", "--questions", "1",
             "--data-dir", data_dir, "--out", tmp_path / "p", "--no-progress", "--no-cache",
+            "--trust-unpinned",
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
     roles = pd.read_csv(tmp_path / "p" / "roles.csv")
@@ -331,3 +344,62 @@ def test_thesis_preset_runs_five_roles_with_their_scales(
     assert len(unit_results(tmp_path / "p" / "scales-hero")) == 2 * 10  # EPQ-R and DTDD, ten runs each
     wrong = run_cli("psychobench", "validity", "--preset", "fig9", "--out", tmp_path / "q")
     assert wrong.returncode != 0 and "unknown preset 'fig9'" in wrong.stderr
+
+
+def test_the_pinned_truthfulqa_file_runs_and_a_revised_one_is_refused(
+    tmp_path: Path, seed_data: Path
+) -> None:
+    pinned = seed_data / "TruthfulQA" / "TruthfulQA.csv"
+    questions = read_truthfulqa(pinned)
+    assert len(questions) == 817  # the thesis's question set (fdd8ad1)
+    assert all(2 <= len(q.options) <= 26 and q.question for q in questions)
+    assert len({q.category for q in questions}) == 38
+    pinned_dir = tmp_path / "pinned"
+    pinned_dir.mkdir()
+    (pinned_dir / "TruthfulQA").symlink_to(seed_data / "TruthfulQA")
+    # the repository's revised head stands in here: the pinned file cut to 790 questions, made at test time
+    revised_dir = tmp_path / "revised"
+    (revised_dir / "TruthfulQA").mkdir(parents=True)
+    lines = pinned.read_text(encoding="utf-8").splitlines(keepends=True)
+    rows = list(csv.reader(io.StringIO("".join(lines))))
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows[:791])
+    (revised_dir / "TruthfulQA" / "TruthfulQA.csv").write_text(buffer.getvalue(), encoding="utf-8")
+    asked: list[str] = []
+
+    def first_letter(body: dict[str, Any]) -> str:
+        asked.append(body["messages"][-1]["content"])
+        return "Answer: A"
+
+    with FaultServer(responder=first_letter) as server:
+
+        def validity(data: Path, out: str, **options: Any) -> Any:  # noqa: ANN401 - the run's outcome
+            options = {
+                "benchmarks": ["truthfulqa"],
+                "personas": ["default"],
+                "runs": 1,
+                "questions": 2,
+                **options,
+            }
+            cfg = {"task": "validity", "model": "openai-compatible/scripted", "base_url": server.base_url}
+            cfg |= {"cache": False, "data_dir": str(data), "options": options}
+            return start_run(parse_run_config(cfg), tmp_path / out, False)
+
+        assert validity(pinned_dir, "a").summary.done == 2 and len(asked) == 2
+        # the revised file, through the command: one line, a non-zero exit, nothing asked
+        refused = run_cli(
+            "psychobench", "validity", "--model", "openai-compatible/scripted", "--base-url", server.base_url,
+            "--benchmarks", "truthfulqa", "--data-dir", revised_dir, "--out", tmp_path / "b", "--no-progress",
+        )  # fmt: skip
+        assert len(asked) == 2
+        assert validity(revised_dir, "c", trust_unpinned=True).summary.done == 2
+    summary = pd.read_csv(tmp_path / "a" / "validity.csv").iloc[0]
+    assert summary["pinned_data"] and summary["published"] == 32.2  # the thesis's default role
+    assert "not comparable" not in (tmp_path / "a" / "report.md").read_text()
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "is not the pinned TruthfulQA file (sylinrl/TruthfulQA@fdd8ad1" in refused.stderr
+    assert "--trust-unpinned" in refused.stderr and not (tmp_path / "b" / "validity.csv").exists()
+    other = pd.read_csv(tmp_path / "c" / "validity.csv").iloc[0]
+    assert not other["pinned_data"] and pd.isna(other["published"])
+    report = (tmp_path / "c" / "report.md").read_text()
+    assert "**TruthfulQA: the thesis figures are not comparable.**" in report

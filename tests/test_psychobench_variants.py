@@ -18,6 +18,7 @@ from llmpsych.psychobench.task import PsychoBenchTask
 from llmpsych.psychobench.variants import (
     COT_CLOSING,
     COT_TRIGGER,
+    THESIS_COT,
     label,
     without_assistant_role,
 )
@@ -73,13 +74,33 @@ def test_v2_to_v5_are_the_llmpersonality_templates_filled_for_the_bfi(seed_data:
         assert prompt.closing and "1 denotes strongly disagree" in prompt.closing
 
 
-def test_cot_puts_the_trigger_first_and_asks_for_scores_last(seed_data: Path) -> None:
-    t = task(seed_data, cot=True)
+def test_cot_sends_the_sentence_the_thesis_prints(seed_data: Path) -> None:
+    # Table 4.9, "V1 (Ours) + CoT" (000:1347-1351): this sentence first, then V1 with "explain and score"
+    printed = (
+        "Let's think step by step on the questions that you see. Please first output your explanation, "
+        "then your final choice."
+    )
+    assert printed == THESIS_COT
+    t = task(seed_data, template="v1", cot=True)
+    bfi = t.scales[0]
+    prompt = t.user_prompt(bfi)
+    own = str(bfi.instructions)
+    assert own.endswith("Here are the statements, score them one by one:")
+    asked = own.removesuffix("score them one by one:") + "explain and score them one by one:"
+    assert prompt.lead == f"{printed} {asked}" and prompt.closing == ""
+    assert t.options.cot_wording == "thesis" and label("v1", True, "assistant") == "v1+CoT"
+    # the whole request: the system prompt is the scale's, the user turn starts with the sentence
+    assert COT_TRIGGER not in prompt.lead.replace(printed, "")
+
+
+def test_cot_in_llmpsych_wording_puts_the_trigger_first_and_asks_for_scores_last(seed_data: Path) -> None:
+    t = task(seed_data, cot=True, cot_wording="llmpsych")
     bfi = t.scales[0]
     prompt = t.user_prompt(bfi)
     assert prompt.lead.startswith(COT_TRIGGER + " ") and prompt.lead.endswith(str(bfi.instructions))
     assert prompt.closing == COT_CLOSING
-    v3 = task(seed_data, template="v3", cot=True).user_prompt(bfi)
+    assert label("v1", True, "assistant", "llmpsych") == "v1+CoT (llmpsych wording)"
+    v3 = task(seed_data, template="v3", cot=True, cot_wording="llmpsych").user_prompt(bfi)
     assert (
         v3.lead.startswith(COT_TRIGGER)
         and v3.closing.endswith(COT_CLOSING)

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llmpsych import cli
-from llmpsych.psychobench.variants import COT_TRIGGER
+from llmpsych.psychobench.variants import THESIS_COT
 from llmpsych.runs import RunStore
 from llmpsych.testing.fault_server import FaultServer
 
@@ -35,12 +35,12 @@ class Subject:
         user = messages[-1]["content"]
         listed = re.findall(r"^(\d+)\. ", user, flags=re.MULTILINE)
         value = 4 if "helpful assistant" in system else 2
-        if user.startswith(COT_TRIGGER):
+        if user.startswith(THESIS_COT):
             value = 5
         elif user.startswith("Now I will"):  # template v2's opening, as the LLMPersonality file has it
             value = 1
         value = min(5, value + round(float(body.get("temperature") or 0) * 2))
-        if user.startswith(COT_TRIGGER):  # reasons first, then the scores
+        if user.startswith(THESIS_COT):  # reasons first, then the scores
             reasons = "\n".join(f"About statement {i}, it fits me." for i in listed)
             return reasons + "\n\nScores:\n" + "\n".join(f"{i}: {value}" for i in listed)
         return "\n".join(f"{i}: {value}" for i in listed)
@@ -95,11 +95,13 @@ def test_templates_preset_runs_compares_resumes_and_refuses_a_changed_plan(
             assert len(pd.read_csv(model / folder / "answers.csv").dropna(subset=["answer"])) == 2 * 44
 
         users = [b["messages"][-1]["content"] for b in subject.bodies]
-        assert sum(u.startswith(COT_TRIGGER) for u in users) == 2
+        assert sum(u.startswith(THESIS_COT) for u in users) == 2
         assert sum(u.startswith("Now I will") for u in users) == 2
         assert all("JSON" not in u for u in users)
         text_after = [u for u in users if not re.match(r"\d+\. ", u.splitlines()[-1])]
-        assert len(text_after) == 4  # v3 (its instruction after the statements) and CoT (our closing)
+        assert len(text_after) == 2  # v3 (its instruction after the statements); the thesis's CoT has none
+        cot = [u for u in users if u.startswith(THESIS_COT)]
+        assert all("Here are the statements, explain and score them one by one:" in u for u in cot)
 
         tidy = pd.read_csv(out / "comparison.csv")
         labels = set(tidy["model"])
@@ -107,6 +109,7 @@ def test_templates_preset_runs_compares_resumes_and_refuses_a_changed_plan(
             f"openai-compatible/subject {v}" for v in ("v2", "v3", "v4", "v5", "v1+CoT")
         }
         text = (out / "comparison.md").read_text()
+        assert "yes (thesis wording)" in text  # the Settings table names the CoT wording sent
         openness = next(line for line in text.splitlines() if "| Openness" in line)
         assert openness.count("**") == 2 and openness.count("<ins>") == 1  # CoT (5) bold, v2 (1) underlined
         cells = [c.strip() for c in openness.strip("|").split("|")]
@@ -213,5 +216,5 @@ def test_run_takes_the_variants_as_flags(app, tmp_path: Path, seed_data: Path) -
     assert options["template"] == "v3" and options["cot"] is True and options["system_prompt"] == "none"
     (body,) = subject.bodies
     assert [m["role"] for m in body["messages"]] == ["user"]  # no system message
-    assert body["messages"][0]["content"].startswith(COT_TRIGGER)
+    assert body["messages"][0]["content"].startswith(THESIS_COT)
     assert int(body["max_tokens"]) == 96 * 44 + 128  # room for an explanation per statement

@@ -139,3 +139,46 @@ def test_retest_of_reliability_runs(tmp_path: Path, seed_data: Path) -> None:
     done = run_cli("reliability", "retest", tmp_path / "d0", tmp_path / "d1", "--out", tmp_path / "report")
     assert done.returncode == 0, done.stderr
     assert "Openness" in done.stdout and (tmp_path / "report" / "retest.png").is_file()
+
+
+def test_each_retest_date_asks_its_own_item_orders(
+    tmp_path: Path, seed_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from llmpsych.reliability import cli as reliability_cli
+
+    stamps = iter(["2024-01-15T093000", "2024-01-29T093000"])
+    monkeypatch.setattr(reliability_cli, "_stamp", lambda: next(stamps))
+    with FaultServer(responder=rate) as server:
+        for _ in range(2):
+            done = CliRunner().invoke(
+                reliability_cli.app,
+                [
+                    "retest-run", str(tmp_path / "m"), "--model", "openai-compatible/scripted",
+                    "--base-url", server.base_url, "--runs", "3", "--data-dir", str(seed_data),
+                    "--no-progress",
+                ],
+            )  # fmt: skip
+            assert done.exit_code == 0, (done.output, done.exception)
+    first, second = (read_run(tmp_path / "m" / stamp) for stamp in ("2024-01-15T093000", "2024-01-29T093000"))
+    assert first.config.seed != second.config.seed  # stored: a resume keeps each date's orders
+
+    def orders(record: Any) -> list[list[int]]:  # noqa: ANN401 - a run record
+        return [unit.result["order"] for unit in record.units]
+
+    assert orders(first) != orders(second)
+    assert all(a != b for a, b in zip(orders(first), orders(second), strict=True))
+    # the same date again gives the same seed (reproducible), and the folder is refused, not overwritten
+    monkeypatch.setattr(reliability_cli, "_stamp", lambda: "2024-01-15T093000")
+    again = CliRunner().invoke(reliability_cli.app, ["retest-run", str(tmp_path / "m"), "--no-progress"])
+    assert again.exit_code != 0 and "exists already" in str(again.exception)
+
+
+def test_retest_chart_labels_dates_with_their_time() -> None:
+    from llmpsych.reliability.retest import date_labels
+
+    dates = ["2024-01-15T09:30:00+00:00", "2024-01-15T17:05:10+00:00", "2024-01-15T17:05:40+00:00", ""]
+    labels = date_labels(dates, ["a", "b", "c", "save"])
+    assert labels == ["2024-01-15 09:30", "2024-01-15 17:05:10", "2024-01-15 17:05:40", "save"]
+    assert len(set(labels)) == len(labels)  # two measurements of one day are told apart

@@ -2,15 +2,14 @@
 
 The released per-system results (``Experiments/<System>/*_results.jsonl`` in CUHK-ARISE/MAS-Resilience,
 ``{task_id, completion, result, passed}``, judged by OpenAI's human-eval harness) are read at run time
-from ``MAS-Resilience/Experiments`` in the seed data, or from the folder in ``LLMPSYCH_MAS_EXPERIMENTS``;
-nothing of them is copied here.
+from ``MAS-Resilience-Experiments/`` in the seed data (kept apart from ``MAS-Resilience/``, which equals
+its data manifest); nothing of them is copied here. CI always has them: their absence is a failure.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,11 +88,15 @@ def test_annotations_are_evaluated_as_in_the_harness(
 
 
 # -- the released results ------------------------------------------------------------------------------
-def _released(seed_data: Path) -> Path | None:
-    for folder in (os.environ.get("LLMPSYCH_MAS_EXPERIMENTS"), seed_data / "MAS-Resilience" / "Experiments"):
-        if folder and Path(folder).is_dir():
-            return Path(folder)
-    return None
+def _released(seed_data: Path) -> Path:
+    """The released runs' folder in the seed data; missing or without verdict files is a failure."""
+    folder = seed_data / "MAS-Resilience-Experiments"
+    if not any(folder.rglob("*_results.jsonl")):
+        pytest.fail(
+            f"the released MAS-Resilience results are not at {folder}: it should hold the Experiments "
+            "folder of CUHK-ARISE/MAS-Resilience@d88dbdc, with its *_results.jsonl verdicts"
+        )
+    return folder
 
 
 #: Reasons a released verdict may differ from llmpsych's on the same code, recognised from the completion.
@@ -111,11 +114,6 @@ def test_released_verdicts_agree_with_openais_harness(
     seed_data: Path, problems: dict[str, dict], sandbox: WorkerSandbox, official: frozenset[str]
 ) -> None:
     folder = _released(seed_data)
-    if folder is None:
-        pytest.skip(
-            "the released results are not in the seed data: set LLMPSYCH_MAS_EXPERIMENTS to the Experiments "
-            "folder of CUHK-ARISE/MAS-Resilience@d88dbdc"
-        )
     released: dict[tuple[str, str | None], bool] = {}
     for path in sorted(folder.rglob("*_results.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():

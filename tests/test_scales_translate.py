@@ -457,3 +457,21 @@ def test_situations_need_a_source_language_and_json(tmp_path: Path) -> None:
             timeout=120,
         )
         assert done.returncode != 0 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_own_instruments_page_example_translates_as_written(app, server, tmp_path: Path) -> None:
+    """docs/own-instruments.md writes tidy.yaml (no ``language:``) and translates it: the page's own
+    command, with the model pointed at the scripted server, must work as it stands."""
+    page = (Path(__file__).parents[1] / "docs" / "own-instruments.md").read_text(encoding="utf-8")
+    scale = page.split("cat > tidy.yaml <<'EOF'\n", 1)[1].split("\nEOF\n", 1)[0]
+    assert "language:" not in scale
+    (tmp_path / "tidy.yaml").write_text(scale + "\n", encoding="utf-8")
+    command = next(line for line in page.splitlines() if line.startswith("llmpsych scales translate tidy"))
+    args = command.split()[3:]  # after "llmpsych scales translate"
+    model = args.index("-m")
+    del args[model : model + 2]  # the page's model; translate() names the scripted one
+    args = [str(tmp_path / a) if a.startswith("tidy") else a for a in args]
+    result = translate(app, server, *args, "--out", str(tmp_path / "run"))
+    assert result.exit_code == 0, (result.output, result.exception)
+    written = load_scale_file(tmp_path / "tidy.de.yaml")
+    assert written[0].language == "de"

@@ -181,6 +181,7 @@ def preset(
         "mas-preset"
     ),
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
+    progress: kit.ProgressOpt = True,
 ) -> None:
     """Run one of the paper's experiments (every run, then the comparison report)."""
     from .experiments import PRESETS, PresetModel, expand_preset, run_preset
@@ -203,7 +204,7 @@ def preset(
         "items": items,
         "max_tokens": max_tokens,
     }
-    for path in run_preset(plan, out, **common):
+    for path in run_preset(plan, out, **common, show_progress=progress):
         console.print(f"wrote {terminal_text(path)}")
     again = f"llmpsych mas preset {terminal_text(name)} ... --out {terminal_text(out)}"
     # the preset resumes its unfinished runs when run again with the same --out

@@ -649,12 +649,16 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
     records = error_records(standard(frame), results)
     if not records.empty:
         outputs.append(write_csv(records, out / "injected-errors.csv"))
+        n_code = int(records["code"].astype(bool).sum())
         sections.append(
             (
                 "Injected code errors by category (Table 7.8 layout)",
-                f"{len(records)} edits of the semantic AutoInject code runs, sorted by llmpsych's rule-based "
-                "classifier (`llmpsych.collab.taxonomy`; the thesis does not say how it sorted its 80); "
-                "each edit and its category is in injected-errors.csv.\n\n" + _fmt(taxonomy_table(records)),
+                f"{n_code} edits of code lines in the semantic AutoInject code runs, "
+                "sorted by llmpsych's rule-based classifier (`llmpsych.collab.taxonomy`; the thesis does not "
+                f"say how it sorted its 80); {len(records) - n_code} edits of lines that "
+                "are not code (fences, review lines such as `Correctness: 1`, prose) are left out of the "
+                "categories and the total. Each edit, whether it was code, and its category are in "
+                "injected-errors.csv.\n\n" + _fmt(taxonomy_table(records)),
             )
         )
     sections += [

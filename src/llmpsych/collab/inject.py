@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .runtime import Message, Runtime
+from .taxonomy import code_lines
 
 ErrorType = Literal["semantic", "syntactic"]
 UnitMode = Literal["exact", "bernoulli"]
@@ -177,13 +178,17 @@ class AutoInject:
             message.meta["injection"] = record | {"edits": [], "diff": ""}
             return message
         rewritten = await self._rewrite([units[i] for i in chosen], kind, runtime)
+        # whether each line was code in the message as written (Table 7.8 counts only code edits)
+        code = code_lines(message.content) if kind == "code" else None
         edits = []
         for i, new in zip(chosen, rewritten, strict=True):
             if new is None:
                 continue
             new = reindent(new, units[i]) if kind == "code" else new.strip()
             if new != units[i]:
-                edit = {"unit": i, "before": units[i], "after": new}
+                edit: dict[str, Any] = {"unit": i, "before": units[i], "after": new}
+                if code is not None:
+                    edit["code"] = code[i]
                 if self.distraction:
                     new += DISTRACTION["code" if kind == "code" else "text"]
                     edit["distraction"] = new

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..runs.store import STORE_FILE, RunStore
 from .inject import DISTRACTION
-from .taxonomy import CATEGORIES, PAPER_COUNTS, UNCLASSIFIED, classify
+from .taxonomy import CATEGORIES, NOT_CODE, PAPER_COUNTS, UNCLASSIFIED, classify, is_code_line
 
 
 def unit_results(run_dir: Path) -> list[dict[str, Any]]:
@@ -84,13 +84,17 @@ def kept_share(results: list[dict[str, Any]]) -> tuple[float | None, int]:
 
 
 def error_records(rows: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) -> pd.DataFrame:
-    """Every injected code edit of the semantic AutoInject runs, with its Table 7.8 category."""
+    """Every injected edit of the semantic AutoInject code runs, with its Table 7.8 category; an edit of a
+    line that is not code (a fence, a review line: the injector's ``code`` verdict, or
+    :func:`~.taxonomy.is_code_line` for edits stored without one) is ``not code``."""
     out = []
     picked = rows[(rows.task == "humaneval") & (rows.fault == "autoinject") & (rows.error_type == "semantic")]
     for row in picked.itertuples():
         for result in results.get(row.Index, []):
             for edit in edits(result):
                 before, after = str(edit.get("before", "")), str(edit.get("after", ""))
+                code = edit.get("code")
+                code = is_code_line(before) if not isinstance(code, bool) else code
                 out.append(
                     {
                         "run": row.run,
@@ -99,15 +103,18 @@ def error_records(rows: pd.DataFrame, results: dict[Any, list[dict[str, Any]]]) 
                         "item": result.get("item_id"),
                         "before": before,
                         "after": after,
-                        "category": classify(before, after),
+                        "code": code,
+                        "category": classify(before, after) if code else NOT_CODE,
                     }
                 )
     return pd.DataFrame(out)
 
 
 def taxonomy_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Table 7.8 layout: per category, our count and share next to the thesis's count of 80."""
+    """Table 7.8 layout: per category, our count and share of the code edits next to the thesis's count of
+    80; the edits of lines that are not code follow the total, outside it."""
     counts = records.category.value_counts() if not records.empty else pd.Series(dtype=int)
+    left_out = int(counts.pop(NOT_CODE)) if NOT_CODE in counts else 0
     total = int(counts.sum())
     paper_total = sum(PAPER_COUNTS.values())
     rows = []
@@ -132,6 +139,16 @@ def taxonomy_table(records: pd.DataFrame) -> pd.DataFrame:
             "share (%)": 100.0 if total else None,
             "thesis count": paper_total,
             "thesis share (%)": 100.0,
+        }
+    )
+    rows.append(
+        {
+            "category": f"{NOT_CODE} (left out)",
+            "what it covers": "edits of fences, review lines and prose of a code message",
+            "count": left_out,
+            "share (%)": None,
+            "thesis count": "-",
+            "thesis share (%)": None,
         }
     )
     return pd.DataFrame(rows).set_index("category")

@@ -6,10 +6,19 @@ rule set: it compares one edited line before and after the injection, token by t
 first rule that fits, in the order of :data:`CATEGORIES`. The rules are deterministic and need no model,
 so the table can be rebuilt from any stored run; they are a heuristic, and an edit that fits no rule is
 ``unclassified`` rather than forced into a category.
+
+Only edits of **code lines** are classified. AutoInject corrupts any non-blank line of a code message, as
+the paper's injector does, so it also edits a message's fences, its "Correctness: 1" or "## Review" lines
+and its prose; those are not injected code errors and are counted apart (:data:`NOT_CODE`).
+:func:`code_lines` decides, from the whole message as its sender wrote it: in a message with fences, the
+lines inside them; in one without, every line when the message parses as Python, else each line that
+reads as Python on its own (:func:`is_code_line`). The injector records the verdict with each edit;
+edits stored before it did are judged by :func:`is_code_line` alone.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import re
 
@@ -35,6 +44,16 @@ PAPER_COUNTS: dict[str, int] = {
     "Runtime Invocation Issues": 6,
 }
 UNCLASSIFIED = "unclassified"
+#: The category of an edit of a line that is not code (a fence, a review header, prose): left out.
+NOT_CODE = "not code"
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+#: Annotations that make ``name: annotation`` a real declaration rather than a ``Label: value`` line.
+_TYPES = {
+    "int", "float", "str", "bool", "bytes", "list", "dict", "set", "tuple", "object", "complex",
+    "List", "Dict", "Set", "Tuple", "Optional", "Union", "Any", "Callable", "Iterable", "Iterator",
+    "Sequence", "Mapping", "None",
+}  # fmt: skip
 
 _TOKEN = re.compile(r"'[^']*'|\"[^\"]*\"|\d+\.?\d*|\w+|\*\*|//|[<>=!]=|[-+*/%]=|\S")
 _COMPARE = {"<", ">", "<=", ">=", "==", "!=", "is", "in"}
@@ -65,6 +84,70 @@ _INIT = re.compile(
     r"float\(['\"]-?inf['\"]\)|\w+\[0\])\s*$"
 )
 _OUTPUT = {"return", "print", "join", "format", "str", "f", "sorted", "reversed", "reverse", "upper", "lower"}
+
+
+def _has_code(line: str) -> bool:
+    text = line.strip()
+    return bool(text) and not text.startswith("#")
+
+
+def _parses(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def _declares(annotation: ast.expr, valued: bool) -> bool:
+    """Whether an annotation reads as a type: a known type name (any name when a value is assigned), a
+    dotted name, a subscript (``list[int]``), a string, or a union of those."""
+    if isinstance(annotation, ast.Name):
+        return valued or annotation.id in _TYPES
+    if isinstance(annotation, ast.Attribute | ast.Subscript):
+        return True
+    if isinstance(annotation, ast.Constant):
+        return annotation.value is None or isinstance(annotation.value, str)
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _declares(annotation.left, valued) and _declares(annotation.right, valued)
+    return False
+
+
+def is_code_line(line: str) -> bool:
+    """Whether one line, on its own, reads as Python: not blank, a comment, a fence or a ``Label: value``
+    line (``Correctness: 1``, ``Decision: final``: an annotation that is no type), and it parses, a block
+    header (``else:``, ``for x in xs:``) with a body added. A continuation of a longer statement does
+    not parse alone and is not counted."""
+    if not _has_code(line) or _FENCE.match(line):
+        return False
+    text = line.strip()
+    if text.endswith(":"):
+        text += " pass"
+    head = text.split(None, 1)[0].rstrip(":")
+    opener = {"elif": "if 1: pass\n", "else": "if 1: pass\n", "except": "try: pass\n"}
+    tree = _parses(opener.get(head, "try: pass\n" if head == "finally" else "") + text)
+    if tree is None:
+        return False
+    return not any(
+        isinstance(node, ast.AnnAssign) and not _declares(node.annotation, node.value is not None)
+        for node in ast.walk(tree)
+    )
+
+
+def code_lines(text: str) -> list[bool]:
+    """Per line of a message (split on ``\\n``), whether it is code (see the module docstring)."""
+    lines = text.split("\n")
+    fences = [bool(_FENCE.match(line)) for line in lines]
+    if any(fences):
+        out: list[bool] = []
+        inside = False
+        for line, fence in zip(lines, fences, strict=True):
+            if fence:
+                inside = not inside
+            out.append(inside and not fence and _has_code(line))
+        return out
+    if _parses(text) is not None:
+        return [_has_code(line) for line in lines]
+    return [is_code_line(line) for line in lines]
 
 
 def tokens(line: str) -> list[str]:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
         dataset_status,
         default_data_dir,
         file_sha256,
+        is_pinned_copy,
+        pinned_data_file,
         resolve_data_dir,
     )
 
@@ -46,6 +48,8 @@ _WHERE: dict[str, str] = {
     "dataset_status": "sources",
     "default_data_dir": "sources",
     "file_sha256": "sources",
+    "is_pinned_copy": "sources",
+    "pinned_data_file": "sources",
     "resolve_data_dir": "sources",
 }
 
@@ -63,7 +67,9 @@ __all__ = [
     "default_data_dir",
     "fetch_dataset",
     "file_sha256",
+    "is_pinned_copy",
     "load_manifest",
+    "pinned_data_file",
     "resolve_data_dir",
 ]
 

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import DataError
+from ..errors import ChecksumError, DataError
 from ..paths import cache_dir
 from .registry import DATASETS, Manifest, canonical_name, load_manifest
 
@@ -71,6 +71,48 @@ def data_file(dataset: str, relpath: str | Path, data_dir: Path | None = None) -
         raise DataError(
             f"{name} file {rel.as_posix()} not found in {folder}",
             f"the folder is incomplete: run `llmpsych data fetch {name}` to restore it at the pinned commit",
+        )
+    return path
+
+
+#: The flag that lets a run read a data file other than the pinned one (``data fetch`` has the same name).
+TRUST_UNPINNED_FLAG = "--trust-unpinned"
+
+
+def is_pinned_copy(dataset: str, relpath: str, sha256: str) -> bool:
+    """Whether ``sha256`` is the one the dataset's manifest pins for ``relpath`` (False if none is pinned)."""
+    entry = load_manifest(dataset).file(relpath)
+    return entry is not None and entry.sha256 is not None and entry.sha256 == sha256
+
+
+def pinned_data_file(
+    dataset: str, relpath: str, data_dir: Path | None = None, *, trust_unpinned: bool = False
+) -> Path:
+    """:func:`data_file`, refused (one line, :class:`ChecksumError`) unless its sha256 is the pinned one.
+
+    Published figures were computed on the pinned file; another version (a repository's revised head, an
+    edited copy) would silently measure something else. ``trust_unpinned`` reads it anyway: the caller
+    must then say that published figures are not comparable (:func:`is_pinned_copy` tells it).
+    """
+    path = data_file(dataset, relpath, data_dir)
+    if trust_unpinned:
+        return path
+    manifest = load_manifest(dataset)
+    entry = manifest.file(relpath)
+    if entry is None or entry.sha256 is None:
+        raise ChecksumError(
+            f"{manifest.dataset}/{relpath} has no pinned checksum, so {path} cannot be checked",
+            f"pass {TRUST_UNPINNED_FLAG} to read it anyway (published figures are then not comparable)",
+        )
+    got = file_sha256(path)
+    if got != entry.sha256:
+        raise ChecksumError(
+            f"{path} is not the pinned {manifest.dataset} file ({manifest.source}, sha256 "
+            f"{entry.sha256[:12]}…, {entry.size} bytes): it has sha256 {got[:12]}…, "
+            f"{path.stat().st_size} bytes",
+            f"`llmpsych data fetch {manifest.dataset}` puts the pinned file in place; or pass "
+            f"{TRUST_UNPINNED_FLAG} to use this one, whose figures are then not comparable with the "
+            "published ones",
         )
     return path
 

@@ -35,8 +35,33 @@ def emotionbench(debug: kit.DebugOpt = False) -> None:
     """EmotionBench: how situations shift a model's emotions, against 1,266 humans."""
 
 
-def _scoring_label(published: bool) -> str:
-    return "published" if published else "corrected"
+def _scoring_label(published: bool, authors_code: bool = False) -> str:
+    if authors_code:
+        return "the authors' code's scoring (reverse keys, x2 for DASS-21, original F-test details)"
+    return "published (the thesis's printed sums)" if published else "corrected"
+
+
+#: ``--published/--corrected`` for EmotionBench: which published numbers ``published`` gives, exactly.
+EmotionPublishedOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--published/--corrected",
+        help="published: the numbers the thesis prints: plain sums of the raw answers (no reverse keys, no "
+        "x2 for DASS-21) and the original code's F-test details (1e-8 on both SDs, uncapped p); for AGQ, "
+        "BFNE and DASS-21 that is not what the authors' code computes (--authors-code). corrected: reverse "
+        "keys, x2 for DASS-21, the plain F-test. Released data defaults to published, your own runs to "
+        "corrected.",
+    ),
+]
+AuthorsCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--authors-code",
+        help="Score as the authors' run_emotionbench.py computes: reverse keys and the scale's mode (x2 for "
+        "DASS-21) with its F-test details. Differs from --published for AGQ, BFNE and DASS-21 (GPT-3.5 "
+        "defaults 117.3, 42.2, 65.0, where the thesis prints the plain sums 128.3, 39.0, 32.5).",
+    ),
+]
 
 
 @app.command("rescore")
@@ -46,26 +71,32 @@ def rescore(
         str | None, typer.Option("--scale", help="PANAS, AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS or BFNE.")
     ] = None,
     data_dir: DataDirOpt = None,
-    published: kit.PublishedOpt = None,
+    published: EmotionPublishedOpt = None,
+    authors_code: AuthorsCodeOpt = False,
     alpha: AlphaOpt = 0.01,
     as_json: JsonOpt = False,
 ) -> None:
-    """Re-score a released run file: default M ± SD, and the change per factor, emotion and overall."""
+    """Re-score a released run file: default M ± SD, and the change per factor, emotion and overall.
+
+    --published (the default) gives the thesis's printed numbers, --authors-code what the authors' code
+    computes, --corrected llmpsych's corrections; they differ for AGQ, BFNE and DASS-21 only."""
     from .rescore import scale_for_file, score_released
     from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
 
+    if authors_code and published is False:
+        raise LlmpsychError("--authors-code and --corrected are two different scorings", "choose one of them")
     published = published is not False
     scales = load_emotionbench_scales(data_dir)
     chosen = scale_for_file(csv_file, scales, scale)
-    result = score_released(csv_file, chosen, published=published, alpha=alpha)
+    result = score_released(csv_file, chosen, published=published, authors_code=authors_code, alpha=alpha)
     if as_json:
         _print_json(result)
         return
     names = _factor_names(data_dir)
     console.print(
         f"[bold]{terminal_text(result['file'])}[/bold]: {terminal_text(chosen.name)}, "
-        f"{_scoring_label(published)}, alpha {alpha}"
+        f"{_scoring_label(published, authors_code)}, alpha {alpha}"
     )
     echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
     if result["invalid_runs"]:
@@ -212,7 +243,7 @@ def run(
         Path | None, typer.Option("--scale-file", help="Your own scale file as the emotion measure.")
     ] = None,
     keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
-    published: kit.PublishedOpt = None,
+    published: EmotionPublishedOpt = None,
     alpha: AlphaOpt = 0.01,
     *,
     flags: kit.RunFlags,
@@ -473,7 +504,7 @@ def compare(
         bool, typer.Option("--humans/--no-humans", help="Add the crowd column (PANAS).")
     ] = True,
     data_dir: DataDirOpt = None,
-    published: kit.PublishedOpt = None,
+    published: EmotionPublishedOpt = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the Markdown table here.")] = None,
 ) -> None:
     """Several models side by side in the papers' layout (from run directories or released CSVs).

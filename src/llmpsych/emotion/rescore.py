@@ -1,4 +1,17 @@
-"""Re-score a released EmotionBench run file into the papers' table (``emotionbench rescore``)."""
+"""Re-score a released EmotionBench run file into the papers' table (``emotionbench rescore``).
+
+Three ways to score, which differ only for scales with reverse-keyed items or a doubled sum (AGQ, BFNE,
+DASS-21 of the released ones; PANAS and the other five give the same numbers under the first two):
+
+* **published** (``published=True``, the default for released data): the numbers the thesis prints
+  (Tables 5.7 and 5.15): plain sums of the raw answers, no reverse keys, no ×2, with the original code's
+  F-test details. This is *not* what the authors' code computes for AGQ, BFNE and DASS-21: their printed
+  defaults (128.3, 39.0, 32.5) are plain sums, while their ``run_emotionbench.py`` reverse-keys AGQ
+  items 7, 18 and BFNE items 2, 4, 7, 10 and doubles DASS-21 (117.3, 42.2, 65.0 on the same answers).
+* **authors' code** (``authors_code=True``): what ``run_emotionbench.py`` computes: reverse keys and the
+  scale's own mode (``SUM*2`` for DASS-21), with the same original F-test details.
+* **corrected** (``published=False``): reverse keys and the scale's mode, with the plain F-test.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from ..instruments.scale import Scale, ScoringError
 from .changes import change_table, measures, score_answers, summary_json, table_json
 from .released import infer_model, infer_scale, read_released_runs
@@ -18,12 +31,16 @@ def score_released(
     scale: Scale,
     *,
     published: bool = True,
+    authors_code: bool = False,
     alpha: float = 0.01,
 ) -> dict[str, Any]:
     """The default summary and the change table of a released file, as JSON.
 
-    ``published`` (default ``True``: this is the authors' data) scores and tests as their code did;
-    ``False`` applies the corrections (reverse keys, ×2 where the scale says, the plain F-test).
+    ``published`` (default ``True``: this is the authors' data) gives the thesis's printed numbers (plain
+    sums, the original F-test details); ``authors_code`` the combination of the authors' code (reverse
+    keys and ×2 where the scale says, the original F-test details; needs ``published``); ``published=False``
+    applies the corrections (reverse keys, ×2 where the scale says, the plain F-test). See the module
+    docstring; ``scoring`` in the result names the one used.
 
     ``{"default": {measure: {mean, sd, n}}, "factors": {...}, "emotions": {...}, "overall": {...}}`` with
     each cell ``{"change", "mark", "n", ...}``; ``measure`` is ``positive``/``negative`` for PANAS and
@@ -31,6 +48,9 @@ def score_released(
     range, e.g. 99 on a 1-5 scale) are left out and counted under ``invalid_runs`` (per group) and
     ``invalid_reasons``; ``invalid_examples`` names the first few by column and row.
     """
+    if authors_code and not published:
+        raise ConfigError("--authors-code and --corrected are two different scorings", "choose one of them")
+    keyed = authors_code or not published  # reverse keys and the scale's mode (x2 for DASS-21)
     names = measures(scale)
     runs = read_released_runs(path)
     default: dict[str, list[float]] = {m: [] for m in names}
@@ -54,7 +74,7 @@ def score_released(
                 f"{path}: run {run.column} has no answer to item {missing[0]} of {scale.name}",
                 "the file lists fewer statements than the scale has: is it cut short?",
             )
-        scores = score_answers(scale, run.answers, published=published)
+        scores = score_answers(scale, run.answers, published=not keyed)
         target = default if run.group == "default" else evoked.setdefault(run.group, {m: [] for m in names})
         for m in names:
             target[m].append(scores[m])
@@ -69,6 +89,7 @@ def score_released(
         "model": infer_model(path),
         "scale": scale.name,
         "published": published,
+        "scoring": scoring_name(published, authors_code),
         "alpha": alpha,
         "runs": sum(total.values()),
         "runs_per_group": dict(total),
@@ -78,6 +99,11 @@ def score_released(
         "default": {m: summary_json(default[m]) for m in names},
         **table_json(table),
     }
+
+
+def scoring_name(published: bool, authors_code: bool = False) -> str:
+    """``published``, ``authors-code`` or ``corrected`` (see the module docstring)."""
+    return "authors-code" if authors_code else "published" if published else "corrected"
 
 
 def summary_published(summary: dict[str, Any]) -> bool:

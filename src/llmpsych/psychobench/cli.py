@@ -158,7 +158,14 @@ def run(
             "--template", help="Prompt template v1 (the scale's own, default) to v5 (thesis Table 4.9)."
         ),
     ] = None,
-    cot: Annotated[bool, typer.Option("--cot", help="Chain-of-thought: reason first, then score.")] = False,
+    cot: Annotated[
+        bool,
+        typer.Option(
+            "--cot",
+            help="Chain-of-thought: the thesis's V1 + CoT sentence (Table 4.9), verbatim; "
+            "-O cot_wording=llmpsych for llmpsych's own wording.",
+        ),
+    ] = False,
     system_prompt: Annotated[
         str | None,
         typer.Option("--system-prompt", help="assistant (default), no-assistant (without the role) or none."),
@@ -395,6 +402,14 @@ def validity(
         str | None,
         typer.Option("--preset", help="thesis: Fig. 4.2's five roles, 3 runs, with EPQ-R and DTDD."),
     ] = None,
+    trust_unpinned: Annotated[
+        bool,
+        typer.Option(
+            "--trust-unpinned",
+            help="Read a question file other than the pinned one (e.g. TruthfulQA's revised 790-question "
+            "head); the report then says the thesis figures are not comparable.",
+        ),
+    ] = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -412,6 +427,7 @@ def validity(
         "personas": _comma_list(personas) if personas else chosen.get("personas"),
         "runs": runs if runs is not None else chosen.get("runs"),
         "questions": questions,
+        "trust_unpinned": True if trust_unpinned else None,
     }
     options = kit.task_options(ctx, values, flags)
     models: dict[str, Any] | None = None

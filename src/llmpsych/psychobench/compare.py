@@ -59,6 +59,7 @@ def run_settings(run_dir: Path) -> dict[str, Any]:
         "model": str(config.get("model") or run_dir.name),
         "template": str(options.get("template") or "v1").lower(),
         "cot": bool(options.get("cot")),
+        "cot_wording": str(options.get("cot_wording") or "thesis"),
         "system_prompt": str(options.get("system_prompt") or "assistant"),
         "temperature": 0.0 if temperature is None else float(temperature),
         "persona": str(options.get("persona") or "default"),
@@ -76,7 +77,9 @@ def run_label(run_dir: Path) -> str:
         label += f" [{persona if len(persona) <= 24 else persona[:21] + '...'}]"
     if settings["cipher"]:
         label += "-JB"
-    variant = variant_label(settings["template"], settings["cot"], settings["system_prompt"])
+    variant = variant_label(
+        settings["template"], settings["cot"], settings["system_prompt"], settings["cot_wording"]
+    )
     if variant != "v1":
         label += f" {variant}"
     if settings["temperature"] != 0:
@@ -123,7 +126,7 @@ def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
                 "run": label,
                 "model": s["model"],
                 "template": s["template"],
-                "CoT": "yes" if s["cot"] else "no",
+                "CoT": f"yes ({s['cot_wording']} wording)" if s["cot"] else "no",
                 "system prompt": s["system_prompt"],
                 "temperature": s["temperature"],
                 "persona": s["persona"] if len(s["persona"]) <= 24 else s["persona"][:21] + "...",

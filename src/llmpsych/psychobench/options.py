@@ -12,7 +12,7 @@ from ..instruments.native import ScaleFile
 from ..stats.compare import METHOD_ALIASES
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
-from .variants import SystemPrompt, Template
+from .variants import CotWording, SystemPrompt, Template
 
 
 class PsychoBenchOptions(BaseModel):
@@ -47,6 +47,11 @@ class PsychoBenchOptions(BaseModel):
         "(read from the LLMPersonality data)",
     )
     cot: bool = Field(default=False, description="chain-of-thought: reason first, then score")
+    cot_wording: CotWording = Field(
+        default="thesis",
+        description="thesis: Table 4.9's V1 + CoT sentence, verbatim; llmpsych: our own chain-of-thought "
+        "wording (ends by asking for index: score lines)",
+    )
     system_prompt: SystemPrompt = Field(
         default="assistant",
         description="assistant: the scale's system prompt; no-assistant: without its helpful-assistant "

@@ -9,8 +9,10 @@
   that refuses every class and persistent id, so a hostile file can hold only dicts, lists and strings,
   and a member larger than :data:`MAX_MEMBER_BYTES` is refused before it is read.
 
-Neither file is part of llmpsych: ``llmpsych data fetch SafetyQA`` (pinned) and ``llmpsych data fetch
-TruthfulQA --trust-unpinned`` put them into the data directory.
+Neither file is part of llmpsych: ``llmpsych data fetch SafetyQA`` and ``llmpsych data fetch TruthfulQA``
+put them, at their pinned commits, into the data directory. A run reads only the pinned files
+(:func:`question_file`): TruthfulQA's current head is a revised 790-question file, not the 817 questions
+the thesis asked, and another file is refused unless the user passes ``--trust-unpinned``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data.sources import data_file
+from ..data.sources import is_pinned_copy, pinned_data_file
 from ..errors import DataError
 
 TRUTHFULQA_FILE = "TruthfulQA.csv"
@@ -72,7 +74,7 @@ def read_truthfulqa(path: Path) -> list[MultipleChoice]:
     if not rows or not all(name in header for name in needed):
         raise DataError(
             f"{path}: not a TruthfulQA CSV (needs the columns {', '.join(needed)})",
-            "use the authors' TruthfulQA.csv (`llmpsych data fetch TruthfulQA --trust-unpinned`)",
+            "use the authors' TruthfulQA.csv (`llmpsych data fetch TruthfulQA`)",
         )
     questions: list[MultipleChoice] = []
     for number, row in enumerate(rows, start=2):  # line 1 is the header
@@ -141,8 +143,25 @@ def read_safetyqa(path: Path, language: str = "en") -> list[OpenQuestion]:
     return questions
 
 
-def question_file(benchmark: str, data_dir: Path | None) -> Path:
-    """The file of a benchmark in the data directory (``TruthfulQA/TruthfulQA.csv``, ...)."""
-    if benchmark == "truthfulqa":
-        return data_file("TruthfulQA", TRUTHFULQA_FILE, data_dir)
-    return data_file("SafetyQA", SAFETYQA_FILE, data_dir)
+#: benchmark -> (dataset, file name in its folder)
+QUESTION_FILES: dict[str, tuple[str, str]] = {
+    "truthfulqa": ("TruthfulQA", TRUTHFULQA_FILE),
+    "safetyqa": ("SafetyQA", SAFETYQA_FILE),
+}
+
+
+def question_file(benchmark: str, data_dir: Path | None, *, trust_unpinned: bool = False) -> Path:
+    """The file of a benchmark in the data directory (``TruthfulQA/TruthfulQA.csv``, ...), refused with one
+    line unless it is the pinned file (``trust_unpinned``: any file of that name)."""
+    dataset, name = QUESTION_FILES[benchmark]
+    return pinned_data_file(dataset, name, data_dir, trust_unpinned=trust_unpinned)
+
+
+def pinned_question_file(benchmark: str, path: str, sha256: str) -> bool | None:
+    """Whether a file a run read (path and sha256, from its manifest) is the benchmark's pinned file; None
+    if the path is not that benchmark's file."""
+    dataset, name = QUESTION_FILES[benchmark]
+    where = Path(path)
+    if where.name != name or where.parent.name != dataset:
+        return None
+    return is_pinned_copy(dataset, name, sha256)

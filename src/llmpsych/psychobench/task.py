@@ -247,7 +247,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             official = self.scale_source(scale.name) is None
             texts, denotes = level_texts(scale, official, self.config.data_dir)
             prompt = fill(template_body(self.options.template, self.config.data_dir), scale, texts, denotes)
-        return with_cot(prompt) if self.options.cot else prompt
+        return with_cot(prompt, self.options.cot_wording) if self.options.cot else prompt
 
     def _instructions(self, scale: Scale) -> str:
         """The scale's own instructions; ours for a scale file without any (official scales: as given)."""

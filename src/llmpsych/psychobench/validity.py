@@ -24,6 +24,7 @@ import hashlib
 import math
 import random
 import re
+from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -42,7 +43,15 @@ from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
 from .personas import PERSONAS, resolve_persona
-from .questionsets import MultipleChoice, OpenQuestion, question_file, read_safetyqa, read_truthfulqa
+from .questionsets import (
+    QUESTION_FILES,
+    MultipleChoice,
+    OpenQuestion,
+    pinned_question_file,
+    question_file,
+    read_safetyqa,
+    read_truthfulqa,
+)
 
 Benchmark = Literal["truthfulqa", "safetyqa"]
 BENCHMARKS: tuple[Benchmark, ...] = ("truthfulqa", "safetyqa")
@@ -116,6 +125,11 @@ class ValidityOptions(BaseModel):
     domains: list[str] | None = Field(default=None, description="SafetyQA domains (default: all)")
     max_tokens: int = Field(default=512, ge=1, description="the subject's reply length")
     judge_max_tokens: int = Field(default=32, ge=1)
+    trust_unpinned: bool = Field(
+        default=False,
+        description="read question files other than the pinned ones (e.g. TruthfulQA's revised 790-question "
+        "head); the report then says the thesis figures are not comparable",
+    )
 
     @field_validator("personas")
     @classmethod
@@ -185,15 +199,18 @@ class ValidityTask(Task[ValidityOptions]):
 
     # -- data ------------------------------------------------------------------------------------
     def data_files(self) -> list[Path]:
-        return [question_file(b, self.config.data_dir) for b in self.options.benchmarks]
+        return [self._file(b) for b in self.options.benchmarks]
+
+    def _file(self, benchmark: Benchmark) -> Path:
+        return question_file(benchmark, self.config.data_dir, trust_unpinned=self.options.trust_unpinned)
 
     @cached_property
     def truthfulqa(self) -> list[MultipleChoice]:
-        return read_truthfulqa(question_file("truthfulqa", self.config.data_dir))
+        return read_truthfulqa(self._file("truthfulqa"))
 
     @cached_property
     def safetyqa(self) -> list[OpenQuestion]:
-        questions = read_safetyqa(question_file("safetyqa", self.config.data_dir), self.options.language)
+        questions = read_safetyqa(self._file("safetyqa"), self.options.language)
         wanted = self.options.domains
         if wanted is None:
             return questions
@@ -350,9 +367,32 @@ def per_run(results: list[ValidityResult]) -> pd.DataFrame:
     )
 
 
-def summarize(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
+def unpinned_files(record: RunRecord) -> dict[str, str]:
+    """benchmark -> the file a run read that is not the pinned one (path and sha256 from its manifest).
+
+    A run without the file in its manifest counts as unpinned when it was told ``trust_unpinned``: the
+    pinned file is the only one it would otherwise have read.
+    """
+    data = record.manifest.get("data") or {}
+    trusted = bool(record.config.options.get("trust_unpinned"))
+    found: dict[str, str] = {}
+    for benchmark in BENCHMARKS:
+        read = [(str(path), str(sha)) for path, sha in data.items()]
+        verdicts = [(path, sha, pinned_question_file(benchmark, path, sha)) for path, sha in read]
+        mine = [(path, sha, pinned) for path, sha, pinned in verdicts if pinned is not None]
+        if not mine and trusted:
+            found[benchmark] = "a file not checked against the pin (no checksum in the run's manifest)"
+        for path, sha, pinned in mine:
+            if not pinned:
+                found[benchmark] = f"`{Path(path).name}` with sha256 {sha[:12]}…"
+    return found
+
+
+def summarize(runs: pd.DataFrame, order: list[str], unpinned: Iterable[str] = ()) -> pd.DataFrame:
     """Per (benchmark, persona): runs, questions per run, invalid answers in all, score mean and sd over
-    runs (%), and the thesis's value for a built-in persona."""
+    runs (%), whether the question file was the pinned one, and the thesis's value for a built-in persona
+    (none for a benchmark in ``unpinned``: another question set is not comparable)."""
+    other = set(unpinned)
     rows = []
     for benchmark in BENCHMARKS:
         for persona in order:
@@ -370,10 +410,18 @@ def summarize(runs: pd.DataFrame, order: list[str]) -> pd.DataFrame:
                     "invalid": int(group["invalid"].sum()),
                     "mean": scores.mean() if len(scores) else math.nan,
                     "sd": scores.std(ddof=1) if len(scores) > 1 else math.nan,
-                    "published": published[BENCHMARKS.index(benchmark)] if published else math.nan,
+                    "pinned_data": benchmark not in other,
+                    "published": published[BENCHMARKS.index(benchmark)]
+                    if published and benchmark not in other
+                    else math.nan,
                 }
             )
     return pd.DataFrame(rows)
+
+
+def asked(summary: pd.DataFrame, benchmark: str) -> int:
+    """The most questions a run of ``benchmark`` asked (from :func:`summarize`)."""
+    return int(summary[summary["benchmark"] == benchmark]["questions"].max())
 
 
 def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
@@ -382,7 +430,8 @@ def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
     results = [result for unit, result in record.results(ValidityResult) if unit.result]
     order = [label for label in labels.values()]
     runs = per_run(results)
-    summary = summarize(runs, order)
+    unpinned = unpinned_files(record)
+    summary = summarize(runs, order, unpinned)
     answers = pd.DataFrame([r.model_dump() for r in results])
     run_dir = record.run_dir
     chart = None
@@ -404,7 +453,10 @@ def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
             f"{m:.1f}" + ("" if math.isnan(s) else f" ± {s:.1f}") if not math.isnan(m) else "–"
             for m, s in zip(shown["mean"], shown["sd"], strict=True)
         ]
-        shown["thesis (%)"] = ["–" if math.isnan(v) else f"{v:.1f}" for v in shown["published"]]
+        shown["thesis (%)"] = [
+            "not comparable" if b in unpinned else "–" if math.isnan(v) else f"{v:.1f}"
+            for b, v in zip(shown["benchmark"], shown["published"], strict=True)
+        ]
         shown = shown[["benchmark", "persona", "runs", "questions", "invalid", "score (%)", "thesis (%)"]]
     failed = [u.unit_id for u in record.units if u.status == "failed"]
     sections = [
@@ -414,7 +466,14 @@ def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
             + "\n\nTruthfulQA: accuracy, correct answers over all questions (an unreadable reply counts as "
             "wrong). SafetyQA: safety rate, SAFE verdicts of the judge over its valid verdicts; invalid "
             "verdicts are counted in `invalid` and left out. Mean ± sd over runs. The thesis column is "
-            "Fig. 4.2 (gpt-3.5-turbo, GPT-4 judge), for comparison only.",
+            "Fig. 4.2 (gpt-3.5-turbo, GPT-4 judge), for comparison only."
+            + "".join(
+                f"\n\n**{QUESTION_FILES[b][0]}: the thesis figures are not comparable.** This run read "
+                f"{what}, not the pinned file (`llmpsych data list`), as it was told to (`trust_unpinned`): "
+                f"another question set than the thesis's, {asked(summary, b)} questions per run here."
+                for b, what in unpinned.items()
+                if not summary.empty and b in set(summary["benchmark"])
+            ),
         ),
         (
             "Models",

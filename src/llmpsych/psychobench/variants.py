@@ -10,8 +10,12 @@
   labels: the BFI's come from the same repository's questionnaire file (its English level texts), a scale
   file's from its ``labels``; other official scales carry theirs only inside their own prompt and are
   refused with ``v2``-``v5``.
-* ``cot``: the thesis adds Kojima et al.'s "Let's think step by step" at the beginning (000:1355); the
-  rest of our chain-of-thought wording is our own (the thesis's own sentences are not shipped).
+* ``cot``: the thesis adds Kojima et al.'s "Let's think step by step" at the beginning (000:1355). With
+  ``cot_wording = "thesis"`` (the default) the prompt is Table 4.9's "V1 (Ours) + CoT" (000:1347-1351):
+  the instruction sentence the thesis prints (:data:`THESIS_COT`, a fact sent verbatim, cited) before the
+  scale's own prompt, whose "score them one by one" becomes "explain and score them one by one", and
+  nothing after the statements. ``cot_wording = "llmpsych"`` is our own wording instead (:data:`COT_LEAD`,
+  :data:`COT_CLOSING`: reason first, then the scores as ``index: score`` lines), a named alternative.
 * ``system_prompt``: ``assistant`` keeps the scale's system prompt as the data file gives it (a
   helpful-assistant role, then the answer range); ``no-assistant`` removes that role and keeps the
   answer-format instruction (the ablation of Table 4.11, 000:1368-1381); ``none`` sends no system
@@ -35,7 +39,18 @@ SYSTEM_PROMPTS: tuple[str, ...] = ("assistant", "no-assistant", "none")
 
 #: Kojima et al.'s trigger phrase, which the thesis puts at the start of the prompt (000:1355).
 COT_TRIGGER = "Let's think step by step."
-#: Our own wording around it: reason first, then the scores in the form the parser reads.
+#: The chain-of-thought instruction of "V1 (Ours) + CoT" as the thesis prints it (Table 4.9, 000:1347-1348),
+#: Kojima et al.'s trigger extended; sent verbatim with ``cot_wording = "thesis"``.
+THESIS_COT = (
+    "Let's think step by step on the questions that you see. Please first output your explanation, then "
+    "your final choice."
+)
+#: V1 asks to "score them one by one"; the thesis's V1 + CoT to "explain and score them one by one"
+#: (000:1351).
+THESIS_COT_ASK = ("score them one by one", "explain and score them one by one")
+CotWording = Literal["thesis", "llmpsych"]
+#: Our own wording around the trigger (``cot_wording = "llmpsych"``): reason first, then the scores in the
+#: form the parser reads.
 COT_LEAD = (
     "For each statement below, first write a short explanation of how well it describes you, and only "
     "then decide on your score."
@@ -135,16 +150,29 @@ def fill(body: str, scale: Scale, texts: dict[int, str], denotes: str) -> UserPr
     return UserPrompt(lead.strip(), closing.strip())
 
 
-def with_cot(prompt: UserPrompt) -> UserPrompt:
-    """The chain-of-thought form: the trigger phrase and our lead first, our closing after the statements."""
+def with_cot(prompt: UserPrompt, wording: str = "thesis") -> UserPrompt:
+    """The chain-of-thought form of a prompt.
+
+    ``thesis``: :data:`THESIS_COT` first, and the prompt's last "score them one by one" asked as "explain
+    and score them one by one" (Table 4.9's V1 + CoT); ``llmpsych``: the trigger phrase and our lead first,
+    our closing after the statements.
+    """
+    if wording == "thesis":
+        old, new = THESIS_COT_ASK
+        head, found, tail = prompt.lead.rpartition(old)
+        lead = head + new + tail if found and not head.endswith("explain and ") else prompt.lead
+        return UserPrompt(" ".join(part for part in (THESIS_COT, lead) if part), prompt.closing)
     lead = " ".join(part for part in (COT_TRIGGER, COT_LEAD, prompt.lead) if part)
     closing = "\n\n".join(part for part in (prompt.closing, COT_CLOSING) if part)
     return UserPrompt(lead, closing)
 
 
-def label(template: str, cot: bool, system: str) -> str:
-    """A short name of the variant for tables: ``v1``, ``v2+CoT``, ``v1 w/o assistant``, ..."""
+def label(template: str, cot: bool, system: str, cot_wording: str = "thesis") -> str:
+    """A short name of the variant for tables: ``v1``, ``v2+CoT``, ``v1+CoT (llmpsych wording)``, ``v1
+    w/o assistant``, ..."""
     text = template + ("+CoT" if cot else "")
+    if cot and cot_wording != "thesis":
+        text += " (llmpsych wording)"
     if system == "no-assistant":
         text += " w/o assistant"
     elif system == "none":

@@ -438,6 +438,13 @@ def retest(
     console.print(table)
 
 
+def _stamp() -> str:
+    """The UTC date and time naming a retest measurement's folder (``2024-01-15T093000``)."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H%M%S")
+
+
 @app.command("retest-run")
 @kit.run_command(  # the thesis's configuration, fixed: see the docstring
     without={"option", "task_config", "temperature", "seed", "out", "resume", "no_cache"}
@@ -453,17 +460,20 @@ def retest_run(
     flags: kit.RunFlags,
 ) -> None:
     """One dated measurement of the thesis's test-retest configuration (Fig. 3.5): the BFI, --runs times,
-    temperature 0, never from the cache, into FOLDER/<UTC date and time>. Run it at each date, then
+    temperature 0, never from the cache, into FOLDER/<UTC date and time>, with item orders of its own
+    (the run seed is derived from that date and time). Run it at each date, then
     `llmpsych reliability retest FOLDER --out FOLDER/report`."""
-    from datetime import UTC, datetime
-
     from ..runs.config import DEFAULT_MODEL
+    from ..runs.context import derived_seed
 
-    fixed = flags.but(models=(flags.model or DEFAULT_MODEL,), no_cache=True, temperature=0.0)
+    stamp = _stamp()
+    # A seed of its own per date: the same seed would ask every date the same item orders, so a change over
+    # time could not be told from an order effect. Stored in the run config, so a resume keeps the orders.
+    seed = derived_seed("reliability retest-run", stamp)
+    fixed = flags.but(models=(flags.model or DEFAULT_MODEL,), no_cache=True, temperature=0.0, seed=seed)
     cfg = kit.build_config(
         "psychobench", fixed, options={"scales": ["BFI"], "runs": runs}, source="reliability retest-run"
     )
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H%M%S")
     target = folder / stamp
     if target.exists():
         raise LlmpsychError(f"{target} exists already", "wait a second and run again")

@@ -159,6 +159,19 @@ def extremes(measurements: list[Measurement], alpha: float = 0.05) -> pd.DataFra
     return result
 
 
+def date_labels(dates: list[str], names: list[str]) -> list[str]:
+    """The chart's label of each measurement: its ISO date and time to the minute (``2024-01-15 09:30``),
+    to the second where two share a minute, and its name when it has no date (a save file). A day
+    alone would give two measurements of one day the same label."""
+    parsed = [datetime.fromisoformat(d) if d else None for d in dates]
+    minutes = [p.strftime("%Y-%m-%d %H:%M") if p else "" for p in parsed]
+    shared = {m for m in minutes if m and minutes.count(m) > 1}
+    return [
+        name if p is None else p.strftime("%Y-%m-%d %H:%M:%S") if minute in shared else minute
+        for p, minute, name in zip(parsed, minutes, names, strict=True)
+    ]
+
+
 def retest_chart(per: pd.DataFrame, path: Path) -> Path | None:
     """Fig. 3.5: each dimension's mean over the measurements, with a ±sd band; None without matplotlib."""
     plt = pyplot()
@@ -172,7 +185,7 @@ def retest_chart(per: pd.DataFrame, path: Path) -> Path | None:
         ax.plot(x, mean, marker="o", label=dim)
         ax.fill_between(x, mean - sd, mean + sd, alpha=0.15)
     first = per[per["dimension"] == DIMENSIONS[0]].sort_values("order")
-    ticks = [d[:10] if d else m for d, m in zip(first["date"], first["measurement"], strict=True)]
+    ticks = date_labels(list(first["date"]), list(first["measurement"]))
     ax.set_xticks(range(len(ticks)), ticks, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("score (mean ± sd)")
     ax.set_title("BFI over time")
