@@ -63,6 +63,7 @@ class EmbeddedSettings:
     n_threads: int = 0  # 0: all available cores
     host: str = "127.0.0.1"
     port: int = 0  # 0: pick a free port
+    alias: str | None = None  # the model id /v1/models reports (None: llama.cpp's, the file's path)
 
     def with_context(self, ctx: int | None) -> EmbeddedSettings:
         """These settings with ``ctx`` tokens per slot (a spec's ``?ctx=``); unchanged for None."""
@@ -76,6 +77,24 @@ class EmbeddedSettings:
             return self.n_ctx_per_slot
         share = DEFAULT_CONTEXT_TOTAL // max(1, self.n_parallel)
         return max(MIN_DEFAULT_CONTEXT, min(DEFAULT_CONTEXT_PER_SLOT, share))
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse, in one line, a port another program already listens on.
+
+    llama.cpp reports a taken port as a failure to load the model ("could not load ... check the input
+    params"), which sends the user looking at the model file; binding it first names the real cause."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise LlmpsychError(
+                f"port {port} on {host} is already in use: {exc.strerror or exc}",
+                "another program, perhaps another `llmpsych serve`, listens there: stop it, or pick another "
+                "port with --port; 0 picks a free one",
+            ) from None
 
 
 @lru_cache(maxsize=1)
@@ -117,7 +136,10 @@ class EmbeddedModel:
         params.ui = False
         params.endpoint_slots = False
         if settings.port:
+            check_port_free(settings.host, settings.port)
             params.port = settings.port
+        if settings.alias:
+            params.model_alias = {settings.alias}
         try:
             self._server = xllamacpp.Server(params)
         except Exception as exc:  # llama.cpp reports load failures as generic exceptions
