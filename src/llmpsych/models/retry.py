@@ -22,7 +22,9 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 
 class RetryableError(Exception):
     """A transient failure (429, 5xx, timeout, dropped connection, malformed body)."""
 
-    def __init__(self, reason: str, retry_after: float | None = None, max_attempts: int | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, max_attempts: int | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
