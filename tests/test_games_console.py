@@ -11,15 +11,15 @@ from pathlib import Path
 from llmpsych.testing.fault_server import FaultServer
 
 
+GAME = "run --task gamabench --model openai-compatible/m -O runs=2 -O players=3 -O rounds=2 -O max_reasks=0"
+
+
 def test_a_gamabench_run_prints_its_score_and_says_when_fallbacks_made_it(
     fault_server: FaultServer, tmp_path: Path
 ) -> None:
     done = subprocess.run(
-        [
-            sys.executable, "-m", "llmpsych", "run", "--task", "gamabench", "--model", "openai-compatible/m",
-            "--base-url", fault_server.base_url, "-O", "runs=2", "-O", "players=3", "-O", "rounds=2",
-            "-O", "max_reasks=0", "--out", str(tmp_path / "g"), "--no-progress",
-        ],  # fmt: skip
+        [sys.executable, "-m", "llmpsych", *GAME.split(), "--base-url", fault_server.base_url]
+        + ["--out", str(tmp_path / "g"), "--no-progress"],
         capture_output=True,
         text=True,
         env=os.environ,
