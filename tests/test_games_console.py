@@ -10,7 +10,6 @@ from pathlib import Path
 
 from llmpsych.testing.fault_server import FaultServer
 
-
 GAME = "run --task gamabench --model openai-compatible/m -O runs=2 -O players=3 -O rounds=2 -O max_reasks=0"
 
 
