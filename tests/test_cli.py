@@ -53,7 +53,7 @@ def test_unreachable_endpoint(tmp_path: Path) -> None:
     result = llmpsych(
         "models", "test", "openai-compatible/m", "--base-url", f"http://127.0.0.1:{_free_port()}/v1"
     )
-    assert_one_line_error(result, "connection error")
+    assert_one_line_error(result, "connection refused", "is the server running?")
 
 
 def test_missing_key(tmp_path: Path) -> None:

@@ -70,8 +70,22 @@ def test_unreachable_endpoint_gives_up_after_bounded_retries() -> None:
         port = sock.getsockname()[1]
     client = open_client("openai-compatible/m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2)
     client.policy = type(client.policy)(max_retries=2, base_delay=0.01)
-    with pytest.raises(EndpointError, match="gave up after 3 attempts; last error: connection error"):
+    with pytest.raises(EndpointError, match="gave up after 3 attempts; last error: connection refused"):
         _ask(client)
+
+
+def test_a_refused_connection_asks_whether_the_server_runs_after_three_attempts_not_seven() -> None:
+    """Before: 7 attempts over ~25 s of back-off, ending in "connection error: ClientConnectorError"."""
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = open_client("openai-compatible/m", base_url=f"http://127.0.0.1:{port}/v1")
+    assert client.policy.max_retries == 6  # the default policy would try 7 times
+    with pytest.raises(EndpointError) as caught:
+        _ask(client)
+    message = str(caught.value)
+    assert "gave up after 3 attempts" in message
+    assert f"connection refused by http://127.0.0.1:{port}/v1: is the server running?" in message
 
 
 def test_retry_after_header_parsing() -> None:

@@ -87,11 +87,37 @@ def test_serve_needs_the_token_from_a_private_file(tmp_path: Path) -> None:
         assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
         assert token not in "".join(printed)  # written to the file, never printed
         assert_closed_to_browsers(f"http://127.0.0.1:{port}/v1", token)
+        # The model id a client lists is the name it is served as, not the GGUF file's path on this disk.
+        listing = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/models", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(listing, timeout=60) as resp:
+            ids = [entry["id"] for entry in json.loads(resp.read())["data"]]
+        assert ids == ["qwen2.5-0.5b"], ids
     finally:
         process.send_signal(signal.SIGTERM)
         rest = process.communicate(timeout=60)[0]
     assert token not in rest
     assert not token_file.exists()  # removed when the server stops, by Ctrl-C or `kill`
+
+
+def test_serve_on_a_port_another_socket_holds_names_the_port_not_the_model() -> None:
+    """Before: "llama.cpp could not load .../qwen2.5-coder-0.5b-instruct-q4_k_m.gguf: Failed to init server,
+    please check the input params", which sends the user to the model file."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "llmpsych", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"port {port} on 127.0.0.1 is already in use" in lines[0], done.stderr
+    assert "--port" in lines[0] and "load" not in lines[0] and "Traceback" not in done.stderr
 
 
 def test_the_in_run_loopback_server_is_closed_and_our_client_finds_its_token() -> None:

@@ -236,15 +236,17 @@ def serve(
     from urllib.parse import urlsplit
 
     from .models.catalog import model_file
-    from .models.embedded import EmbeddedSettings, load_embedded, write_token_file
+    from .models.embedded import EmbeddedSettings, check_port_free, load_embedded, write_token_file
     from .models.spec import gguf_path, parse_model_spec
     from .paths import cache_dir
 
     spec = parse_model_spec(model)
     if spec.kind != "embedded":
         raise LlmpsychError(f"serve runs embedded models (local/<name> or gguf:<path>), not {model}")
+    settings = EmbeddedSettings(n_parallel=n_parallel, port=port, alias=spec.model).with_context(spec.ctx)
+    if port:
+        check_port_free(settings.host, port)  # before the model loads: a taken port is not the model's fault
     path = model_file(spec.model) if spec.endpoint == "local" else gguf_path(spec)
-    settings = EmbeddedSettings(n_parallel=n_parallel, port=port).with_context(spec.ctx)  # ?ctx=<tokens>
     served = load_embedded(path, settings)
     where = urlsplit(served.base_url)
     token_path = token_file or cache_dir() / "serve" / f"{where.hostname}-{where.port}.token"

@@ -256,3 +256,44 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         from .analysis import analyze_record
 
         return analyze_record(record, self)
+
+
+def console_lines(run_dir: Path) -> list[str]:
+    """What ``llmpsych run --task gamabench`` prints after its summary: each game's 0-100 score over its
+    runs, with n, and how many decisions were the fallback action rather than the seats' own answers
+    (the quickstart prints the same for its short game). Nothing when ``games.csv`` is absent."""
+    import csv
+
+    path = run_dir / "games.csv"
+    if not path.is_file():
+        return []
+    rows: dict[str, list[dict[str, str]]] = {}
+    with path.open(encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            rows.setdefault(row.get("game", "?"), []).append(row)
+    decisions: dict[str, int] = {}
+    decisions_path = run_dir / "decisions.csv"
+    if decisions_path.is_file():
+        with decisions_path.open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle):
+                game = row.get("game", "?")
+                decisions[game] = decisions.get(game, 0) + 1
+    lines = []
+    for game, runs in rows.items():
+        scores = [float(r["score"]) for r in runs if r.get("score") not in (None, "", "nan")]
+        if scores:
+            mean = sum(scores) / len(scores)
+            spread = (
+                (sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)) ** 0.5 if len(scores) > 1 else 0.0
+            )
+            text = f"{mean:.1f} ± {spread:.1f} / 100 (n = {len(scores)} of {len(runs)} runs scored)"
+        else:
+            text = f"not computable (0 of {len(runs)} runs scored)"
+        fallbacks = sum(int(float(r.get("fallbacks") or 0)) for r in runs)
+        line = f"{game}: score {text}"
+        if fallbacks:
+            total = decisions.get(game)
+            of = f" of {total}" if total else ""
+            line += f"; {fallbacks}{of} decisions were the fallback action (no usable answer), not played"
+        lines.append(line)
+    return lines

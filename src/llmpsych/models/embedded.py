@@ -17,6 +17,7 @@ counted with the model's own chat template and tokenizer), as one failed call th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -63,6 +64,7 @@ class EmbeddedSettings:
     n_threads: int = 0  # 0: all available cores
     host: str = "127.0.0.1"
     port: int = 0  # 0: pick a free port
+    alias: str | None = None  # the model id /v1/models reports (None: llama.cpp's, the file's path)
 
     def with_context(self, ctx: int | None) -> EmbeddedSettings:
         """These settings with ``ctx`` tokens per slot (a spec's ``?ctx=``); unchanged for None."""
@@ -76,6 +78,24 @@ class EmbeddedSettings:
             return self.n_ctx_per_slot
         share = DEFAULT_CONTEXT_TOTAL // max(1, self.n_parallel)
         return max(MIN_DEFAULT_CONTEXT, min(DEFAULT_CONTEXT_PER_SLOT, share))
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse, in one line, a port another program already listens on.
+
+    llama.cpp reports a taken port as a failure to load the model ("could not load ... check the input
+    params"), which sends the user looking at the model file; binding it first names the real cause."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise LlmpsychError(
+                f"port {port} on {host} is already in use: {exc.strerror or exc}",
+                "another program, perhaps another `llmpsych serve`, listens there: stop it, or pick another "
+                "port with --port; 0 picks a free one",
+            ) from None
 
 
 @lru_cache(maxsize=1)
@@ -117,7 +137,10 @@ class EmbeddedModel:
         params.ui = False
         params.endpoint_slots = False
         if settings.port:
+            check_port_free(settings.host, settings.port)
             params.port = settings.port
+        if settings.alias:
+            params.model_alias = {settings.alias}
         try:
             self._server = xllamacpp.Server(params)
         except Exception as exc:  # llama.cpp reports load failures as generic exceptions
@@ -227,14 +250,41 @@ def served_token(address: str) -> SecretStr | None:
 
 
 class EmbeddedBackend:
-    """Backend adapter: runs blocking llama.cpp calls in worker threads."""
+    """Backend adapter: runs each blocking llama.cpp call in a daemon thread of its own.
+
+    Not ``asyncio.to_thread``: the event loop's default executor is joined when ``asyncio.run`` ends, with
+    every call queued for it, so Ctrl-C waited for the llama.cpp calls in flight and queued (66 s on a BFI
+    log-prob run under load, with nothing printed). A call abandoned here is not needed: its unit is not
+    done, and ``--resume`` asks again. A thread costs ~0.1 ms against a call of 50 ms or more."""
 
     def __init__(self, model: EmbeddedModel) -> None:
         self.model = model
 
     async def send(self, body: dict[str, Any]) -> dict[str, Any]:
-        """One attempt, off the event loop."""
-        return await asyncio.to_thread(self.model.complete, body)
+        """One attempt, off the event loop; cancelling it abandons the call (its answer is dropped)."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[dict[str, Any]] = loop.create_future()
+
+        def settle(result: dict[str, Any] | None, error: BaseException | None) -> None:
+            if answer.done():  # cancelled meanwhile: nobody waits for this answer
+                return
+            if error is not None:
+                answer.set_exception(error)
+            else:
+                answer.set_result(result or {})
+
+        def call() -> None:
+            result: dict[str, Any] | None = None
+            error: BaseException | None = None
+            try:
+                result = self.model.complete(body)
+            except BaseException as exc:  # handed to the waiting coroutine, raised there
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the run has ended
+                loop.call_soon_threadsafe(settle, result, error)
+
+        threading.Thread(target=call, name="llmpsych-embedded-call", daemon=True).start()
+        return await answer
 
     async def aclose(self) -> None:
         """Nothing to close: the model stays loaded for the process."""

@@ -207,6 +207,11 @@ class HttpBackend:
         ) as exc:
             raise FatalRequestError(f"{type(exc).__name__}: not retried") from None
         except (aiohttp.ClientError, OSError) as exc:  # OSError: ConnectionError and the like
+            if _refused(exc):
+                raise RetryableError(
+                    f"connection refused by {self.endpoint.public_url}: is the server running?",
+                    max_attempts=REFUSED_ATTEMPTS,
+                ) from None
             raise RetryableError(f"connection error: {type(exc).__name__}") from None
         if status in RETRYABLE_STATUS:
             raise RetryableError(f"HTTP {status}", parse_retry_after(retry_after))
@@ -228,6 +233,23 @@ class HttpBackend:
         transport, self._transport = self._transport, None
         if transport is not None:
             await transport.close()
+
+
+#: Attempts at a server that refuses the connection (nothing listens on the port): a server restarting gets
+#: a second and third chance within about a second; a server that is not running is reported at once.
+REFUSED_ATTEMPTS = 3
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refused connection (no server on that port), also wrapped by aiohttp."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = getattr(seen, "os_error", None) or seen.__cause__
+    return False
 
 
 def chat_url(base_url: str) -> str:

@@ -22,10 +22,16 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 
 class RetryableError(Exception):
     """A transient failure (429, 5xx, timeout, dropped connection, malformed body)."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, retry_after: float | None = None, max_attempts: int | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.retry_after = retry_after
+        #: At most this many attempts in all for this kind of failure (None: the policy's). A refused
+        #: connection means no server listens: worth a short second chance (a server restarting), not the
+        #: minute of back-off a rate limit deserves.
+        self.max_attempts = max_attempts
 
 
 class FatalRequestError(Exception):
@@ -70,7 +76,7 @@ async def call_with_retries(
             return await attempt_once(), attempt
         except RetryableError as exc:
             reasons.append(exc.reason)
-            if attempt > policy.max_retries:
+            if attempt > policy.max_retries or (exc.max_attempts is not None and attempt >= exc.max_attempts):
                 break
             if on_retry:
                 on_retry(attempt, exc.reason)

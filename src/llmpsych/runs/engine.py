@@ -310,6 +310,15 @@ async def execute(
         ticker = asyncio.create_task(show_eta()) if show_progress else None
         try:
             await _start_staggered(worker, max(1, min(workers, len(pending) or 1)))
+        except asyncio.CancelledError:  # Ctrl-C: said at once, before the answers received are saved
+            progress.stop()
+            print(
+                "stopping: saving the answers received so far; calls in flight are abandoned "
+                "(--resume asks them again)",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise
         finally:
             commits.flush()  # writes queued by workers cancelled mid-way (Ctrl-C) are kept
             if ticker is not None:

@@ -346,10 +346,60 @@ def resume_run(
             progress = show_progress if show_progress is not None else shown is not False
             _announce_code(config)
             task = task_class(config.task)(config)
+            if base_url is None and (complete := _already_analysed(store, run_dir)) is not None:
+                store.close()
+                notice(
+                    f"the run in {run_dir} is already complete ({complete.skipped} of {complete.total} units "
+                    "done) and its tables and report are up to date: nothing to ask, nothing rewritten "
+                    f"(`llmpsych analyze {run_dir}` writes them again)"
+                )
+                return RunOutcome(run_dir, complete, [])
         except BaseException:
             store.close()
             raise
         return _finish(task, store, config, run_dir, progress, debug, save_config=base_url is not None)
+
+
+#: The store's meta key naming the state of the run its outputs were last written from.
+ANALYSIS_META = "analysis"
+
+
+def _analysis_state(store: RunStore) -> dict[str, Any]:
+    """What the outputs of a complete run depend on: llmpsych's version, the units and the calls stored."""
+    from .. import __version__
+
+    return {"version": __version__, "units": store.unit_counts(), "calls": store.call_count()}
+
+
+def _already_analysed(store: RunStore, run_dir: Path) -> RunSummary | None:
+    """A summary of a complete run whose outputs were written from exactly this store by this version of
+    llmpsych and are all still there; None when anything is left to ask or to write.
+
+    Before, ``--resume`` of a finished run re-opened its models and re-wrote every table, plot and report
+    without a word (73 s for an embedded-model PsychoBench run)."""
+    counts = store.unit_counts()
+    total = sum(counts.values())
+    recorded = store.get_meta(ANALYSIS_META)
+    if not total or counts.get("done", 0) != total or not isinstance(recorded, dict):
+        return None
+    outputs = recorded.get("outputs")
+    if not isinstance(outputs, list) or not all(isinstance(name, str) for name in outputs):
+        return None
+    if {k: v for k, v in recorded.items() if k != "outputs"} != _analysis_state(store):
+        return None
+    if not all((run_dir / name).is_file() for name in outputs):
+        return None
+    return RunSummary(total=total, skipped=total)
+
+
+def _remember_analysis(run_dir: Path, state: dict[str, Any], outputs: list[Path]) -> None:
+    """Record that the outputs were written from the store in ``state`` (see :func:`_already_analysed`)."""
+    names = []
+    for path in outputs:
+        with suppress(ValueError):
+            names.append(str(path.resolve().relative_to(run_dir.resolve())))
+    with RunStore.in_dir(run_dir) as store:
+        store.set_meta(ANALYSIS_META, {**state, "outputs": names})
 
 
 def _finish(
@@ -364,6 +414,8 @@ def _finish(
     try:
         summary = asyncio.run(_execute(task, store, config, show_progress, debug, save_config))
         record = record_from_store(store, run_dir) if summary.done + summary.skipped else None
+        complete = summary.total > 0 and summary.done + summary.skipped == summary.total
+        state = _analysis_state(store) if complete else None
     except KeyboardInterrupt:
         counts = store.unit_counts()
         raise RunInterrupted(
@@ -374,6 +426,8 @@ def _finish(
     finally:
         store.close()
     outputs = html_beside(task.analyze(record)) if record is not None else []
+    if state is not None:
+        _remember_analysis(run_dir, state, outputs)
     return RunOutcome(run_dir, summary, outputs)
 
 

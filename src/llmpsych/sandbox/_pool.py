@@ -331,6 +331,9 @@ class WorkerSandbox:
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
+            # Not yet started: dropped from the executor's queue (else the interpreter runs every queued
+            # program before it exits: a MAS run took minutes to stop after Ctrl-C).
+            future.cancel()
             worker = state.get("worker")
             if worker is not None:
                 state["cancelled"] = True
