@@ -201,12 +201,13 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
     if per_seat.empty:
         return per_seat, per_seat
     keys = ["game", "who"]
+    counts = [c for c in COUNTS if c in per_seat.columns]
+    per_seat[counts] = per_seat[counts].astype("Int64")  # whole counts; empty for a seat of no person
     numeric = [c for c in per_seat.columns if c not in ("run", "player", "seat", "who", "game", ANSWERS)]
     grouped = per_seat.groupby(keys, sort=False)
     per_who = grouped[numeric].mean().reset_index()
-    counts = [c for c in COUNTS if c in per_seat.columns]
     if counts:  # counts of answers are totals over the seats (``min_count``: a model's row stays empty)
-        per_who[counts] = grouped[counts].sum(min_count=1).to_numpy()
+        per_who[counts] = grouped[counts].sum(min_count=1).reset_index(drop=True).astype("Int64")
     if ANSWERS in per_seat.columns:
         texts = []
         columns = {"typed": TYPED, "deadline": DEADLINE, "never joined": NEVER_JOINED, "unknown": UNKNOWN_HOW}

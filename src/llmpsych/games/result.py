@@ -174,8 +174,8 @@ def answers_text(hows: Mapping[str, int]) -> str:
         f"{n} {label}"
         for how, label in (
             ("deadline", "deadline defaults"),
-            ("never joined", "defaults (never joined)"),
-            ("unknown", "unknown (stored before llmpsych recorded how)"),
+            ("never joined", "never-joined defaults"),
+            ("unknown", "of unknown provenance"),
         )
         if (n := hows.get(how, 0))
     ]
