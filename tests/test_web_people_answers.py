@@ -202,6 +202,24 @@ def test_a_store_written_before_provenance_reads_as_unknown_never_as_typed(tmp_p
     assert call_provenance(typed)[0] == "typed"
     terminal = {"role": "human", "request": {"question": "?"}, "response": {"text": "3"}}
     assert call_provenance(terminal)[0] == "unknown"
+    # a hosted run of then: its stored browser answers said how they came; the analysis reads that
+    from llmpsych.games.result import stored_results
+
+    class Unit:
+        unit_id = "guessing-run01"
+
+    class Record:
+        calls = [
+            {**legacy, "unit_id": "guessing-run01", "call_key": "web:guessing-run01:p0:r1:number#0"},
+            {**terminal, "unit_id": "guessing-run01", "call_key": "human:guessing-run01:p1:r1:number#0"},
+        ]
+
+        def results(self, model: Any) -> list[tuple[Any, GamaBenchResult]]:
+            return [(Unit(), result)]
+
+    ((_, read),) = stored_results(Record())
+    assert [d["how"] for d in read.decisions()] == ["never joined", "unknown", "model", "bot"]
+    assert "how" not in result.rounds[0]["decisions"][0]  # the record itself is not changed
     # a session.json of then: "bot" meant a seat that never joined
     session = Session.create(tmp_path, [(0, "web:Ann", "Ann")], 5.0)
     data = json.loads((tmp_path / "session.json").read_text())

@@ -23,7 +23,7 @@ from ..report.markdown import table
 from ..report.run_report import write_run_report
 from . import registry, scoring
 from .plots import write_plots
-from .result import GamaBenchResult, answers_text, as_result
+from .result import GamaBenchResult, answers_text, as_result, stored_results
 from .seats import LLMSeat, build_seats
 from .transcripts import write_transcripts
 
@@ -65,7 +65,7 @@ def game_score(result: GamaBenchResult | Mapping[str, Any], published: bool = Fa
 def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     """Write the tables and the report of a gamabench run from its record (the store is not opened)."""
     run_dir = record.run_dir
-    results = [result for _, result in record.results(GamaBenchResult)]
+    results = [result for _, result in stored_results(record)]
     failed = [u for u in record.units if u.status != "done"]
     decisions = pd.DataFrame([row for r in results for row in r.decisions()])
     rounds = pd.DataFrame([row for r in results for row in r.round_rows()])

@@ -8,14 +8,16 @@ from the stored calls) are kept as extra fields.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..runs.provenance import UNKNOWN
+from ..runs.provenance import UNKNOWN, call_provenance
 
 #: Seat kinds a person answers for.
 PERSON_KINDS = frozenset({"human", "user", "web"})
@@ -182,4 +184,60 @@ def answers_text(hows: Mapping[str, int]) -> str:
     return f"typed {hows.get('typed', 0)} of {total}" + (f" ({', '.join(others)})" if others else "")
 
 
-__all__ = ["PERSON_KINDS", "GamaBenchResult", "SeatInfo", "answers_text", "as_result", "cell", "recorded_how"]
+#: The call key of a recorded answer: ``<role>:<unit>:p<player>:r<round>:<kind>#<occurrence>``.
+_CALL_KEY = re.compile(r"^(?P<base>.+:p(?P<player>\d+):r(?P<round>\d+):[^#:]+)#(?P<occurrence>\d+)$")
+
+
+class _Record(Protocol):
+    """The part of a run record :func:`stored_results` reads."""
+
+    @property
+    def calls(self) -> Iterable[Mapping[str, Any]]: ...
+
+    def results(self, model: type[GamaBenchResult]) -> list[tuple[Any, GamaBenchResult]]: ...
+
+
+def stored_results(record: _Record) -> list[tuple[Any, GamaBenchResult]]:
+    """Each finished game of a run record, its person answers stored before llmpsych kept ``how`` in the
+    round record given the ``how`` their stored answer says (the web seats' older ``answered`` field, read
+    by :func:`~llmpsych.runs.provenance.call_provenance`): where one question of that player and round was
+    stored, its last ask. Anything else stays as stored (``unknown`` by :func:`recorded_how`)."""
+    games = record.results(GamaBenchResult)
+    found: dict[tuple[str, int, int], dict[str, tuple[int, str]]] = {}
+    for call in record.calls:
+        match = _CALL_KEY.match(str(call.get("call_key", "")))
+        if call.get("role") != "web" or match is None:
+            continue
+        how = call_provenance(call)[0]
+        where = (str(call.get("unit_id")), int(match["player"]), int(match["round"]))
+        asked = found.setdefault(where, {})
+        occurrence = int(match["occurrence"])
+        if occurrence >= asked.get(match["base"], (-1, ""))[0]:
+            asked[match["base"]] = (occurrence, how)
+    if not found:
+        return games
+    out = []
+    for unit, result in games:
+        unit_id = str(getattr(unit, "unit_id", ""))
+        rounds = copy.deepcopy(result.rounds)
+        changed = False
+        for record_ in rounds:
+            for _, item in _items(record_):
+                asked = found.get((unit_id, int(item["player"]), int(record_.get("round", 0))), {})
+                if "how" not in item and len(asked) == 1 and str(item.get("seat", "")).startswith("web"):
+                    item["how"] = next(iter(asked.values()))[1]
+                    changed = True
+        out.append((unit, result.model_copy(update={"rounds": rounds}) if changed else result))
+    return out
+
+
+__all__ = [
+    "PERSON_KINDS",
+    "GamaBenchResult",
+    "SeatInfo",
+    "answers_text",
+    "as_result",
+    "cell",
+    "recorded_how",
+    "stored_results",
+]

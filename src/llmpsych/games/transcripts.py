@@ -21,7 +21,7 @@ from ..models.cipher import DEFAULT_SHIFT
 from ..report.files import output_dir
 from ..report.transcripts import Call, StoredCall, Thread, UnitNotes, deciphered_notes, default_thread_title
 from ..report.transcripts import write_transcripts as write_page
-from .result import GamaBenchResult, SeatInfo
+from .result import GamaBenchResult, SeatInfo, stored_results
 
 if TYPE_CHECKING:
     from ..runs.record import RunRecord
@@ -172,7 +172,7 @@ def _thread_title(seats: list[SeatInfo]) -> Callable[[Thread, int], str]:
 def write_transcripts(record: RunRecord, out_dir: Path, titles: Mapping[str, str]) -> dict[str, list[Path]]:
     """``<game>-run<k>.md`` per finished game; {game: [paths]}."""
     written: dict[str, list[Path]] = {}
-    for unit, result in record.results(GamaBenchResult):
+    for unit, result in stored_results(record):
         output_dir(out_dir.parent, out_dir.name)  # RUN/transcripts: a link there is replaced by a folder
         path = out_dir / f"{result.game}-run{result.run:02d}.md"
         _write_game(record, unit, result, path, titles.get(result.game, result.game))
