@@ -66,6 +66,7 @@ def play(run_dir: Path, server: FaultServer, hosts: list[Host]) -> dict[str, str
             until(lambda: form_of(question(ann, host.links[0]) or "").get("key") not in seen, "the deadline")
         assert host.over.wait(PATIENCE_S), "".join(host.lines)
         pages["monitor"] = lab.get("/session").text
+        pages["ann"] = ann.get(host.links[0]).text
     host.close()
     return pages
 
@@ -138,6 +139,13 @@ def test_a_persons_answers_are_what_the_person_did(tmp_path: Path, hosts: list[H
     log = re.search(r'<details id="answer-log">(.*?)</details>', pages["monitor"], re.S)
     assert log is not None and log.group(1).count("never joined") == ROUNDS
 
+    # Ann's own result: what her answers won, and apart from it what the defaults entered for her won
+    own = re.search(r'id="own">(.*?)</section>', pages["ann"], re.S)
+    assert own is not None, pages["ann"]
+    won, by_default = (int(seats.loc[0, c]) for c in ("rounds won", "rounds won of default rounds"))
+    expected = f"rounds won <strong>{won}</strong> · rounds won by the default answers entered for you "
+    assert expected + f"<strong>{by_default}</strong>" in own.group(1), own.group(1)
+
     # load_runs: the calls frame says how each stored answer came; the units' results carry it per decision
     frames = load_runs(session_dir)
     calls = frames.calls
@@ -157,6 +165,15 @@ def test_a_persons_answers_are_what_the_person_did(tmp_path: Path, hosts: list[H
     model_row = "openai-compatible/scripted (mixed seats)"
     assert board.loc[model_row, "runs"] == 1
     assert f"openai-compatible/scripted (mixed seats) · with people, {session_dir}" in board.index
+    ran = CliRunner().invoke(
+        games_app, ["overlay", str(model_dir), str(session_dir), "--out", str(out / "o")]
+    )
+    assert ran.exit_code == 0, ran.output
+    labels = set(pd.read_csv(out / "o" / "overlay.csv")["label"])
+    assert {label.split(" | ")[0] for label in labels} == {
+        "openai-compatible/scripted",
+        "openai-compatible/scripted · with people",
+    }
 
 
 def old(how: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -202,7 +202,8 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
         return per_seat, per_seat
     keys = ["game", "who"]
     counts = [c for c in COUNTS if c in per_seat.columns]
-    per_seat[counts] = per_seat[counts].astype("Int64")  # whole counts; empty for a seat of no person
+    whole = [*counts, *(c for c in ("rounds won of default rounds",) if c in per_seat.columns)]
+    per_seat[whole] = per_seat[whole].astype("Int64")  # whole counts; empty for a seat of no person
     numeric = [c for c in per_seat.columns if c not in ("run", "player", "seat", "who", "game", ANSWERS)]
     grouped = per_seat.groupby(keys, sort=False)
     per_who = grouped[numeric].mean().reset_index()

@@ -217,13 +217,16 @@ def own_row(label: str, options: Mapping[str, Any], run_dir: Path) -> str:
     own naming the run directory: a session with people is never pooled into a model's row (nor with
     another session), since its scores measure the people's answers (and the defaults entered for them)
     as much as the model's."""
+    return f"{label} · with people, {run_dir}" if with_people(options) else label
+
+
+def with_people(options: Mapping[str, Any]) -> bool:
+    """Whether a run's stored options seat a person (``human`` or ``web``) at its tables."""
     try:
         seats = build_seats(options.get("seats"), int(options.get("players", 10)), load=False)
     except (LlmpsychError, TypeError, ValueError):
-        return label
-    if not any(isinstance(seat, HumanSeat | WebSeat) for seat in seats):
-        return label
-    return f"{label} · with people, {run_dir}"
+        return False
+    return any(isinstance(seat, HumanSeat | WebSeat) for seat in seats)
 
 
 def _role_model(value: Any) -> Any:
