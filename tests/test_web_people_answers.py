@@ -266,3 +266,26 @@ def test_the_plot_marks_the_points_of_people_with_a_legend_of_their_own(
     assert plots.draw("guessing", data, tmp_path / "g.png", "Guess") is not None
     (ax,) = drawn[0].axes
     assert "person" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_a_decision_keeps_every_refused_answer_and_the_seconds_of_all_its_asks() -> None:
+    """Engine level: a seat whose first reply the game cannot use; the decision says so (cut at 200
+    characters), and its response time is that of both asks."""
+    from llmpsych.games.engine import REFUSED_CHARS, play_offline
+    from llmpsych.games.observation import Observation, SeatContext
+    from llmpsych.games.prompts import PromptSet
+    from llmpsych.games.seats import Reply, Seat, build_seats
+    from llmpsych.games.task import game_class
+
+    class Rambling(Seat):  # a model that first talks past the question, then answers
+        async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+            text = "x" * 500 if observation.attempt == 0 else '{"chosen_number": 5}'
+            return Reply(text, how="model", response_s=1.5)
+
+    cls = game_class("guessing")
+    game = cls(cls.Params(), 2, 1, PromptSet(cls.folder, cls.builtin), lambda *a: None)  # type: ignore[arg-type]
+    play_offline(game, [Rambling("llm"), *build_seats(["fixed:7"], 1)])
+    first, fixed = game.records[0]["decisions"]
+    assert first["how"] == "model" and first["asks"] == 2 and first["response_s"] == 3.0
+    assert first["refused"] == ["x" * (REFUSED_CHARS - 1) + "…"]
+    assert fixed == {"player": 1, "seat": "fixed:7", "action": 7, "asks": 1, "how": "bot", "response_s": None}

@@ -54,6 +54,11 @@ class Decision:
         return self.fields[0]
 
 
+#: Longest refused text kept in a decision's record (a model's whole reply is in its stored call; a web
+#: form's entry is at most 200 characters).
+REFUSED_CHARS = 200
+
+
 @dataclass
 class Answer:
     """The outcome of asking one decision: the action, how the answer came (:mod:`llmpsych.runs.provenance`:
@@ -235,7 +240,7 @@ class Table:
                 action = decision.validate(data)
             except InvalidAnswer as exc:
                 errors.append(str(exc))
-                refused.append(raw)
+                refused.append(raw if len(raw) <= REFUSED_CHARS else raw[: REFUSED_CHARS - 1] + "…")
                 log.append(self._turn("assistant", raw, "answer", seat=seat.spec, error=errors[-1]))
             else:
                 log.append(self._turn("assistant", raw, "answer", seat=seat.spec, action=action))
