@@ -210,7 +210,7 @@ def test_a_store_written_before_provenance_reads_as_unknown_never_as_typed(tmp_p
 
     per_seat, _ = seat_scores([result], Task())  # type: ignore[arg-type]
     ann = per_seat.set_index("player").loc[0]
-    assert ann["answers"] == "typed 0 of 1 (1 of unknown provenance)"
+    assert ann["answers"] == "typed 0 of 1 (1 of unrecorded origin)"
     assert math.isnan(ann["mean action"]) and ann["rounds won"] == 0
     # stored calls: the web seats' older "answered" field as it was meant, anything else unknown
     legacy = {"role": "web", "request": {"question": "?", "answered": "bot"}, "response": {"text": "0"}}

@@ -122,7 +122,7 @@ TYPED = "typed answers"
 DEFAULTS = "default answers"
 DEADLINE = "deadline defaults"
 NEVER_JOINED = "never joined defaults"
-UNKNOWN_HOW = "answers of unknown provenance"
+UNKNOWN_HOW = "answers of unrecorded origin"
 #: Count columns: totals (not means) over a model's or person's seats in ``seat_kinds.csv``.
 COUNTS = ("mean action n", TYPED, DEFAULTS, DEADLINE, NEVER_JOINED, UNKNOWN_HOW)
 

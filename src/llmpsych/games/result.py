@@ -177,7 +177,7 @@ def answers_text(hows: Mapping[str, int]) -> str:
         for how, label in (
             ("deadline", "deadline defaults"),
             ("never joined", "never-joined defaults"),
-            ("unknown", "of unknown provenance"),
+            ("unknown", "of unrecorded origin"),
         )
         if (n := hows.get(how, 0))
     ]
