@@ -142,5 +142,9 @@ def test_ctrl_c_at_the_prompt_stops_at_once_and_resume_asks_only_what_was_not_an
         store.close()
     assert unit.status == "done"
     assert [r["choices"] for r in unit.result["rounds"]] == [[10, 50], [20, 50], [30, 50]]
+    # how each answer came, round 1's too (replayed from the store after the resume): typed, and the bot's
+    hows = [[d["how"] for d in r["decisions"]] for r in unit.result["rounds"]]
+    assert hows == [["typed", "bot"]] * 3
+    assert all(r["decisions"][0]["response_s"] > 0 for r in unit.result["rounds"])
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     assert "no model seats" in report and "openai-compatible/unused" not in report

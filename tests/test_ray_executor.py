@@ -45,7 +45,8 @@ def cluster() -> Iterator[Path]:
 
 
 def _rows(run_dir: Path) -> tuple[list[Any], list[Any]]:
-    """The store's units and calls as stored, but for clock readings (when, how long)."""
+    """The store's units and calls as stored, but for clock readings (when, how long; the response times a
+    game's result records)."""
     with sqlite3.connect(run_dir / "run.sqlite") as db:
         units = db.execute(
             "SELECT unit_id, position, payload, status, result, error, attempts FROM units ORDER BY unit_id"
@@ -59,7 +60,16 @@ def _rows(run_dir: Path) -> tuple[list[Any], list[Any]]:
         response = json.loads(row[6])
         response.pop("latency_s")
         timeless.append((*row[:6], response, *row[7:]))
-    return units, timeless
+    return [(*u[:4], _untimed(json.loads(u[4]) if u[4] else None), *u[5:]) for u in units], timeless
+
+
+def _untimed(value: Any) -> Any:
+    """A unit result without the response times (``response_s``) a game records with each answer."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k != "response_s"}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
 
 
 def _echo(server: FaultServer, units: int = 12, turns: int = 2, **extra: Any) -> Any:

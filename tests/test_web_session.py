@@ -96,13 +96,15 @@ def test_the_deadline_plays_the_default_action_and_records_it(tmp_path: Path, ho
     # documented: the game's equilibrium action (Guess 2/3: the lowest number, 0), stored as a default
     (call,) = web_calls(run_dir).values()
     assert call["response"]["text"] == "0"
-    assert call["request"]["answered"] == "deadline"
+    assert call["response"]["how"] == "deadline" and call["response"]["response_s"] >= 1
     session = json.loads((run_dir / "session.json").read_text())
     assert [a["how"] for a in session["answers"]] == ["deadline"]
     seats = pd.read_csv(run_dir / "seats.csv")
     ann = seats[seats["player"] == 0].iloc[0]
-    assert ann["default answers"] == 1 and ann["mean action"] == 0
-    assert (seats[seats["player"] > 0]["default answers"] == 0).all()
+    # the default is not Ann's action: her mean action has no typed answer to average
+    assert ann["default answers"] == 1 and ann["mean action n"] == 0 and pd.isna(ann["mean action"])
+    assert ann["answers"] == "typed 0 of 1 (1 deadline defaults)"
+    assert seats[seats["player"] > 0]["default answers"].isna().all()  # model seats: no person's answers
     kinds = pd.read_csv(run_dir / "seat_kinds.csv")
     assert kinds.set_index("who").loc["web:Ann", "default answers"] == 1
     # `llmpsych analyze` rewrites both tables from the store alone: the same tables, the column kept
@@ -215,10 +217,12 @@ def test_start_now_refused_answers_live_scores_and_two_games_at_once(
     ann_calls = {k: c for k, c in calls.items() if ":p0:" in k}
     stored = {k.removeprefix("web:").removesuffix("#0"): c["response"]["text"] for k, c in ann_calls.items()}
     assert stored == typed
-    assert {c["request"]["answered"] for c in ann_calls.values()} == {"typed"}
+    assert {c["response"]["how"] for c in ann_calls.values()} == {"typed"}
+    # the refused entries are kept with the answer that followed them
+    assert all(len(c["response"]["refused"]) == 2 for c in ann_calls.values())
     # Bob never joined: every decision of his is the default action, stored as such
     bob = [c for k, c in calls.items() if ":p1:" in k]
-    assert len(bob) == 2 * rounds and {c["request"]["answered"] for c in bob} == {"bot"}
+    assert len(bob) == 2 * rounds and {c["response"]["how"] for c in bob} == {"never joined"}
     seats_csv = pd.read_csv(run_dir / "seats.csv").set_index(["game", "player"])
     assert (seats_csv.xs(1, level="player")["default answers"] == rounds).all()
     assert (seats_csv.xs(0, level="player")["default answers"] == 0).all()

@@ -11,7 +11,6 @@ transcripts.
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,8 +23,8 @@ from ..report.markdown import table
 from ..report.run_report import write_run_report
 from . import registry, scoring
 from .plots import write_plots
-from .result import GamaBenchResult, as_result
-from .seats import LLMSeat, WebSeat, build_seats
+from .result import GamaBenchResult, answers_text, as_result, stored_results
+from .seats import LLMSeat, build_seats
 from .transcripts import write_transcripts
 
 if TYPE_CHECKING:
@@ -66,7 +65,7 @@ def game_score(result: GamaBenchResult | Mapping[str, Any], published: bool = Fa
 def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     """Write the tables and the report of a gamabench run from its record (the store is not opened)."""
     run_dir = record.run_dir
-    results = [result for _, result in record.results(GamaBenchResult)]
+    results = [result for _, result in stored_results(record)]
     failed = [u for u in record.units if u.status != "done"]
     decisions = pd.DataFrame([row for r in results for row in r.decisions()])
     rounds = pd.DataFrame([row for r in results for row in r.round_rows()])
@@ -86,8 +85,7 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
             }
         )
     games = pd.DataFrame(game_rows)
-    defaults = default_answers(record, task)
-    seat_files = write_seat_scores(results, task, run_dir, defaults)  # per seat and per kind (mixed tables)
+    seat_files = write_seat_scores(results, task, run_dir)  # per seat and per kind (mixed tables)
     titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
     plots = write_plots([r.record() for r in results], run_dir / "plots", titles)
     transcripts = write_transcripts(record, run_dir / "transcripts", titles)
@@ -95,6 +93,9 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     human = sum(d["asks"] for r in results for d in r.decisions() if _recorded_seat(d["seat"]))
     n_calls = len(record.calls)
     sections = _sections(task, games, results, failed, n_calls - human, record.manifest, plots, transcripts)
+    people = people_text(results, task)
+    if people:
+        sections.insert(2, ("Answers of people", people))
     return write_run_report(
         run_dir,
         "llmpsych GAMA-Bench report",
@@ -113,51 +114,58 @@ def _recorded_seat(spec: Any) -> bool:
     return str(spec).partition(":")[0].strip().lower() in {"human", "user", "python", "web"}
 
 
-#: The column of ``seats.csv`` / ``seat_kinds.csv`` in runs with browser seats: answers the seat did not type.
+#: The columns of ``seats.csv`` / ``seat_kinds.csv`` when people sat at the tables (``human`` or ``web``
+#: seats): their answers by how they came (the payoffs and the mean action of a person count typed answers
+#: only; the defaults entered for them are reported beside, never mixed in).
+ANSWERS = "answers"
+TYPED = "typed answers"
 DEFAULTS = "default answers"
-_PLAYER = re.compile(r":p(\d+):r\d+:")
+DEADLINE = "deadline defaults"
+NEVER_JOINED = "never joined defaults"
+UNKNOWN_HOW = "answers of unrecorded origin"
+#: Count columns: totals (not means) over a model's or person's seats in ``seat_kinds.csv``.
+COUNTS = ("mean action n", TYPED, DEFAULTS, DEADLINE, NEVER_JOINED, UNKNOWN_HOW)
 
 
-def default_answers(record: RunRecord, task: GamaBenchTask) -> Counter[tuple[str, int, int]] | None:
-    """How many answers of each browser seat were the default action, per (game, run, player): the
-    deadline passed (stored as ``answered: deadline``) or nobody joined the seat (``bot``). None for a run
-    without browser (``web``) seats, whose tables have no such column."""
-    seats = build_seats(task.options.seats, task.options.players, load=False)
-    if not any(isinstance(seat, WebSeat) for seat in seats):
-        return None
-    games = {unit.unit_id: (result.game, result.run) for unit, result in record.results(GamaBenchResult)}
-    counts: Counter[tuple[str, int, int]] = Counter()
-    for call in record.calls:
-        if call["role"] != "web" or call["unit_id"] not in games:
-            continue
-        request = call["request"] if isinstance(call["request"], dict) else {}
-        player = _PLAYER.search(str(call["call_key"]))
-        if player and request.get("answered", "typed") != "typed":
-            counts[(*games[call["unit_id"]], int(player.group(1)))] += 1
-    return counts
+def _payoffs(rounds: Sequence[dict[str, Any]], player: int, kept: set[Any] | None) -> dict[str, Any]:
+    """A player's payoffs from the round records: rounds won (``winners``), total gain and final tokens
+    (``gain`` / ``tokens_after``); with ``kept``, over those rounds only (final tokens only when every
+    round is kept: they carry every earlier round)."""
+    out: dict[str, Any] = {}
+    chosen = [x for x in rounds if kept is None or x.get("round") in kept]
+    if rounds and all("winners" in x for x in rounds):
+        out["rounds won"] = sum(player in x["winners"] for x in chosen)
+    if rounds and all(isinstance(x.get("gain"), list) for x in rounds):
+        out["total gain"] = round(sum(x["gain"][player] for x in chosen), 2)
+        whole = kept is None or len(chosen) == len(rounds)
+        out["final tokens"] = rounds[-1]["tokens_after"][player] if whole else math.nan
+    return out
 
 
-def seat_scores(
-    results: Sequence[GamaBenchResult],
-    task: GamaBenchTask,
-    defaults: Mapping[tuple[str, int, int], int] | None = None,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Scores per seat and per player kind in mixed tables (people and models at one table).
 
     Per seat (one row per game run and player): its seat, who it is (the model of a model seat, else the
-    seat spec), decisions, fallbacks, mean numeric action, and the payoffs the game's round records give
-    per player: rounds won (``winners``, Guess 2/3) and total gain and final tokens (``gain`` /
-    ``tokens_after``, Public Goods); with ``defaults`` (:func:`default_answers`), the seat's default
-    answers last. Per player: the same, averaged over that player's seats and runs.
+    seat spec), decisions, fallbacks, mean numeric action (and its n), and the payoffs the game's round
+    records give per player: rounds won (``winners``, Guess 2/3) and total gain and final tokens
+    (``gain`` / ``tokens_after``, Public Goods).
+
+    When people sat at the tables (``human`` / ``web`` seats), a person's mean action and payoffs count
+    the answers they typed only (rounds in which every answer of theirs was typed); beside them, ``answers``
+    says ``typed 2 of 5 (3 deadline defaults)``, with the counts by how they came and the payoffs of the
+    defaulted rounds (``... of default rounds``). Per player: the same averaged over that player's seats
+    and runs, the answer counts totalled.
     """
     specs = task.config.role_specs()
+    people = any(seat.person for r in results for seat in r.seat_info(specs))
     rows = []
     for r in results:
         decisions = r.decisions()
         for seat in r.seat_info(specs):
             player = seat.player
             mine = [d for d in decisions if d["player"] == player]
-            numbers = [float(d["action"]) for d in mine if isinstance(d["action"], int | float)]
+            counted = [d for d in mine if d["how"] == "typed"] if seat.person else mine
+            numbers = [float(d["action"]) for d in counted if isinstance(d["action"], int | float)]
             row: dict[str, Any] = {
                 "game": r.game,
                 "run": r.run,
@@ -167,40 +175,79 @@ def seat_scores(
                 "decisions": len(mine),
                 "fallbacks": sum(d["fallback"] for d in mine),
                 "mean action": sum(numbers) / len(numbers) if numbers else math.nan,
+                "mean action n": len(numbers),
             }
-            rounds = r.rounds
-            if rounds and all("winners" in x for x in rounds):
-                row["rounds won"] = sum(player in x["winners"] for x in rounds)
-            if rounds and all(isinstance(x.get("gain"), list) for x in rounds):
-                row["total gain"] = round(sum(x["gain"][player] for x in rounds), 2)
-                row["final tokens"] = rounds[-1]["tokens_after"][player]
+            if seat.person:
+                untyped = {d["round"] for d in mine if d["how"] != "typed"}
+                typed_rounds = {d["round"] for d in mine} - untyped
+                row.update(_payoffs(r.rounds, player, typed_rounds))
+            else:
+                row.update(_payoffs(r.rounds, player, None))
+            if people:
+                hows = Counter(str(d["how"]) for d in mine)
+                row[ANSWERS] = answers_text(hows) if seat.person else ""
+                if seat.person:
+                    row[TYPED] = hows["typed"]
+                    row[DEADLINE] = hows["deadline"]
+                    row[NEVER_JOINED] = hows["never joined"]
+                    row[DEFAULTS] = hows["deadline"] + hows["never joined"]
+                    row[UNKNOWN_HOW] = hows["unknown"]
+                    defaulted = _payoffs(r.rounds, player, untyped)
+                    for name in ("rounds won", "total gain"):
+                        if name in defaulted:
+                            row[f"{name} of default rounds"] = defaulted[name]
             rows.append(row)
     per_seat = pd.DataFrame(rows)
     if per_seat.empty:
         return per_seat, per_seat
-    if defaults is not None:
-        keys = zip(per_seat["game"], per_seat["run"], per_seat["player"], strict=True)
-        per_seat[DEFAULTS] = [defaults.get((g, int(r), int(p)), 0) for g, r, p in keys]
-    numeric = [c for c in per_seat.columns if c not in ("run", "player", "seat", "who", "game")]
-    per_who = per_seat.groupby(["game", "who"], sort=False)[numeric].mean().reset_index()
-    per_who.insert(2, "seats", per_seat.groupby(["game", "who"], sort=False).size().to_numpy())
+    keys = ["game", "who"]
+    counts = [c for c in COUNTS if c in per_seat.columns]
+    whole = [*counts, *(c for c in ("rounds won of default rounds",) if c in per_seat.columns)]
+    per_seat[whole] = per_seat[whole].astype("Int64")  # whole counts; empty for a seat of no person
+    numeric = [c for c in per_seat.columns if c not in ("run", "player", "seat", "who", "game", ANSWERS)]
+    grouped = per_seat.groupby(keys, sort=False)
+    per_who = grouped[numeric].mean().reset_index()
+    if counts:  # counts of answers are totals over the seats (``min_count``: a model's row stays empty)
+        per_who[counts] = grouped[counts].sum(min_count=1).reset_index(drop=True).astype("Int64")
+    if ANSWERS in per_seat.columns:
+        texts = []
+        columns = {"typed": TYPED, "deadline": DEADLINE, "never joined": NEVER_JOINED, "unknown": UNKNOWN_HOW}
+        for record in per_who.to_dict("records"):
+            known = not pd.isna(record.get(TYPED))
+            texts.append(answers_text({k: int(record[c]) for k, c in columns.items()}) if known else "")
+        per_who.insert(2, ANSWERS, texts)
+    per_who.insert(2, "seats", grouped.size().to_numpy())
     return per_seat, per_who
 
 
-def write_seat_scores(
-    results: Sequence[GamaBenchResult],
-    task: GamaBenchTask,
-    run_dir: Path,
-    defaults: Mapping[tuple[str, int, int], int] | None = None,
-) -> list[Path]:
+def write_seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask, run_dir: Path) -> list[Path]:
     """``seats.csv`` (per seat) and ``seat_kinds.csv`` (per model / other seat) of :func:`seat_scores`."""
-    per_seat, per_who = seat_scores(results, task, defaults)
+    per_seat, per_who = seat_scores(results, task)
     if per_seat.empty:
         return []
     paths = [run_dir / "seats.csv", run_dir / "seat_kinds.csv"]
     write_csv(per_seat, paths[0])
     write_csv(per_who, paths[1])
     return paths
+
+
+def people_text(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> str:
+    """How the answers of people's seats came ("" when no person sat at a table): typed, or a default
+    entered for them."""
+    specs = task.config.role_specs()
+    hows: Counter[str] = Counter()
+    for r in results:
+        persons = {seat.player for seat in r.seat_info(specs) if seat.person}
+        hows.update(str(d["how"]) for d in r.decisions() if d["player"] in persons)
+    if not hows:
+        return ""
+    return (
+        f"Seats of people (human and web): answers {answers_text(hows)}. A default is the game's "
+        "equilibrium action entered when the deadline passed or the seat was never opened; a person's mean "
+        "action and payoffs in `seats.csv` count typed answers only, the defaults are counted beside them, "
+        "and `decisions.csv` says how each answer came (`how`), its seconds (`response_s`) and the entries "
+        "refused before it (`refused`, `refused_texts`)."
+    )
 
 
 def players_text(task: GamaBenchTask) -> str:

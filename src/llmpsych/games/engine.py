@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import ChatResult, GenerationParams, Message
+from ..runs.provenance import UNKNOWN
 from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
@@ -53,19 +54,34 @@ class Decision:
         return self.fields[0]
 
 
+#: Longest refused text kept in a decision's record (a model's whole reply is in its stored call; a web
+#: form's entry is at most 200 characters).
+REFUSED_CHARS = 200
+
+
 @dataclass
 class Answer:
-    """The outcome of asking one decision."""
+    """The outcome of asking one decision: the action, how the answer came (:mod:`llmpsych.runs.provenance`:
+    ``typed``, ``deadline``, ``never joined``, ``bot``, ``model``, ``strategy``, ``python``), the seconds
+    from the question being shown to the answer (summed over re-asks; None when it was never asked of
+    anyone) and every refused text (a form's refused entries, then the answers the game could not use)."""
 
     action: Any
     asks: int
     fallback: bool = False
     raw: str = ""
     errors: list[str] = field(default_factory=list)
+    how: str = UNKNOWN
+    response_s: float | None = None
+    refused: list[str] = field(default_factory=list)
 
     def record(self, player: int, seat: Seat) -> dict[str, Any]:
-        """JSON-ready record of this answer."""
+        """JSON-ready record of this answer (stored in the round record: how it came travels with it)."""
         out: dict[str, Any] = {"player": player, "seat": seat.spec, "action": self.action, "asks": self.asks}
+        out["how"] = self.how
+        out["response_s"] = None if self.response_s is None else round(self.response_s, 3)
+        if self.refused:
+            out["refused"] = self.refused
         if self.fallback:
             out["fallback"] = True
         if self.errors:
@@ -85,9 +101,16 @@ class TableContext(ChatContext, Protocol):
     records model calls, and pauses progress output while a person types: what a game table needs."""
 
     async def recorded(
-        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+        self,
+        role: str,
+        key: str,
+        source: str,
+        request: dict[str, Any],
+        produce: Callable[[], Awaitable[str]],
+        meta: dict[str, Any] | None = None,
     ) -> str:
-        """The answer ``produce`` gives, recorded (and replayed on resume) under ``key``."""
+        """The answer ``produce`` gives, recorded (and replayed on resume) under ``key``, with ``meta``
+        (how it came, its response time, refused attempts) stored beside it and filled on replay."""
         ...
 
     def prompting(self) -> AbstractContextManager[None]:
@@ -201,21 +224,30 @@ class Table:
         messages = [*self.histories[decision.player], {"role": "user", "content": decision.request}]
         log.append(self._turn("user", decision.request, "request"))
         errors: list[str] = []
-        raw = ""
+        refused: list[str] = []
+        seconds: list[float] = []
+        raw, how = "", UNKNOWN
         for attempt in range(self.max_reasks + 1):
             if attempt and (self.reask == "repeat" or log[-1]["kind"] != "feedback"):
                 log.append(self._turn("user", decision.request, "re-ask"))
             reply = await seat.reply(self.observe(decision, messages, attempt), self.ctx)
-            raw = reply.text
+            raw, how = reply.text, reply.how
+            refused += reply.refused
+            if reply.response_s is not None:
+                seconds.append(reply.response_s)
             try:
                 data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
                 action = decision.validate(data)
             except InvalidAnswer as exc:
                 errors.append(str(exc))
+                refused.append(raw if len(raw) <= REFUSED_CHARS else raw[: REFUSED_CHARS - 1] + "…")
                 log.append(self._turn("assistant", raw, "answer", seat=seat.spec, error=errors[-1]))
             else:
                 log.append(self._turn("assistant", raw, "answer", seat=seat.spec, action=action))
-                return Answer(action, attempt + 1, raw=raw, errors=errors)
+                took = sum(seconds) if seconds else None
+                return Answer(
+                    action, attempt + 1, raw=raw, errors=errors, how=how, response_s=took, refused=refused
+                )
             if self.reask == "feedback" and reply.data is None:
                 feedback = f"That answer could not be used ({errors[-1]}). Please try again."
                 messages = [
@@ -228,7 +260,17 @@ class Table:
         log.append(
             self._turn("note", f"no usable answer; the fallback {decision.fallback!r} was used", "fallback")
         )
-        return Answer(decision.fallback, self.max_reasks + 1, fallback=True, raw=raw, errors=errors)
+        took = sum(seconds) if seconds else None
+        return Answer(
+            decision.fallback,
+            self.max_reasks + 1,
+            fallback=True,
+            raw=raw,
+            errors=errors,
+            how=how,
+            response_s=took,
+            refused=refused,
+        )
 
 
 #: ``add(panel, series, x, y, player=None)``: one plotted point of a game's result
@@ -411,7 +453,13 @@ class OfflineContext:
         raise RuntimeError("an offline game has no model seats")
 
     async def recorded(
-        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+        self,
+        role: str,
+        key: str,
+        source: str,
+        request: dict[str, Any],
+        produce: Callable[[], Awaitable[str]],
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """A non-model answer, asked now (an offline game records nothing)."""
         return await produce()

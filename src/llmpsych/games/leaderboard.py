@@ -11,6 +11,9 @@ not a readable game record and every game the scorer refuses (no rounds, answers
 outside 0-100, a game without a scoring record) is recorded in ``RunDirInfo.left_out`` with its reason,
 and :func:`left_out_frame` counts them per model, game and reason for the report, ``left_out.csv``, the
 ``left out`` column of the score table and the command's notes.
+
+A run where people sat at the tables (``human`` or ``web`` seats, e.g. a ``gamabench host`` session) has a
+row of its own, named by its run directory (:func:`own_row`): never pooled into a model's row.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from . import registry, scoring
 from .analysis import scoring_log
 from .score_logs import GAME_KEYS, LogRun, ModelScores, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, ScoringVersion
-from .seats import LLMSeat, build_seats
+from .seats import HumanSeat, LLMSeat, WebSeat, build_seats
 
 #: Engine game name -> scoring game name, of every registered game.
 SCORING_NAME = registry.SCORING_NAMES
@@ -158,7 +161,7 @@ def run_info(record: RunRecord, *, version: ScoringVersion = "thesis", published
     if config.get("task") != "gamabench":
         raise LlmpsychError(f"{run_dir} is a {config.get('task', '?')!r} run, not a gamabench run")
     options = config.get("options") or {}
-    model = model_label(config, options)
+    model = own_row(model_label(config, options), options, run_dir)
     info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options)
     seen: set[tuple[str, int]] = set()
     for unit in units:
@@ -207,6 +210,23 @@ def model_label(config: Mapping[str, Any], options: Mapping[str, Any]) -> str:
         model if role == "subject" else str(_role_model(models.get(role)) or f"role {role}") for role in roles
     ]
     return ", ".join(names) + " (mixed seats)"
+
+
+def own_row(label: str, options: Mapping[str, Any], run_dir: Path) -> str:
+    """``label``, or for a run where people sat at the tables (``human`` / ``web`` seats) a label of its
+    own naming the run directory: a session with people is never pooled into a model's row (nor with
+    another session), since its scores measure the people's answers (and the defaults entered for them)
+    as much as the model's."""
+    return f"{label} · with people, {run_dir}" if with_people(options) else label
+
+
+def with_people(options: Mapping[str, Any]) -> bool:
+    """Whether a run's stored options seat a person (``human`` or ``web``) at its tables."""
+    try:
+        seats = build_seats(options.get("seats"), int(options.get("players", 10)), load=False)
+    except (LlmpsychError, TypeError, ValueError):
+        return False
+    return any(isinstance(seat, HumanSeat | WebSeat) for seat in seats)
 
 
 def _role_model(value: Any) -> Any:

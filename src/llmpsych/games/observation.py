@@ -37,7 +37,13 @@ class SeatContext(Protocol):
     ) -> ChatResult: ...
 
     async def recorded(
-        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+        self,
+        role: str,
+        key: str,
+        source: str,
+        request: dict[str, Any],
+        produce: Callable[[], Awaitable[str]],
+        meta: dict[str, Any] | None = ...,
     ) -> str: ...
 
     def rng(self, *labels: Any) -> random.Random: ...

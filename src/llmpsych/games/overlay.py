@@ -3,7 +3,8 @@
 Each run folder is read once, read-only (:func:`~llmpsych.runs.read_run`); nothing is re-run. For every game
 the runs played, the per-round series the game declares for its own plot (``plot_points``: the group mean,
 the target, attendance, the mean bid, ...; single players' points, marks and reference lines are left out)
-are averaged over that folder's games, and drawn one line per folder, labelled by model and setting. The
+are averaged over that folder's games, and drawn one line per folder, labelled by model and setting (and
+``with people`` for a run where a person had a seat: its lines are not the model's alone). The
 value axes start at zero (:func:`~llmpsych.report.charts.value_axis`). ``overlay.csv`` holds every point
 drawn, so a figure can be checked without looking at pixels.
 """
@@ -56,13 +57,14 @@ def _labels(records: Sequence[RunRecord]) -> list[str]:
     """``model | setting`` per run (``model · de | setting`` when the runs differ in language), the folder
     name added to a label met twice."""
     from ..runs.languages import language_key
-    from .leaderboard import run_language
+    from .leaderboard import run_language, with_people
 
     languages = [run_language(r.config.options) for r in records]
     differ = len({language_key(lang) for lang in languages}) > 1
-    labels = [
-        f"{r.config.model}{f' · {lang}' if differ else ''} | {setting_label(r)}"
-        for r, lang in zip(records, languages, strict=True)
+    people = [" · with people" if with_people(r.config.options) else "" for r in records]
+    labels = [  # a run where people played says so: its lines are not the model's alone
+        f"{r.config.model}{f' · {lang}' if differ else ''}{mark} | {setting_label(r)}"
+        for r, lang, mark in zip(records, languages, people, strict=True)
     ]
     return [
         f"{label} ({r.run_dir.name})" if labels.count(label) > 1 else label

@@ -3,7 +3,9 @@
 :func:`plot_data` turns the finished games of one game name (all its runs) into a long table — one row per
 plotted point: ``panel``, ``series``, ``run``, ``x``, ``y`` (and ``player`` where it applies). The PNG
 (matplotlib, the ``plots`` extra) draws exactly that table, and the table is written next to it as CSV,
-so what a plot shows can be checked without looking at pixels.
+so what a plot shows can be checked without looking at pixels. The points of people's seats (``human``,
+``web``) are marked (``person`` column; a black star, legend "person"), so a plot of a session with people
+never passes their answers off as a model's.
 
 Each game's panels and series are defined in its module (``panels`` and ``plot_points``); for the
 eight paper games (x is the round unless said otherwise):
@@ -32,8 +34,11 @@ import pandas as pd
 from ..report.charts import pyplot
 from ..report.files import output_dir, save_figure, write_csv
 from . import registry
+from .result import PERSON_KINDS
 
-COLUMNS = ["panel", "series", "run", "x", "y", "player"]
+COLUMNS = ["panel", "series", "run", "x", "y", "player", "person"]
+#: The legend label of the points of people's seats (``human`` / ``web``), drawn over the others.
+PERSON = "person"
 
 
 class _Panels(Mapping[str, dict[str, tuple[str, str, str]]]):
@@ -74,14 +79,21 @@ STYLE: dict[str, str] = {
 
 def plot_data(game: str, results: list[dict[str, Any]]) -> pd.DataFrame:
     """Every plotted point of ``game`` over its runs (``results``: the unit results of that game), from the
-    registered game's :meth:`~llmpsych.games.engine.Game.plot_points`."""
+    registered game's :meth:`~llmpsych.games.engine.Game.plot_points`; ``person`` is true for a point of a
+    person's seat (``human`` / ``web``)."""
     cls = registry.get(game)
     rows: list[dict[str, Any]] = []
     for result in sorted(results, key=lambda r: r["run"]):
         run = result["run"]
+        seats = [str(s).partition(":")[0].strip().lower() for s in result.get("seats") or []]
+        people = {i for i, kind in enumerate(seats) if kind in PERSON_KINDS}
 
-        def add(panel: str, series: str, x: Any, y: Any, player: Any = None, run: Any = run) -> None:
-            rows.append({"panel": panel, "series": series, "run": run, "x": x, "y": y, "player": player})
+        def add(
+            panel: str, series: str, x: Any, y: Any, player: Any = None, run: Any = run, people: Any = people
+        ) -> None:
+            person = player in people if isinstance(player, int) else False
+            row = {"panel": panel, "series": series, "run": run, "x": x, "y": y, "player": player}
+            rows.append({**row, "person": person})
 
         cls.plot_points(result, add)
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -145,6 +157,19 @@ def draw(game: str, data: pd.DataFrame, path: Path, title: str) -> Path | None:
                         label=label,
                         zorder=2,
                     )
+        mine = frame[frame["person"].astype(bool)] if "person" in frame else frame.iloc[0:0]
+        if not mine.empty:  # people's seats: marked over whatever the series drew
+            ax.scatter(
+                mine["x"],
+                mine["y"],
+                s=70,
+                marker="*",
+                facecolors="none",
+                edgecolors="k",
+                lw=0.9,
+                label=PERSON,
+                zorder=5,
+            )
         values = pd.to_numeric(frame["y"], errors="coerce")
         if values.notna().any() and values.min() >= 0:
             # counts, amounts and shares start at zero, so no gap is exaggerated; all-zero data keeps a scale

@@ -8,12 +8,19 @@ from the stored calls) are kept as extra fields.
 
 from __future__ import annotations
 
+import copy
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..runs.provenance import UNKNOWN, call_provenance
+
+#: Seat kinds a person answers for.
+PERSON_KINDS = frozenset({"human", "user", "web"})
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,11 @@ class SeatInfo:
     spec: str
     kind: str
     model: str | None = None
+
+    @property
+    def person(self) -> bool:
+        """Whether a person answers for this seat (``human`` at the terminal, ``web`` in a browser)."""
+        return self.kind in PERSON_KINDS
 
     @property
     def who(self) -> str:
@@ -68,30 +80,39 @@ class GamaBenchResult(BaseModel):
 
     def decisions(self) -> list[dict[str, Any]]:
         """Every decision, one row each: any round field holding a list of per-player answer records (or
-        one such record); lists and mappings in an action written as JSON."""
+        one such record); lists and mappings in an action written as JSON.
+
+        Each row says how the answer came (``how``), its ``response_s`` and its ``refused`` attempts (count,
+        and their texts as JSON in ``refused_texts``). A record stored before these were (older llmpsych)
+        gets ``how`` by :func:`recorded_how`: from its seat where the seat can answer only one way, else
+        ``unknown`` (never ``typed``)."""
         rows = []
         for record in self.rounds:
-            for key, value in record.items():
-                items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
-                for item in items:
-                    if isinstance(item, dict) and "player" in item and "action" in item:
-                        rows.append(
-                            {
-                                "game": self.game,
-                                "run": self.run,
-                                "round": record["round"],
-                                "decision": key,
-                                "player": item["player"],
-                                "seat": item.get("seat"),
-                                "action": cell(item["action"]),
-                                "asks": item.get("asks"),
-                                "fallback": bool(item.get("fallback", False)),
-                            }
-                        )
+            for key, item in _items(record):
+                refused = item.get("refused")
+                texts = [str(t) for t in refused] if isinstance(refused, list) else []
+                rows.append(
+                    {
+                        "game": self.game,
+                        "run": self.run,
+                        "round": record["round"],
+                        "decision": key,
+                        "player": item["player"],
+                        "seat": item.get("seat"),
+                        "action": cell(item["action"]),
+                        "asks": item.get("asks"),
+                        "fallback": bool(item.get("fallback", False)),
+                        "how": recorded_how(item),
+                        "response_s": item.get("response_s"),
+                        "refused": len(texts),
+                        "refused_texts": json.dumps(texts, ensure_ascii=False) if texts else "",
+                    }
+                )
         return rows
 
     def round_rows(self) -> list[dict[str, Any]]:
-        """One row per round with its outcome fields (the decisions left out; lists written as JSON)."""
+        """One row per round with its outcome fields (the decisions left out; lists written as JSON), and
+        ``how``: how each decision's answer came (``p0 typed, p1 never joined, p2 model``)."""
         rows = []
         for record in self.rounds:
             row: dict[str, Any] = {"game": self.game, "run": self.run}
@@ -101,8 +122,40 @@ class GamaBenchResult(BaseModel):
                 if isinstance(value, dict) and "asks" in value:
                     continue
                 row[key] = cell(value)
+            groups: dict[str, list[str]] = {}
+            for key, item in _items(record):
+                groups.setdefault(key, []).append(f"p{item['player']} {recorded_how(item)}")
+            row["how"] = "; ".join(
+                (f"{key}: " if len(groups) > 1 else "") + ", ".join(parts) for key, parts in groups.items()
+            )
             rows.append(row)
         return rows
+
+
+#: How a seat kind answers when it can answer only one way (the rule for records without ``how``).
+SEAT_HOW = {"llm": "model", "model": "model", "fixed": "bot", "strategy": "strategy", "python": "python"}
+
+
+def recorded_how(item: Mapping[str, Any]) -> str:
+    """How one stored answer record came: its ``how``; for a record written before it was stored, by its
+    seat (``llm`` ``model``, ``fixed`` ``bot``, ``strategy``, ``python``), and ``unknown`` for a person's
+    seat (``human``, ``web``), whose answers may have been typed or defaulted."""
+    how = item.get("how")
+    if isinstance(how, str) and how:
+        return how
+    kind = str(item.get("seat", "")).partition(":")[0].strip().lower()
+    return SEAT_HOW.get(kind, UNKNOWN)
+
+
+def _items(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The per-player answer records of one round record, with the field holding each."""
+    out = []
+    for key, value in record.items():
+        items = value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+        for item in items:
+            if isinstance(item, dict) and "player" in item and "action" in item:
+                out.append((key, item))
+    return out
 
 
 def cell(value: Any) -> Any:
@@ -115,4 +168,76 @@ def as_result(result: GamaBenchResult | Mapping[str, Any]) -> GamaBenchResult:
     return result if isinstance(result, GamaBenchResult) else GamaBenchResult.model_validate(result)
 
 
-__all__ = ["GamaBenchResult", "SeatInfo", "as_result", "cell"]
+def answers_text(hows: Mapping[str, int]) -> str:
+    """A person's answers as the monitor and ``seats.csv`` say them: ``typed 2 of 5 (3 deadline
+    defaults)``; ``never joined`` and ``unknown`` (an old store) named likewise."""
+    total = sum(hows.values())
+    others = [
+        f"{n} {label}"
+        for how, label in (
+            ("deadline", "deadline defaults"),
+            ("never joined", "never-joined defaults"),
+            ("unknown", "of unrecorded origin"),
+        )
+        if (n := hows.get(how, 0))
+    ]
+    return f"typed {hows.get('typed', 0)} of {total}" + (f" ({', '.join(others)})" if others else "")
+
+
+#: The call key of a recorded answer: ``<role>:<unit>:p<player>:r<round>:<kind>#<occurrence>``.
+_CALL_KEY = re.compile(r"^(?P<base>.+:p(?P<player>\d+):r(?P<round>\d+):[^#:]+)#(?P<occurrence>\d+)$")
+
+
+class _Record(Protocol):
+    """The part of a run record :func:`stored_results` reads."""
+
+    @property
+    def calls(self) -> Iterable[Mapping[str, Any]]: ...
+
+    def results(self, model: type[GamaBenchResult]) -> list[tuple[Any, GamaBenchResult]]: ...
+
+
+def stored_results(record: _Record) -> list[tuple[Any, GamaBenchResult]]:
+    """Each finished game of a run record, its person answers stored before llmpsych kept ``how`` in the
+    round record given the ``how`` their stored answer says (the web seats' older ``answered`` field, read
+    by :func:`~llmpsych.runs.provenance.call_provenance`): where one question of that player and round was
+    stored, its last ask. Anything else stays as stored (``unknown`` by :func:`recorded_how`)."""
+    games = record.results(GamaBenchResult)
+    found: dict[tuple[str, int, int], dict[str, tuple[int, str]]] = {}
+    for call in record.calls:
+        match = _CALL_KEY.match(str(call.get("call_key", "")))
+        if call.get("role") != "web" or match is None:
+            continue
+        how = call_provenance(call)[0]
+        where = (str(call.get("unit_id")), int(match["player"]), int(match["round"]))
+        asked = found.setdefault(where, {})
+        occurrence = int(match["occurrence"])
+        if occurrence >= asked.get(match["base"], (-1, ""))[0]:
+            asked[match["base"]] = (occurrence, how)
+    if not found:
+        return games
+    out = []
+    for unit, result in games:
+        unit_id = str(getattr(unit, "unit_id", ""))
+        rounds = copy.deepcopy(result.rounds)
+        changed = False
+        for record_ in rounds:
+            for _, item in _items(record_):
+                asked = found.get((unit_id, int(item["player"]), int(record_.get("round", 0))), {})
+                if "how" not in item and len(asked) == 1 and str(item.get("seat", "")).startswith("web"):
+                    item["how"] = next(iter(asked.values()))[1]
+                    changed = True
+        out.append((unit, result.model_copy(update={"rounds": rounds}) if changed else result))
+    return out
+
+
+__all__ = [
+    "PERSON_KINDS",
+    "GamaBenchResult",
+    "SeatInfo",
+    "answers_text",
+    "as_result",
+    "cell",
+    "recorded_how",
+    "stored_results",
+]

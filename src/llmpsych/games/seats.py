@@ -37,22 +37,30 @@ import inspect
 import json
 import os
 import sys
+import time
 import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
 from ..errors import ConfigError, LlmpsychError, terminal_text
+from ..runs.provenance import UNKNOWN
 from .observation import Observation, SeatContext
 
 
 @dataclass
 class Reply:
-    """A seat's answer: raw text, and for non-model seats the JSON fields directly."""
+    """A seat's answer: raw text, and for non-model seats the JSON fields directly; how it came (the
+    vocabulary of :mod:`llmpsych.runs.provenance`), seconds from the question being shown to the answer
+    (None for a seat that was never asked: ``bot``, ``strategy``, ``never joined``) and the texts refused
+    before it (a web form's unusable answers)."""
 
     text: str
     data: dict[str, Any] | None = None
+    how: str = UNKNOWN
+    response_s: float | None = None
+    refused: list[str] = field(default_factory=list)
 
 
 class Seat(ABC):
@@ -81,12 +89,22 @@ class LLMSeat(Seat):
         result = await ctx.chat(
             observation.messages, observation.params, role=self.role, sample=observation.sample
         )
-        return Reply(result.text)
+        return Reply(result.text, how="model", response_s=result.latency_s)
 
 
-def _wrap(value: Any, observation: Observation) -> Reply:
+def _wrap(value: Any, observation: Observation, how: str, meta: dict[str, Any] | None = None) -> Reply:
+    """A non-model seat's value as a reply; ``meta``: what :meth:`SeatContext.recorded` stored with it."""
     data = value if isinstance(value, dict) else {observation.primary: value}
-    return Reply(str(value), data)
+    meta = meta or {}
+    seconds = meta.get("response_s")
+    refused = meta.get("refused")
+    return Reply(
+        str(value),
+        data,
+        how=str(meta.get("how", how)),
+        response_s=float(seconds) if isinstance(seconds, int | float) else None,
+        refused=[str(t) for t in refused] if isinstance(refused, list) else [],
+    )
 
 
 class FixedSeat(Seat):
@@ -102,7 +120,7 @@ class FixedSeat(Seat):
 
     async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
         value = self.values[(observation.round - 1) % len(self.values)]
-        return _wrap(None if value.lower() in {"null", "none"} else value, observation)
+        return _wrap(None if value.lower() in {"null", "none"} else value, observation, "bot")
 
 
 class StrategySeat(Seat):
@@ -119,7 +137,7 @@ class StrategySeat(Seat):
         if strategy is None:
             raise ConfigError(f"seat {self.spec!r}: this game offers no strategies")
         rng = ctx.rng("strategy", self.name, o.round, o.player, o.kind)
-        return _wrap(strategy(self.name, rng), o)
+        return _wrap(strategy(self.name, rng), o, "strategy")
 
 
 class CallableSeat(Seat):
@@ -146,16 +164,19 @@ class CallableSeat(Seat):
         if function is None:
             raise ConfigError(f"seat {self.spec!r} was built without loading its code")
 
+        meta: dict[str, Any] = {}
+
         async def call() -> str:
+            started = time.monotonic()
             value = function(observation)
             if inspect.isawaitable(value):
                 value = await value
+            meta.update(how="python", response_s=round(time.monotonic() - started, 3))
             return json.dumps(value, default=str)
 
-        text = await ctx.recorded(
-            "python", f"python:{observation.key}", self.spec, {"question": observation.question}, call
-        )
-        return _wrap(json.loads(text), observation)
+        request = {"question": observation.question}
+        text = await ctx.recorded("python", f"python:{observation.key}", self.spec, request, call, meta)
+        return _wrap(json.loads(text), observation, "python", meta)
 
 
 class HumanInputClosed(LlmpsychError):
@@ -248,14 +269,19 @@ class HumanSeat(Seat):
         self.stdout = stdout
 
     async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
+        meta: dict[str, Any] = {}
+
         async def ask() -> str:
             async with _terminal_lock():
                 with ctx.prompting():
-                    return await self._ask(observation)
+                    started = time.monotonic()  # the question is on the screen from here
+                    line = await self._ask(observation)
+                    meta.update(how="typed", response_s=round(time.monotonic() - started, 3))
+                    return line
 
         request = {"question": observation.question, "valid": observation.valid}
-        line = await ctx.recorded("human", f"human:{observation.key}", self.spec, request, ask)
-        return _wrap(line, observation)
+        line = await ctx.recorded("human", f"human:{observation.key}", self.spec, request, ask, meta)
+        return _wrap(line, observation, UNKNOWN, meta)  # an old store's answer: how it came is unknown
 
     async def _ask(self, o: Observation) -> str:
         out = self.stdout or sys.stderr
@@ -283,11 +309,23 @@ class HumanSeat(Seat):
         return line.strip()
 
 
+@dataclass(frozen=True)
+class WebAnswer:
+    """A browser seat's answer as the session took it: the text, how (``typed``, ``deadline``, ``never
+    joined``), seconds from the question being shown to the answer (None: never shown) and the texts the
+    form refused before it."""
+
+    text: str
+    how: str
+    response_s: float | None = None
+    refused: tuple[str, ...] = ()
+
+
 class WebBroker(Protocol):
     """Where a web seat's question goes and its answer comes from (the hosted session)."""
 
-    async def answer(self, seat: WebSeat, observation: Observation) -> tuple[str, str]:
-        """The answer to ``observation`` and how it was given (``typed``, ``deadline`` or ``bot``)."""
+    async def answer(self, seat: WebSeat, observation: Observation) -> WebAnswer:
+        """The answer to ``observation`` and how it was given."""
         ...
 
     def saved(self, observation: Observation) -> None:
@@ -308,9 +346,9 @@ def set_web_broker(broker: WebBroker | None) -> None:
 class WebSeat(Seat):
     """A participant in a browser; the answer is typed in the seat's page of a hosted session.
 
-    Answers are recorded in the run store (role ``web``) as they are given, with how (``answered``:
-    ``typed``, ``deadline`` for the default action after the deadline, ``bot`` for a seat that never
-    joined); on resume they are replayed, not asked again.
+    Answers are recorded in the run store (role ``web``) as they are given, with how (``how``: ``typed``,
+    ``deadline`` for the default action after the deadline, ``never joined`` for a seat nobody opened),
+    the response time and the texts the form refused; on resume they are replayed, not asked again.
     """
 
     kind = "web"
@@ -321,6 +359,7 @@ class WebSeat(Seat):
 
     async def reply(self, observation: Observation, ctx: SeatContext) -> Reply:
         request: dict[str, Any] = {"question": observation.question, "valid": observation.valid}
+        meta: dict[str, Any] = {}
 
         async def ask() -> str:
             if not _WEB_BROKER:
@@ -328,14 +367,15 @@ class WebSeat(Seat):
                     f"seat {self.spec!r} is a browser seat",
                     "play it with `llmpsych gamabench host` (it serves the seats' pages)",
                 )
-            text, how = await _WEB_BROKER[0].answer(self, observation)
-            request["answered"] = how  # stored with the answer: ctx.recorded writes after produce returns
-            return text
+            given = await _WEB_BROKER[0].answer(self, observation)
+            # stored with the answer: ctx.recorded writes after produce returns
+            meta.update(how=given.how, response_s=given.response_s, refused=list(given.refused))
+            return given.text
 
-        line = await ctx.recorded("web", f"web:{observation.key}", self.spec, request, ask)
+        line = await ctx.recorded("web", f"web:{observation.key}", self.spec, request, ask, meta)
         if _WEB_BROKER:
             _WEB_BROKER[0].saved(observation)
-        return _wrap(line, observation)
+        return _wrap(line, observation, UNKNOWN, meta)  # an old store's answer: how it came is unknown
 
 
 def parse_seat(spec: str, load: bool = True) -> Seat:

@@ -11,6 +11,8 @@ where, the answers of fixed and strategy seats) is a short note under each game'
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,7 @@ from ..models.cipher import DEFAULT_SHIFT
 from ..report.files import output_dir
 from ..report.transcripts import Call, StoredCall, Thread, UnitNotes, deciphered_notes, default_thread_title
 from ..report.transcripts import write_transcripts as write_page
-from .result import GamaBenchResult, SeatInfo
+from .result import GamaBenchResult, SeatInfo, stored_results
 
 if TYPE_CHECKING:
     from ..runs.record import RunRecord
@@ -93,13 +95,31 @@ def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
     """Who sat where, the answers of the seats that made no model call, and why answers were refused."""
     lines = ["Seats: " + "; ".join(f"player {s.player} {_seat(s)}" for s in seats) + "."]
     models = {seat.player for seat in seats if _is_model(seat)}
-    others = [row for row in result.decisions() if row["player"] not in models]
+    decisions = result.decisions()
+    came: dict[int, Counter[str]] = {}
+    for row in decisions:
+        came.setdefault(row["player"], Counter())[str(row["how"])] += 1
+    lines += [
+        "",
+        "How the answers came: "
+        + "; ".join(
+            f"player {p} " + ", ".join(f"{how} {n}" for how, n in hows.items())
+            for p, hows in sorted(came.items())
+        )
+        + ".",
+    ]
+    others = [row for row in decisions if row["player"] not in models]
     if others:
-        lines += ["", "Answers of the seats without a model (fixed, strategy, python, human, web):", ""]
+        lines += [
+            "",
+            "Answers of the seats without a model (fixed, strategy, python, human, web), with how each came, "
+            "its seconds from the question to the answer and the entries refused before it:",
+            "",
+        ]
         for row in others:
             fallback = " (fallback)" if row["fallback"] else ""
             where = f"round {row['round']}, {row['decision']}"
-            lines.append(f"- {where}: player {row['player']} `{row['action']}`{fallback}")
+            lines.append(f"- {where}: player {row['player']} `{row['action']}`{fallback} ({_how(row)})")
     refused = [(record["round"], key, item) for record, key, item in _answers(result) if item.get("errors")]
     if refused:
         lines += [
@@ -112,6 +132,18 @@ def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
             fallback = " Fallback used." if item.get("fallback") else ""
             lines.append(f"- round {round_no}, {key}: player {item['player']}: {reasons}.{fallback}")
     return "\n".join(lines)
+
+
+def _how(row: Mapping[str, Any]) -> str:
+    """How one decision's answer came, in words: ``typed, 4.2 s, 2 refused: `150`, `abc```."""
+    parts = [str(row["how"])]
+    if isinstance(row.get("response_s"), int | float):
+        parts.append(f"{row['response_s']:.1f} s")
+    if row.get("refused"):
+        texts = json.loads(row["refused_texts"]) if row.get("refused_texts") else []
+        shown = ", ".join("`" + " ".join(str(t).split())[:40].replace("`", "'") + "`" for t in texts)
+        parts.append(f"{row['refused']} refused: {shown}")
+    return ", ".join(parts)
 
 
 def _answers(result: GamaBenchResult) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
@@ -140,7 +172,7 @@ def _thread_title(seats: list[SeatInfo]) -> Callable[[Thread, int], str]:
 def write_transcripts(record: RunRecord, out_dir: Path, titles: Mapping[str, str]) -> dict[str, list[Path]]:
     """``<game>-run<k>.md`` per finished game; {game: [paths]}."""
     written: dict[str, list[Path]] = {}
-    for unit, result in record.results(GamaBenchResult):
+    for unit, result in stored_results(record):
         output_dir(out_dir.parent, out_dir.name)  # RUN/transcripts: a link there is replaced by a folder
         path = out_dir / f"{result.game}-run{result.run:02d}.md"
         _write_game(record, unit, result, path, titles.get(result.game, result.game))

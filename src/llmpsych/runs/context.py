@@ -126,7 +126,13 @@ class UnitContext:
         return list(await asyncio.gather(*(self.chat(m, p, r, s) for m, p, r, s in requests)))
 
     async def recorded(
-        self, role: str, key: str, source: str, request: dict[str, Any], produce: Callable[[], Awaitable[str]]
+        self,
+        role: str,
+        key: str,
+        source: str,
+        request: dict[str, Any],
+        produce: Callable[[], Awaitable[str]],
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """A non-model answer (``role`` e.g. ``human`` or ``python``), recorded like a model call.
 
@@ -134,6 +140,10 @@ class UnitContext:
         (``#0``, ``#1``, ...). An answer stored by an earlier execution of this unit is returned without
         calling ``produce``; otherwise ``produce()`` gives the answer, which is written through the grouped
         commits (durable before this returns) with ``source`` (e.g. the seat) and ``request``.
+
+        ``meta`` (filled by ``produce``: how the answer came, ``response_s``, the refused attempts) is stored
+        in the answer beside its text, ``response_s`` also as the call's latency; on replay it is filled
+        from the stored answer, so a resumed game knows how each replayed answer was given.
         """
         occurrence = self._occurrences[key]
         self._occurrences[key] += 1
@@ -143,10 +153,15 @@ class UnitContext:
         seq = self._seq
         if stored is not None:
             self.answers_replayed += 1
+            if meta is not None:
+                meta.update({k: v for k, v in stored.items() if k != "text"})
             return str(stored.get("text", ""))
         text = await produce()
+        response: dict[str, Any] = {**(meta or {}), "text": text}
+        if isinstance(response.get("response_s"), int | float):
+            response["latency_s"] = response["response_s"]
         await self.commits.write(
-            put_call_statements(self.unit_id, call_key, seq, role, source, request, {"text": text})
+            put_call_statements(self.unit_id, call_key, seq, role, source, request, response)
         )
         self.answered += 1
         return text

@@ -10,30 +10,39 @@ from pathlib import Path
 import pandas as pd
 
 from ..report.files import output_dir, write_csv, write_lines
+from .provenance import call_provenance
 from .record import RunRecord, read_run, record_from_store
 from .store import RunStore, run_lock
 
 
 def calls_frame(run: Path | RunRecord) -> pd.DataFrame:
-    """One row per model call: unit, role, model, full request and answer, timing and usage."""
+    """One row per stored call (a model's, or an answer recorded for a person, a fixed list, a strategy or
+    a Python function): unit, role, model, full request and answer, timing and usage, and how the answer
+    came (``how``, ``response_s``, ``refused``, ``refused_texts``: :mod:`.provenance`)."""
     record = run if isinstance(run, RunRecord) else read_run(run)
-    rows = [
-        {
-            "unit_id": call["unit_id"],
-            "seq": call["seq"],
-            "role": call["role"],
-            "model": call["model"],
-            "messages": json.dumps(call["request"].get("messages"), ensure_ascii=False),
-            "answer": call["response"].get("text"),
-            "finish_reason": call["response"].get("finish_reason"),
-            "latency_s": call["latency_s"],
-            "prompt_tokens": call["prompt_tokens"],
-            "completion_tokens": call["completion_tokens"],
-            "attempts": call["attempts"],
-            "cached": call["cached"],
-        }
-        for call in record.calls
-    ]
+    rows = []
+    for call in record.calls:
+        how, seconds, refused = call_provenance(call)
+        rows.append(
+            {
+                "unit_id": call["unit_id"],
+                "seq": call["seq"],
+                "role": call["role"],
+                "model": call["model"],
+                "messages": json.dumps(call["request"].get("messages"), ensure_ascii=False),
+                "answer": call["response"].get("text"),
+                "finish_reason": call["response"].get("finish_reason"),
+                "latency_s": call["latency_s"],
+                "prompt_tokens": call["prompt_tokens"],
+                "completion_tokens": call["completion_tokens"],
+                "attempts": call["attempts"],
+                "cached": call["cached"],
+                "how": how,
+                "response_s": seconds,
+                "refused": len(refused),
+                "refused_texts": json.dumps(refused, ensure_ascii=False) if refused else "",
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -67,6 +67,10 @@ CALL_COLUMNS = [
     "completion_tokens",
     "attempts",
     "cached",
+    "how",
+    "response_s",
+    "refused",
+    "refused_texts",
 ]
 SCORE_COLUMNS = ["run_dir", "task", "model", "group", "item", "repeat", "measure", "score", *FACTOR_COLUMNS]
 

@@ -19,8 +19,16 @@ from . import store
 
 #: The payoff columns of ``seats.csv`` a player may see of their own seat, and their wording for them.
 #: (Not the tokens held: the Public Goods question names this round's fresh endowment, and a second
-#: token count beside it confused.)
-OWN_SCORES = {"rounds won": "rounds won", "total gain": "total gain"}
+#: token count beside it confused.) A person's payoffs count their typed answers; those of the default
+#: answers entered for them (deadline passed) are shown apart, and only when there were any.
+OWN_SCORES = {
+    "rounds won": "rounds won",
+    "total gain": "total gain",
+    "rounds won of default rounds": "rounds won by the default answers entered for you",
+    "total gain of default rounds": "gain from the default answers entered for you",
+}
+#: The count of a person's default answers in ``seats.csv``.
+_DEFAULTS = "default answers"
 #: Columns renamed while the game is still going (``final tokens`` is not final yet).
 SO_FAR_NAMES = {"final tokens": "tokens now"}
 
@@ -50,7 +58,13 @@ def role_specs(run_dir: Path) -> dict[str, str]:
 
 
 def _rows(frame: Any) -> list[dict[str, Any]]:
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+    """A frame's rows; a missing cell (NaN, or pandas' NA in a whole-number column) as NaN."""
+    import pandas as pd
+
+    return [
+        {str(k): math.nan if v is pd.NA else v for k, v in row.items()}
+        for row in frame.to_dict(orient="records")
+    ]
 
 
 def so_far(results: list[dict[str, Any]], specs: dict[str, str]) -> tuple[list[dict[str, Any]], ...]:
@@ -81,14 +95,22 @@ def _number(value: Any) -> Any:
     return value
 
 
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
 def own(rows: list[dict[str, Any]], unit: str, player: int) -> list[tuple[str, Any]]:
     """A player's own payoffs so far in one game (``unit``), worded for them (none if the game has none)."""
     for row in rows:
         if row.get("run") == unit and row.get("player") == player:
+            count = row.get(_DEFAULTS)
+            defaulted = isinstance(count, int | float) and not _missing(count) and count > 0
             return [
                 (label, _number(row[column]))
                 for column, label in OWN_SCORES.items()
-                if column in row and not (isinstance(row[column], float) and math.isnan(row[column]))
+                if column in row
+                and not _missing(row[column])
+                and (defaulted or not column.endswith("of default rounds"))
             ]
     return []
 

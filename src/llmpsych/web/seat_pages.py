@@ -221,8 +221,9 @@ def monitor_csrf(session: Session) -> str:
 
 
 def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir: Path) -> Route:
-    """``/session``: who joined, their round, who is answering, answers given, the links to hand out, and
-    the scores so far per seat and per model (the final ``seats.csv`` / ``seat_kinds.csv`` at the end)."""
+    """``/session``: who joined, their round, who is answering, their answers (typed, and the defaults
+    entered for them), every answer with how it came, the links to hand out, and the scores so far per
+    seat and per model (the final ``seats.csv`` / ``seat_kinds.csv`` at the end)."""
     specs: dict[str, str] = {}
 
     def monitor(request: Request) -> Response:
@@ -244,6 +245,7 @@ def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir:
             run_id=run_id,
             scores=per_seat,
             kinds=per_kind,
+            answers=session.answer_log(),
         )
 
     return Route("/session", monitor)

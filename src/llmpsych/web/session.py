@@ -9,8 +9,10 @@ engine is used exactly as ``gamabench run`` uses it.
 
 What is kept about participants (``session.json`` in the run folder, readable by its owner only): the
 seat tokens and names given by the experimenter, whether each seat joined, and for every answer the
-question's key, when it was shown, when it was answered and how (typed, deadline, bot). The answers
-themselves are in the run store, like every model answer. Nothing else (no address, no browser data).
+question's key, when it was shown, when it was answered, how (``typed``, ``deadline``, ``never joined``)
+and how many entries the form refused before it. The answers themselves, with how they came, their
+response time and the refused texts, are in the run store, like every model answer. Nothing else (no
+address, no browser data).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ from typing import Any
 from ..errors import ConfigError
 from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
-from ..games.seats import WebSeat
+from ..games.result import answers_text
+from ..games.seats import WebAnswer, WebSeat
 from .catalog import SESSION_FILE as SESSION_FILE  # the runs pages never list or serve it
 
+#: ``how`` as sessions before llmpsych recorded ``never joined`` wrote it
+_LEGACY_HOW = {"bot": "never joined"}
 #: The default seconds a participant has for one decision; then the seat's default action is taken.
 DEFAULT_DEADLINE_S = 120.0
 #: Longest answer accepted from a form (a pirate proposal of 10 numbers needs ~40 characters).
@@ -48,9 +53,11 @@ class Pending:
     """A question waiting for a participant."""
 
     observation: Observation
-    future: asyncio.Future[tuple[str, str]]
+    future: asyncio.Future[WebAnswer]
     loop: asyncio.AbstractEventLoop
     shown_at: float | None = None
+    #: the entries the form refused for this question (the game's check), in order
+    refused: list[str] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
     #: set once the answer is in the run store (the page that took it waits for this)
     stored: threading.Event = field(default_factory=threading.Event)
@@ -66,6 +73,8 @@ class SeatSlot:
     token: str
     joined: bool = False
     answered: int = 0
+    #: answers by how they came (``typed``, ``deadline``, ``never joined``)
+    hows: dict[str, int] = field(default_factory=dict)
     last_round: int = 0
     pending: dict[str, Pending] = field(default_factory=dict)
     #: the seat's latest question (the waiting page names its game and round)
@@ -154,7 +163,11 @@ class Session:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"{path} is missing or damaged ({exc}); this run was not hosted") from None
         for slot in session.slots.values():
-            slot.answered = sum(1 for t in session.timings if t.get("player") == slot.player)
+            mine = [t for t in session.timings if t.get("player") == slot.player]
+            slot.answered = len(mine)
+            for t in mine:
+                how = _LEGACY_HOW.get(str(t.get("how")), str(t.get("how")))
+                slot.hows[how] = slot.hows.get(how, 0) + 1
         return session
 
     def save(self) -> None:
@@ -223,6 +236,7 @@ class Session:
                 return ANSWERED
             refusal = _refusal(pending.observation, answer)
             if refusal is not None:
+                pending.refused.append(answer)  # kept: the decision's row says what was refused
                 return refusal
             self._resolve(slot, key, answer, "typed")
         return pending.stored
@@ -238,7 +252,8 @@ class Session:
                     if slot.joined:
                         self._show(slot, key)
                     else:
-                        self._resolve(slot, key, default_action(slot.pending[key].observation), "bot")
+                        observation = slot.pending[key].observation
+                        self._resolve(slot, key, default_action(observation), "never joined")
             self.save()
 
     def all_joined(self) -> bool:
@@ -246,11 +261,11 @@ class Session:
         return all(s.joined for s in self.slots.values())
 
     # -- the engine side (the run's event loop) ---------------------------------------------------------
-    async def answer(self, seat: WebSeat, observation: Observation) -> tuple[str, str]:
+    async def answer(self, seat: WebSeat, observation: Observation) -> WebAnswer:
         """The broker of :class:`~llmpsych.games.seats.WebSeat`: wait for the participant's answer (and
-        how it came: ``typed``, ``deadline`` or ``bot`` for a seat that never joined)."""
+        how it came: ``typed``, ``deadline``, or ``never joined`` for a seat nobody opened)."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[tuple[str, str]] = loop.create_future()
+        future: asyncio.Future[WebAnswer] = loop.create_future()
         with self._lock:
             slot = self.slots.get(observation.player)
             if slot is None:
@@ -263,7 +278,7 @@ class Session:
                 if slot.joined:
                     self._show(slot, observation.key)
                 else:
-                    self._resolve(slot, observation.key, default_action(observation), "bot")
+                    self._resolve(slot, observation.key, default_action(observation), "never joined")
         return await future
 
     def saved(self, observation: Observation) -> None:
@@ -313,6 +328,7 @@ class Session:
         self._storing[key] = pending.stored
         now = time.time()
         o = pending.observation
+        seconds = None if pending.shown_at is None else round(now - pending.shown_at, 3)
         self.timings.append(
             {
                 "player": slot.player,
@@ -322,18 +338,46 @@ class Session:
                 "shown_at": pending.shown_at,
                 "answered_at": now,
                 "how": how,
+                "refused": len(pending.refused),
             }
         )
         slot.answered += 1
+        slot.hows[how] = slot.hows.get(how, 0) + 1
         self.save()
+        given = WebAnswer(answer, how, seconds, tuple(pending.refused))
 
         def settle() -> None:
             if pending.timer is not None:
                 pending.timer.cancel()
             if not pending.future.done():
-                pending.future.set_result((answer, how))
+                pending.future.set_result(given)
 
         pending.loop.call_soon_threadsafe(settle)
+
+    def answer_log(self) -> list[dict[str, Any]]:
+        """Every answer of the web seats so far, in order: player, question key, how it came, seconds
+        from the question being shown ("–" when it never was) and the entries the form refused."""
+        with self._lock:
+            timings = list(self.timings)
+        out = []
+        for t in timings:
+            shown, answered = t.get("shown_at"), t.get("answered_at")
+            seconds = (
+                f"{answered - shown:.1f}"
+                if isinstance(shown, int | float) and isinstance(answered, int | float)
+                else "–"
+            )
+            how = str(t.get("how"))
+            out.append(
+                {
+                    "player": t.get("player"),
+                    "key": t.get("key"),
+                    "how": _LEGACY_HOW.get(how, how),
+                    "seconds": seconds,
+                    "refused": t.get("refused", "?"),
+                }
+            )
+        return out
 
     def status(self) -> list[dict[str, Any]]:
         """One row per web seat for the monitor."""
@@ -345,6 +389,7 @@ class Session:
                     "spec": s.spec,
                     "joined": s.joined,
                     "answered": s.answered,
+                    "answers": answers_text(s.hows),
                     "round": s.last_round,
                     "waiting": [
                         f"{p.observation.title}, round {p.observation.round}"

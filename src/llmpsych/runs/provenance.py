@@ -1,0 +1,71 @@
+"""How an answer came: the provenance stored with every answer of a run, and its reading of old stores.
+
+Every answer a run records says how it was given, from one vocabulary (:data:`HOW`):
+
+``typed``
+    a person typed it (a ``human`` seat at the terminal, a ``web`` seat's form);
+``deadline``
+    a person's seat was shown the question and did not answer in time: the default action was entered;
+``never joined``
+    a person's seat was never opened (its participant did not come): the default action was entered;
+``bot``
+    a fixed list of answers (a ``fixed:`` seat);
+``model``
+    a model's reply (a chat call);
+``strategy``
+    a built-in strategy of the task (e.g. ``strategy:ne``);
+``python``
+    a user's Python function (a ``python:`` seat).
+
+Beside it, ``response_s`` (seconds from the question being shown to the answer: for a model, the call's
+latency; none for ``bot``, ``strategy`` and ``never joined``, which were never asked) and ``refused`` (the
+texts a person entered that were refused before the answer, e.g. an out-of-range number on a web form).
+
+Stores written before this was recorded still read, by one documented rule (:func:`call_provenance`):
+a model call is ``model``; a recorded answer with the web seats' older ``answered`` field maps
+``typed``/``deadline`` as they are and ``bot`` (its meaning then: a seat that never joined) to
+``never joined``; a ``python`` answer is ``python``; any other recorded answer is ``unknown``, never
+``typed``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+How = Literal["typed", "deadline", "never joined", "bot", "model", "strategy", "python", "unknown"]
+#: The provenance vocabulary, in this order in tables (``unknown``: an old store that did not record it).
+HOW: tuple[str, ...] = ("typed", "deadline", "never joined", "bot", "model", "strategy", "python")
+UNKNOWN = "unknown"
+#: Provenances that are a default entered for a person who did not answer.
+DEFAULTED: frozenset[str] = frozenset({"deadline", "never joined"})
+#: The older web seats' ``answered`` values and what they meant.
+_LEGACY_ANSWERED = {"typed": "typed", "deadline": "deadline", "bot": "never joined"}
+
+
+def call_provenance(call: Mapping[str, Any]) -> tuple[str, float | None, list[str]]:
+    """``(how, response_s, refused texts)`` of one stored call (a row of ``RunRecord.calls``)."""
+    request = _mapping(call.get("request"))
+    response = _mapping(call.get("response"))
+    refused = response.get("refused")
+    texts = [str(t) for t in refused] if isinstance(refused, list) else []
+    how = response.get("how")
+    if isinstance(how, str) and how in HOW:
+        seconds = response.get("response_s")
+        return how, float(seconds) if isinstance(seconds, int | float) else None, texts
+    if "messages" in request:  # a chat call: a model's reply
+        latency = call.get("latency_s")
+        return "model", float(latency) if isinstance(latency, int | float) else None, texts
+    legacy = _LEGACY_ANSWERED.get(str(request.get("answered")))
+    if legacy is not None:
+        return legacy, None, texts
+    if call.get("role") == "python":
+        return "python", None, texts
+    return UNKNOWN, None, texts
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+__all__ = ["DEFAULTED", "HOW", "UNKNOWN", "How", "call_provenance"]
