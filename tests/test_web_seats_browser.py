@@ -46,6 +46,20 @@ def hostile(body: dict[str, Any]) -> str:
     return f"{SCRIPT}\n{game_answer(body, fenced=True)}"
 
 
+def on_monitor(page: Any, url: str, look: Any) -> Any:
+    """``look(page)`` on a fresh load of the monitor. The monitor reloads itself every 3 s (a meta
+    refresh), which can detach the page under a read ("Not attached to an active page", "navigation
+    interrupted"): such a read is made again on a new load, a bounded number of times."""
+    for attempt in range(5):
+        try:
+            page.goto(url)
+            return look(page)
+        except playwright.Error:
+            if attempt == 4:
+                raise
+    return None
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -135,17 +149,20 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
         with playwright.sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             monitor = browser.new_context().new_page()
-            monitor.goto(host.monitor)
-            assert "0 of 3 joined" in monitor.inner_text("#state")
+            assert "0 of 3 joined" in on_monitor(monitor, host.monitor, lambda m: m.inner_text("#state"))
             people = [browser.new_context().new_page() for _ in NAMES]
             for page in [monitor, *people]:
                 page.set_default_timeout(PATIENCE_S * 1000)  # bounds, not expectations of speed
             people[0].goto(host.links[0])
             assert "1 of 3 participants have joined" in people[0].inner_text("#lobby")
             people[0].screenshot(path=str(shots / "lobby.png"), full_page=True)
-            monitor.reload()
-            assert all(name in monitor.inner_text("#seats") for name in NAMES)
-            monitor.screenshot(path=str(shots / "monitor-lobby.png"), full_page=True)
+            seated = on_monitor(monitor, host.monitor, lambda m: m.inner_text("#seats"))
+            assert all(name in seated for name in NAMES)
+            on_monitor(
+                monitor,
+                host.monitor,
+                lambda m: m.screenshot(path=str(shots / "monitor-lobby.png"), full_page=True),
+            )
             for i in (1, 2):
                 people[i].goto(host.links[i])
 
@@ -195,19 +212,27 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
                 if answered == 13:  # later in the game: the seat's own score, the monitor's scores so far
                     if people[i].locator("#answer").count():
                         people[i].screenshot(path=str(shots / "seat-later.png"), full_page=True)
-                    monitor.goto(host.monitor)
-                    assert "Scores per seat so far" in monitor.inner_text("main")
-                    monitor.screenshot(path=str(shots / "monitor-playing.png"), full_page=True)
+                    shown = on_monitor(monitor, host.monitor, lambda m: m.inner_text("main"))
+                    assert "Scores per seat so far" in shown
+                    on_monitor(
+                        monitor,
+                        host.monitor,
+                        lambda m: m.screenshot(path=str(shots / "monitor-playing.png"), full_page=True),
+                    )
                 if answered == 7 and not killed:
                     host.proc.send_signal(signal.SIGKILL)
                     host.proc.wait(30)
                     killed = True
                     host = Host(["--resume", str(run_dir), "--port", str(port)])
             assert killed and reloaded and refused
-            monitor.goto(host.monitor)  # the restarted server has a new experimenter token
-            monitor.screenshot(path=str(shots / "monitor-end.png"), full_page=True)
-            assert "Scores per seat" in monitor.inner_text("main")
-            scores = monitor.inner_text("#scores")
+            # the restarted server has a new experimenter token
+            on_monitor(
+                monitor,
+                host.monitor,
+                lambda m: m.screenshot(path=str(shots / "monitor-end.png"), full_page=True),
+            )
+            assert "Scores per seat" in on_monitor(monitor, host.monitor, lambda m: m.inner_text("main"))
+            scores = on_monitor(monitor, host.monitor, lambda m: m.inner_text("#scores"))
             assert "nan" not in scores and "2.6666" not in scores  # missing cells read "–", numbers rounded
             people[0].reload()
             assert people[0].locator("#finished").count() == 1
