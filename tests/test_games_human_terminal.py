@@ -131,9 +131,12 @@ def test_ctrl_c_at_the_prompt_stops_at_once_and_resume_asks_only_what_was_not_an
     second.type("20\n")
     shown = second.expect(PROMPT, START_S)
     assert "round 3 =====" in shown
+    second.type("500\n")  # out of range: asked again, and told why (before: only that it "could not be used")
+    shown = second.expect(PROMPT, START_S)
+    assert "(the last answer could not be used: 500 is outside 0..100)" in shown
     second.type("30\n")
     assert second.finish(START_S) == 0, second.seen[-2000:]
-    assert second.seen.count("=====") == 4  # two prompts, two "=====" each
+    assert second.seen.count("=====") == 6  # three prompts (one a re-ask), two "=====" each
 
     store = RunStore.in_dir(run_dir)
     try:
@@ -145,6 +148,8 @@ def test_ctrl_c_at_the_prompt_stops_at_once_and_resume_asks_only_what_was_not_an
     # how each answer came, round 1's too (replayed from the store after the resume): typed, and the bot's
     hows = [[d["how"] for d in r["decisions"]] for r in unit.result["rounds"]]
     assert hows == [["typed", "bot"]] * 3
-    assert all(r["decisions"][0]["response_s"] > 0 for r in unit.result["rounds"])
+    seconds = [r["decisions"][0]["response_s"] for r in unit.result["rounds"]]
+    assert all(s is not None and s >= 0 for s in seconds), seconds  # typed at once: may round to 0.0
+    assert unit.result["rounds"][2]["decisions"][0]["refused"] == ["500"]  # the 500 typed before the 30
     report = (run_dir / "report.md").read_text(encoding="utf-8")
     assert "no model seats" in report and "openai-compatible/unused" not in report

@@ -175,7 +175,9 @@ class Table:
                 if len(history) > 2:
                     del history[1]
 
-    def observe(self, decision: Decision, messages: list[Message], attempt: int = 0) -> Observation:
+    def observe(
+        self, decision: Decision, messages: list[Message], attempt: int = 0, last_error: str = ""
+    ) -> Observation:
         """What the player of ``decision`` is given to decide: its rules, reports so far and the question."""
         history = self.histories[decision.player]
         has_rules = bool(history) and history[0]["role"] == "system"
@@ -191,6 +193,7 @@ class Table:
             info=decision.info,
             cot=game.cot_text,
             attempt=attempt,
+            last_error=last_error,
             messages=messages,
             sample=f"{self.label}:p{decision.player}",
             params=self.params,
@@ -230,7 +233,8 @@ class Table:
         for attempt in range(self.max_reasks + 1):
             if attempt and (self.reask == "repeat" or log[-1]["kind"] != "feedback"):
                 log.append(self._turn("user", decision.request, "re-ask"))
-            reply = await seat.reply(self.observe(decision, messages, attempt), self.ctx)
+            last_error = errors[-1] if errors else ""
+            reply = await seat.reply(self.observe(decision, messages, attempt, last_error), self.ctx)
             raw, how = reply.text, reply.how
             refused += reply.refused
             if reply.response_s is not None:

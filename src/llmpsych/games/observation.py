@@ -65,6 +65,7 @@ class Observation:
     info: dict[str, Any] = field(default_factory=dict)  # what a strategy may look at
     cot: str = ""  # the chain-of-thought sentence the game put before the format instruction
     attempt: int = 0  # 0 for the first ask, then 1, 2, ... for re-asks
+    last_error: str = ""  # why the previous answer to this decision could not be used (re-asks only)
     messages: list[Message] = field(default_factory=list)  # exactly what a model seat sends
     sample: str = ""  # distinguishes this player's model calls (``<unit>:p<player>``)
     params: GenerationParams | None = None  # the game's sampling parameters

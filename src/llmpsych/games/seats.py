@@ -297,7 +297,11 @@ class HumanSeat(Seat):
         show(f"[question]\n{o.question}\n")
         show(
             f"Answer with {o.primary}: {o.valid}"
-            + (" (the last answer could not be used)" if o.attempt else "")
+            + (
+                f" (the last answer could not be used: {o.last_error or 'no reason given'})"
+                if o.attempt
+                else ""
+            )
         )
         print(f"Please type your answer for {o.primary}: ", end="", file=out, flush=True)
         line = await read_line(inp)
