@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 import llmpsych
 from llmpsych import cli
 from llmpsych.collab.scripted import ScriptedCollaborator
+from llmpsych.models.types import CallParams, GenerationParams
 from llmpsych.runs import read_run
+from llmpsych.runs.params import merge_params
 from llmpsych.runs.task import TASKS
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
@@ -50,7 +53,10 @@ ASKED = {"temperature": 0.3, "max_tokens": 77, "seed": 11}
 FIXED: dict[tuple[str, str, str], Any] = {
     ("quickstart", "scripted", "temperature"): 1.0,  # the game, at the paper's temperature
     ("validity", "judge", "temperature"): 0.0,  # a verdict is read at temperature 0
+    ("validity-role", "judge", "temperature"): 0.0,  # ... even when the judge's role asks for 0.5
 }
+#: (case, model) -> what that role's own parameters ask (they win over the run's)
+ROLE_ASKED = {("validity-role", "judge"): {"temperature": 0.5, "max_tokens": 20}}
 #: Fields a task adds to some calls (no user value is replaced): log-prob scoring.
 ADDED = {
     "psychobench-logprob": {"logprobs", "top_logprobs"},
@@ -112,6 +118,12 @@ def _cases(
             validity_answers,
             {"data_dir": str(data), "judge": True},
         ),
+        "validity-role": (
+            "validity",
+            {"personas": ["default"], "runs": 1},
+            validity_answers,
+            {"data_dir": str(data), "judge": {"temperature": 0.5, "max_tokens": 20}},
+        ),
         "translate": ("translate", {"scale_file": str(root / "desk.yaml"), "to": "de"}, translator, {}),
         "quickstart": (
             "quickstart",
@@ -148,6 +160,8 @@ def _config(
         lines.append(f"data_dir = {_toml(extra['data_dir'])}")
     if extra.get("judge"):
         judge = {"model": "openai-compatible/judge", "base_url": server.base_url}
+        if isinstance(extra["judge"], dict):
+            judge["params"] = extra["judge"]
         lines.append(f"models = {{ judge = {_toml(judge)} }}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
@@ -198,7 +212,7 @@ def test_every_request_carries_the_users_parameters(
     for case, (_, bodies) in runs.items():
         assert bodies, case
         for body in bodies:
-            for name, asked in ASKED.items():
+            for name, asked in {**ASKED, **ROLE_ASKED.get((case, body["model"]), {})}.items():
                 fixed = FIXED.get((case, body["model"], name))
                 if body.get(name) != asked:
                     assert fixed is not None and body.get(name) == fixed, (case, body["model"], name, body)
@@ -234,9 +248,40 @@ def test_the_run_record_says_what_was_sent(runs: dict[str, tuple[Path, list[dict
             n = sum(b["temperature"] == 1.0 for b in bodies)
             assert fixed == f"temperature 1 instead of 0.3 in {n} of {len(bodies)} calls of role subject"
             assert f"temperature=0.3 ({len(bodies) - n} calls), 1.0 ({n} calls)" in row["params_sent"]
-        elif case == "validity":
+        elif case.startswith("validity"):
             n = sum(b["model"] == "judge" for b in bodies)
-            assert fixed == f"temperature 0 instead of 0.3 in {n} of {n} calls of role judge"
+            asked = "0.5" if case == "validity-role" else "0.3"
+            assert fixed == f"temperature 0 instead of {asked} in {n} of {n} calls of role judge"
         else:
             assert fixed == "", case
             assert row["params_sent"].startswith("temperature=0.3; max_tokens=77; seed=11"), (case, row)
+
+
+def test_the_merge_order_field_by_field() -> None:
+    """task defaults < run < role < the task's fixed values; a run field left unset (None, or logprobs
+    false) leaves the task's default; a fixed value must be one the call sets."""
+    run = GenerationParams(temperature=0.3, seed=11)  # max_tokens, top_p: unset
+    task = CallParams(
+        max_tokens=16, top_p=0.5, logprobs=True, top_logprobs=20, fixed={"logprobs", "top_logprobs"}
+    )
+    merged = merge_params(task, run)
+    assert merged.request_fields() == {
+        "temperature": 0.3,
+        "top_p": 0.5,
+        "max_tokens": 16,
+        "seed": 11,
+        "logprobs": True,
+        "top_logprobs": 20,
+    }
+    role = {"max_tokens": 40, "top_logprobs": 5, "logprobs": False}
+    merged = merge_params(task, run.model_copy(update={"max_tokens": 77}), role)
+    assert (merged.max_tokens, merged.logprobs, merged.top_logprobs) == (40, True, 20)
+    # a plain GenerationParams: every field it sets is a default; unset fields are not
+    assert merge_params(GenerationParams(max_tokens=5), run).request_fields() == {
+        "temperature": 0.3,
+        "max_tokens": 5,
+        "seed": 11,
+    }
+    assert merge_params(None, GenerationParams()).request_fields() == {"temperature": 0.0}
+    with pytest.raises(ValidationError, match="does not set: seed"):
+        CallParams(temperature=0.0, fixed={"temperature", "seed"})
