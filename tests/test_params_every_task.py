@@ -283,5 +283,10 @@ def test_the_merge_order_field_by_field() -> None:
         "seed": 11,
     }
     assert merge_params(None, GenerationParams()).request_fields() == {"temperature": 0.0}
+    # merges are kept per kind of call, never across runs; stop lists (unhashable) merge too
+    other_run = GenerationParams(temperature=1.0)
+    assert merge_params(GenerationParams(max_tokens=5), other_run).temperature == 1.0
+    stop = GenerationParams(stop=["\n\n"])
+    assert merge_params(stop, run).request_fields()["stop"] == ["\n\n"]
     with pytest.raises(ValidationError, match="does not set: seed"):
         CallParams(temperature=0.0, fixed={"temperature", "seed"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,7 +50,7 @@ class CallParams(GenerationParams):
     ``CallParams(max_tokens=16, logprobs=True, top_logprobs=20, fixed={"logprobs", "top_logprobs"})``
     """
 
-    fixed: frozenset[str] = frozenset()
+    fixed: AbstractSet[str] = frozenset()  # validated into a frozenset
 
     @model_validator(mode="after")
     def _fixed_are_set(self) -> CallParams:

@@ -53,14 +53,36 @@ def user_params(params: GenerationParams) -> dict[str, Any]:
     }
 
 
+#: Merges made, by (run params, role params, the call's fields): one object per distinct call, so a run
+#: pays the merge (about 20 us, a pydantic validation and dump) once per kind of call, not per call, and
+#: the client's per-object body cache holds. Bounded; the run and role objects are kept with each entry.
+_MERGED: dict[tuple[Any, ...], tuple[GenerationParams, Mapping[str, Any] | None, GenerationParams]] = {}
+_MERGED_MAX = 4096
+
+
 def merge_params(
     call: GenerationParams | None, run: GenerationParams, role: Mapping[str, Any] | None = None
 ) -> GenerationParams:
-    """A call's parameters: the task's defaults < the run's < the role's < the task's fixed values."""
+    """A call's parameters: the task's defaults < the run's < the role's < the task's fixed values.
+
+    ``run`` and ``role`` are read as unchanging (a run's config and a client's role parameters are)."""
+    fields = None if call is None else (frozenset(call.model_fields_set), tuple(call.__dict__.values()))
+    key: tuple[Any, ...] | None = (id(run), id(role), type(call), fields)
+    try:
+        hit = _MERGED.get(key)
+    except TypeError:  # an unhashable field (a list of stop strings): merged every time
+        key, hit = None, None
+    if hit is not None and hit[0] is run and hit[1] is role:
+        return hit[2]
     task = {} if call is None else {k: getattr(call, k) for k in call.model_fields_set if k != "fixed"}
     fixed = {k: task.pop(k) for k in call.fixed} if isinstance(call, CallParams) else {}
     defaults = {k: v for k, v in task.items() if v is not None}
-    return GenerationParams.model_validate({**defaults, **user_params(run), **(role or {}), **fixed})
+    merged = GenerationParams.model_validate({**defaults, **user_params(run), **(role or {}), **fixed})
+    if key is not None:
+        if len(_MERGED) >= _MERGED_MAX:
+            _MERGED.clear()
+        _MERGED[key] = (run, role, merged)
+    return merged
 
 
 @dataclass(frozen=True)
