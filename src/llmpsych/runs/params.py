@@ -67,11 +67,13 @@ def merge_params(
 
     ``run`` and ``role`` are read as unchanging (a run's config and a client's role parameters are)."""
     fields = None if call is None else (frozenset(call.model_fields_set), tuple(call.__dict__.values()))
-    key: tuple[Any, ...] | None = (id(run), id(role), type(call), fields)
+    key: tuple[Any, ...] | None = None
+    hit = None
     try:
-        hit = _MERGED.get(key)
+        hit = _MERGED.get((id(run), id(role), type(call), fields))
+        key = (id(run), id(role), type(call), fields)
     except TypeError:  # an unhashable field (a list of stop strings): merged every time
-        key, hit = None, None
+        pass
     if hit is not None and hit[0] is run and hit[1] is role:
         return hit[2]
     task = {} if call is None else {k: getattr(call, k) for k in call.model_fields_set if k != "fixed"}
