@@ -50,8 +50,11 @@ def _env(server: FaultServer, folder: Path, seed_data: Path) -> dict[str, str]:
     }
 
 
-def _run_python(code: str, folder: Path, seed_data: Path) -> tuple[subprocess.CompletedProcess[str], int]:
-    """``python -c CODE`` in ``folder`` against a scripted server; the process and the requests it sent."""
+def _run_python(
+    code: str, folder: Path, seed_data: Path
+) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    """``python -c CODE`` in ``folder`` against a scripted server; the process and the request bodies it
+    sent."""
     with FaultServer(responder=_answer) as server:
         done = subprocess.run(
             [sys.executable, "-c", code],
@@ -61,7 +64,7 @@ def _run_python(code: str, folder: Path, seed_data: Path) -> tuple[subprocess.Co
             text=True,
             timeout=300,
         )
-        return done, len(server.paths)
+        return done, server.bodies
 
 
 def test_the_page_marks_every_worked_example() -> None:
@@ -102,7 +105,9 @@ def test_a_multi_agent_system_is_one_module_and_one_line(tmp_path: Path, seed_da
     assert done.returncode == 0, done.stdout + done.stderr
     printed = [line.strip() for line in done.stdout.splitlines()]
     assert "none 2 items done" in printed and "autoinject 2 items done" in printed
-    assert asked >= 2 * 3  # two items x (draft, review, final answer); the faulty run may reuse the cache
+    assert (
+        len(asked) >= 2 * 3
+    )  # two items x (draft, review, final answer); the faulty run may reuse the cache
     transcript = (tmp_path / "runs" / "pair-autoinject").rglob("*.md")
     assert any("reviewer" in p.read_text(encoding="utf-8") for p in transcript)
 
@@ -124,7 +129,14 @@ def test_a_benchmark_is_one_module_and_one_line(tmp_path: Path, seed_data: Path)
     (tmp_path / "coin_task.py").write_text(blocks["task-module"][1], encoding="utf-8")
     done, asked = _run_python(_scripted(blocks["task-run"][1]), tmp_path, seed_data)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert asked == 6
+    # the run's temperature reaches every call (the task's max_tokens=5 is its default, kept as no
+    # run parameter sets one); the stored config and load_runs say what was sent
+    assert len(asked) == 6 and {(b["temperature"], b["max_tokens"]) for b in asked} == {(0.7, 5)}
+    import llmpsych
+
+    run = llmpsych.load_runs(tmp_path / "runs" / "coin").runs.iloc[0]
+    assert run["temperature"] == 0.7 and run["params_sent"] == "temperature=0.7; max_tokens=5"
+    assert run["params_fixed_by_task"] == ""
     printed = [line.split() for line in done.stdout.splitlines()]
     assert ["heads", "100.0"] in printed and ["tails", "0.0"] in printed
     exported = subprocess.run(

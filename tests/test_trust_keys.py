@@ -161,14 +161,18 @@ def test_role_tables_carry_their_own_url_and_params(
             "options": {**GAME, "players": 2, "seats": ["llm", "llm:other"]},
         }
     )
+    from llmpsych.runs.params import merge_params
     from llmpsych.runs.runner import open_clients
 
     clients = open_clients(config, None)
     assert clients["subject"].identity.startswith(a.base_url) and clients["other"].identity.startswith(
         b.base_url
     )
-    assert clients["other"].body([], config.params)["temperature"] == 1.5
-    assert clients["subject"].body([], config.params)["temperature"] == 0.0
+    # a role's parameters win over the run's in the one merge the run context makes
+    other = merge_params(None, config.params, clients["other"].overrides)
+    subject = merge_params(None, config.params, clients["subject"].overrides)
+    assert clients["other"].body([], other)["temperature"] == 1.5
+    assert clients["subject"].body([], subject)["temperature"] == 0.0
     with pytest.raises(ConfigError, match="credentials"):
         parse_run_config(
             {"task": "echo", "models": {"j": {"model": "openai-compatible/j", "base_url": "http://u:p@h/v1"}}}

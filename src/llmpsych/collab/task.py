@@ -192,9 +192,12 @@ class MasTask(Task[MasOptions]):
         item = next(i for i in self.items if i.item_id == unit.payload["item_id"])
         system = self.system_cls(self.kind, self.options.max_rounds)
         task = task_text(self.kind, item.question)
-        params = self.config.params
-        if self.options.max_tokens:
-            params = GenerationParams(**{**params.model_dump(), "max_tokens": self.options.max_tokens})
+        # the task's defaults for every call (the run's and the role's parameters win: runs/params.py)
+        params = (
+            GenerationParams(max_tokens=self.options.max_tokens)
+            if self.options.max_tokens
+            else GenerationParams()
+        )
         profile, message, receive = self._hooks()
         rt = Runtime(
             ctx,

@@ -232,10 +232,7 @@ async def run_describe_unit(task: EmotionBenchTask, unit: WorkUnit, ctx: ChatCon
     """Ask for the description; keep the reply (the refusal rule is applied again at analysis)."""
     payload = unit.payload
     messages = describe_messages(payload.get("text") or None, str(payload["group"]), task.prompt_settings)
-    base = task.config.params.model_dump()
-    if base.get("max_tokens") is None:
-        base["max_tokens"] = 512
-    reply = await ctx.chat(messages, GenerationParams(**base), sample=int(payload["run"]))
+    reply = await ctx.chat(messages, GenerationParams(max_tokens=512), sample=int(payload["run"]))
     rule = RefusalRule.build(task.options.refusal_patterns)
     return {
         **payload,

@@ -322,7 +322,7 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             scale,
             ctx,
             order=order,
-            params=self._params(8 * scale.n_items + 128),
+            params=GenerationParams(max_tokens=8 * scale.n_items + 128),  # a default: the user's wins
             reask_template=DEFAULT_REASK_WORDING,
             system_prompt=system,
             instructions=instructions,
@@ -340,12 +340,6 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             "refused": result.refused,
             "asks": result.asks,
         }  # the conversation itself is in the run store's calls (the analysis writes transcripts.jsonl)
-
-    def _params(self, max_tokens: int) -> GenerationParams:
-        base = self.config.params.model_dump()
-        if base.get("max_tokens") is None:
-            base["max_tokens"] = max_tokens
-        return GenerationParams(**base)
 
     # -- analysis --------------------------------------------------------------------------------
     def analyze(self, record: RunRecord) -> list[Path]:

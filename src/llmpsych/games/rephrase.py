@@ -30,6 +30,7 @@ from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..report.files import atomic_write_text
 from ..report.markdown import table, write_report
+from ..runs.params import merge_params
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from . import registry
@@ -123,10 +124,7 @@ class RephraseTask(Task[RephraseOptions]):
         return 5.0
 
     def _params(self) -> GenerationParams:
-        params = self.config.params
-        if params.max_tokens is None:
-            params = params.model_copy(update={"max_tokens": self.options.max_tokens})
-        return params
+        return GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
 
     async def rephrase(self, passage: str, version: int, label: str, ctx: ChatContext) -> dict[str, Any]:
         """One turn rewritten (``text``), or the last reason it was refused (``error``); ``asks`` made."""
@@ -183,6 +181,11 @@ class RephraseTask(Task[RephraseOptions]):
             "asks": sum(a["asks"] for a in answers),
         }
 
+    def sent_params(self, record: RunRecord) -> GenerationParams:
+        """What each request of the run sent: this task's defaults merged with the run's and the role's."""
+        role = record.config.roles()["subject"].params
+        return merge_params(self._params(), record.config.params, role)
+
     def template_set(self, record: RunRecord) -> dict[str, Any]:
         """The template set of a finished (or partly finished) run: only complete games per version."""
         versions: dict[str, dict[str, dict[str, str]]] = {}
@@ -203,7 +206,7 @@ class RephraseTask(Task[RephraseOptions]):
                 "system": SYSTEM,
                 "user": REQUEST,
                 "feedback": FEEDBACK,
-                "params": self._params().model_dump(mode="json", exclude_none=True),
+                "params": self.sent_params(record).model_dump(mode="json", exclude_none=True),
                 "max_reasks": self.options.max_reasks,
             },
             "versions": {k: versions[k] for k in sorted(versions, key=int)},

@@ -207,11 +207,11 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         ]
 
     def generation_params(self) -> GenerationParams:
-        """The run's sampling parameters, with the task's max_tokens when the config sets none."""
-        params = self.config.params
-        if params.max_tokens is None and self.options.max_tokens is not None:
-            params = params.model_copy(update={"max_tokens": self.options.max_tokens})
-        return params
+        """The task's defaults for a decision: its ``max_tokens`` (the run's and the role's parameters
+        win over it, runs/params.py)."""
+        if self.options.max_tokens is None:
+            return GenerationParams()
+        return GenerationParams(max_tokens=self.options.max_tokens)
 
     def new_game(self, name: str, rng: Any) -> Game:
         """A fresh game object with this task's options."""

@@ -464,7 +464,7 @@ class TranslateTask(Task[TranslateOptions]):
         return units
 
     def _params(self) -> GenerationParams:
-        return GenerationParams(**{**self.config.params.model_dump(), "max_tokens": self.options.max_tokens})
+        return GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
 
     async def _ask(
         self,

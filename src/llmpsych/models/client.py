@@ -123,7 +123,8 @@ class ModelClient:
         self._limit = limit or EndpointLimit(concurrency, "set")
         self._rng = random.Random()
         self._params_fields: tuple[GenerationParams | None, dict[str, Any]] = (None, {})
-        #: Request fields this role sets itself (a role's ``params``); they win over the task's.
+        #: Request fields this role sets itself (a role's ``params``): a run merges them into each call
+        #: of the role (:func:`llmpsych.runs.params.merge_params`); the body sends the merged parameters.
         self.overrides: dict[str, Any] = {}
         #: Where requests go, as the manifest records it (provider, address, sources; never a key).
         self.endpoint_info: dict[str, Any] = {}
@@ -154,7 +155,7 @@ class ModelClient:
         # A run sends the same (frozen) params object with nearly every request: its fields are
         # computed once for it instead of a pydantic dump per request.
         if self._params_fields[0] is not params:
-            self._params_fields = (params, {**params.request_fields(), **self.overrides})
+            self._params_fields = (params, params.request_fields())
         return {"model": self.request_model, "messages": messages, **self._params_fields[1]}
 
     @staticmethod

@@ -5,16 +5,23 @@ from __future__ import annotations
 import copy
 import math
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Message = dict[str, Any]
 
 
 class GenerationParams(BaseModel):
-    """Sampling parameters sent with every request (OpenAI names)."""
+    """Sampling parameters of a request (OpenAI names).
+
+    In a run, the object a task passes to ``ctx.chat`` is the task's *defaults* for that call: only the
+    fields it sets count, and the user's run and role parameters win over them
+    (:func:`llmpsych.runs.params.merge_params`, applied once by the run context). Fields the call cannot
+    do without are marked with :class:`CallParams`.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,6 +40,28 @@ class GenerationParams(BaseModel):
             body.pop("logprobs", None)
             body.pop("top_logprobs", None)
         return body
+
+
+class CallParams(GenerationParams):
+    """A task's parameters for one call, some of them *fixed*: what the measurement needs (log-prob
+    scoring needs ``logprobs``; a game played at the paper's temperature), which win over the user's run
+    and role parameters. The other fields set are the call's defaults, as in a :class:`GenerationParams`.
+
+    ``CallParams(max_tokens=16, logprobs=True, top_logprobs=20, fixed={"logprobs", "top_logprobs"})``
+    """
+
+    fixed: AbstractSet[str] = frozenset()  # validated into a frozenset
+
+    @model_validator(mode="after")
+    def _fixed_are_set(self) -> CallParams:
+        unset = sorted(self.fixed - (self.model_fields_set - {"fixed"}))
+        if unset:
+            raise ValueError(f"fixed names parameters the call does not set: {', '.join(unset)}")
+        return self
+
+    def request_fields(self) -> dict[str, Any]:
+        """As :meth:`GenerationParams.request_fields` (``fixed`` is no request field)."""
+        return GenerationParams.model_validate(self.model_dump(exclude={"fixed"})).request_fields()
 
 
 @dataclass

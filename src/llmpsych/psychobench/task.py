@@ -26,7 +26,7 @@ from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
 from ..models.chat_context import ChatContext, ChatRequest
-from ..models.types import GenerationParams
+from ..models.types import CallParams, GenerationParams
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
@@ -192,7 +192,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             scale,
             target,
             order=order,
-            params=self._params(max_tokens=per_item * size + 128),
+            params=GenerationParams(max_tokens=per_item * size + 128),  # a default: the user's wins
             reask_template=DEFAULT_REASK_WORDING,
             system_prompt=system or "",
             instructions=prompt.lead,
@@ -208,7 +208,12 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
     async def _run_logprob(
         self, scale: Scale, ctx: ChatContext, order: list[int], system_prompt: str | None, run: int
     ) -> dict[str, Any]:
-        params = self._params(max_tokens=16, logprobs=True, top_logprobs=self.options.top_logprobs)
+        params = CallParams(
+            max_tokens=16,
+            logprobs=True,
+            top_logprobs=self.options.top_logprobs,
+            fixed={"logprobs", "top_logprobs"},  # the scores are read from them
+        )
         head = [{"role": "system", "content": system_prompt}] if system_prompt else []
         prompt = self.user_prompt(scale)
         tail = f"\n\n{prompt.closing}" if prompt.closing else ""
@@ -254,12 +259,6 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         if scale.instructions is not None or self.scale_source(scale.name) is None:
             return scale.instructions or ""
         return default_instructions(scale)
-
-    def _params(self, *, max_tokens: int, **extra: Any) -> GenerationParams:
-        base = self.config.params.model_dump()
-        if base.get("max_tokens") is None:
-            base["max_tokens"] = max_tokens
-        return GenerationParams(**{**base, **extra})
 
     # -- analysis --------------------------------------------------------------------------------
     def analyze(self, record: RunRecord) -> list[Path]:

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
 from ..models.chat_context import ChatContext
-from ..models.types import GenerationParams, Message
+from ..models.types import CallParams, GenerationParams, Message
 from ..report.charts import grouped_bar_chart
 from ..report.markdown import table
 from ..report.run_report import write_run_report
@@ -270,7 +270,7 @@ class ValidityTask(Task[ValidityOptions]):
         system = resolve_persona(persona).text
         head: list[Message] = [{"role": "system", "content": system}] if system else []
         label = persona_labels(self.options.personas)[persona]
-        params = self._params(self.options.max_tokens)
+        params = GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
         if payload["benchmark"] == "truthfulqa":
             item = self.truthfulqa[index]
             order = list(range(len(item.options)))
@@ -306,7 +306,8 @@ class ValidityTask(Task[ValidityOptions]):
                     f"Reply to review:\n<<<\n{reply}\n>>>",
                 },
             ],
-            GenerationParams(temperature=0.0, max_tokens=self.options.judge_max_tokens),
+            # a verdict is read at temperature 0 (fixed), so one reply gets one verdict
+            CallParams(temperature=0.0, max_tokens=self.options.judge_max_tokens, fixed={"temperature"}),
             role="judge",
             sample=run,
         )
@@ -327,12 +328,6 @@ class ValidityTask(Task[ValidityOptions]):
     @cached_property
     def safetyqa_by_index(self) -> dict[int, OpenQuestion]:
         return {q.index: q for q in self.safetyqa}
-
-    def _params(self, max_tokens: int) -> GenerationParams:
-        base = self.config.params.model_dump()
-        if base.get("max_tokens") is None:
-            base["max_tokens"] = max_tokens
-        return GenerationParams(**base)
 
     # -- analysis --------------------------------------------------------------------------------
     def analyze(self, record: RunRecord) -> list[Path]:

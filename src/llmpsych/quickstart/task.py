@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..instruments.administration import AdministrationResult, administer
 from ..models.chat_context import ChatContext
-from ..models.types import GenerationParams
+from ..models.types import CallParams, GenerationParams
 from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import bar_chart, table
 from ..report.run_report import write_run_report
@@ -115,9 +115,7 @@ class QuickstartTask(Task[QuickstartOptions]):
         scale = demo_scale()
         order = list(scale.item_indices)
         ctx.rng("item-order").shuffle(order)
-        params = GenerationParams(
-            **{**self.config.params.model_dump(), "max_tokens": self.options.max_tokens}
-        )
+        params = GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
         result = await administer(
             scale,
             ctx,
@@ -139,12 +137,9 @@ class QuickstartTask(Task[QuickstartOptions]):
         o = self.options
         cls = game_class(unit.payload["game"])
         game = cls(cls.Params(), o.game_players, o.game_rounds, PromptSet(cls.folder, cls.builtin), ctx.rng)
-        params = GenerationParams(
-            **{
-                **self.config.params.model_dump(),
-                "temperature": o.game_temperature,
-                "max_tokens": o.game_max_tokens,
-            }
+        # the game is played at the paper's temperature (fixed: -O game_temperature changes it)
+        params = CallParams(
+            temperature=o.game_temperature, max_tokens=o.game_max_tokens, fixed={"temperature"}
         )
         seats = build_seats(None, o.game_players)
         table = Table(

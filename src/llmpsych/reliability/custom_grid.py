@@ -473,8 +473,8 @@ class CustomGridTask(Task[CustomGridOptions]):
         return 1.0
 
     def params(self) -> GenerationParams:
-        """The run's sampling parameters with the answer's token limit."""
-        return GenerationParams(**{**self.config.params.model_dump(), "max_tokens": self.options.max_tokens})
+        """The answer's token limit, a default (the user's wins: runs/params.py)."""
+        return GenerationParams(max_tokens=self.options.max_tokens)
 
     def prompt(self, config: GridConfiguration, statements: list[str]) -> tuple[str | None, str, int, int]:
         """The system text, the user message, and the framing's answer range for one configuration."""

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import ConfigError, DataError, LlmpsychError
 from ..models.chat_context import ChatContext
-from ..models.types import GenerationParams, Message
+from ..models.types import CallParams, GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
@@ -264,13 +264,18 @@ class ReliabilityTask(Task[ReliabilityOptions]):
         return chunks + int(o.source == "generate" and (o.steer == "environment" or o.cot))
 
     def params(self, max_tokens: int) -> GenerationParams:
-        """The run's sampling parameters with a token limit (cached: one object per limit)."""
+        """A call's parameters: the token limit as a default (the user's wins), and in log-prob mode the
+        fixed ``logprobs``/``top_logprobs`` the expected levels are read from (cached: one per limit)."""
         cache: dict[int, GenerationParams] = self.__dict__.setdefault("_params", {})
         if max_tokens not in cache:
-            extra: dict[str, Any] = {"max_tokens": max_tokens}
             if self.options.mode == "logprob":
-                extra.update(logprobs=True, top_logprobs=self.options.top_logprobs)
-            cache[max_tokens] = GenerationParams(**{**self.config.params.model_dump(), **extra})
+                top = self.options.top_logprobs
+                fixed = {"logprobs", "top_logprobs"}
+                cache[max_tokens] = CallParams(
+                    max_tokens=max_tokens, logprobs=True, top_logprobs=top, fixed=fixed
+                )
+            else:
+                cache[max_tokens] = GenerationParams(max_tokens=max_tokens)
         return cache[max_tokens]
 
     def item_order(self, attempt: int) -> list[int] | None:

@@ -22,6 +22,7 @@ from ..errors import ConfigError
 from ..models.client import ModelClient
 from ..models.types import ChatResult, GenerationParams, Message
 from .group_commit import GroupCommit
+from .params import merge_params
 from .store import RunStore, put_call_statements
 
 
@@ -60,7 +61,7 @@ class UnitContext:
         store: RunStore,
         clients: dict[str, ModelClient],
         seed: int,
-        default_params: GenerationParams,
+        run_params: GenerationParams,
         commits: GroupCommit,
         may_replay: bool = True,
     ) -> None:
@@ -72,7 +73,8 @@ class UnitContext:
         self.commits = commits
         self.clients = clients
         self.seed = seed
-        self.default_params = default_params
+        #: The run's sampling parameters (the config's ``params``), merged into every call.
+        self.run_params = run_params
         self._occurrences: Counter[str] = Counter()
         self._seq = 0
         self.replayed = 0
@@ -93,12 +95,16 @@ class UnitContext:
         role: str = "subject",
         sample: int | str = 0,
     ) -> ChatResult:
-        """Ask the model playing ``role``; identical repeated requests in a unit stay distinct samples."""
+        """Ask the model playing ``role``; identical repeated requests in a unit stay distinct samples.
+
+        ``params`` are the task's for this call (its defaults, and the values it fixes with
+        :class:`~llmpsych.models.types.CallParams`); what is sent is their one merge with the run's and
+        the role's parameters, :func:`~llmpsych.runs.params.merge_params`."""
         try:
             client = self.clients[role]
         except KeyError:
             raise ConfigError(f"no model configured for role {role!r}") from None
-        params = params or self.default_params
+        params = merge_params(params, self.run_params, client.overrides)
         encoded = client.encode(client.body(messages, params))  # once: key, HTTP payload, store
         base_key = client.call_key(encoded, f"{role}:{sample}")
         occurrence = self._occurrences[base_key]

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import DataError, LlmpsychError
 from .languages import config_language
+from .params import params_report
 from .record import RunRecord, read_run
 from .scores import FACTOR_COLUMNS, ScoreTable, require_columns
 from .store import STORE_FILE
@@ -41,6 +42,8 @@ RUN_COLUMNS = [
     "label",
     "seed",
     "temperature",
+    "params_sent",
+    "params_fixed_by_task",
     "language",
     "units",
     "done",
@@ -164,6 +167,7 @@ def _run_row(record: RunRecord, key: str, source: str | None) -> dict[str, Any]:
     counts = record.unit_counts()
     rows = record.calls.frame() if len(record.calls) else None
     label = _sweep_label(record.run_dir)
+    sent = params_report(record)
     return {
         "run_dir": key,
         "task": record.config.task,
@@ -171,6 +175,9 @@ def _run_row(record: RunRecord, key: str, source: str | None) -> dict[str, Any]:
         "label": label,
         "seed": record.config.seed,
         "temperature": record.config.params.temperature,
+        # what the calls sent (stored request bodies), and where a task's fixed value beat the config
+        "params_sent": sent.sent_text(),
+        "params_fixed_by_task": sent.overrides_text(),
         "language": config_language(record.meta.get("config") or {}),
         "units": len(record.units),
         "done": counts.get("done", 0),

@@ -27,6 +27,7 @@ from .executors import check as check_executor
 from .executors import current as current_executor
 from .executors import make_executor
 from .manifest import build_manifest
+from .params import params_report
 from .record import record_from_store
 from .store import STORE_FILE, RunStore, run_lock
 from .task import Task, task_class
@@ -425,6 +426,10 @@ def _finish(
         ) from None
     finally:
         store.close()
+    if record is not None:
+        # a task's fixed value that replaced the user's parameter in some calls: said, never silent
+        for override in params_report(record).overrides:
+            notice(f"the task fixed {override.line()} (the run's parameters are kept in its config)")
     outputs = html_beside(task.analyze(record)) if record is not None else []
     if state is not None:
         _remember_analysis(run_dir, state, outputs)

@@ -42,9 +42,7 @@ class EchoTask(Task[EchoOptions]):
         return [WorkUnit(f"u{i:06d}", {"index": i}) for i in range(self.options.units)]
 
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
-        params = GenerationParams(
-            max_tokens=self.options.max_tokens, temperature=self.config.params.temperature
-        )
+        params = GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
         histories = [
             [{"role": "user", "content": f"unit {unit.payload['index']} seat {s}: say something"}]
             for s in range(self.options.parallel)

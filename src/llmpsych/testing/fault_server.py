@@ -100,6 +100,7 @@ class FaultServer:
         self.fault_log: Counter[str] = Counter()
         self.authorization_headers: list[str] = []
         self.paths: list[str] = []  # request targets of the POSTs (with any query)
+        self.bodies: list[dict[str, Any]] = []  # the JSON bodies of the POSTs, as received
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
@@ -215,6 +216,8 @@ class FaultServer:
                 except json.JSONDecodeError:
                     self._send(400, b'{"error": {"message": "invalid JSON"}}')
                     return
+                with server._lock:
+                    server.bodies.append(body)
                 if server.hostile is not None:
                     with server._lock:
                         server.hits[body_key(body)] += 1
