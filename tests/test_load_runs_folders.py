@@ -49,7 +49,8 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=Subject()) as server:
         _invoke(
             "psychobench", "preset", "assistant", "-m", MODEL, "--scales", "BFI", "--runs", 1,
-            "--data-dir", seed_data, "--base-url", server.base_url, *quiet, "--out", out / "psychobench-preset",
+            "--data-dir", seed_data, "--base-url", server.base_url, *quiet,
+            "--out", out / "psychobench-preset",
         )  # fmt: skip
         _invoke(
             "reliability", "retest-run", out / "retest", "--model", MODEL, "--base-url", server.base_url,

@@ -52,7 +52,7 @@ RUN_CONFIGS = {
     "top-list.yaml": (b"- task: echo\n", "mapping"),
     "top-scalar.yaml": (b"echo\n", "mapping"),
     "task-option-type.yaml": (b"task: echo\noptions: {units: many}\n", "units"),
-    "python-tag.yaml": (b"task: !!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),
+    "python-tag.yaml": (b"task: !!python/object/apply:os.system ['echo pwned']\n", "invalid YAML"),
     "billion-laughs.yaml": (BILLION_LAUGHS.encode(), "expands to more than"),
     "deep.yaml": (b"task: echo\noptions: {x: " + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "config file"),
     "key-number.yaml": (b"task: echo\n5: x\n", "5"),

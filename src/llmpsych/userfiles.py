@@ -30,6 +30,10 @@ from .errors import DataError, LlmpsychError
 #: run config 5): deeper documents are refused before anything walks them recursively.
 MAX_NESTING = 64
 
+#: Largest data file read: official data in the data folder, a released log, save or run file handed to a
+#: ``rescore`` command (the largest released file, a reliability save, is 3 MB).
+MAX_DATA_FILE_BYTES = 64 * 2**20
+
 #: Most values one document may expand to (YAML aliases share one node however often they are used).
 MAX_VALUES = 100_000
 
@@ -50,7 +54,7 @@ def read_bytes(
         raise error(f"{file}: a folder, not a {what}") from None
     except OSError as exc:
         raise error(f"{file}: cannot read the {what}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise error(f"{file}: a folder, not a {what}")
@@ -58,18 +62,30 @@ def read_bytes(
             raise error(f"{file}: not a regular file (a pipe, socket or device); give the {what} as a file")
         if info.st_size > limit:
             raise error(too_large(file, info.st_size, what, limit))
-        try:
-            data = handle.read(limit + 1)
-        except OSError as exc:
-            raise error(f"{file}: cannot read the {what}: {exc.strerror or exc}") from None
+        chunks: list[bytes] = []
+        left = limit + 1  # one byte more than the cap: a file that grew since the check is seen
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise error(f"{file}: cannot read the {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > limit:
-        raise error(f"{file}: grew past {limit:,} bytes while it was read, more than a {what} may hold")
+        raise error(
+            f"{file}: grew while it was read: {too_large(file, len(data), what, limit)[len(str(file)) + 2 :]}"
+        )
     return data
 
 
 def too_large(file: str | os.PathLike[str], size: int, what: str, limit: int) -> str:
     """The one message for a file over its kind's cap."""
-    return f"{file}: {size:,} bytes, more than a {what} may hold ({limit:,})"
+    article = "an" if what[:1].lower() in "aeiou" else "a"
+    return f"{file}: {size:,} bytes, more than {article} {what} may hold ({limit:,})"
 
 
 def read_text(
@@ -105,7 +121,7 @@ def parse_json(
     except RecursionError:
         raise error(f"{origin}: invalid JSON: nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits, a byte string that is not UTF-8
-        raise error(f"{origin}: invalid JSON: {_short(exc)}") from None
+        raise error(f"{origin}: invalid JSON: {reason(exc)}") from None
     check_shape(data, origin, error=error, values=None)
     return data
 
@@ -127,7 +143,7 @@ def parse_yaml(
         problem = getattr(exc, "problem", None) or "syntax error"
         raise error(f"{origin}: invalid YAML{at}: {problem}") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
-        raise error(f"{origin}: invalid YAML: {_short(exc)}") from None
+        raise error(f"{origin}: invalid YAML: {reason(exc)}") from None
     check_shape(data, origin, error=error, values=values)
     return data
 
@@ -152,6 +168,10 @@ def check_shape(
             stack.extend((v, depth + 1) for v in value)
 
 
-def _short(exc: Exception) -> str:
+def reason(exc: Exception) -> str:
+    """Why a parser failed, in a few words: "nested too deeply" for a ``RecursionError``, else the first
+    clause of the message (Python's int-str limit adds advice on interpreter settings)."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
     text = str(exc).split(";")[0].strip()
     return text[:200] or type(exc).__name__
