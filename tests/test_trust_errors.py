@@ -74,7 +74,7 @@ def test_a_100_mb_run_config_is_refused_before_it_is_read(tmp_path: Path) -> Non
     config = tmp_path / "huge.toml"
     with config.open("wb") as handle:  # sparse: 100 MB on paper, nothing on disk
         handle.truncate(100_000_000)
-    _one_clear_line(_cli("run", str(config)), str(config), "larger than")
+    _one_clear_line(_cli("run", str(config)), str(config), "more than a config file may hold")
 
 
 def test_a_run_config_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
@@ -108,7 +108,11 @@ def test_a_huge_or_folder_user_config_is_one_line(tmp_path: Path) -> None:
     huge = tmp_path / "huge.toml"
     with huge.open("wb") as handle:
         handle.truncate(100_000_000)
-    _one_clear_line(_cli("cache", "stats", env={"LLMPSYCH_CONFIG": str(huge)}), str(huge), "larger than")
+    _one_clear_line(
+        _cli("cache", "stats", env={"LLMPSYCH_CONFIG": str(huge)}),
+        str(huge),
+        "more than a config file may hold",
+    )
     folder = tmp_path / "folder.toml"
     folder.mkdir()
     _one_clear_line(_cli("cache", "stats", env={"LLMPSYCH_CONFIG": str(folder)}), str(folder), "folder")

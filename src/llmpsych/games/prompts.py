@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..data.sources import dataset_path
 from ..errors import ConfigError, DataError
-from ..userfiles import parse_json, read_bytes, read_text
+from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_bytes, read_text
 
 MARKER = "<{0}>###</{0}>".format("commentblockmarker")
 PART = "<part>///</part>"
@@ -139,7 +139,7 @@ class PromptSet:
         if kind not in self._cache:
             if self.source == "official":
                 path = official_template_path(self.folder, kind, self.version, self.data_dir)
-                self._cache[kind] = template_body(read_text(path, "prompt template", MAX_TEMPLATE_FILE_BYTES))
+                self._cache[kind] = template_body(read_text(path, "prompt template", MAX_DATA_FILE_BYTES))
             else:
                 self._cache[kind] = builtin_template(self._builtin[kind])
         return self._cache[kind]
@@ -158,7 +158,7 @@ class PromptSet:
             return ""
         if self.source == "official":
             path = official_dir(self.data_dir) / "cot_prompts" / f"cot{index}.txt"
-            return template_body(read_text(path, "prompt template", MAX_TEMPLATE_FILE_BYTES)).strip()
+            return template_body(read_text(path, "prompt template", MAX_DATA_FILE_BYTES)).strip()
         return COT
 
     def persona(self, index: int | None) -> str:
@@ -167,12 +167,8 @@ class PromptSet:
             return ""
         if self.source == "official":
             path = official_dir(self.data_dir) / "role_prompts" / f"role{index}.txt"
-            return template_body(read_text(path, "prompt template", MAX_TEMPLATE_FILE_BYTES)).strip()
+            return template_body(read_text(path, "prompt template", MAX_DATA_FILE_BYTES)).strip()
         return PERSONAS[index]
-
-
-#: Largest official prompt template read (the released ones are under 5 kB).
-MAX_TEMPLATE_FILE_BYTES = 1_000_000
 
 
 # -- template sets (``gamabench rephrase``) ---------------------------------------------------------------
