@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LlmpsychError
 from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
 from ..games.seats import WebSeat
+from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_text
 
 SESSION_FILE = "session.json"
 #: The default seconds a participant has for one decision; then the seat's default action is taken.
@@ -143,7 +144,7 @@ class Session:
         """The session saved in ``run_dir`` (a resumed host)."""
         path = run_dir / SESSION_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = parse_json(read_text(path, "session file", MAX_DATA_FILE_BYTES), str(path))
             slots = [
                 SeatSlot(int(s["player"]), str(s["spec"]), str(s["name"]), str(s["token"]), bool(s["joined"]))
                 for s in data["seats"]
@@ -151,8 +152,9 @@ class Session:
             session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]))
             session.timings = list(data.get("answers", []))
             session.secret = bytes.fromhex(str(data["secret"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is missing or damaged ({exc}); this run was not hosted") from None
+        except (LlmpsychError, OSError, ValueError, KeyError, TypeError) as exc:
+            reason = exc.message if isinstance(exc, LlmpsychError) else exc
+            raise ConfigError(f"{path} is missing or damaged ({reason}); this run was not hosted") from None
         for slot in session.slots.values():
             slot.answered = sum(1 for t in session.timings if t.get("player") == slot.player)
         return session
