@@ -163,7 +163,7 @@ def test_edited_or_incomplete_sets_are_refused(
     with pytest.raises(ConfigError, match=r"guessing request v1: it adds the placeholder\(s\) !<INPUT 9>!"):
         task({"game": "guessing", "template_set": str(edited)})
     (edited / TEMPLATE_SET_FILE).write_text("not json")
-    with pytest.raises(ConfigError, match="is not UTF-8 JSON"):
+    with pytest.raises(ConfigError, match="invalid JSON at line 1"):
         task({"game": "guessing", "template_set": str(edited)})
     with pytest.raises(ConfigError, match="not found"):
         task({"game": "guessing", "template_set": str(tmp_path / "nowhere")})

@@ -213,7 +213,7 @@ def test_invalid_json_syntax(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match="absent.yaml: file not found"):
+    with pytest.raises(DataError, match="absent.yaml: scale file not found"):
         load_scale_file(tmp_path / "absent.yaml")
 
 

@@ -258,7 +258,7 @@ def test_validity_and_translation_scores_are_their_tables(root: Path) -> None:
         ("reliability", "data_points.csv", lambda t: t[["unit_id", *t.columns[1:6]]], "no score column"),
         ("quickstart", "scores.csv", lambda t: t.assign(run="third"), "run 'third' is not a whole number"),
         ("quickstart", "scores.csv", lambda t: t.assign(Caution="n/a"), "a score is not a number: 'n/a'"),
-        ("quickstart", "game.json", "", "cannot read as JSON"),
+        ("quickstart", "game.json", "", "invalid JSON at line 1"),
         ("quickstart", "game.json", "[75]", "not a JSON object"),
         ("quickstart", "game.json", '{"game": "guessing"}', "no column 'score'"),
         ("quickstart", "game.json", '{"score": "lots"}', "not a number: 'lots'"),

@@ -52,7 +52,7 @@ RUN_CONFIGS = {
     "top-list.yaml": (b"- task: echo\n", "mapping"),
     "top-scalar.yaml": (b"echo\n", "mapping"),
     "task-option-type.yaml": (b"task: echo\noptions: {units: many}\n", "units"),
-    "python-tag.yaml": (b"task: !!python/object/apply:os.system ['echo pwned']\n", "not valid YAML"),
+    "python-tag.yaml": (b"task: !!python/object/apply:os.system ['echo pwned']\n", "invalid YAML"),
     "billion-laughs.yaml": (BILLION_LAUGHS.encode(), "expands to more than"),
     "deep.yaml": (b"task: echo\noptions: {x: " + b"[" * 100_000 + b"]" * 100_000 + b"}\n", "config file"),
     "key-number.yaml": (b"task: echo\n5: x\n", "5"),
@@ -74,7 +74,7 @@ def test_a_100_mb_run_config_is_refused_before_it_is_read(tmp_path: Path) -> Non
     config = tmp_path / "huge.toml"
     with config.open("wb") as handle:  # sparse: 100 MB on paper, nothing on disk
         handle.truncate(100_000_000)
-    _one_clear_line(_cli("run", str(config)), str(config), "larger than")
+    _one_clear_line(_cli("run", str(config)), str(config), "more than a config file may hold")
 
 
 def test_a_run_config_that_is_a_folder_is_one_line(tmp_path: Path) -> None:
@@ -108,7 +108,11 @@ def test_a_huge_or_folder_user_config_is_one_line(tmp_path: Path) -> None:
     huge = tmp_path / "huge.toml"
     with huge.open("wb") as handle:
         handle.truncate(100_000_000)
-    _one_clear_line(_cli("cache", "stats", env={"LLMPSYCH_CONFIG": str(huge)}), str(huge), "larger than")
+    _one_clear_line(
+        _cli("cache", "stats", env={"LLMPSYCH_CONFIG": str(huge)}),
+        str(huge),
+        "more than a config file may hold",
+    )
     folder = tmp_path / "folder.toml"
     folder.mkdir()
     _one_clear_line(_cli("cache", "stats", env={"LLMPSYCH_CONFIG": str(folder)}), str(folder), "folder")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, overload
 
 import typer
 
+from . import userfiles
 from .errors import ConfigError, terminal_text
 from .report.terminal import InertConsole
 
@@ -412,6 +413,11 @@ def parse_options(pairs: Iterable[str]) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             reason = " ".join(str(exc).split())
             raise ConfigError(f"--option {key.strip()}: the value is not valid YAML: {reason}") from None
+        except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
+            raise ConfigError(
+                f"--option {key.strip()}: the value is not valid YAML: {userfiles.reason(exc)}"
+            ) from None
+        userfiles.check_shape(options[key.strip()], f"--option {key.strip()}", error=ConfigError)
     return options
 
 

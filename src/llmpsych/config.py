@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ConfigError
 from .paths import config_file
+from .userfiles import check_shape, read_bytes, reason
 
 
 class EndpointSettings(BaseModel):
@@ -64,48 +65,14 @@ class UserConfig(BaseModel):
 MAX_CONFIG_BYTES = 1_000_000
 
 
-#: Most values a YAML document may expand to. YAML aliases share one node however often they are used,
-#: so a 1 kB "billion laughs" file loads in microseconds but expands to 10^9 values when validated,
-#: iterated or stored.
-MAX_CONFIG_VALUES = 100_000
-
-
-def expands_beyond(data: object, limit: int) -> bool:
-    """Whether ``data``, expanded as a walk over it would see it, holds more than ``limit`` values
-    (the walk stops there, so it costs at most ``limit`` steps)."""
-    budget = limit
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        budget -= 1
-        if budget < 0:
-            return True
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return False
-
-
 def read_config_text(path: Path) -> str:
     """The text of a config file: a regular file of at most :data:`MAX_CONFIG_BYTES`, in UTF-8.
 
-    Anything else (a folder, a device, a 100 MB file, a PNG renamed ``config.toml``) is a
-    :class:`ConfigError` naming the file and what is wrong.
+    Anything else (a folder, a FIFO or device, a 100 MB file, a PNG renamed ``config.toml``) is a
+    :class:`ConfigError` naming the file and what is wrong; read by the one bounded reader
+    (:func:`llmpsych.userfiles.read_bytes`: the size is checked before a byte is read).
     """
-    if path.is_dir():
-        raise ConfigError(f"config file {path} is a folder")
-    if not path.exists():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ConfigError(
-            f"config file {path} is larger than {MAX_CONFIG_BYTES:,} bytes; is it a config file?"
-        )
+    data = read_bytes(path, "config file", MAX_CONFIG_BYTES, error=ConfigError)
     if b"\0" in data:
         raise ConfigError(f"config file {path} is binary, not a text config (it holds NUL bytes)")
     try:
@@ -125,6 +92,9 @@ def load_user_config(path: Path | None = None) -> UserConfig:
         raw = tomllib.loads(read_config_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
+        raise ConfigError(f"config file {path} is not valid TOML: {reason(exc)}") from None
+    check_shape(raw, f"config file {path}", error=ConfigError)
     try:
         config = UserConfig.model_validate(raw)
     except ValidationError as exc:

@@ -17,7 +17,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..config import MAX_CONFIG_BYTES
+from ..errors import ConfigError, DataError
+from ..userfiles import read_text
 
 # bleurt-pytorch 0.0.1 imports helpers that transformers 5 removed, so transformers must stay below 5.
 INSTALL = "pip install 'llmpsych[bleurt]' 'transformers<5'  (bleurt-pytorch, with PyTorch and transformers)"
@@ -55,10 +57,12 @@ def check_checkpoint(path: str | Path) -> Path:
         raise ConfigError(f"BLEURT checkpoint is not a folder: {folder}", hint)
     config_file = folder / "config.json"
     try:
-        config = json.loads(config_file.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"BLEURT checkpoint {folder} has no config.json", hint) from None
-    except (OSError, ValueError) as exc:
+        config = json.loads(read_text(config_file, "BLEURT config", MAX_CONFIG_BYTES))
+    except DataError as exc:
+        if not config_file.exists():
+            raise ConfigError(f"BLEURT checkpoint {folder} has no config.json", hint) from None
+        raise ConfigError(f"BLEURT checkpoint {folder}: {exc.message}", hint) from None
+    except (OSError, ValueError, RecursionError) as exc:
         raise ConfigError(f"BLEURT checkpoint {folder}: config.json is unreadable ({exc})", hint) from None
     if not isinstance(config, dict) or config.get("model_type") != "bleurt":
         found = config.get("model_type") if isinstance(config, dict) else None

@@ -6,12 +6,12 @@ Nothing here holds benchmark text: HumanEval, CIAR, CommonMT and FairEval items 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from ..data.sources import data_file
+from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_text
 
 TaskName = Literal["humaneval", "humaneval50", "ciar", "commonmt", "faireval"]
 TASK_NAMES: tuple[str, ...] = ("humaneval", "humaneval50", "ciar", "commonmt", "faireval")
@@ -36,7 +36,10 @@ class Item:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = read_text(path, "dataset file", MAX_DATA_FILE_BYTES)
+    return [
+        parse_json(line, f"{path}, line {n}") for n, line in enumerate(text.splitlines(), 1) if line.strip()
+    ]
 
 
 def task_files(task: str, data_dir: Path | None = None) -> list[Path]:
@@ -66,7 +69,7 @@ def load_items(task: str, data_dir: Path | None = None) -> list[Item]:
             )
             for row in _jsonl(files[0])
         ]
-    rows = json.loads(files[0].read_text(encoding="utf-8"))
+    rows = parse_json(read_text(files[0], "dataset file", MAX_DATA_FILE_BYTES), str(files[0]))
     if task == "ciar":
         return [
             Item(f"CIAR/{i}", row["question"], {"answers": row["answer"], "wrong": row["incorrect answer"]})
@@ -81,7 +84,8 @@ def load_items(task: str, data_dir: Path | None = None) -> list[Item]:
             )
             for i, row in enumerate(rows)
         ]
-    labels = [line.strip() for line in files[1].read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = read_text(files[1], "dataset file", MAX_DATA_FILE_BYTES)
+    labels = [line.strip() for line in text.splitlines() if line.strip()]
     items = []
     for row, label in zip(rows, labels, strict=True):
         question = (

@@ -27,6 +27,7 @@ from typing import Any
 
 from ..data.registry import load_manifest
 from ..sandbox import Limits, Program, Sandbox, SandboxResult
+from ..userfiles import MAX_DATA_FILE_BYTES, read_bytes
 from .datasets import task_files
 
 # -- HumanEval ------------------------------------------------------------------------------------
@@ -184,7 +185,7 @@ def official_digests(data_dir: Path | None = None) -> frozenset[str]:
     for dataset in ("humaneval", "humaneval50"):
         try:
             path = task_files(dataset, data_dir)[0]
-            data = path.read_bytes()
+            data = read_bytes(path, "dataset file", MAX_DATA_FILE_BYTES)
         except Exception:  # no such file or folder: nothing is official
             continue
         entry = manifest.file(f"benchmarks/{path.name}")

@@ -13,9 +13,11 @@ what the printed markers match), and, for comparison, with the papers' independe
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ from ..data.sources import data_file
 from ..errors import DataError
 from ..instruments.numbers import whole_number
 from ..instruments.scale import Scale
+from ..userfiles import MAX_DATA_FILE_BYTES, read_bytes, reason
 from .changes import DOWN, SAME, UP, compare_groups, emotion_of, ordered_factors, score_answers
 from .situations import factor_id
 
@@ -93,9 +96,11 @@ def load_crowd(path: str | os.PathLike[str], panas: Scale) -> list[Respondent]:
     except ImportError:  # pragma: no cover - openpyxl is a dependency of the emotion extra
         raise DataError("reading crowd.xlsx needs openpyxl", "pip install openpyxl") from None
     file = Path(path)
-    if not file.is_file():
-        raise DataError(f"{file}: file not found")
-    workbook = openpyxl.load_workbook(file, read_only=True, data_only=True)
+    raw = read_bytes(file, "crowd workbook", MAX_DATA_FILE_BYTES)
+    try:
+        workbook = openpyxl.load_workbook(io.BytesIO(raw), read_only=True, data_only=True)
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+        raise DataError(f"{file}: not an Excel workbook ({reason(exc)})") from None
     try:
         if "Raw" not in workbook.sheetnames:
             raise DataError(f"{file}: no sheet 'Raw' (sheets: {', '.join(workbook.sheetnames)})")

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import LlmpsychError
-from ..instruments.native import ScaleFile
+from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFile
 from ..instruments.official import read_json
 from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
 
@@ -118,7 +118,7 @@ def _situations_language(path: str | None) -> str | None:
     if not path or Path(path).suffix.lower() == ".csv":
         return None
     try:
-        data = read_json(Path(path))
+        data = read_json(Path(path), MAX_SCALE_FILE_BYTES, "situations file")
     except (LlmpsychError, OSError):
         return None
     value = data.get("language") if isinstance(data, dict) else None

@@ -14,6 +14,7 @@ same name, or an item listed twice in one order, are an error naming the file an
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..instruments.numbers import whole_number
+from ..userfiles import MAX_DATA_FILE_BYTES, read_text
 from .situations import factor_id
 
 _DEFAULT = re.compile(r"^General_test-(?P<test>\d+)_order-(?P<order>\d+)$")
@@ -74,12 +76,10 @@ def read_released_runs(path: str | os.PathLike[str]) -> list[ReleasedRun]:
 def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
     """Like :func:`read_released_runs`, one run at a time."""
     file = Path(path)
-    if not file.is_file():
-        raise DataError(f"{file}: file not found")
+    text = read_text(file, "released run file", MAX_DATA_FILE_BYTES, encoding="utf-8-sig")
     try:
-        with file.open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, UnicodeDecodeError) as exc:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
         raise DataError(f"{file}: cannot read as UTF-8 CSV ({exc})") from None
     if len(rows) < 2:
         raise DataError(f"{file}: expected a header and at least one answer row")

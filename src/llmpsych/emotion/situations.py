@@ -14,6 +14,7 @@ with a warning, never a failure, so edited or extended files still load.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import random
 import warnings
@@ -24,7 +25,9 @@ from typing import Any
 
 from ..data.sources import data_file
 from ..errors import DataError
+from ..instruments.native import MAX_SCALE_FILE_BYTES
 from ..instruments.official import read_json
+from ..userfiles import read_text
 
 #: The eight emotions in the papers' order.
 EMOTIONS: tuple[str, ...] = (
@@ -221,12 +224,10 @@ def situations_from_json(data: Any, origin: str = "situations", check_counts: bo
 
 def situations_from_csv(path: Path, check_counts: bool = True) -> SituationSet:
     """Read the CSV form (columns ``<Emotion>-<k>``, ``k`` 0-based; first row = factor names)."""
+    text = read_text(path, "situations file", MAX_SCALE_FILE_BYTES, encoding="utf-8-sig")
     try:
-        with Path(path).open(encoding="utf-8-sig", newline="") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
-    except (UnicodeDecodeError, csv.Error) as exc:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
         raise DataError(f"{path}: cannot read as UTF-8 CSV ({exc})") from None
     if len(rows) < 2:
         raise DataError(f"{path}: expected a header row and a row of factor names")
@@ -247,11 +248,12 @@ def situations_from_csv(path: Path, check_counts: bool = True) -> SituationSet:
 def load_situations_file(path: str | os.PathLike[str], check_counts: bool = True) -> SituationSet:
     """A situations file in the JSON or CSV form (chosen by the suffix)."""
     file = Path(path)
-    if not file.is_file():
+    if not file.exists():
         raise DataError(f"{file}: situations file not found")
     if file.suffix.lower() == ".csv":
         return situations_from_csv(file, check_counts)
-    return situations_from_json(read_json(file), str(file), check_counts)
+    data = read_json(file, MAX_SCALE_FILE_BYTES, "situations file")
+    return situations_from_json(data, str(file), check_counts)
 
 
 def situations_path(data_dir: str | os.PathLike[str] | None = None, csv_form: bool = False) -> Path:
@@ -281,7 +283,7 @@ def load_positive_file(path: str | os.PathLike[str], originals: SituationSet) ->
     position (or its exact text).
     """
     file = Path(path)
-    data = read_json(file)
+    data = read_json(file, MAX_SCALE_FILE_BYTES, "situations file")
     if not isinstance(data, Mapping) or not isinstance(data.get("emotions"), list):
         raise DataError(f"{file}: expected an object with a list 'emotions'")
     pairs: list[PositivePair] = []

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from ..data.sources import dataset_path
 from ..errors import ConfigError, DataError
+from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_bytes, read_text
 
 MARKER = "<{0}>###</{0}>".format("commentblockmarker")
 PART = "<part>///</part>"
@@ -138,7 +139,7 @@ class PromptSet:
         if kind not in self._cache:
             if self.source == "official":
                 path = official_template_path(self.folder, kind, self.version, self.data_dir)
-                self._cache[kind] = template_body(path.read_text(encoding="utf-8"))
+                self._cache[kind] = template_body(read_text(path, "prompt template", MAX_DATA_FILE_BYTES))
             else:
                 self._cache[kind] = builtin_template(self._builtin[kind])
         return self._cache[kind]
@@ -157,7 +158,7 @@ class PromptSet:
             return ""
         if self.source == "official":
             path = official_dir(self.data_dir) / "cot_prompts" / f"cot{index}.txt"
-            return template_body(path.read_text(encoding="utf-8")).strip()
+            return template_body(read_text(path, "prompt template", MAX_DATA_FILE_BYTES)).strip()
         return COT
 
     def persona(self, index: int | None) -> str:
@@ -166,7 +167,7 @@ class PromptSet:
             return ""
         if self.source == "official":
             path = official_dir(self.data_dir) / "role_prompts" / f"role{index}.txt"
-            return template_body(path.read_text(encoding="utf-8")).strip()
+            return template_body(read_text(path, "prompt template", MAX_DATA_FILE_BYTES)).strip()
         return PERSONAS[index]
 
 
@@ -241,15 +242,14 @@ def check_template(original: str, candidate: str) -> str | None:
 def read_template_set(path: Path) -> tuple[dict[str, Any], str]:
     """The mapping of a template set file (or of ``<folder>/template_set.json``) and its sha256."""
     file = path / TEMPLATE_SET_FILE if path.is_dir() else path
-    if not file.is_file():
+    if not file.exists() and not file.is_symlink():
         raise ConfigError(f"template set {path}: {file.name} not found", "make one with `gamabench rephrase`")
-    raw = file.read_bytes()
-    if len(raw) > MAX_TEMPLATE_SET_BYTES:
-        raise ConfigError(f"template set {file}: {len(raw):,} bytes, more than a template set may hold")
+    raw = read_bytes(file, "template set", MAX_TEMPLATE_SET_BYTES, error=ConfigError)
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise ConfigError(f"template set {file} is not UTF-8 JSON") from None
+    data = parse_json(text, f"template set {file}", error=ConfigError)
     if not isinstance(data, dict) or data.get("format") != TEMPLATE_SET_FORMAT:
         raise ConfigError(f"template set {file}: not a {TEMPLATE_SET_FORMAT} file")
     return data, hashlib.sha256(raw).hexdigest()

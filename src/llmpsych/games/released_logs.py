@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from ..data.sources import dataset_path
 from ..errors import DataError
+from ..userfiles import MAX_DATA_FILE_BYTES, read_text, reason
 from .scoring import (
     GAMES,
     AuctionLog,
@@ -472,13 +473,15 @@ def read_log(path: Path, game: str | None = None) -> GameLog:
     if game is not None and game not in _READERS:
         raise DataError(f"unknown GAMA-Bench game {game!r}", f"use one of {', '.join(GAMES)}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, "GAMA-Bench log", MAX_DATA_FILE_BYTES))
     except OSError as exc:
         raise DataError(f"cannot read GAMA-Bench log {path}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"GAMA-Bench log {path} is not valid JSON: {exc}") from None
     except RecursionError:
         raise DataError(f"GAMA-Bench log {path} is nested too deeply to be a log") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise DataError(f"GAMA-Bench log {path} is not valid JSON: {reason(exc)}") from None
     try:
         if not isinstance(data, dict):
             raise _Malformed("the top level is not an object")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from ..userfiles import MAX_DATA_FILE_BYTES, read_text, reason
 from . import registry
 from .released_logs import _READERS, DEFAULT_MODEL, _Malformed, detect_game
 from .scoring import (
@@ -128,13 +129,15 @@ def find_files(paths: Iterable[Path]) -> list[Path]:
 def _load(path: Path) -> tuple[dict[str, Any], str, GameLog]:
     """(parsed JSON, game, scoring record); DataError naming the file if it is unreadable or malformed."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, "GAMA-Bench log", MAX_DATA_FILE_BYTES))
     except OSError as exc:
         raise DataError(f"cannot read GAMA-Bench log {path}: {exc.strerror or exc}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"GAMA-Bench log {path} is not valid JSON: {exc}") from None
     except RecursionError:
         raise DataError(f"GAMA-Bench log {path} is nested too deeply to be a log") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise DataError(f"GAMA-Bench log {path} is not valid JSON: {reason(exc)}") from None
     try:
         if not isinstance(data, dict):
             raise _Malformed("the top level is not an object")

@@ -20,11 +20,11 @@ from typing import Any, ClassVar, Literal, Self, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ..config import MAX_CONFIG_VALUES, expands_beyond
 from ..errors import ConfigError, DataError
 from ..report.files import atomic_write_text
+from ..userfiles import parse_json, parse_yaml, read_bytes, read_text
 from .numbers import whole_number
-from .official import load_official_file, read_json, scale_from_official
+from .official import load_official_file, scale_from_official
 from .scale import Correction, Item, NormGroup, Scale, Subscale, Translation
 
 _T = TypeVar("_T")
@@ -116,14 +116,11 @@ class ScaleFileRecord:
 
 
 def read_text_file(path: str | os.PathLike[str], what: str, limit: int) -> tuple[str, str, str]:
-    """``(absolute path, sha256, text)`` of a UTF-8 file of at most ``limit`` bytes (one error line naming
-    the file as ``what`` otherwise)."""
+    """``(absolute path, sha256, text)`` of a UTF-8 file of at most ``limit`` bytes, read by the one bounded
+    reader (:func:`llmpsych.userfiles.read_bytes`: the size is checked before a byte is read); one error
+    line naming the file as ``what`` otherwise."""
     file = Path(path)
-    if not file.is_file():
-        raise DataError(f"{file}: {what} not found")
-    raw = file.read_bytes()
-    if len(raw) > limit:
-        raise DataError(f"{file}: {len(raw):,} bytes, more than a {what} may hold ({limit:,})")
+    raw = read_bytes(file, what, limit)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -158,42 +155,18 @@ def load_scale_text(text: str, *, origin: str, suffix: str = ".yaml") -> list[Sc
 
 
 def _parse_json_text(text: str, origin: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"{origin}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from None
+    return parse_json(text, origin)
 
 
 def _parse_yaml_text(text: str, origin: str) -> Any:
-    try:
-        data = yaml.safe_load(text)
-    except RecursionError:
-        raise DataError(f"{origin}: invalid YAML: nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise DataError(f"{origin}: invalid YAML{at}: {problem}") from None
-    if expands_beyond(data, MAX_CONFIG_VALUES):  # a "billion laughs" of YAML aliases
-        raise DataError(
-            f"{origin}: expands to more than {MAX_CONFIG_VALUES:,} values (repeated YAML aliases?)"
-        )
-    return data
+    return parse_yaml(text, origin)
 
 
-def read_structured(path: Path) -> Any:
-    """Parse a YAML or JSON file (by suffix; YAML otherwise), one :class:`DataError` line on failure."""
-    if path.suffix.lower() == ".json":
-        return read_json(path)
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text") from None
-    return _parse_yaml_text(text, str(path))
+def read_structured(path: Path, limit: int = MAX_SCALE_FILE_BYTES, what: str = "scale file") -> Any:
+    """Parse a YAML or JSON file (by suffix; YAML otherwise) of at most ``limit`` bytes, one
+    :class:`DataError` line on failure."""
+    text = read_text(path, what, limit)
+    return parse_json(text, str(path)) if path.suffix.lower() == ".json" else parse_yaml(text, str(path))
 
 
 def scales_from_native(data: Any, *, origin: str) -> list[Scale]:

@@ -12,7 +12,6 @@ Known errors in the published data are fixed on load and each fix is recorded as
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from typing import Any
 
 from ..data.sources import data_file
 from ..errors import DataError
+from ..userfiles import parse_json, read_text
 from .numbers import whole_number
 from .scale import SCORING_MODES, Correction, Item, NormGroup, Scale, Subscale
 
@@ -261,18 +261,14 @@ def load_emotionbench_scales(
     return load_dataset_scales("EmotionBench", data_dir, corrections=corrections)
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file, turning every failure into one :class:`DataError` line."""
-    if not path.is_file():
-        raise DataError(f"{path}: file not found")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-    except RecursionError:
-        raise DataError(f"{path}: invalid JSON: nested too deeply") from None
+#: Largest JSON data file read (the official questionnaires.json is 0.2 MB; a released save is 3 MB).
+MAX_JSON_FILE_BYTES = 64 * 2**20
+
+
+def read_json(path: Path, limit: int = MAX_JSON_FILE_BYTES, what: str = "JSON file") -> Any:
+    """Parse a JSON file of at most ``limit`` bytes (the one bounded reader and safe parser of
+    :mod:`llmpsych.userfiles`), turning every failure into one :class:`DataError` line."""
+    return parse_json(read_text(path, what, limit), str(path))
 
 
 # -- helpers ------------------------------------------------------------------------------------

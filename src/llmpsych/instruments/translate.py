@@ -44,6 +44,7 @@ from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
+from ..userfiles import parse_json
 from .native import (
     MAX_SCALE_FILE_BYTES,
     ScaleFile,
@@ -220,10 +221,7 @@ class SituationsSource(StoredText):
 
     def data(self) -> Any:
         """The parsed JSON."""
-        try:
-            return json.loads(self.content)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{self.path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        return parse_json(self.content, self.path)
 
     def situations(self) -> list[tuple[str, str]]:
         """``(key, text)`` of every situation (``Anger-1/s03``), read by EmotionBench's own loader."""

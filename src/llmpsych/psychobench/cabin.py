@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..config import MAX_CONFIG_BYTES
 from ..errors import DataError
 from ..instruments.native import read_structured
 from ..instruments.scale import Scale
@@ -48,7 +49,7 @@ def load_groupings(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise DataError(f"CABIN groupings file not found: {path}")
-    data = read_structured(path)
+    data = read_structured(path, MAX_CONFIG_BYTES, "CABIN groupings file")
     return check_groupings(data, where=str(path))
 
 

@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, LlmpsychError
-from ..instruments.numbers import JsonFloat, loads_strict, whole_number
+from ..instruments.numbers import JsonFloat, whole_number
 from ..instruments.scale import Scale
 from ..report.files import atomic_write_text
 from ..runs.config import parse_run_config
 from ..runs.manifest import build_manifest
 from ..runs.runner import MANIFEST_FILE, analyze_run
 from ..runs.store import STORE_FILE, RunStore, finish_unit_statements, run_lock
+from ..userfiles import parse_json, read_bytes, read_text
 
 COLUMNS = ("scale", "run", "item", "answer", "position")
 #: An import holds at most this many rows (a million rows is 10,000 people x 100 items).
@@ -88,7 +89,7 @@ def import_answers(
     rows = read_answer_rows(answers, chosen)
     results = build_results(answers, rows, chosen)
     runs = max(sum(1 for r in results if r["scale"] == name) for name in {r["scale"] for r in results})
-    digest = hashlib.sha256(answers.read_bytes()).hexdigest()
+    digest = hashlib.sha256(read_bytes(answers, "answers file", MAX_BYTES)).hexdigest()
     imported = {"file": answers.name, "path": str(answers.resolve()), "sha256": digest, "rows": len(rows)}
     options = {**first.config.options, "runs": runs, "imported": imported}
     config = parse_run_config({**base, "options": options}, "import-answers")
@@ -119,16 +120,7 @@ def _write_store(out: Path, config: Any, results: list[dict[str, Any]], files: l
 
 def read_answer_rows(path: Path, scales: dict[str, Scale]) -> list[AnswerRow]:
     """Every row of a CSV or JSON Lines answers file, each checked against its scale."""
-    if not path.is_file():
-        raise DataError(f"{path}: answers file not found")
-    size = path.stat().st_size
-    if size > MAX_BYTES:
-        raise DataError(f"{path}: {size:,} bytes, more than an answers file may hold ({MAX_BYTES:,})")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise DataError(f"{path}: not UTF-8 text") from None
+    text = read_text(path, "answers file", MAX_BYTES, encoding="utf-8-sig")
     records = _jsonl_records(path, text) if path.suffix.lower() == ".jsonl" else _csv_records(path, text)
     rows: list[AnswerRow] = []
     seen: dict[tuple[str, int, int], int] = {}
@@ -254,10 +246,7 @@ def _jsonl_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            value = loads_strict(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}, row {number}: invalid JSON ({exc.msg})") from None
+        value = parse_json(line, f"{path}, row {number}", parse_float=JsonFloat, parse_constant=JsonFloat)
         if not isinstance(value, dict):
             raise DataError(f"{path}, row {number}: expected a JSON object, got {type(value).__name__}")
         _check_columns(path, list(value), row=number)

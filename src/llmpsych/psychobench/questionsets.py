@@ -27,6 +27,7 @@ from typing import Any
 
 from ..data.sources import is_pinned_copy, pinned_data_file
 from ..errors import DataError
+from ..userfiles import MAX_DATA_FILE_BYTES, read_text
 
 TRUTHFULQA_FILE = "TruthfulQA.csv"
 SAFETYQA_FILE = "data_en_zh.dict"
@@ -62,7 +63,7 @@ def _answers(cell: str) -> list[str]:
 def read_truthfulqa(path: Path) -> list[MultipleChoice]:
     """Every question of a TruthfulQA CSV; DataError naming the file and row for a malformed one."""
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_text(path, "TruthfulQA file", MAX_DATA_FILE_BYTES, encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read TruthfulQA file {path}: {exc}") from None
     try:

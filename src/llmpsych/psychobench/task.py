@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer, item_block
-from ..instruments.native import ScaleFileRecord
+from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFileRecord
 from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
@@ -31,6 +31,7 @@ from ..runs.config import RunConfig
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
+from ..userfiles import read_bytes
 from .cipher import CipherContext
 from .logprob import read_item
 from .options import PsychoBenchOptions, PsychoBenchResult
@@ -146,7 +147,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         for file in self.options.scale_files:
             path = Path(file.path)
             if path.is_file():
-                now = hashlib.sha256(path.read_bytes()).hexdigest()
+                now = hashlib.sha256(read_bytes(path, "scale file", MAX_SCALE_FILE_BYTES)).hexdigest()
                 if now != file.sha256:
                     raise ConfigError(
                         f"{path} changed since this run started (sha256 {file.sha256[:12]}… now {now[:12]}…)",

@@ -20,10 +20,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..config import MAX_CONFIG_VALUES, expands_beyond
 from ..errors import ConfigError, DataError
 from ..instruments.native import (
     MAX_SCALE_FILE_BYTES,
@@ -44,6 +42,7 @@ from ..runs.record import RunRecord
 from ..runs.scores import FACTOR_COLUMNS, ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
 from ..stats.compare import METHOD_ALIASES
+from ..userfiles import parse_yaml
 from .outliers import EPS, MIN_PTS
 
 if TYPE_CHECKING:
@@ -135,22 +134,9 @@ class GridSpec(BaseModel):
 
 
 def parse_structured_text(text: str, origin: str) -> Any:
-    """A YAML or JSON document (JSON is YAML) with a clear error line and an alias-bomb guard."""
-    try:
-        data = yaml.safe_load(text)
-    except RecursionError:
-        raise DataError(f"{origin}: nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise DataError(
-            f"{origin}: invalid YAML{at}: {getattr(exc, 'problem', None) or 'syntax error'}"
-        ) from None
-    if expands_beyond(data, MAX_CONFIG_VALUES):
-        raise DataError(
-            f"{origin}: expands to more than {MAX_CONFIG_VALUES:,} values (repeated YAML aliases?)"
-        )
-    return data
+    """A YAML or JSON document (JSON is YAML), by the one safe parser (:func:`llmpsych.userfiles.parse_yaml`:
+    a clear error line, bounded nesting, an alias-bomb guard)."""
+    return parse_yaml(text, origin)
 
 
 def _stored(value: Any, what: str, limit: int) -> Any:

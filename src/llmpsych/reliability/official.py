@@ -21,6 +21,7 @@ from ..data.sources import dataset_path
 from ..errors import DataError
 from ..instruments.numbers import whole_number
 from ..instruments.scale import Item, Scale, Subscale
+from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_text
 
 DATASET = "LLMPersonality"
 QUESTIONNAIRE = ("dataset", "questionnaires.json")
@@ -165,7 +166,7 @@ def _template_body(path: Path) -> str:
             f"template not found: {path}", "check --data-dir, or run `llmpsych data fetch LLMPersonality`"
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, "prompt template", MAX_DATA_FILE_BYTES)
     except UnicodeDecodeError as exc:
         raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
     except RecursionError:
@@ -209,7 +210,9 @@ def data_files(
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        if not path.exists():
+            raise FileNotFoundError(path)
+        return parse_json(read_text(path, "JSON data file", MAX_DATA_FILE_BYTES), str(path))
     except FileNotFoundError:
         raise DataError(
             f"file not found: {path}", "check --data-dir, or run `llmpsych data fetch LLMPersonality`"

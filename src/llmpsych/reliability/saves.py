@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..instruments.numbers import finite_number, whole_number
+from ..userfiles import MAX_DATA_FILE_BYTES, read_text, reason
 from .published import DIMENSIONS
 
 FACTORS: tuple[str, ...] = ("template", "version", "language", "label", "order")
@@ -51,7 +52,7 @@ def load_save(path: Path | str) -> ReleasedSave:
     """Read a save file; DataError with the reason when it is not one."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(read_text(path, "save file", MAX_DATA_FILE_BYTES))
     except FileNotFoundError:
         raise DataError(f"save file not found: {path}") from None
     except json.JSONDecodeError as exc:
@@ -60,6 +61,8 @@ def load_save(path: Path | str) -> ReleasedSave:
         raise DataError(f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded)") from None
     except RecursionError:
         raise DataError(f"{path} is nested too deeply to be a save file") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise DataError(f"{path} is not a save file: {reason(exc)}") from None
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
     if not isinstance(raw, dict) or not isinstance(raw.get("data"), list):

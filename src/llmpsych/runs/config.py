@@ -6,14 +6,14 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..config import MAX_CONFIG_VALUES, expands_beyond, read_config_text
+from ..config import read_config_text
 from ..errors import ConfigError
 from ..models.catalog import DEFAULT_EMBEDDED_MODEL
 from ..models.types import GenerationParams
 from ..models.urls import redact_url
+from ..userfiles import check_shape, parse_yaml, reason
 
 DEFAULT_MODEL = f"local/{DEFAULT_EMBEDDED_MODEL}"
 
@@ -142,28 +142,26 @@ def parse_run_config(data: dict[str, Any], source: str = "run config") -> RunCon
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a TOML (.toml) or YAML (.yaml/.yml) file into a mapping.
 
-    The file is read by :func:`~llmpsych.config.read_config_text` (size cap, text only); YAML is read
-    with ``safe_load`` (no ``!!python/...`` tags) and its expanded size is bounded
-    (:data:`MAX_CONFIG_VALUES`).
+    The file is read by :func:`~llmpsych.config.read_config_text` (size cap checked before reading, text
+    only); YAML by :func:`llmpsych.userfiles.parse_yaml` (``safe_load``: no ``!!python/...`` tags; nesting
+    and expanded size bounded), TOML with the same bounds.
     """
     suffix = path.suffix.lower()
     if suffix not in {".toml", ".yaml", ".yml"}:
         raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
     text = read_config_text(path)
-    try:
-        data = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {' '.join(str(exc).split())}") from None
-    except RecursionError:
-        raise ConfigError(f"config file {path} is nested too deeply") from None
+    if suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
+            raise ConfigError(f"config file {path} is not valid TOML: {reason(exc)}") from None
+        check_shape(data, f"config file {path}", error=ConfigError)
+    else:
+        data = parse_yaml(text, f"config file {path}", error=ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings at the top level")
-    if expands_beyond(data, MAX_CONFIG_VALUES):
-        raise ConfigError(
-            f"config file {path} expands to more than {MAX_CONFIG_VALUES:,} values (repeated YAML aliases?)"
-        )
     return data
 
 

@@ -11,8 +11,8 @@ score rows (``runs.scores_from`` is then empty). The perturbation grids' factors
 from __future__ import annotations
 
 import glob
-import json
 import math
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import DataError, LlmpsychError
+from ..userfiles import parse_json, read_text
 from .languages import config_language
 from .params import params_report
 from .record import RunRecord, read_run
@@ -33,6 +34,9 @@ PathLike = str | Path
 
 #: A score table larger than this is not one an analysis wrote (2,500 grid configurations: about 1 MB).
 MAX_SCORE_TABLE_BYTES = 200_000_000
+
+#: A sweep.json larger than this is not one a sweep wrote (a preset of 1,000 runs: about 100 kB).
+MAX_SWEEP_FILE_BYTES = 10_000_000
 
 
 RUN_COLUMNS = [
@@ -89,8 +93,10 @@ class RunFrames:
 
 
 def find_run_dirs(paths_or_globs: PathLike | Iterable[PathLike]) -> list[Path]:
-    """The run folders named: a run folder itself, every run folder directly inside a sweep or preset
-    folder, or every match of a glob (``runs/*/gpt*``, ``runs/**``); in the order given, each once."""
+    """The run folders named: a run folder itself, every run folder inside a folder of runs (a sweep, a
+    preset's ``<model>/<setting>`` folders, a retest folder of dated runs, a folder of presets; up to
+    :data:`MAX_DEPTH` levels down), or every match of a glob (``runs/*/gpt*``, ``runs/**``) and the run
+    folders inside each; in the order given, each once."""
     entries = [paths_or_globs] if isinstance(paths_or_globs, str | Path) else list(paths_or_globs)
     if not entries:
         raise LlmpsychError("give at least one run folder, sweep folder or glob")
@@ -100,7 +106,7 @@ def find_run_dirs(paths_or_globs: PathLike | Iterable[PathLike]) -> list[Path]:
         if not Path(text).exists() and glob.has_magic(text):
             matches = [Path(m) for m in sorted(glob.glob(text, recursive=True))]
             folders = [m for m in matches if (m / STORE_FILE).is_file()]
-            folders += [d for m in matches if not (m / STORE_FILE).is_file() for d in _runs_inside(m)]
+            folders += [d for m in matches if not (m / STORE_FILE).is_file() for d in runs_inside(m)]
             if not folders:
                 raise DataError(f"{text}: no run folder matches", "a run folder holds run.sqlite")
             found += folders
@@ -108,13 +114,14 @@ def find_run_dirs(paths_or_globs: PathLike | Iterable[PathLike]) -> list[Path]:
         path = Path(text)
         if (path / STORE_FILE).is_file():
             found.append(path)
-        elif path.is_dir() and _runs_inside(path):
-            found += _runs_inside(path)
+        elif path.is_dir() and (inside := runs_inside(path)):
+            found += inside
         elif not path.exists():
             raise DataError(f"{path}: no such folder")
         else:
             raise DataError(
-                f"{path}: not a run folder (no {STORE_FILE}) and no run folder inside it",
+                f"{path}: not a run folder (no {STORE_FILE}) and no run folder inside it "
+                f"(looked {MAX_DEPTH} levels down)",
                 "give a run folder, a sweep or preset folder, or a glob",
             )
     unique: dict[str, Path] = {}
@@ -123,11 +130,48 @@ def find_run_dirs(paths_or_globs: PathLike | Iterable[PathLike]) -> list[Path]:
     return list(unique.values())
 
 
-def _runs_inside(folder: Path) -> list[Path]:
-    """Run folders directly inside ``folder`` (a sweep or preset folder), in name order."""
+#: How far below a named folder run folders are looked for: a preset writes ``OUT/<model>/<setting>``
+#: (two levels), so a folder holding several presets is three.
+MAX_DEPTH = 3
+
+#: Folders looked into below one named folder at most (a home folder named by mistake is refused in one
+#: line instead of being walked for minutes).
+MAX_FOLDERS = 20_000
+
+
+def runs_inside(folder: Path) -> list[Path]:
+    """Run folders below ``folder`` (a sweep, preset, retest folder or a folder of those), at most
+    :data:`MAX_DEPTH` levels down, in name order level by level (``a/x``, ``a/y``, ``b/x``). A run folder's
+    own subfolders are not searched, and symbolic links are never followed (a link inside the tree cannot
+    pull in runs from elsewhere)."""
     if not folder.is_dir():
         return []
-    return sorted(p.parent for p in folder.glob(f"*/{STORE_FILE}"))
+    found: list[Path] = []
+    visited = 0
+
+    def walk(directory: Path, depth: int) -> None:
+        nonlocal visited
+        try:
+            with os.scandir(directory) as scan:
+                children = sorted(e.name for e in scan if e.is_dir(follow_symlinks=False))
+        except OSError:
+            return  # unreadable: nothing found there (a named run folder inside it still fails loudly)
+        for name in children:
+            visited += 1
+            if visited > MAX_FOLDERS:
+                raise DataError(
+                    f"{folder}: more than {MAX_FOLDERS:,} folders to look through for runs",
+                    "name the run, sweep or preset folders, or a glob",
+                )
+            child = directory / name
+            store = child / STORE_FILE
+            if store.is_file() and not store.is_symlink():
+                found.append(child)
+            elif depth < MAX_DEPTH:
+                walk(child, depth + 1)
+
+    walk(folder, 1)
+    return found
 
 
 def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
@@ -200,14 +244,28 @@ def _total(rows: pd.DataFrame | None, column: str) -> float:
 
 
 def _sweep_label(run_dir: Path) -> str | None:
-    """The run's label in its parent's sweep.json, as ``key=value`` pairs (None outside a sweep)."""
-    plan = run_dir.parent / "sweep.json"
-    try:
-        entries = json.loads(plan.read_text(encoding="utf-8")) if plan.is_file() else []
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    """The run's label in the sweep.json of the sweep or preset holding it (its parent, or for a preset's
+    ``<model>/<setting>`` its grandparent; a one-run sweep's own folder), as ``key=value`` pairs (None
+    outside a sweep)."""
+    from .sweep import SWEEP_FILE
+
+    label = _label_in(run_dir / SWEEP_FILE, ".")
+    for up in range(1, MAX_DEPTH):
+        if label is not None or len(run_dir.parts) <= up:
+            break
+        label = _label_in(run_dir.parents[up - 1] / SWEEP_FILE, "/".join(run_dir.parts[-up:]))
+    return label
+
+
+def _label_in(plan: Path, directory: str) -> str | None:
+    if not plan.is_file():
         return None
+    try:
+        entries = parse_json(read_text(plan, "sweep file", MAX_SWEEP_FILE_BYTES), str(plan))
+    except LlmpsychError:
+        return None  # a damaged sweep.json costs the label, not the load
     for entry in entries if isinstance(entries, list) else []:
-        if isinstance(entry, dict) and entry.get("directory") == run_dir.name:
+        if isinstance(entry, dict) and entry.get("directory") == directory:
             label = entry.get("label")
             if isinstance(label, dict):
                 return ", ".join(f"{k}={v}" for k, v in label.items())
@@ -271,10 +329,7 @@ def _read_table(path: Path) -> pd.DataFrame:
             "re-run `llmpsych report RUN_DIR`",
         )
     if path.suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"{path}: cannot read as JSON ({str(exc).splitlines()[0][:120]})") from None
+        data = parse_json(read_text(path, "score table", MAX_SCORE_TABLE_BYTES), str(path))
         if not isinstance(data, dict):
             raise DataError(f"{path}: not a JSON object")
         return pd.DataFrame([data])

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, LlmpsychError
 from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
 from ..games.result import answers_text
 from ..games.seats import WebAnswer, WebSeat
+from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_text
 from .catalog import SESSION_FILE as SESSION_FILE  # the runs pages never list or serve it
 
 #: ``how`` as sessions before llmpsych recorded ``never joined`` wrote it
@@ -152,7 +153,7 @@ class Session:
         """The session saved in ``run_dir`` (a resumed host)."""
         path = run_dir / SESSION_FILE
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = parse_json(read_text(path, "session file", MAX_DATA_FILE_BYTES), str(path))
             slots = [
                 SeatSlot(int(s["player"]), str(s["spec"]), str(s["name"]), str(s["token"]), bool(s["joined"]))
                 for s in data["seats"]
@@ -160,8 +161,9 @@ class Session:
             session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]))
             session.timings = list(data.get("answers", []))
             session.secret = bytes.fromhex(str(data["secret"]))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path} is missing or damaged ({exc}); this run was not hosted") from None
+        except (LlmpsychError, OSError, ValueError, KeyError, TypeError) as exc:
+            reason = exc.message if isinstance(exc, LlmpsychError) else exc
+            raise ConfigError(f"{path} is missing or damaged ({reason}); this run was not hosted") from None
         for slot in session.slots.values():
             mine = [t for t in session.timings if t.get("player") == slot.player]
             slot.answered = len(mine)
