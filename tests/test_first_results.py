@@ -21,8 +21,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from _pytest.outcomes import Failed, Skipped
+from typer.testing import CliRunner
 
 import llmpsych
+from llmpsych import cli
 from llmpsych.data.fetch import fetch_datasets
 from llmpsych.data.sources import data_file
 from llmpsych.errors import ConfigError, DataError
@@ -169,6 +171,10 @@ def test_two_runs_differing_in_persona_are_named_kept_apart_and_tested(
     assert between["note"].str.startswith("no test possible: every repeat").all()
     assert not display.astype(str).apply(lambda c: c.str.contains(r"\*\*|<ins>")).any().any()
     assert (between[["n_higher", "n_lower"]] == 3).all().all()
+    cli._mount_subcommands()
+    shown = CliRunner().invoke(cli.app, ["psychobench", "compare", str(plain), str(shy)])
+    assert shown.exit_code == 0 and "no test possible: every repeat" in shown.output
+    assert named.group(1) in shown.output  # the run label names the custom persona by its hash
 
 
 def varying(body: dict) -> str:
