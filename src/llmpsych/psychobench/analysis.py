@@ -314,8 +314,9 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
 #: What makes repeated runs samples (docs/psychobench.md, "Consistency over runs").
 SAMPLING_ADVICE = (
     "generate mode at a temperature above 0 (`-O mode=generate -O chunk_size=1 --temperature 0.7`), on a "
-    "model that answers in the scale's format (see the valid answers below; the embedded 0.5B model "
-    "rarely does, docs/psychobench.md#consistency-over-runs)"
+    "model that answers in the scale's format (see the valid answers below; the embedded 0.5B model did "
+    "not in our measurement, so on it no run-to-run consistency can be measured: "
+    "docs/psychobench.md#consistency-over-runs)"
 )
 
 
