@@ -429,11 +429,12 @@ def quality_tables(
     copies: str = "",
 ) -> dict[str, pd.DataFrame]:
     """``quality`` (scale, subscale), ``quality_items`` (scale, subscale, item) and ``quality_scales``
-    (scale) of the administered ``scales``. ``copies``: why the administrations are not samples (e.g.
-    PsychoBench's logprob mode at temperature 0), which makes every alpha and omega not meaningful. ``answers`` has one row per (scale, run, item) with the value
+    (scale) of the administered ``scales``. ``answers`` has one row per (scale, run, item) with the value
     in ``column`` (``value`` in PsychoBench's logprob mode, the probability-weighted answer); ``valid``
     one row per (scale, run) with ``valid`` (items with a valid answer) and ``items`` (items asked); the
-    ``run`` column names the administration, whatever ``who`` calls it."""
+    ``run`` column names the administration, whatever ``who`` calls it. ``copies``: why the
+    administrations are not samples (PsychoBench's logprob mode at temperature 0), which makes every
+    alpha and omega not meaningful."""
     subscales: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
     per_scale: list[dict[str, Any]] = []
