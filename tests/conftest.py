@@ -38,6 +38,36 @@ def bubblewrap() -> None:
         pytest.fail(f"bubblewrap (bwrap) is not installed: {INSTALL_HINT}")
 
 
+#: The browser the web pages' tests drive (playwright never downloads one); .ci/run installs it.
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_INSTALL = "sudo apt-get install chromium"
+
+
+def in_ci() -> bool:
+    """True in CI (``CI=true``, as .ci/run and the common CI services set it)."""
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def need_chromium(path: Path = CHROMIUM) -> str:
+    """``path`` when it is there; otherwise a failure in CI (which installs it, so its absence is a
+    broken CI) and, on a researcher's machine, a skip that says why and how to install it."""
+    if path.is_file():
+        return str(path)
+    reason = (
+        f"{path} is missing: the browser tests drive a real Chromium there (playwright never downloads "
+        f"one); install it with `{CHROMIUM_INSTALL}`"
+    )
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: .ci/run installs it, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """The path of the Chromium the browser tests launch (:func:`need_chromium`)."""
+    return need_chromium()
+
+
 @pytest.fixture
 def fault_server() -> Iterator[object]:
     """A clean fault-injecting server (set ``.rates`` to inject faults)."""

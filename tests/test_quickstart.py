@@ -101,8 +101,11 @@ def test_short_game_is_played_scored_and_plotted(tmp_path: Path) -> None:
     if game["plot"] is not None:  # matplotlib installed
         assert Path(game["plot"]).read_bytes()[:4] == b"\x89PNG"
         assert "![choices per round](game.png)" in report
-    lines = console_lines(tmp_path / "r")
-    assert lines[0].startswith("Guess 2/3 of the Average, 3 seats x 4 rounds: score 75.0 / 100")
+    lines = console_lines(tmp_path / "r")  # the questionnaire's result first, then the game's
+    assert lines[0].startswith("Demonstration scale (unvalidated, no human norms)")
+    assert lines[1].startswith("Acquiescence: ")
+    game_line = next(line for line in lines if line.startswith("Guess 2/3"))
+    assert game_line.startswith("Guess 2/3 of the Average, 3 seats x 4 rounds: score 75.0 / 100")
     assert resume_run(tmp_path / "r", False).summary.calls_sent == 0
 
 

@@ -19,7 +19,7 @@ from llmpsych.web.catalog import _run_id
 from test_games_engine_runs import scripted
 from test_web_security import HOSTILE, WebServer
 
-CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.usefixtures("chromium")  # a missing browser: skipped before any setup (CI: fails)
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 
 
@@ -68,15 +68,13 @@ def web(runs: Path) -> Iterator[WebServer]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
+def browser(chromium: str) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"{CHROMIUM} is missing (CI installs the chromium package: .ci/run)")
     with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
+        launched = playwright.chromium.launch(executable_path=chromium, args=ARGS)
+        yield launched
+        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -29,8 +29,8 @@ from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 
 playwright = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.usefixtures("chromium")  # a missing browser: skipped before any setup (CI: fails)
 
-CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SCRIPT = "<script>document.title='pwned'</script>"
 #: The participants (ordinary names: the screenshots illustrate docs/web.md; a name holding markup is
@@ -131,7 +131,9 @@ def next_question(people: list[Any], host: Host, links: dict[int, str]) -> int |
     raise AssertionError(f"no question for {PATIENCE_S:.0f} s: " + "".join(host.lines))
 
 
-def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tmp_path: Path) -> None:
+def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(
+    tmp_path: Path, chromium: str
+) -> None:
     shots = Path(os.environ.get("LLMPSYCH_SCREENSHOTS", tmp_path / "screenshots"))
     shots.mkdir(parents=True, exist_ok=True)
     run_dir = tmp_path / "session"
@@ -147,7 +149,7 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(tm
         assert sorted(host.links) == [0, 1, 2]
         assert len({link.rsplit("/", 1)[1] for link in host.links.values()}) == 3
         with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            browser = p.chromium.launch(executable_path=chromium, args=ARGS)
             monitor = browser.new_context().new_page()
             assert "0 of 3 joined" in on_monitor(monitor, host.monitor, lambda m: m.inner_text("#state"))
             people = [browser.new_context().new_page() for _ in NAMES]

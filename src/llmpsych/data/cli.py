@@ -85,6 +85,18 @@ def list_cmd(data_dir: DataDirOpt = None) -> None:
         )
 
 
+@app.command("path")
+def path_cmd(
+    dataset: Annotated[str, typer.Argument(help="A dataset (`llmpsych data list` names them).")],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Print the folder of one dataset, for scripts (`D=$(llmpsych data path LLMPersonality)`); when it is
+    absent, one line saying to fetch it or to pass --data-dir / set LLMPSYCH_DATA_DIR (exit 2)."""
+    from .sources import dataset_path
+
+    typer.echo(str(dataset_path(dataset, data_dir)))
+
+
 @app.command("fetch")
 def fetch_cmd(
     dataset: Annotated[str, typer.Argument(help="A dataset (`llmpsych data list` names them), or 'all'.")],

@@ -21,6 +21,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
@@ -40,7 +41,7 @@ from ..models.retry import (
 )
 from ..models.urls import query_secrets, redact_url, scrub, split_userinfo
 from .registry import FileEntry, Manifest, load_manifest, resolve_names
-from .sources import default_data_dir, file_sha256
+from .sources import ENV_DATA_DIR, default_data_dir, file_sha256
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 ENV_BASE_URL = "LLMPSYCH_DATA_BASE_URL"
@@ -191,13 +192,47 @@ async def _fetch_one(
 ) -> FetchReport:
     report = FetchReport(dataset=manifest.dataset, folder=folder)
     total = manifest.total_size
-    done = 0
 
     def tell(current: int) -> None:
         if progress is not None:
-            progress(manifest.dataset, done + current, total)
+            progress(manifest.dataset, current, total)
 
     tell(0)
+    made = [p for p in (folder, *folder.parents) if not p.exists()]  # innermost first
+    try:
+        await _fetch_files(session, manifest, base, folder, report, tell, policy)
+    except DataError:
+        _remove_empty(made)  # a failed first fetch leaves no empty dataset folder to be read as "incomplete"
+        raise
+    return report
+
+
+def _remove_empty(made: list[Path]) -> None:
+    """Remove the folders this fetch created (innermost first) where nothing was saved in them."""
+    if not made:
+        return
+    for inner, _, _ in os.walk(made[0], topdown=False):
+        with suppress(OSError):  # only an empty folder can be removed
+            os.rmdir(inner)
+    for folder in made:
+        with suppress(OSError):
+            folder.rmdir()
+
+
+async def _fetch_files(
+    session: aiohttp.ClientSession,
+    manifest: Manifest,
+    base: str,
+    folder: Path,
+    report: FetchReport,
+    tell: Callable[[int], None],
+    policy: RetryPolicy,
+) -> None:
+    done = 0
+
+    def told(current: int) -> None:
+        tell(done + current)
+
     for entry in manifest.files:
         target = folder / entry.path
         if _matches(target, entry):
@@ -205,13 +240,12 @@ async def _fetch_one(
         else:
             url = file_url(manifest, entry, base)
             limited = entry if entry.size is not None else replace(entry, size=UNPINNED_MAX_BYTES)
-            await _download(session, url, target, manifest.dataset, limited, tell, policy)
+            await _download(session, url, target, manifest.dataset, limited, told, policy)
             report.downloaded += 1
         if entry.sha256 is None:
             report.unpinned[entry.path] = file_sha256(target)
         done += entry.size or 0
-        tell(0)
-    return report
+        told(0)
 
 
 def _matches(path: Path, entry: FileEntry) -> bool:
@@ -241,7 +275,8 @@ async def _download(
         raise DataError(
             f"could not download {dataset}/{entry.path} from {redact_url(url)} after {len(exc.reasons)} "
             f"attempts (last: {exc.reasons[-1]})",
-            "check the network, or point --base-url / LLMPSYCH_DATA_BASE_URL at a mirror; "
+            f"check the network; offline, point --data-dir / {ENV_DATA_DIR} at a folder holding {dataset}/ "
+            "(a copy of the authors' repository), or --base-url / LLMPSYCH_DATA_BASE_URL at a mirror; "
             "a re-run resumes where this one stopped",
         ) from None
 

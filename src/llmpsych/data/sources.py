@@ -70,7 +70,8 @@ def data_file(dataset: str, relpath: str | Path, data_dir: Path | None = None) -
         name = canonical_name(dataset)
         raise DataError(
             f"{name} file {rel.as_posix()} not found in {folder}",
-            f"the folder is incomplete: run `llmpsych data fetch {name}` to restore it at the pinned commit",
+            f"the folder is incomplete: run `llmpsych data fetch {name}` to restore it at the pinned commit, "
+            f"or pass --data-dir / set {ENV_DATA_DIR} to a folder holding a complete {name}/",
         )
     return path
 

@@ -146,7 +146,9 @@ Rows = list[dict[str, Any]]
 AGAINST_KEY = -0.1
 
 
-def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int, who: Respondents) -> tuple[Rows, Rows]:
+def _subscale_rows(
+    scale: Scale, keyed: pd.DataFrame, seed: int, who: Respondents, copies: str = ""
+) -> tuple[Rows, Rows]:
     subscales, items = [], []
     reverse = set(scale.reverse_indices)
     for sub in scale.subscales:
@@ -155,6 +157,8 @@ def _subscale_rows(scale: Scale, keyed: pd.DataFrame, seed: int, who: Respondent
         row: dict[str, Any] = dict.fromkeys(SUBSCALE_COLUMNS, math.nan)
         row |= {"scale": scale.name, "subscale": sub.name, "items": k, "n": n, "omega_resamples": 0}
         why = _why_not(k, n, data, who)
+        if copies:  # the administrations are one computation repeated: whatever varies is not sampling
+            why = dict.fromkeys(("alpha", "omega"), f"{NOT_MEANINGFUL}: {copies}")
         row["alpha_note"] = why["alpha"]
         row["omega_note"] = why["omega"]
         if not why["alpha"]:
@@ -224,7 +228,7 @@ def _scale_row(scale: Scale, raw: pd.DataFrame, valid: pd.DataFrame, who: Respon
     asked = int(part["items"].sum()) if len(part) else 0
     rate = valid_rate(answered, asked)
     midpoint = (scale.response_min + scale.response_max) / 2
-    per_run = (raw.mean(axis=1, skipna=True) - midpoint).dropna()
+    per_run = _acquiescence_per_run(raw, midpoint)
     n = len(per_run)
     note = ""
     if n == 0:
@@ -249,6 +253,171 @@ def _scale_row(scale: Scale, raw: pd.DataFrame, valid: pd.DataFrame, who: Respon
     }
 
 
+#: Share of answers on one side of the midpoint, in both the forward-keyed and the reverse-keyed items,
+#: from which a profile is called an acquiescence artefact (:func:`agreement`).
+ARTEFACT_SHARE = 0.75
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """How a scale's raw answers (before reverse keying) lean, over every administration.
+
+    An answer *agrees* when it is above the scale's midpoint and *disagrees* when below. The reverse-keyed
+    items say the opposite of their subscale, so a respondent who agrees with most forward-keyed items AND
+    most reverse-keyed ones is agreeing with statements and with their opposites: reverse keying then turns
+    "agrees with everything" into mid-high subscale scores that are not the trait. The rule (documented in
+    docs/quickstart.md and docs/psychobench.md): an **acquiescence artefact** when at least
+    :data:`ARTEFACT_SHARE` of the forward-keyed answers and of the reverse-keyed answers agree (or,
+    nay-saying, both disagree); not decidable without reverse-keyed answers."""
+
+    scale: str
+    administrations: int
+    midpoint: float
+    reverse_items: tuple[int, ...]
+    answers: int
+    agree: int
+    disagree: int
+    reverse_answers: int
+    reverse_agree: int
+    reverse_disagree: int
+    acquiescence: float  # mean over administrations of (mean raw answer − midpoint); NaN: no answer
+
+    @property
+    def forward_answers(self) -> int:
+        return self.answers - self.reverse_answers
+
+    def _leans(self, forward: int, reverse: int) -> bool:
+        return (
+            self.forward_answers > 0
+            and self.reverse_answers > 0
+            and forward >= ARTEFACT_SHARE * self.forward_answers
+            and reverse >= ARTEFACT_SHARE * self.reverse_answers
+        )
+
+    @property
+    def artefact(self) -> str | None:
+        """``"agreeing"`` or ``"disagreeing"`` when the profile is an acquiescence artefact, else None."""
+        if self._leans(self.agree - self.reverse_agree, self.reverse_agree):
+            return "agreeing"
+        if self._leans(self.disagree - self.reverse_disagree, self.reverse_disagree):
+            return "disagreeing"
+        return None
+
+    def line(self, who: Respondents = RUNS) -> str:
+        """One line: the share of agreeing answers, with the reverse-keyed items' own share."""
+        if not self.answers:
+            return f"Acquiescence: {NOT_MEANINGFUL} (no valid answer)."
+        mid = f"{self.midpoint:g}"
+        agree = _share(self.agree, self.answers)
+        text = f"Acquiescence: {agree} of the answers agree (above the midpoint {mid})"
+        if self.reverse_items:
+            items = ", ".join(map(str, self.reverse_items))
+            text += (
+                f", {_share(self.reverse_agree, self.reverse_answers)} of those to the reverse-keyed "
+                f"item(s) {items}, which state the opposite of their subscale"
+            )
+        text += f"; {_share(self.disagree, self.answers)} disagree"
+        if not math.isnan(self.acquiescence):
+            text += (
+                f"; mean answer before reverse keying {self.acquiescence:+.2f} from the midpoint "
+                f"(n = {self.administrations} {who.many})"
+            )
+        return text + "."
+
+    def warning(self, subscales: tuple[str, ...] = ()) -> str:
+        """Plain words on what the scores mean ('' when the rule finds no artefact)."""
+        if not self.reverse_items:
+            return (
+                "The scale has no reverse-keyed items, so agreeing and having the trait cannot be told apart."
+            )
+        lean = self.artefact
+        if lean is None:
+            return ""
+        names = " and ".join(subscales) or "the subscales"
+        pct = f"{ARTEFACT_SHARE:.0%}"
+        return (
+            f"Warning: this profile is an acquiescence artefact. The model gave {lean} answers to the "
+            f"statements AND to their opposites (the reverse-keyed items): at least {pct} of each lean the "
+            f"same way. Reverse keying turns such {lean} answers into scores that look like a trait, so the "
+            f"{names} scores say how the model answers questionnaires, not how much {names} it has."
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The counts, the rule's verdict, and the line and warning as printed."""
+        return {
+            "scale": self.scale,
+            "administrations": self.administrations,
+            "midpoint": self.midpoint,
+            "reverse_items": list(self.reverse_items),
+            "answers": self.answers,
+            "agree": self.agree,
+            "disagree": self.disagree,
+            "reverse_answers": self.reverse_answers,
+            "reverse_agree": self.reverse_agree,
+            "reverse_disagree": self.reverse_disagree,
+            "acquiescence": None if math.isnan(self.acquiescence) else self.acquiescence,
+            "artefact_rule": f">= {ARTEFACT_SHARE:g} of forward- and of reverse-keyed answers on one side",
+            "artefact": self.artefact,
+        }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole}" + (f" ({part / whole:.0%})" if whole else "")
+
+
+def _acquiescence_per_run(raw: pd.DataFrame, midpoint: float) -> pd.Series:
+    """Each administration's mean raw answer minus the midpoint (administrations without an answer left
+    out)."""
+    return (raw.mean(axis=1, skipna=True) - midpoint).dropna()
+
+
+def agreement(scale: Scale, raw: pd.DataFrame) -> Agreement:
+    """The :class:`Agreement` of a raw matrix (:func:`raw_matrix`: administrations × items, before
+    reverse keying)."""
+    midpoint = (scale.response_min + scale.response_max) / 2
+    values = raw.reindex(columns=list(scale.item_indices))
+    reverse = [i for i in scale.reverse_indices if i in values]
+    back = values[reverse]
+    per_run = _acquiescence_per_run(values, midpoint)
+    return Agreement(
+        scale=scale.name,
+        administrations=len(per_run),
+        midpoint=midpoint,
+        reverse_items=tuple(scale.reverse_indices),
+        answers=int(values.notna().sum().sum()),
+        agree=int((values > midpoint).sum().sum()),
+        disagree=int((values < midpoint).sum().sum()),
+        reverse_answers=int(back.notna().sum().sum()),
+        reverse_agree=int((back > midpoint).sum().sum()),
+        reverse_disagree=int((back < midpoint).sum().sum()),
+        acquiescence=float(per_run.mean()) if len(per_run) else math.nan,
+    )
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """How far a scale's administrations differ: how many there are, and how many of its items got a
+    different answer in some administration (``spread``: the largest range of one item's answers)."""
+
+    administrations: int
+    items: int
+    varying: int
+    spread: float
+
+
+def repeats(scales: dict[str, Scale], answers: pd.DataFrame, column: str = "answer") -> dict[str, Repeats]:
+    """:class:`Repeats` of each scale with two or more administrations holding an answer."""
+    out: dict[str, Repeats] = {}
+    for scale in scales.values():
+        raw = raw_matrix(scale, answers, column).dropna(how="all")
+        if len(raw) < 2:
+            continue
+        varies = raw.nunique(dropna=False) > 1
+        ranges = (raw.max() - raw.min()).fillna(0.0)
+        out[scale.name] = Repeats(len(raw), raw.shape[1], int(varies.sum()), float(ranges.max()))
+    return out
+
+
 def quality_tables(
     scales: dict[str, Scale],
     answers: pd.DataFrame,
@@ -257,18 +426,21 @@ def quality_tables(
     column: str = "answer",
     seed: int = 0,
     who: Respondents = RUNS,
+    copies: str = "",
 ) -> dict[str, pd.DataFrame]:
     """``quality`` (scale, subscale), ``quality_items`` (scale, subscale, item) and ``quality_scales``
     (scale) of the administered ``scales``. ``answers`` has one row per (scale, run, item) with the value
     in ``column`` (``value`` in PsychoBench's logprob mode, the probability-weighted answer); ``valid``
     one row per (scale, run) with ``valid`` (items with a valid answer) and ``items`` (items asked); the
-    ``run`` column names the administration, whatever ``who`` calls it."""
+    ``run`` column names the administration, whatever ``who`` calls it. ``copies``: why the
+    administrations are not samples (PsychoBench's logprob mode at temperature 0), which makes every
+    alpha and omega not meaningful."""
     subscales: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
     per_scale: list[dict[str, Any]] = []
     for scale in scales.values():
         raw = raw_matrix(scale, answers, column)
-        sub_rows, item_rows = _subscale_rows(scale, keyed_matrix(scale, raw), seed, who)
+        sub_rows, item_rows = _subscale_rows(scale, keyed_matrix(scale, raw), seed, who, copies)
         subscales += sub_rows
         items += item_rows
         per_scale.append(_scale_row(scale, raw, valid, who))

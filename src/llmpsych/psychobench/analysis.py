@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import DataError
 from ..instruments.native import ScaleFileRecord
-from ..instruments.quality import quality_section, quality_tables
+from ..instruments.quality import Repeats, quality_section, quality_tables, repeats
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
 from ..report.html import write_html
@@ -250,12 +250,10 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         published=task.options.published,
     )
     seed = task.config.seed
+    column = "value" if task.options.mode == "logprob" else "answer"
+    copies = COPIES if deterministic(task) else ""
     quality = quality_tables(
-        scales,
-        tables["answers"],
-        tables["valid"],
-        column="value" if task.options.mode == "logprob" else "answer",
-        seed=seed,
+        scales, tables["answers"], tables["valid"], column=column, seed=seed, copies=copies
     )
     extra = Extras()
     for scale in scales.values():
@@ -295,7 +293,8 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
             charts,
             extra,
             parquet_note,
-            quality_section(
+            identical_runs_note(task, repeats(scales, tables["answers"], column))
+            + quality_section(
                 quality, seed=seed, resamples=BOOTSTRAP_RESAMPLES, imported=bool(task.options.imported)
             ),
         ),
@@ -310,6 +309,68 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
     if settings.html:
         outputs.append(write_html(transcripts, embed_images=False))
     return outputs
+
+
+#: What makes repeated runs samples (docs/psychobench.md, "Consistency over runs").
+SAMPLING_ADVICE = (
+    "generate mode at a temperature above 0 (`-O mode=generate -O chunk_size=1 --temperature 0.7`), on a "
+    "model that answers in the scale's format (see the valid answers below; the embedded 0.5B model did "
+    "not in our measurement, so on it no run-to-run consistency can be measured: "
+    "docs/psychobench.md#consistency-over-runs)"
+)
+
+
+#: Why alpha and omega are not meaningful over runs that nothing samples (:func:`deterministic`).
+COPIES = "logprob mode at temperature 0 repeats one computation, so the runs are not samples"
+
+
+def deterministic(task: PsychoBenchRun) -> bool:
+    """Whether the runs repeat one computation: logprob mode (each statement asked on its own, so the item
+    order cannot matter) at temperature 0 (nothing before the score is sampled)."""
+    return task.options.mode == "logprob" and not task.config.params.temperature and not task.options.imported
+
+
+def identical_runs_note(task: PsychoBenchRun, seen: dict[str, Repeats]) -> str:
+    """Why alpha and omega are not meaningful when a scale's runs are copies (every answer the same, or
+    logprob mode at temperature 0), and what to do ('' when the runs are samples)."""
+    if task.options.imported:
+        return ""
+    copied = {name: r for name, r in seen.items() if r.varying == 0 or deterministic(task)}
+    if not copied:
+        return ""
+    parts = []
+    for name, r in copied.items():
+        text = f"{name}: {r.administrations} runs, the same answer in every run to {r.items - r.varying} of "
+        text += f"{r.items} items"
+        if r.varying:
+            text += f"; the other {r.varying} by at most {r.spread:.2g}"
+            if deterministic(task):
+                text += ", although every run sent the same request for it"
+        parts.append(text)
+    temperature = task.config.params.temperature or 0
+    if task.options.mode == "logprob":
+        why = (
+            "In logprob mode each answer is read from the model's probabilities for the options, with each "
+            "statement asked on its own, so the item order cannot change it"
+            + (
+                ", and at temperature 0 nothing before the score is sampled."
+                if temperature == 0
+                else f"; at temperature {temperature:g} the words before the score did not change it either."
+            )
+        )
+    elif temperature == 0:
+        why = (
+            "At temperature 0 the model gives its most likely reply, so runs differ only in item order, "
+            "and that did not change the answers."
+        )
+    else:
+        why = f"The runs sampled at temperature {temperature:g}, yet gave the same answers."
+    return (
+        f"**The runs are copies, not samples** ({'; '.join(parts)}), so alpha, omega, the item-total "
+        "correlations and every SD over runs are not meaningful, and asking for more runs will not change "
+        f"that. {why} To measure consistency over runs, let each run sample its answers: "
+        f"{SAMPLING_ADVICE}.\n\n"
+    )
 
 
 class Extras:
@@ -446,7 +507,7 @@ def _sections(
     measured = (
         f"Model `{config.model}` answered {names} "
         f"({options.runs} run(s) per scale, each with its own item order; seed {config.seed}, temperature "
-        f"{config.params.temperature:g}). Persona: {task.persona.name}; Caesar cipher: "
+        f"{config.params.temperature:g}). Persona: {task.persona.label}; Caesar cipher: "
         f"{'on (shift ' + str(options.cipher_shift) + ')' if options.cipher else 'off'}; {mode}. "
         f"{scale_sources(task, summary)} Every conversation: [{TRANSCRIPTS}]({TRANSCRIPTS})."
     )

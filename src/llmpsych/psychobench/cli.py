@@ -248,22 +248,34 @@ def compare(
     marks: Annotated[
         bool,
         typer.Option(
-            "--marks/--no-marks", help="Highest mean of each row bold, lowest underlined (as the thesis)."
+            "--marks/--no-marks",
+            help="Highest mean of a row bold, lowest underlined, where a Welch test between those runs' "
+            "repeats finds them different.",
         ),
     ] = True,
 ) -> None:
     """Several runs side by side (rows: scale/subscale; columns: each run's mean ± sd, and the crowd),
     then each run's prompt variant, temperature, persona and cipher."""
     from ..report.markdown import table
-    from .compare import comparison_frames, run_labels, settings_frame, write_comparison
+    from .compare import (
+        BETWEEN_EXPLAINED,
+        between_view,
+        comparison_tables,
+        run_labels,
+        settings_frame,
+        write_comparison,
+    )
 
     if out is not None:
         for path in write_comparison(run_dirs, out, marks=marks):
             console.print(f"wrote {terminal_text(path)}")
         return
-    display, _ = comparison_frames(run_dirs, marks=marks)
+    display, _, between = comparison_tables(run_dirs, marks=marks)
     echo(terminal_text(table(display), markup=False))
     echo("")
+    if not between.empty:
+        echo(terminal_text(BETWEEN_EXPLAINED + "\n\n" + table(between_view(between)), markup=False))
+        echo("")
     echo(terminal_text(table(settings_frame(run_dirs, run_labels(run_dirs)), floatfmt="g"), markup=False))
 
 

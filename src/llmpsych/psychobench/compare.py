@@ -8,17 +8,21 @@ files a run's analysis wrote are read (``summary.csv``, ``norms.csv``, ``bsri.cs
 model and no data file is needed. Written as Markdown, HTML, a tidy CSV (and Parquet), and one grouped
 bar chart per scale.
 
-As the thesis prints these tables, in each row the run with the highest mean is bold and the one with the
-lowest underlined ("For each subscale, we highlight the model with the highest score in bold font and
-underline the model with the lowest score", 000:1186); the crowd is not ranked, and means are compared
-as printed (one decimal), so runs that look equal are marked alike. A run's label names its prompt
-variant and temperature when they are not the defaults, and its scales' language when the runs differ in
-it (a scale and its translation, run separately, are two columns); a settings table lists them for every
-run.
+The thesis marks, in each row, the run with the highest mean bold and the one with the lowest underlined
+("For each subscale, we highlight the model with the highest score in bold font and underline the model
+with the lowest score", 000:1186). A larger mean is not a difference, so here a row is marked only when a
+test between those two runs says so: Welch's t-test on the two runs' per-repeat scores (``scores.csv``),
+with n, Hedges' g and Holm's correction over the rows (:func:`between_runs`, a "Between runs" table);
+where the repeats cannot support a test (n < 2, or every repeat of both runs the same score, as in
+log-prob mode) the table says so and nothing is marked. The crowd is not ranked. A run's label names its
+prompt variant and temperature when they are not the defaults, its persona (a custom one by its first
+words and a hash), and its scales' language when the runs differ in it (a scale and its translation, run
+separately, are two columns); a settings table lists them for every run.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -37,7 +41,9 @@ from ..report.marks import extremes, marked
 from ..report.tables import write_tables
 from ..runs.store import STORE_FILE, RunStore
 from ..stats import format_mean_sd
+from ..stats.compare import GroupStats, hedges_g, holm_adjust, t_test_from_stats
 from . import bsri as bsri_mod
+from .personas import persona_label
 from .variants import label as variant_label
 
 
@@ -62,7 +68,7 @@ def run_settings(run_dir: Path) -> dict[str, Any]:
         "cot_wording": str(options.get("cot_wording") or "thesis"),
         "system_prompt": str(options.get("system_prompt") or "assistant"),
         "temperature": 0.0 if temperature is None else float(temperature),
-        "persona": str(options.get("persona") or "default"),
+        "persona": persona_label(options.get("persona")),
         "cipher": bool(options.get("cipher")),
     }
 
@@ -74,7 +80,7 @@ def run_label(run_dir: Path) -> str:
     label = str(settings["model"])
     persona = settings["persona"]
     if persona != "default":
-        label += f" [{persona if len(persona) <= 24 else persona[:21] + '...'}]"
+        label += f" [{persona}]"
     if settings["cipher"]:
         label += "-JB"
     variant = variant_label(
@@ -129,7 +135,7 @@ def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
                 "CoT": f"yes ({s['cot_wording']} wording)" if s["cot"] else "no",
                 "system prompt": s["system_prompt"],
                 "temperature": s["temperature"],
-                "persona": s["persona"] if len(s["persona"]) <= 24 else s["persona"][:21] + "...",
+                "persona": s["persona"],
                 "cipher": "yes" if s["cipher"] else "no",
                 **({"language": languages[k]} if languages else {}),
             }
@@ -170,9 +176,138 @@ _SUMMARY = ("scale", "subscale", "runs", "n", "mean", "sd")
 _NORMS = ("scale", "subscale", "group", "mean", "sd", "n")
 
 
+#: compare's significance level for a difference between two runs (the papers' alpha), after Holm.
+ALPHA = 0.01
+_SCORES = ("scale", "run", "subscale", "score")
+BETWEEN_COLUMNS = [
+    "scale",
+    "subscale",
+    "higher",
+    "lower",
+    "n_higher",
+    "n_lower",
+    "mean_higher",
+    "mean_lower",
+    "difference",
+    "test",
+    "t",
+    "df",
+    "p",
+    "p_holm",
+    "significant",
+    "hedges_g",
+    "note",
+]
+
+
+def _repeat_scores(run_dir: Path) -> pd.DataFrame:
+    """A run's per-repeat subscale scores (``scores.csv``; empty when the run has none)."""
+    path = run_dir / "scores.csv"
+    if not path.is_file():
+        return pd.DataFrame(columns=list(_SCORES))
+    return checked_csv(path, _SCORES, ("score",))
+
+
+def between_runs(tidy: pd.DataFrame, labels: list[str], run_dirs: list[Path]) -> pd.DataFrame:
+    """One row per (scale, subscale) with a mean in two or more runs: the run with the highest mean against
+    the one with the lowest, by Welch's t-test on their per-repeat scores, with each side's n, Hedges' g
+    and Holm's correction over the rows (``significant``: ``p_holm`` <= :data:`ALPHA`). ``note`` says why
+    there is no test (fewer than 2 scored repeats; every repeat of both runs the same score)."""
+    scores = {label: _repeat_scores(d) for label, d in zip(labels, run_dirs, strict=True)}
+    rows: list[dict[str, Any]] = []
+    part = tidy[(tidy["kind"] == "subscale") & tidy["mean"].notna()]
+    for (scale, subscale), group in part.groupby(["scale", "subscale"], sort=False):
+        if len(group) < 2:
+            continue
+        high, low = group.loc[group["mean"].idxmax()], group.loc[group["mean"].idxmin()]
+        values = {}
+        for side in (high, low):
+            frame = scores[side["model"]]
+            match = (frame["scale"] == scale) & (frame["subscale"] == subscale)
+            values[side["model"]] = frame.loc[match, "score"].dropna().astype(float).tolist()
+        a, b = values[high["model"]], values[low["model"]]
+        row: dict[str, Any] = dict.fromkeys(BETWEEN_COLUMNS, math.nan)
+        row |= {
+            "scale": scale,
+            "subscale": subscale,
+            "higher": high["model"],
+            "lower": low["model"],
+            "n_higher": len(a),
+            "n_lower": len(b),
+            "mean_higher": float(high["mean"]),
+            "mean_lower": float(low["mean"]),
+            "difference": float(high["mean"]) - float(low["mean"]),
+            "test": "",
+            "significant": False,
+            "note": "",
+        }
+        if high["model"] == low["model"] or row["difference"] == 0:
+            row["note"] = "the runs' means are equal"
+        elif min(len(a), len(b)) < 2:
+            row["note"] = f"no test possible: n = {min(len(a), len(b))} scored repeat(s) in one run, need 2"
+        elif len(set(a)) == 1 and len(set(b)) == 1:
+            row["note"] = (
+                "no test possible: every repeat of each run gave the same score (log-prob mode or "
+                "temperature 0: the repeats are copies, not samples)"
+            )
+        else:
+            ga, gb = GroupStats.from_values(a, high["model"]), GroupStats.from_values(b, low["model"])
+            welch = t_test_from_stats(ga, gb, equal_var=False)
+            row |= {"test": "welch", "t": welch.t, "df": welch.df, "p": welch.p_value}
+            row["hedges_g"] = hedges_g(ga, gb).g
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=BETWEEN_COLUMNS)
+    if not frame.empty:
+        frame["p_holm"] = holm_adjust(frame["p"].astype(float).tolist())
+        frame["significant"] = frame["p_holm"].fillna(1.0) <= ALPHA
+    return frame
+
+
+def between_view(between: pd.DataFrame) -> pd.DataFrame:
+    """The report's "Between runs" table."""
+    rows = []
+    for r in between.itertuples():
+        if r.test:
+            result = (
+                f"t({r.df:.1f}) = {r.t:.2f}, p = {r.p:.3g}, Holm p = {r.p_holm:.3g}, g = {r.hedges_g:.2f}"
+                + (" — **different**" if r.significant else " — not significant")
+            )
+        else:
+            result = r.note
+        rows.append(
+            {
+                "Scale": r.scale,
+                "Subscale": r.subscale,
+                "higher (n)": f"{r.higher} {r.mean_higher:.2f} ({r.n_higher})",
+                "lower (n)": f"{r.lower} {r.mean_lower:.2f} ({r.n_lower})",
+                "Welch t-test": result,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+BETWEEN_EXPLAINED = (
+    "For each row, the run with the highest mean against the one with the lowest: Welch's t-test on the two "
+    "runs' per-repeat scores (n = each run's scored repeats), two-sided, Holm's correction over the rows "
+    f"tested, alpha = {ALPHA:g}; g is Hedges' g. Repeats of one model are samples of its answers, not of "
+    "people. No test is possible when a run has fewer than 2 scored repeats, or when every repeat of both "
+    "runs gave the same score (log-prob mode, temperature 0): then the runs may differ, but their repeats "
+    "cannot show it."
+)
+
+
 def comparison_frames(run_dirs: list[Path], *, marks: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(display table, tidy long table) of several analysed run directories; ``marks``: in each row the
-    highest mean bold and the lowest underlined (thesis 000:1186)."""
+    """(display table, tidy long table) of several analysed run directories; ``marks``: in a row whose
+    highest and lowest means differ by :func:`between_runs`'s test, the highest bold and the lowest
+    underlined (thesis 000:1186)."""
+    display, tidy, _ = comparison_tables(run_dirs, marks=marks)
+    return display, tidy
+
+
+def comparison_tables(
+    run_dirs: list[Path], *, marks: bool = True
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(display table, tidy long table, :func:`between_runs` table) of several analysed run directories."""
     if not run_dirs:
         raise LlmpsychError("give at least one run directory")
     unique_labels = run_labels(run_dirs)
@@ -224,6 +359,10 @@ def comparison_frames(run_dirs: list[Path], *, marks: bool = True) -> tuple[pd.D
         if norms_parts
         else pd.DataFrame(columns=["scale", "subscale", "group", "mean", "sd", "n"])
     )
+    between = between_runs(tidy, labels, run_dirs)
+    different = {
+        (r.scale, r.subscale) for r in between.itertuples() if r.significant
+    }  # rows where a test backs the marks
     rows: list[dict[str, Any]] = []
     keys = list(dict.fromkeys(zip(tidy["scale"], tidy["subscale"], strict=True)))
     for scale, subscale in keys:
@@ -235,7 +374,7 @@ def comparison_frames(run_dirs: list[Path], *, marks: bool = True) -> tuple[pd.D
                 "–" if hit.empty else format_mean_sd(float(hit.iloc[0]["mean"]), float(hit.iloc[0]["sd"]))
             )
             means.append(None if hit.empty else round(float(hit.iloc[0]["mean"]), 1))  # as printed
-        if marks:
+        if marks and (scale, subscale) in different:
             for i, mark in extremes(means).items():
                 row[labels[i]] = marked(row[labels[i]], mark)
         row["Crowd"] = crowd_text(norms, scale, subscale)
@@ -255,7 +394,7 @@ def comparison_frames(run_dirs: list[Path], *, marks: bool = True) -> tuple[pd.D
                 conclusion[label] = "–" if cell is None else (cell[0] if shared else f"{cell[0]} ({cell[1]})")
             conclusion["Crowd"] = "–"
             rows.append(conclusion)
-    return pd.DataFrame(rows), tidy
+    return pd.DataFrame(rows), tidy, between
 
 
 def comparison_charts(tidy: pd.DataFrame, norms: pd.DataFrame, out_dir: Path) -> list[Path]:
@@ -290,12 +429,14 @@ def comparison_charts(tidy: pd.DataFrame, norms: pd.DataFrame, out_dir: Path) ->
 
 def write_comparison(run_dirs: list[Path], out_dir: Path, *, marks: bool = True) -> list[Path]:
     """Write ``comparison.md``/``.html``, tidy ``comparison.csv`` (``.parquet``) and a chart per scale."""
-    display, tidy = comparison_frames(run_dirs, marks=marks)
+    display, tidy, between = comparison_tables(run_dirs, marks=marks)
     output_dir(out_dir)
     models = dict(zip(map(Path, tidy["run_dir"]), tidy["model"], strict=True))
     quality = comparison_quality(models)
     quality_tables = [("comparison_quality", quality)] if not quality.empty else []
-    outputs, parquet_note = write_tables([("comparison", tidy), *quality_tables], out_dir)
+    outputs, parquet_note = write_tables(
+        [("comparison", tidy), ("comparison_between", between), *quality_tables], out_dir
+    )
     norms_parts = [
         checked_csv(d / "norms.csv", _NORMS, ("mean", "sd", "n"))
         for d in run_dirs
@@ -323,13 +464,20 @@ def write_comparison(run_dirs: list[Path], out_dir: Path, *, marks: bool = True)
             "fell in each class, in the order given (U = Undifferentiated, M = Masculine, F = Feminine, "
             "A = Androgynous)."
             + (
-                " In each row the highest mean is **bold** and the lowest <ins>underlined</ins>, as the "
-                "thesis prints its tables (means compared as printed; the crowd is not ranked)."
+                " The thesis marks every row's highest mean bold and its lowest underlined; here a row is "
+                'marked (**bold**, <ins>underlined</ins>) only where the test in "Between runs" finds those '
+                "two runs different, and a row without marks has no such finding (the crowd is not ranked)."
                 if marks
                 else ""
             )
             + "\n\n"
             + table(display),
+        ),
+        (
+            "Between runs",
+            BETWEEN_EXPLAINED
+            + "\n\n"
+            + (table(between_view(between)) if not between.empty else "No row has a mean in two runs."),
         ),
         (
             "Settings",

@@ -8,6 +8,7 @@ Any text with more than one word is taken as a custom persona prompt.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from ..errors import ConfigError
@@ -41,12 +42,28 @@ PERSONAS: dict[str, str | None] = {
 }
 
 
+#: Words of a custom persona's text shown in its label.
+CUSTOM_WORDS = 5
+
+
 @dataclass(frozen=True)
 class Persona:
     """A resolved persona: its name (a built-in name or ``custom``) and its prompt (``None``: no role)."""
 
     name: str
     text: str | None
+
+    @property
+    def label(self) -> str:
+        """How reports and tables name it: the built-in name, or for a custom prompt its first words and
+        the first 8 hex digits of its sha256 (``custom "You are a very anxious…" #1a2b3c4d``), so two
+        custom personas never share a label."""
+        if self.name != "custom" or not self.text:
+            return self.name
+        words = self.text.split()
+        head = " ".join(words[:CUSTOM_WORDS]) + ("…" if len(words) > CUSTOM_WORDS else "")
+        digest = hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:8]
+        return f'custom "{head}" #{digest}'
 
     def system_prompt(self, scale_system_prompt: str | None) -> str | None:
         """The persona followed by the scale's own system prompt (either may be absent)."""
@@ -67,3 +84,14 @@ def resolve_persona(value: str | None) -> Persona:
             f"use one of {', '.join(PERSONAS)}, or give the role prompt itself as text",
         )
     return Persona("custom", value.strip())
+
+
+def persona_label(value: object) -> str:
+    """The :attr:`Persona.label` of a stored ``persona`` option (None or blank: ``default``; a value no
+    persona accepts, from an edited store: ``unknown "<text>"``, never an error here)."""
+    if value is not None and not isinstance(value, str):
+        return f'unknown "{str(value)[:40]}"'
+    try:
+        return resolve_persona(value).label
+    except ConfigError:
+        return f'unknown "{str(value)[:40]}"'

@@ -19,6 +19,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from ..errors import ConfigError
 from ..instruments.administration import administer, item_block
 from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFileRecord
@@ -35,8 +37,14 @@ from ..userfiles import read_bytes
 from .cipher import CipherContext
 from .logprob import read_item
 from .options import PsychoBenchOptions, PsychoBenchResult
-from .personas import Persona, resolve_persona
+from .personas import Persona, persona_label, resolve_persona
 from .variants import UserPrompt, fill, level_texts, system_prompt, template_body, template_files, with_cot
+
+
+def _with_persona(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
+    """The run's persona (:func:`~.personas.persona_label`, from its stored config) on every score row, so
+    :func:`llmpsych.load_runs` keeps two runs of one model that differ in persona apart."""
+    return table.assign(persona=persona_label((record.config.options or {}).get("persona")))
 
 
 class PsychoBenchTask(Task[PsychoBenchOptions]):
@@ -45,7 +53,16 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
     name = "psychobench"
     Options = PsychoBenchOptions
     Result = PsychoBenchResult
-    score_tables = (ScoreTable("scores.csv", group="scale", repeat="run", measure="subscale"),)
+    score_tables = (
+        ScoreTable(
+            "scores.csv",
+            group="scale",
+            repeat="run",
+            measure="subscale",
+            factors=("persona",),
+            prepare=_with_persona,
+        ),
+    )
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

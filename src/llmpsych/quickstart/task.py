@@ -12,6 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..instruments.administration import AdministrationResult, administer
+from ..instruments.quality import ARTEFACT_SHARE, Agreement, agreement, raw_matrix
 from ..models.chat_context import ChatContext
 from ..models.types import CallParams, GenerationParams
 from ..report.files import atomic_write_text, write_csv
@@ -24,6 +25,8 @@ from .demo_scale import REASK, demo_scale
 
 #: The work unit of the short game.
 GAME_UNIT = "game-guessing"
+#: The questionnaire's result as the console prints it: subscale means and the acquiescence check.
+QUESTIONNAIRE_FILE = "questionnaire.json"
 
 
 class QuickstartOptions(BaseModel):
@@ -205,6 +208,8 @@ class QuickstartTask(Task[QuickstartOptions]):
             if not summary.empty
             else None
         )
+        leaning = agreement(scale, raw_matrix(scale, answers.assign(scale=scale.name)))
+        warning = leaning.warning(scale.subscale_names)
         n_done = len(score_rows)
         latency = float(calls.frame()["latency_s"].fillna(0).sum()) / max(1, len(calls))
         model = manifest.get("config", {}).get("model", "?")
@@ -222,12 +227,17 @@ class QuickstartTask(Task[QuickstartOptions]):
         )
         sections = [
             ("What was measured", measured),
-            ("Scores (mean ± sd over runs, ddof = 1)", table(summary)),
+            (
+                "Scores (mean ± sd over runs, ddof = 1)",
+                (f"**{warning}**\n\n" if warning else "") + table(summary),
+            ),
+            ("Acquiescence", acquiescence_text(leaning, warning)),
             ("Valid answers", valid),
             ("Per run", table(scores)),
             (
                 "Files",
                 "answers.csv (one row per run and item), scores.csv (one row per run), "
+                f"{QUESTIONNAIRE_FILE} (the subscale means and the acquiescence counts as printed), "
                 "run.sqlite (every request and answer); `llmpsych export` writes the transcripts.",
             ),
         ]
@@ -247,7 +257,34 @@ class QuickstartTask(Task[QuickstartOptions]):
         )
         atomic_write_text(run_dir / "summary.json", json.dumps(summary.to_dict(orient="records"), indent=1))
         outputs.append(run_dir / "summary.json")
+        result = {
+            "scale": scale.name,
+            "subscales": json.loads(summary.to_json(orient="records")) if not summary.empty else [],
+            "acquiescence": leaning.to_json(),
+            "acquiescence_line": leaning.line(),
+            "warning": warning,
+        }
+        atomic_write_text(run_dir / QUESTIONNAIRE_FILE, json.dumps(result, indent=1))
+        outputs.append(run_dir / QUESTIONNAIRE_FILE)
         return outputs
+
+
+def acquiescence_text(leaning: Agreement, warning: str) -> str:
+    """The report's acquiescence section: the counts, the rule, and what the scores mean."""
+    return (
+        f"{leaning.line()}\n\n"
+        + (
+            f"**{warning}**\n\n"
+            if warning
+            else "By the rule below the answers are not an acquiescence artefact. "
+        )
+        + f"Rule: the profile is called an acquiescence artefact when at least {ARTEFACT_SHARE:.0%} of the "
+        f"answers to the forward-keyed statements and at least {ARTEFACT_SHARE:.0%} of the answers to the "
+        "reverse-keyed ones (which say the opposite) lie on the same side of the midpoint (agree, or "
+        "disagree). Even without an artefact the "
+        "demonstration scale is unvalidated and has no human norms: its scores show the pipeline working, "
+        "not a trait of the model."
+    )
 
 
 def _summary(scores: pd.DataFrame, subscales: tuple[str, ...]) -> pd.DataFrame:
@@ -321,17 +358,40 @@ def choices_plot(result: dict[str, Any], path: Path) -> Path | None:
     )
 
 
-def console_lines(run_dir: Path) -> list[str]:
-    """What ``llmpsych quickstart`` prints about the short game (nothing when it was not played)."""
-    path = run_dir / "game.json"
+def questionnaire_lines(run_dir: Path) -> list[str]:
+    """What ``llmpsych quickstart`` prints about the questionnaire: the subscale means with n, the
+    acquiescence line and, when the rule finds one, the artefact warning (nothing before analysis)."""
+    path = run_dir / QUESTIONNAIRE_FILE
     if not path.is_file():
         return []
+    result = json.loads(path.read_text(encoding="utf-8"))
+    parts = []
+    for row in result["subscales"]:
+        mean, sd = row.get("mean"), row.get("sd")
+        value = "no score" if mean is None else f"{mean:.2f}" + ("" if sd is None else f" ± {sd:.2f}")
+        parts.append(f"{row['subscale']} {value} (n = {row['n']})")
+    lines = [
+        "Demonstration scale (unvalidated, no human norms), mean ± sd over runs: " + ", ".join(parts),
+        result["acquiescence_line"],
+    ]
+    if result["warning"]:
+        lines.append(result["warning"])
+    return lines
+
+
+def console_lines(run_dir: Path) -> list[str]:
+    """What ``llmpsych quickstart`` prints after its summary: the questionnaire's result
+    (:func:`questionnaire_lines`), then the short game's (nothing when it was not played)."""
+    lines = questionnaire_lines(run_dir)
+    path = run_dir / "game.json"
+    if not path.is_file():
+        return lines
     game = json.loads(path.read_text(encoding="utf-8"))
     score = "not computable" if game["score"] is None else f"{game['score']:.1f} / 100"
-    lines = [
+    lines.append(
         f"Guess 2/3 of the Average, {game['players']} seats x {game['rounds']} rounds: score {score} "
         f"(mean choice {game['mean_choice']:.1f}; the equilibrium is 0)"
-    ]
+    )
     if game.get("plot"):
         lines.append(f"Plot: {game['plot']}")
     return lines

@@ -262,6 +262,7 @@ def start_run(
     _announce_code(config)
     task = task_class(config.task)(config)
     created = not run_dir.exists()
+    parents = [p for p in run_dir.parents if not p.exists()]  # made by mkdir below (llmpsych-runs/)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -278,6 +279,9 @@ def start_run(
             # half-made run behind, so the corrected command can reuse the same --out.
             if created and _nothing_registered(run_dir):
                 shutil.rmtree(run_dir, ignore_errors=True)
+                for parent in parents:  # innermost first; a folder something else wrote into stays
+                    with suppress(OSError):
+                        parent.rmdir()
             raise
 
 

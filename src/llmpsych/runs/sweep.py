@@ -94,7 +94,9 @@ def run_sweep(
     """Start or resume every planned run under ``out`` (the module's rule), in order; returns the outcomes.
 
     Every folder is checked before the first run starts, so a sweep that would meet a different run in its
-    third folder is refused before it sends anything. ``out/sweep.json`` lists the planned runs. With the
+    third folder is refused before it sends anything; every run still to start builds its task first (the
+    task reads its data and checks its options, e.g. a mistyped scale name), so such an error is one line
+    and leaves no folder behind. ``out/sweep.json`` lists the planned runs. With the
     Ray executor and more than one run, the runs are Ray tasks (:func:`~llmpsych.runs.ray_sweep.run_on_ray`);
     ``on_outcome`` is still called here, in plan order.
     """
@@ -107,6 +109,8 @@ def run_sweep(
         if (run_dir / STORE_FILE).is_file():
             with RunStore.in_dir(run_dir) as store:
                 _refuse_other(run_dir, store.get_meta("config") or {}, run.config.stored())
+        else:
+            task_class(run.config.task)(run.config)  # as start_run does, before anything is written
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(
         out / SWEEP_FILE,
