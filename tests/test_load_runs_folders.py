@@ -74,7 +74,7 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=validity_answers) as server:
         _invoke(
             "psychobench", "validity", "-m", MODEL, "--judge", "openai-compatible/judge",
-            "--personas", "default", "--runs", 1, "--data-dir", data,
+            "--personas", "default", "--runs", 1, "--data-dir", data, "--trust-unpinned",
             "--base-url", server.base_url, *quiet, "--out", out / "validity",
         )  # fmt: skip
     return out

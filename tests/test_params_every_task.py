@@ -115,13 +115,13 @@ def _cases(
         "mas": ("mas", {"dataset": "ciar", "items": 1, "system": "mad"}, ScriptedCollaborator({}), seed),
         "validity": (
             "validity",
-            {"personas": ["default"], "runs": 1},
+            {"personas": ["default"], "runs": 1, "trust_unpinned": True},
             validity_answers,
             {"data_dir": str(data), "judge": True},
         ),
         "validity-role": (
             "validity",
-            {"personas": ["default"], "runs": 1},
+            {"personas": ["default"], "runs": 1, "trust_unpinned": True},
             validity_answers,
             {"data_dir": str(data), "judge": {"temperature": 0.5, "max_tokens": 20}},
         ),

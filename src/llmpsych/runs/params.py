@@ -128,7 +128,8 @@ class ParamsReport:
                 of = f" ({counted} of {self.calls} calls)" if counted < self.calls else ""
                 parts.append(f"{name}={value}{of}")
             else:
-                shown = ", ".join(f"{v} ({n} calls)" for v, n in values.most_common())
+                ranked = sorted(values.items(), key=lambda kv: (-kv[1], kv[0]))  # ties: by value, not arrival
+                shown = ", ".join(f"{v} ({n} calls)" for v, n in ranked)
                 parts.append(f"{name}={shown}")
         return "; ".join(parts)
 

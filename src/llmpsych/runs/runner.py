@@ -351,7 +351,7 @@ def resume_run(
             progress = show_progress if show_progress is not None else shown is not False
             _announce_code(config)
             task = task_class(config.task)(config)
-            if base_url is None and (complete := _already_analysed(store, run_dir)) is not None:
+            if base_url is None and (complete := _already_analysed(task, store, run_dir)) is not None:
                 store.close()
                 notice(
                     f"the run in {run_dir} is already complete ({complete.skipped} of {complete.total} units "
@@ -376,9 +376,10 @@ def _analysis_state(store: RunStore) -> dict[str, Any]:
     return {"version": __version__, "units": store.unit_counts(), "calls": store.call_count()}
 
 
-def _already_analysed(store: RunStore, run_dir: Path) -> RunSummary | None:
+def _already_analysed(task: Task[Any], store: RunStore, run_dir: Path) -> RunSummary | None:
     """A summary of a complete run whose outputs were written from exactly this store by this version of
-    llmpsych and are all still there; None when anything is left to ask or to write.
+    llmpsych and are all still there, and whose task still expands into the stored units (data changed
+    since: None, and the ordinary path refuses it); None when anything is left to ask or to write.
 
     Before, ``--resume`` of a finished run re-opened its models and re-wrote every table, plot and report
     without a word (73 s for an embedded-model PsychoBench run)."""
@@ -393,6 +394,8 @@ def _already_analysed(store: RunStore, run_dir: Path) -> RunSummary | None:
     if {k: v for k, v in recorded.items() if k != "outputs"} != _analysis_state(store):
         return None
     if not all((run_dir / name).is_file() for name in outputs):
+        return None
+    if {row.unit_id for row in store.units()} != {unit.unit_id for unit in task.units()}:
         return None
     return RunSummary(total=total, skipped=total)
 
