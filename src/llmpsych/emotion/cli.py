@@ -481,6 +481,7 @@ def compare(
     Every column must be scored the same way (all published or all corrected), else the command
     refuses: a run directory keeps the scoring it was run with; released CSVs are re-scored like the run
     directories (published when there are none), or as --published/--corrected says."""
+    from ..runs.settings import LANGUAGE, labels_by_settings, stored_config
     from .rescore import scale_for_file, score_released, summary_published
     from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
@@ -505,6 +506,8 @@ def compare(
         published = run_scorings.pop() if len(run_scorings) == 1 else True
     languages = {source: _summary_language(source, summaries.get(source)) for source in sources}
     by_language = len(set(languages.values())) > 1  # columns say their language when the runs differ
+    configs = {source: stored_config(source) for source in sources}
+    results: list[tuple[Path, dict[str, Any], str, str]] = []
     for source in sources:
         if source in summaries:
             result = summaries[source]
@@ -514,7 +517,13 @@ def compare(
             scales = load_emotionbench_scales(data_dir)
             result = score_released(source, scale_for_file(source, scales, scale), published=published)
             model, where = str(result.get("model") or source.stem), ""
-        name = f"{model} · {languages[source]}" if by_language else model
+        results.append((source, result, model, where))
+    named, _ = labels_by_settings(  # and every other setting the runs differ in (a column is one source)
+        [f"{m} · {languages[s]}" if by_language else m for s, _, m, _ in results],
+        [configs[s] for s, _, _, _ in results],
+        ignore=[LANGUAGE],
+    )
+    for (source, result, _, where), name in zip(results, named, strict=True):
         label = f"{name} ({where})" if where else name
         if label in columns:  # two runs of one model in folders of one name: never merged or overwritten
             label = f"{name} ({source})"

@@ -607,17 +607,26 @@ def leaderboard_cmd(
     ] = None,
     scoring: ScoringOpt = "thesis",
     published: kit.PublishedOpt = False,
+    pool_settings: kit.PoolSettingsOpt = False,
 ) -> None:
-    """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
+    """Leaderboard across gamabench runs: per model and setting, each game's mean ± SD over runs and the
+    overall."""
     from ..report.markdown import table as md_table
-    from .leaderboard import leaderboard, leaderboard_frame, left_out_frame, left_out_notes, write_leaderboard
+    from .leaderboard import (
+        leaderboard,
+        leaderboard_frame,
+        left_out_frame,
+        left_out_notes,
+        pooled_settings,
+        write_leaderboard,
+    )
     from .score_logs import to_json
     from .scoring import VERSIONS
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     published = published is True
-    scores, infos = leaderboard(run_dirs, version=scoring, published=published)
+    scores, infos = leaderboard(run_dirs, version=scoring, published=published, pool_settings=pool_settings)
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
         raise LlmpsychError(
@@ -630,10 +639,15 @@ def leaderboard_cmd(
             err.print(f"note: {escape(s.note)}")
     for note in left_out_notes(left_out, limit=20):
         err.print(f"note: {escape(note)}")
+    pooled = pooled_settings(infos)
     if as_json:
+        for note in pooled:
+            err.print(f"note: {escape(note)}")
         echo(json.dumps(to_json(scores), indent=2))
     else:
         echo(md_table(leaderboard_frame(scores, left_out=left_out)))
+        for note in pooled:  # under the table it qualifies
+            echo(f"note: {note}")
     rules = "published Pirate/Diner rules" if published else "llmpsych's corrected Pirate/Diner rules"
     for path in write_leaderboard(
         scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"

@@ -3,7 +3,8 @@
 Each run folder is read once, read-only (:func:`~llmpsych.runs.read_run`); nothing is re-run. For every game
 the runs played, the per-round series the game declares for its own plot (``plot_points``: the group mean,
 the target, attendance, the mean bid, ...; single players' points, marks and reference lines are left out)
-are averaged over that folder's games, and drawn one line per folder, labelled by model and setting. The
+are averaged over that folder's games, and drawn one line per folder (never pooled), labelled by model
+and setting: every setting the folders differ in is named (:mod:`llmpsych.runs.settings`). The
 value axes start at zero (:func:`~llmpsych.report.charts.value_axis`). ``overlay.csv`` holds every point
 drawn, so a figure can be checked without looking at pixels.
 """
@@ -52,18 +53,23 @@ def setting_label(record: RunRecord) -> str:
     return ", ".join(parts) or "default"
 
 
-def _labels(records: Sequence[RunRecord]) -> list[str]:
-    """``model | setting`` per run (``model · de | setting`` when the runs differ in language), the folder
-    name added to a label met twice."""
-    from ..runs.languages import language_key
-    from .leaderboard import run_language
+def _shown_by_setting_label(key: str) -> bool:
+    """Whether :func:`setting_label` already names this setting (of :mod:`llmpsych.runs.settings`)."""
+    return key in {"temperature", "template_set", *_SETTING_KEYS} or key.split(".")[0] in registry.names()
 
-    languages = [run_language(r.config.options) for r in records]
-    differ = len({language_key(lang) for lang in languages}) > 1
-    labels = [
-        f"{r.config.model}{f' · {lang}' if differ else ''} | {setting_label(r)}"
-        for r, lang in zip(records, languages, strict=True)
-    ]
+
+def _labels(records: Sequence[RunRecord]) -> list[str]:
+    """``model | setting`` per run, with every other setting the runs differ in (``model · de |
+    setting``, ``model · top_p 0.5 | setting``; :func:`~llmpsych.runs.settings.labels_by_settings`), the
+    folder name added to a label met twice."""
+    from ..runs.settings import config_settings, labels_by_settings
+
+    configs = [dict(r.meta.get("config") or {}) for r in records]
+    keys = {k for c in configs for k in config_settings(c)}
+    names, _ = labels_by_settings(
+        [r.config.model for r in records], configs, ignore=[k for k in keys if _shown_by_setting_label(k)]
+    )
+    labels = [f"{name} | {setting_label(r)}" for name, r in zip(names, records, strict=True)]
     return [
         f"{label} ({r.run_dir.name})" if labels.count(label) > 1 else label
         for label, r in zip(labels, records, strict=True)
