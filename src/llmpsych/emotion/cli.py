@@ -68,6 +68,8 @@ def rescore(
         f"{_scoring_label(published)}, alpha {alpha}"
     )
     echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
+    for line in missing_lines(result):
+        console.print(line, markup=False)
     if result["invalid_runs"]:
         console.print(
             f"invalid runs left out: {result['invalid_runs']} ({result['invalid_reasons']})", markup=False
@@ -547,6 +549,11 @@ def compare(
         panas = load_emotionbench_scales(data_dir)["PANAS"]
         columns["Crowd"] = human_as_result(human_table(load_crowd(crowd_path(data_dir), panas), panas))
     text = markdown(paper_table(columns, _factor_names(data_dir), with_n=False))
+    gaps = [f"{label}: {line.strip()}" for label, r in columns.items() for line in missing_lines(r)[1:]]
+    if gaps:  # a released file with parts removed is never compared as if it were whole
+        text += "\n\nMissing from the released design (these columns average fewer runs):\n\n" + "\n".join(
+            f"- {gap}" for gap in gaps
+        )
     if out is not None:
         from ..report.files import atomic_write_text
         from .report import heatmap
@@ -568,6 +575,17 @@ def compare(
         )
     else:
         echo(text)
+
+
+def missing_lines(result: dict[str, Any]) -> list[str]:
+    """Under a released file's table: what of the released design it lacks, with the n it has."""
+    gaps = result.get("missing") or []
+    if not gaps:
+        return []
+    return [
+        f"missing from the released design ({len(gaps)} part(s); the n shown are what the file has):",
+        *(f"  {gap}" for gap in gaps),
+    ]
 
 
 def _summary_language(source: Path, summary: dict[str, Any] | None) -> str:
