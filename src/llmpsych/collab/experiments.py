@@ -152,10 +152,22 @@ def _metric_name(label: str | None, option: str | None) -> str:
 
 
 #: Options that are columns of the comparison's tables: named there, so never added to the model's label.
-_COLUMN_OPTIONS = ("system", "dataset", "fault", "p_m", "p_e", "error_type", "defence", "distraction", "metric")
+_COLUMN_OPTIONS = (
+    "system",
+    "dataset",
+    "fault",
+    "p_m",
+    "p_e",
+    "error_type",
+    "defence",
+    "distraction",
+    "metric",
+)
 
 
-def settings_labels(frame: pd.DataFrame, run_dirs: list[Path], pool: bool = False) -> tuple[list[str], list[str]]:
+def settings_labels(
+    frame: pd.DataFrame, run_dirs: list[Path], pool: bool = False
+) -> tuple[list[str], list[str]]:
     """Each row's model, with every other setting the runs differ in (``gpt-4o · temperature 0.7``:
     :func:`~llmpsych.runs.settings.labels_by_settings`), so that no table pools two settings; with
     ``pool`` the models as they are, and the lines that say what each pools."""

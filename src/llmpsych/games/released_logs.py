@@ -50,8 +50,8 @@ from .scoring import (
     RunSummary,
     ScoringVersion,
     leaderboard_row,
-    summarize,
     score,
+    summarize,
 )
 
 DATASET = "GAMABench"

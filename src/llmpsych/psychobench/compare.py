@@ -36,7 +36,7 @@ from ..report.html import write_html
 from ..report.markdown import table, write_report
 from ..report.marks import extremes, marked
 from ..report.tables import write_tables
-from ..runs.store import STORE_FILE, RunStore
+from ..runs.store import STORE_FILE
 from ..stats import format_mean_sd
 from . import bsri as bsri_mod
 from .variants import label as variant_label

@@ -171,7 +171,9 @@ def missing_lines(result: Reanalysis) -> list[str]:
         )
     gaps = list(result.settings.get("missing") or [])
     if gaps:
-        lines.append(f"missing from the released design ({len(gaps) - 1} part(s)); the n shown are what is there:")
+        lines.append(
+            f"missing from the released design ({len(gaps) - 1} part(s)); the n shown are what is there:"
+        )
         lines += [f"  {gap}" for gap in gaps]
     return lines
 

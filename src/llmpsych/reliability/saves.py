@@ -49,7 +49,9 @@ class ReleasedSave:
         grid save: save.json's 2,500). A level with fewer points than that asks for is named with the
         points it has (``language Ko: 0 of 250 data points``), then the total; levels ``meta`` does not
         list are named too."""
-        design = [f for f in (*FACTORS, "append_label") if isinstance(self.meta.get(f), list) and self.meta[f]]
+        design = [
+            f for f in (*FACTORS, "append_label") if isinstance(self.meta.get(f), list) and self.meta[f]
+        ]
         design = [f for f in design if f in self.frame]
         if not design:
             return []
