@@ -174,3 +174,50 @@ def test_mas_compare_keeps_a_model_per_setting(tmp_path: Path) -> None:
     report = (tmp_path / "pooled" / "comparison.md").read_text(encoding="utf-8")
     assert "- gpt-x: 3 run folders pooled across settings (--pool-settings): temperature not set, 1" in report
     assert load_summaries(dirs[:2])["model"].tolist() == ["gpt-x", "gpt-x"]  # one setting: as before
+
+
+def _stored(run_dir: Path, config: dict[str, Any]) -> Path:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with RunStore.in_dir(run_dir, create=True) as store:
+        store.set_meta("config", config)
+    return run_dir
+
+
+def test_psychobench_compare_columns_name_a_setting_they_differ_in(tmp_path: Path) -> None:
+    from llmpsych.psychobench.compare import comparison_frames, settings_frame
+    from llmpsych.psychobench.compare import run_labels as psychobench_labels
+
+    dirs = []
+    for name, params in (("a", {}), ("b", {"top_p": 0.5})):
+        run_dir = _stored(tmp_path / name, {"task": "psychobench", "model": "m", "params": params})
+        frame = pd.DataFrame([{"scale": "S", "subscale": "x", "runs": 3, "n": 3, "mean": 2.0, "sd": 0.5}])
+        frame.to_csv(run_dir / "summary.csv", index=False)
+        dirs.append(run_dir)
+    # before: "m" and "m (b)", top_p never named
+    assert psychobench_labels(dirs) == ["m · top_p not set", "m · top_p 0.5"]
+    display, _ = comparison_frames(dirs)
+    assert "m · top_p 0.5" in display.columns
+    assert settings_frame(dirs, psychobench_labels(dirs))["top_p"].tolist() == ["not set", "0.5"]
+
+
+def test_emotionbench_compare_columns_name_a_setting_they_differ_in(seed_data: Path, tmp_path: Path) -> None:
+    from llmpsych.emotion.cli import app as emotion_app
+    from llmpsych.emotion.rescore import score_released
+    from llmpsych.emotion.scales import load_scales
+
+    scale = load_scales(seed_data)["FSS"]
+    summary = score_released(seed_data / FSS, scale) | {"model": "m", "language": "en"}
+    dirs = []
+    for name, params in (("a", {}), ("b", {"temperature": 0.9})):
+        config = {"task": "emotionbench", "model": "m", "params": params, "options": {"scale": "FSS"}}
+        run_dir = _stored(tmp_path / name / "run", config)
+        (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+        dirs.append(run_dir)
+    args = ["compare", *map(str, dirs), "--no-humans", "--data-dir", str(seed_data)]
+    result = CliRunner().invoke(emotion_app, args)
+    assert result.exit_code == 0, result.output
+    # before: "m (run)" and "m (<folder>)", the temperature never named
+    assert "m · temperature not set (run)" in result.output and "m · temperature 0.9 (run)" in result.output
+
+
+FSS = "EmotionBench/results/Challenging_Bench/gpt-3.5-turbo-FSS-testing.csv"
