@@ -13,7 +13,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from llmpsych.emotion.cli import app as emotion_app
-from llmpsych.emotion.rescore import score_released
+from llmpsych.emotion.released import infer_scale, read_released_runs
+from llmpsych.emotion.rescore import design_gaps, score_released
 from llmpsych.emotion.scales import load_scales
 from llmpsych.games.cli import app as games_app
 from llmpsych.games.released_logs import released_gaps
@@ -55,7 +56,9 @@ def test_an_emotionbench_file_without_a_factor_names_it_with_the_n_used(
     ]
     compared = CliRunner().invoke(emotion_app, ["compare", str(cut), "--data-dir", str(seed_data)])
     assert compared.exit_code == 0 and "- gpt-3.5-turbo: factor Fear-3: 0 of 50 runs" in compared.output
-    assert score_released(seed_data / FSS, scale)["missing"] == []  # the released file is whole
+    scales = load_scales(seed_data)
+    for path in sorted((seed_data / "EmotionBench" / "results").rglob("*-testing.csv")):  # all are whole
+        assert design_gaps(scales[str(infer_scale(path))], read_released_runs(path)) == [], path.name
 
 
 def test_a_reliability_save_without_a_level_names_it_with_the_n_used(seed_data: Path, tmp_path: Path) -> None:

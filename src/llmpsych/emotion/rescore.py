@@ -96,7 +96,8 @@ def design_gaps(scale: Scale, runs: Sequence[ReleasedRun]) -> list[str]:
     The design is the authors' grid: every factor of the scale's emotion (all 36 factors for PANAS,
     :data:`~llmpsych.emotion.situations.EXPECTED_COUNTS`), each with its first
     :data:`RELEASED_SITUATIONS` situations (or all, if fewer), each run as many times as the file's
-    runs are (its largest ``test`` number + 1), and that many default runs. A factor, a situation or a
+    evoked runs are (their largest ``test`` number + 1), and as many default runs as the default runs'
+    largest ``test`` number + 1. A factor, a situation or a
     run the file does not have is named with the runs it has, e.g. ``factor Anger-3: 0 of 50 runs``;
     the table's n are then smaller than the design's."""
     from .situations import EMOTIONS, EXPECTED_COUNTS, factor_id
@@ -104,14 +105,17 @@ def design_gaps(scale: Scale, runs: Sequence[ReleasedRun]) -> list[str]:
 
     if not runs:
         return []
-    tests = max(r.test for r in runs) + 1
+    # runs per situation, and default runs, as many as the file's largest test number says (the released
+    # PANAS file has 50 default runs and 10 per situation)
+    tests = max((r.test for r in runs if r.group != "default"), default=-1) + 1
+    default_tests = max((r.test for r in runs if r.group == "default"), default=-1) + 1
     emotion = SCALE_EMOTION.get(scale.name)
     emotions = [emotion] if emotion else list(EMOTIONS)
     have: Counter[tuple[str, int | None]] = Counter((r.group, r.situation) for r in runs)
     gaps = []
     defaults = have[("default", None)]
-    if defaults < tests:
-        gaps.append(f"default: {defaults} of {tests} runs")
+    if defaults < default_tests:
+        gaps.append(f"default: {defaults} of {default_tests} runs")
     for name in emotions:
         for k, count in enumerate(EXPECTED_COUNTS[name], start=1):
             factor = factor_id(name, k)

@@ -144,7 +144,7 @@ def run_labels(run_dirs: list[Path]) -> list[str]:
 
 def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
     """One row per run: its label in the tables and the settings that tell the runs apart."""
-    from ..runs.settings import NOT_SET
+    from ..runs.settings import setting_value
 
     rows = []
     languages = run_languages(run_dirs)
@@ -162,7 +162,7 @@ def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
                 "persona": s["persona"] if len(s["persona"]) <= 24 else s["persona"][:21] + "...",
                 "cipher": "yes" if s["cipher"] else "no",
                 **({"language": languages[k]} if languages else {}),
-                **{key: settings[k].get(key, NOT_SET) for key in keys},
+                **{key: setting_value(key, settings[k]) for key in keys},
             }
         )
     return pd.DataFrame(rows)

@@ -167,9 +167,15 @@ def _short(value: str) -> str:
     return "…" + flat[-(VALUE_CHARS - 1) :] if "/" in flat else flat[: VALUE_CHARS - 1] + "…"
 
 
+def setting_value(key: str, settings: Mapping[str, str]) -> str:
+    """One setting's value as a table cell shows it: on one line, at most ``VALUE_CHARS`` characters,
+    ``not set`` when the run does not have it."""
+    return _short(settings.get(key, NOT_SET))
+
+
 def setting_text(key: str, settings: Mapping[str, str]) -> str:
     """One setting as a label shows it: ``temperature 0.7``; the language as its value alone."""
-    value = _short(settings.get(key, NOT_SET))
+    value = setting_value(key, settings)
     return value if key == LANGUAGE else f"{key} {value}"
 
 
@@ -236,6 +242,7 @@ __all__ = [
     "labels_by_settings",
     "pooled_notes",
     "setting_text",
+    "setting_value",
     "settings_label",
     "stored_config",
 ]
