@@ -128,13 +128,21 @@ def test_a_stored_file_is_named_by_name_and_checksum_never_by_its_texts() -> Non
     assert "SECRET" not in json.dumps(settings)
 
 
-def _mas_run(root: Path, name: str, fault: str, score: float, params: dict[str, Any]) -> Path:
+def _mas_run(
+    root: Path,
+    name: str,
+    fault: str,
+    score: float,
+    params: dict[str, Any],
+    system: str = "camel",
+    **extra: Any,
+) -> Path:
     run_dir = root / name
     run_dir.mkdir(parents=True)
-    options = {"system": "camel", "dataset": "humaneval", "fault": fault}
+    options = {"system": system, "dataset": "humaneval", "fault": fault, **extra}
     summary = {
-        "system": "camel",
-        "structure": "flat",
+        "system": system,
+        "structure": {"camel": "flat", "mad": "hierarchical"}[system],
         "dataset": "humaneval",
         "metric": METRIC_LABEL["code"],
         "model": "gpt-x",
@@ -174,6 +182,23 @@ def test_mas_compare_keeps_a_model_per_setting(tmp_path: Path) -> None:
     report = (tmp_path / "pooled" / "comparison.md").read_text(encoding="utf-8")
     assert "- gpt-x: 3 run folders pooled across settings (--pool-settings): temperature not set, 1" in report
     assert load_summaries(dirs[:2])["model"].tolist() == ["gpt-x", "gpt-x"]  # one setting: as before
+
+
+def test_a_setting_that_goes_with_the_system_does_not_split_a_model(tmp_path: Path) -> None:
+    dirs = [  # Camel limited in messages, MAD in rounds (as the embedded-model test runs them)
+        _mas_run(tmp_path, "camel-clean", "none", 60.0, {}, max_messages=2),
+        _mas_run(tmp_path, "camel-faulty", "autoinject", 40.0, {}, max_messages=2),
+        _mas_run(tmp_path, "mad-clean", "none", 50.0, {}, system="mad", max_rounds=1),
+        _mas_run(tmp_path, "mad-faulty", "autoinject", 30.0, {}, system="mad", max_rounds=1),
+    ]
+    assert load_summaries(dirs)["model"].tolist() == ["gpt-x"] * 4
+    dirs.append(_mas_run(tmp_path, "mad-rounds", "none", 20.0, {}, system="mad", max_rounds=3))
+    models = load_summaries(dirs)["model"].tolist()  # now MAD's runs differ among themselves
+    assert models[:2] == ["gpt-x · max_rounds none"] * 2 and models[2:] == [
+        "gpt-x · max_rounds 1",
+        "gpt-x · max_rounds 1",
+        "gpt-x · max_rounds 3",
+    ]
 
 
 def _stored(run_dir: Path, config: dict[str, Any]) -> Path:

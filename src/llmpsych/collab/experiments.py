@@ -168,13 +168,16 @@ _COLUMN_OPTIONS = (
 def settings_labels(
     frame: pd.DataFrame, run_dirs: list[Path], pool: bool = False
 ) -> tuple[list[str], list[str]]:
-    """Each row's model, with every other setting the runs differ in (``gpt-4o · temperature 0.7``:
-    :func:`~llmpsych.runs.settings.labels_by_settings`), so that no table pools two settings; with
-    ``pool`` the models as they are, and the lines that say what each pools."""
+    """Each row's model, with every other setting its runs of one system and task differ in (``gpt-4o ·
+    temperature 0.7``: :func:`~llmpsych.runs.settings.labels_by_settings`), so that no table pools two
+    settings (a setting that goes with the system, e.g. Camel's ``max_messages`` and MAD's
+    ``max_rounds``, is part of the system column); with ``pool`` the models as they are, and the lines
+    that say what each pools."""
     from ..runs.settings import labels_by_settings, stored_config
 
     configs = [stored_config(path) for path in _paths(frame, run_dirs)]
-    return labels_by_settings(list(frame["model"]), configs, pool=pool, ignore=_COLUMN_OPTIONS)
+    within = list(zip(frame["system"], frame["task"], strict=True))  # a system's own limits go with it
+    return labels_by_settings(list(frame["model"]), configs, pool=pool, ignore=_COLUMN_OPTIONS, within=within)
 
 
 def load_summaries(run_dirs: list[Path], pool_settings: bool = False) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,20 +184,44 @@ def settings_label(name: str, settings: Mapping[str, str], keys: Sequence[str]) 
     return " · ".join([name, *(setting_text(k, settings) for k in keys)])
 
 
+def _row_keys(
+    names: Sequence[str],
+    settings: Sequence[Mapping[str, str]],
+    ignore: Iterable[str],
+    within: Sequence[Hashable] | None,
+) -> dict[str, list[str]]:
+    """Per row name, the settings its runs differ in; with ``within`` (one key per run, e.g. the system
+    a run ran), only those that differ among runs of one name *and* one such key: a setting that goes
+    with the key (a system's own round limit) is part of what the table's columns already tell apart."""
+    ignored = list(ignore)
+    cells: dict[tuple[str, Hashable], list[Mapping[str, str]]] = {}
+    for i, (name, s) in enumerate(zip(names, settings, strict=True)):
+        cells.setdefault((name, None if within is None else within[i]), []).append(s)
+    keys: dict[str, list[str]] = {name: [] for name in names}
+    for (name, _), runs in cells.items():
+        keys[name] = list(dict.fromkeys([*keys[name], *differing(runs, ignored)]))
+    return keys
+
+
 def pooled_notes(
-    names: Sequence[str], settings: Sequence[Mapping[str, str]], ignore: Iterable[str] = ()
+    names: Sequence[str],
+    settings: Sequence[Mapping[str, str]],
+    ignore: Iterable[str] = (),
+    within: Sequence[Hashable] | None = None,
 ) -> list[str]:
     """With ``--pool-settings``: one line per row (``names[i]`` is run ``i``'s row) whose runs differ in
-    settings, naming each pooled setting and its values (``gpt-x: pooled temperature 0, 0.7``)."""
+    settings, naming each pooled setting and its values (``gpt-x: pooled temperature 0, 0.7``);
+    ``within`` as for :func:`labels_by_settings`."""
+    keys = _row_keys(names, settings, ignore, within)
     rows: dict[str, list[Mapping[str, str]]] = {}
     for name, s in zip(names, settings, strict=True):
         rows.setdefault(name, []).append(s)
     lines = []
     for name, runs in rows.items():
-        keys = differing(runs, ignore)
-        if keys:
+        if keys[name]:
             pooled = "; ".join(
-                f"{k} " + ", ".join(dict.fromkeys(_short(s.get(k, NOT_SET)) for s in runs)) for k in keys
+                f"{k} " + ", ".join(dict.fromkeys(_short(s.get(k, NOT_SET)) for s in runs))
+                for k in keys[name]
             )
             lines.append(f"{name}: {len(runs)} run folders pooled across settings ({POOL_FLAG}): {pooled}")
     return lines
@@ -209,6 +233,7 @@ def labels_by_settings(
     *,
     pool: bool = False,
     ignore: Iterable[str] = (),
+    within: Sequence[Hashable] | None = None,
 ) -> tuple[list[str], list[str]]:
     """Each run's row name and the notes to print under the table.
 
@@ -216,16 +241,17 @@ def labels_by_settings(
     stored config (None: not a run, e.g. a released file; it has no settings). Without ``pool`` each run
     of a name gets every setting that differs among the runs of that name (:func:`settings_label`), so
     no row holds two settings, and a model with one setting keeps its name; with ``pool`` names stay and
-    the notes say what was pooled (:func:`pooled_notes`)."""
+    the notes say what was pooled (:func:`pooled_notes`). ``within`` (one key per run): only settings
+    that differ among runs of one name and one key count (:func:`_row_keys`)."""
     ignored = list(ignore)
     settings = [config_settings(c) if c is not None else {} for c in configs]
-    with_config = [(n, s) for n, s, c in zip(names, settings, configs, strict=True) if c is not None]
+    kept = [i for i, c in enumerate(configs) if c is not None]
+    kept_within = None if within is None else [within[i] for i in kept]
+    kept_names = [names[i] for i in kept]
+    kept_settings = [settings[i] for i in kept]
     if pool:
-        return list(names), pooled_notes([n for n, _ in with_config], [s for _, s in with_config], ignored)
-    by_name: dict[str, list[Mapping[str, str]]] = {}
-    for name, s in with_config:
-        by_name.setdefault(name, []).append(s)
-    keys = {name: differing(runs, ignored) for name, runs in by_name.items()}
+        return list(names), pooled_notes(kept_names, kept_settings, ignored, kept_within)
+    keys = _row_keys(kept_names, kept_settings, ignored, kept_within)
     labels = [
         settings_label(n, s, keys[n]) if c is not None else n
         for n, s, c in zip(names, settings, configs, strict=True)
