@@ -92,15 +92,19 @@ def test_the_language_is_stored_and_reported(runs: dict[str, Path]) -> None:
 
 
 def test_the_leaderboard_has_a_row_per_model_and_language(runs: dict[str, Path], tmp_path: Path) -> None:
+    # the rows also name the other setting the runs differ in: the template set (llmpsych.runs.settings)
+    de_row = "openai-compatible/p · template_set set-de#1 ("
+    en_row = "openai-compatible/p · template_set none · en"
     scores, _ = leaderboard([runs["en"], runs["en2"], runs["de"]])
-    assert sorted(scores) == ["openai-compatible/p · de", "openai-compatible/p · en"]
-    assert scores["openai-compatible/p · en"].games["guessing_game"].n == 4  # the two English runs pool
+    assert sorted(scores)[0] == en_row
+    assert sorted(scores)[1].startswith(de_row) and sorted(scores)[1].endswith(") · de")
+    assert scores[en_row].games["guessing_game"].n == 4  # the two English runs pool
     result = CliRunner().invoke(
         app, ["leaderboard", str(runs["en"]), str(runs["de"]), "--out", str(tmp_path / "lb")]
     )
     assert result.exit_code == 0, result.output
     frame = pd.read_csv(tmp_path / "lb" / "leaderboard.csv")
-    assert sorted(frame["model"]) == ["openai-compatible/p · de", "openai-compatible/p · en"]
+    assert sorted(frame["model"]) == sorted(scores)
     assert "language de, template set" in (tmp_path / "lb" / "leaderboard.md").read_text(encoding="utf-8")
 
     # one language: rows per model, as without languages

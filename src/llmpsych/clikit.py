@@ -82,6 +82,15 @@ OutOpt = Annotated[
         "that make several runs put one folder per run inside it.",
     ),
 ]
+PoolSettingsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--pool-settings",
+        help="Pool runs of one model made with different settings (temperature, persona, cipher, template "
+        "set, language, ...) into one row; the report then names the pooled settings under the table. "
+        "Default: a row per model and setting, named by the settings that differ.",
+    ),
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the response cache.")]
 ProgressOpt = Annotated[
     bool,

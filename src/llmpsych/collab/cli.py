@@ -156,11 +156,13 @@ def compare(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the comparison report.")] = Path(
         "mas-comparison"
     ),
+    pool_settings: kit.PoolSettingsOpt = False,
 ) -> None:
-    """Tables in the thesis's layout (structure, task, improvements, sweeps, defences), per model."""
+    """Tables in the thesis's layout (structure, task, improvements, sweeps, defences), per model and
+    setting."""
     from .experiments import compare_runs
 
-    for path in compare_runs(run_dirs, out):
+    for path in compare_runs(run_dirs, out, pool_settings):
         console.print(f"wrote {terminal_text(path)}")
 
 

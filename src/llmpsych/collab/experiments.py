@@ -151,8 +151,38 @@ def _metric_name(label: str | None, option: str | None) -> str:
     return f"{name}, substitute for {substitute.group(1)}" if substitute else name
 
 
-def load_summaries(run_dirs: list[Path]) -> pd.DataFrame:
-    """One row per finished run, with its model and (short) metric name."""
+#: Options that are columns of the comparison's tables: named there, so never added to the model's label.
+_COLUMN_OPTIONS = (
+    "system",
+    "dataset",
+    "fault",
+    "p_m",
+    "p_e",
+    "error_type",
+    "defence",
+    "distraction",
+    "metric",
+)
+
+
+def settings_labels(
+    frame: pd.DataFrame, run_dirs: list[Path], pool: bool = False
+) -> tuple[list[str], list[str]]:
+    """Each row's model, with every other setting its runs of one system and task differ in (``gpt-4o ·
+    temperature 0.7``: :func:`~llmpsych.runs.settings.labels_by_settings`), so that no table pools two
+    settings (a setting that goes with the system, e.g. Camel's ``max_messages`` and MAD's
+    ``max_rounds``, is part of the system column); with ``pool`` the models as they are, and the lines
+    that say what each pools."""
+    from ..runs.settings import labels_by_settings, stored_config
+
+    configs = [stored_config(path) for path in _paths(frame, run_dirs)]
+    within = list(zip(frame["system"], frame["task"], strict=True))  # a system's own limits go with it
+    return labels_by_settings(list(frame["model"]), configs, pool=pool, ignore=_COLUMN_OPTIONS, within=within)
+
+
+def load_summaries(run_dirs: list[Path], pool_settings: bool = False) -> pd.DataFrame:
+    """One row per finished run, with its model (and the settings the runs differ in, unless
+    ``pool_settings``: :func:`settings_labels`) and (short) metric name."""
     rows = []
     for run_dir in run_dirs:
         path = Path(run_dir) / "summary.json"
@@ -179,7 +209,10 @@ def load_summaries(run_dirs: list[Path]) -> pd.DataFrame:
                 "score": s["score"],
             }
         )
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    if not frame.empty and not pool_settings:
+        frame["model"] = settings_labels(frame, run_dirs)[0]
+    return frame
 
 
 def relative_drop(clean: float, faulty: float) -> float:
@@ -613,10 +646,11 @@ def _paths(frame: pd.DataFrame, run_dirs: list[Path]) -> list[Path]:
     return [Path(d) for d in run_dirs if (Path(d) / "summary.json").exists()][: len(frame)]
 
 
-def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
-    """Write comparison.md (+ runs.csv and charts) from finished runs, one set of tables per model."""
+def compare_runs(run_dirs: list[Path], out: Path, pool_settings: bool = False) -> list[Path]:
+    """Write comparison.md (+ runs.csv and charts) from finished runs, one set of tables per model and
+    setting (``pool_settings``: per model, the pooled settings named under the runs table)."""
     output_dir(out)
-    frame = load_summaries(run_dirs)
+    frame = load_summaries(run_dirs, pool_settings)
     outputs = [write_csv(frame, out / "runs.csv")]
     if frame.empty:
         outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", [("Runs", "none")]))
@@ -631,8 +665,14 @@ def compare_runs(run_dirs: list[Path], out: Path) -> list[Path]:
             "None: no faulty setting scored above the clean run of the same system, task and model.\n\n"
             + _fmt(improved)
         )
+    pooled = settings_labels(frame, run_dirs, pool=True)[1] if pool_settings else []
+    runs_text = _fmt(frame.drop(columns="metric_label").set_index("run"))
+    if pooled:
+        runs_text += "\n\nModels pooling runs made with different settings:\n\n" + "\n".join(
+            f"- {line}" for line in pooled
+        )
     sections = [
-        ("Runs", _fmt(frame.drop(columns="metric_label").set_index("run"))),
+        ("Runs", runs_text),
         ("Metrics", _metrics_section(frame)),
         ("Settings where the faulty agent improved the score (Table 7.4 layout)", improved_body),
         ("Paper (Table 7.4, thesis; GPT-3.5 and GPT-4o)", _fmt(PAPER_IMPROVED)),

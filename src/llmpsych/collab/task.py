@@ -94,6 +94,7 @@ class MasTask(Task[MasOptions]):
     """MAS-Resilience: how a collaboration system performs with (and without) a faulty agent."""
 
     name = "mas"
+    not_settings = frozenset({"items", "item_ids", "sandbox_workers"})
     Options = MasOptions
     Result = MasResult
     score_tables = (ScoreTable("results.csv", group=None, repeat=None, item="item"),)

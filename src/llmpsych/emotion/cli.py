@@ -99,6 +99,8 @@ def rescore(
         f"{_scoring_label(published, authors_code)}, alpha {alpha}"
     )
     echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
+    for line in missing_lines(result):
+        console.print(line, markup=False)
     if result["invalid_runs"]:
         console.print(
             f"invalid runs left out: {result['invalid_runs']} ({result['invalid_reasons']})", markup=False
@@ -512,6 +514,7 @@ def compare(
     Every column must be scored the same way (all published or all corrected), else the command
     refuses: a run directory keeps the scoring it was run with; released CSVs are re-scored like the run
     directories (published when there are none), or as --published/--corrected says."""
+    from ..runs.settings import LANGUAGE, labels_by_settings, stored_config
     from .rescore import scale_for_file, score_released, summary_published
     from .scales import load_scales as load_emotionbench_scales
     from .tables import markdown, paper_table
@@ -536,6 +539,8 @@ def compare(
         published = run_scorings.pop() if len(run_scorings) == 1 else True
     languages = {source: _summary_language(source, summaries.get(source)) for source in sources}
     by_language = len(set(languages.values())) > 1  # columns say their language when the runs differ
+    configs = {source: stored_config(source) for source in sources}
+    results: list[tuple[Path, dict[str, Any], str, str]] = []
     for source in sources:
         if source in summaries:
             result = summaries[source]
@@ -545,7 +550,13 @@ def compare(
             scales = load_emotionbench_scales(data_dir)
             result = score_released(source, scale_for_file(source, scales, scale), published=published)
             model, where = str(result.get("model") or source.stem), ""
-        name = f"{model} · {languages[source]}" if by_language else model
+        results.append((source, result, model, where))
+    named, _ = labels_by_settings(  # and every other setting the runs differ in (a column is one source)
+        [f"{m} · {languages[s]}" if by_language else m for s, _, m, _ in results],
+        [configs[s] for s, _, _, _ in results],
+        ignore=[LANGUAGE],
+    )
+    for (source, result, _, where), name in zip(results, named, strict=True):
         label = f"{name} ({where})" if where else name
         if label in columns:  # two runs of one model in folders of one name: never merged or overwritten
             label = f"{name} ({source})"
@@ -569,6 +580,11 @@ def compare(
         panas = load_emotionbench_scales(data_dir)["PANAS"]
         columns["Crowd"] = human_as_result(human_table(load_crowd(crowd_path(data_dir), panas), panas))
     text = markdown(paper_table(columns, _factor_names(data_dir), with_n=False))
+    gaps = [f"{label}: {line.strip()}" for label, r in columns.items() for line in missing_lines(r)[1:]]
+    if gaps:  # a released file with parts removed is never compared as if it were whole
+        text += "\n\nMissing from the released design (these columns average fewer runs):\n\n" + "\n".join(
+            f"- {gap}" for gap in gaps
+        )
     if out is not None:
         from ..report.files import atomic_write_text
         from .report import heatmap
@@ -590,6 +606,17 @@ def compare(
         )
     else:
         echo(text)
+
+
+def missing_lines(result: dict[str, Any]) -> list[str]:
+    """Under a released file's table: what of the released design it lacks, with the n it has."""
+    gaps = result.get("missing") or []
+    if not gaps:
+        return []
+    return [
+        f"missing from the released design ({len(gaps)} part(s); the n shown are what the file has):",
+        *(f"  {gap}" for gap in gaps),
+    ]
 
 
 def _summary_language(source: Path, summary: dict[str, Any] | None) -> str:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, DataError
 from ..instruments.scale import Scale, ScoringError
 from .changes import change_table, measures, score_answers, summary_json, table_json
-from .released import infer_model, infer_scale, read_released_runs
+from .released import ReleasedRun, infer_model, infer_scale, read_released_runs
 
 
 def score_released(
@@ -46,7 +47,9 @@ def score_released(
     each cell ``{"change", "mark", "n", ...}``; ``measure`` is ``positive``/``negative`` for PANAS and
     ``total`` otherwise. Invalid runs (an answer missing, not a whole number, or outside the scale's
     range, e.g. 99 on a 1-5 scale) are left out and counted under ``invalid_runs`` (per group) and
-    ``invalid_reasons``; ``invalid_examples`` names the first few by column and row.
+    ``invalid_reasons``; ``invalid_examples`` names the first few by column and row. ``missing``: the
+    factors, situations and runs of the released design the file lacks (:func:`design_gaps`), so a file
+    with columns removed is never re-scored as if it were whole.
     """
     if authors_code and not published:
         raise ConfigError("--authors-code and --corrected are two different scorings", "choose one of them")
@@ -59,6 +62,7 @@ def score_released(
     reasons: Counter[str] = Counter()
     examples: list[str] = []
     total: Counter[str] = Counter()
+    gaps = design_gaps(scale, runs)
     for run in runs:
         total[run.group] += 1
         problem = run.problem if run.answers is None else _out_of_range(scale, run.answers)
@@ -96,6 +100,7 @@ def score_released(
         "invalid_runs": dict(invalid),
         "invalid_reasons": dict(reasons),
         "invalid_examples": examples,
+        "missing": gaps,
         "default": {m: summary_json(default[m]) for m in names},
         **table_json(table),
     }
@@ -104,6 +109,50 @@ def score_released(
 def scoring_name(published: bool, authors_code: bool = False) -> str:
     """``published``, ``authors-code`` or ``corrected`` (see the module docstring)."""
     return "authors-code" if authors_code else "published" if published else "corrected"
+
+
+#: Situations the authors evaluated per factor (``scenario-0`` … ``scenario-4``; fewer where the factor
+#: has fewer situations: Jealousy-3 has 2, Jealousy-4 3).
+RELEASED_SITUATIONS = 5
+
+
+def design_gaps(scale: Scale, runs: Sequence[ReleasedRun]) -> list[str]:
+    """What the released design asks for and ``runs`` lack, one line each (empty when complete).
+
+    The design is the authors' grid: every factor of the scale's emotion (all 36 factors for PANAS,
+    :data:`~llmpsych.emotion.situations.EXPECTED_COUNTS`), each with its first
+    :data:`RELEASED_SITUATIONS` situations (or all, if fewer), each run as many times as the file's
+    evoked runs are (their largest ``test`` number + 1), and as many default runs as the default runs'
+    largest ``test`` number + 1. A factor, a situation or a
+    run the file does not have is named with the runs it has, e.g. ``factor Anger-3: 0 of 50 runs``;
+    the table's n are then smaller than the design's."""
+    from .situations import EMOTIONS, EXPECTED_COUNTS, factor_id
+    from .task import SCALE_EMOTION
+
+    if not runs:
+        return []
+    # runs per situation, and default runs, as many as the file's largest test number says (the released
+    # PANAS file has 50 default runs and 10 per situation)
+    tests = max((r.test for r in runs if r.group != "default"), default=-1) + 1
+    default_tests = max((r.test for r in runs if r.group == "default"), default=-1) + 1
+    emotion = SCALE_EMOTION.get(scale.name)
+    emotions = [emotion] if emotion else list(EMOTIONS)
+    have: Counter[tuple[str, int | None]] = Counter((r.group, r.situation) for r in runs)
+    gaps = []
+    defaults = have[("default", None)]
+    if defaults < default_tests:
+        gaps.append(f"default: {defaults} of {default_tests} runs")
+    for name in emotions:
+        for k, count in enumerate(EXPECTED_COUNTS[name], start=1):
+            factor = factor_id(name, k)
+            situations = min(count, RELEASED_SITUATIONS)
+            got = sum(have[(factor, s)] for s in range(situations))
+            if got >= situations * tests:
+                continue
+            short = [s + 1 for s in range(situations) if have[(factor, s)] < tests]
+            where = "" if got == 0 else f" (situation {', '.join(map(str, short))} short)"
+            gaps.append(f"factor {factor}: {got} of {situations * tests} runs{where}")
+    return gaps
 
 
 def summary_published(summary: dict[str, Any]) -> bool:

@@ -115,6 +115,9 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
     """EmotionBench: default and evoked emotion measures, tests of the change, comparison with humans."""
 
     name = "emotionbench"
+    not_settings = frozenset(
+        {"emotions", "factors", "situations_per_factor", "runs", "default_runs", "alpha"}
+    )
     Options = EmotionBenchOptions
     Result = EmotionBenchResult
     score_tables = (

@@ -101,7 +101,7 @@ def _detail(model: str, data_dir: Path | None, version: ScoringVersion, publishe
 
     pub = _published(version).get(model, {})
     runs = {game: released_runs(game, model, data_dir) for game in GAMES}
-    n_runs = max((len(r) for r in runs.values()), default=0)
+    n_runs = max((r.run for found in runs.values() for r in found), default=0)
     table = Table(title=f"{model}: GAMA-Bench scores from the released logs ({version} scoring)")
     table.add_column("game", style="bold")
     for i in range(n_runs):
@@ -110,11 +110,12 @@ def _detail(model: str, data_dir: Path | None, version: ScoringVersion, publishe
     table.add_column("published", justify="right")
     row = score_released(model, data_dir, version=version, published=published)
     for game in (*GAMES, "overall"):
-        if game == "overall":
+        if game == "overall":  # over the runs every game has (released_gaps names them)
             values = list(row["overall"].values) if "overall" in row else []
-        else:
-            values = [score(r.log, version=version, published=published) for r in runs[game]]
-        cells = [f"{v:.1f}" for v in values] + ["-"] * (n_runs - len(values))
+            cells = [f"{v:.1f}" for v in values] + ["-"] * (n_runs - len(values))
+        else:  # run k in column Tk: a missing run is a "-" in its own column
+            by_run = {r.run: score(r.log, version=version, published=published) for r in runs[game]}
+            cells = [f"{by_run[k]:.1f}" if k in by_run else "-" for k in range(1, n_runs + 1)]
         printed_cell = pub.get(game)
         table.add_row(
             GAME_TITLES.get(game, "Overall"),
@@ -133,7 +134,7 @@ def score_released_cmd(
     published: kit.PublishedOpt = True,
 ) -> None:
     """Score the released leaderboard logs (5 runs per game) and compare them with the published table."""
-    from .released_logs import released_models
+    from .released_logs import RELEASED_RUNS, released_gaps, released_models
     from .scoring import VERSIONS
 
     if scoring not in VERSIONS:
@@ -149,6 +150,11 @@ def score_released_cmd(
         console.print(_leaderboard(models, data_dir, scoring, published))
     else:
         console.print(_detail(model, data_dir, scoring, published))
+    gaps = [gap for m in ([model] if model else models) for gap in released_gaps(m, data_dir)]
+    if gaps:  # the n of those cells are smaller than the released design's
+        console.print(f"missing from the released design ({RELEASED_RUNS} runs of each game):", markup=False)
+        for gap in gaps:
+            console.print(f"  {gap}", markup=False)
     if published:
         console.print("green: equals the published value to its printed precision; red: differs.")
     else:
@@ -607,17 +613,26 @@ def leaderboard_cmd(
     ] = None,
     scoring: ScoringOpt = "thesis",
     published: kit.PublishedOpt = False,
+    pool_settings: kit.PoolSettingsOpt = False,
 ) -> None:
-    """Leaderboard across gamabench runs: per model, each game's mean ± SD over runs and the overall."""
+    """Leaderboard across gamabench runs: per model and setting, each game's mean ± SD over runs and the
+    overall."""
     from ..report.markdown import table as md_table
-    from .leaderboard import leaderboard, leaderboard_frame, left_out_frame, left_out_notes, write_leaderboard
+    from .leaderboard import (
+        leaderboard,
+        leaderboard_frame,
+        left_out_frame,
+        left_out_notes,
+        pooled_settings,
+        write_leaderboard,
+    )
     from .score_logs import to_json
     from .scoring import VERSIONS
 
     if scoring not in VERSIONS:
         raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
     published = published is True
-    scores, infos = leaderboard(run_dirs, version=scoring, published=published)
+    scores, infos = leaderboard(run_dirs, version=scoring, published=published, pool_settings=pool_settings)
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
         raise LlmpsychError(
@@ -630,10 +645,15 @@ def leaderboard_cmd(
             err.print(f"note: {escape(s.note)}")
     for note in left_out_notes(left_out, limit=20):
         err.print(f"note: {escape(note)}")
+    pooled = pooled_settings(infos)
     if as_json:
+        for note in pooled:
+            err.print(f"note: {escape(note)}")
         echo(json.dumps(to_json(scores), indent=2))
     else:
         echo(md_table(leaderboard_frame(scores, left_out=left_out)))
+        for note in pooled:  # under the table it qualifies
+            echo(f"note: {note}")
     rules = "published Pirate/Diner rules" if published else "llmpsych's corrected Pirate/Diner rules"
     for path in write_leaderboard(
         scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"

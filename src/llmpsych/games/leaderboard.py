@@ -4,7 +4,10 @@ Every finished game of the given ``gamabench`` runs is scored with :func:`llmpsy
 the record :func:`llmpsych.games.analysis.scoring_log` builds (the scorer of the live games' report and of
 ``score-logs``), then summarised per model with :func:`llmpsych.games.score_logs.score_runs`: each game's
 mean ± sample SD over runs, and the overall (mean of the eight games; SD over the per-run overall scores,
-run *i* paired across games). Several directories of one model pool their runs.
+run *i* paired across games). Several directories of one model and setting pool their runs; runs of one
+model made with different settings are separate rows, each naming its settings
+(:func:`llmpsych.runs.settings.labels_by_settings`), unless ``--pool-settings`` pools them, and then the
+report says under the table which settings each row pools.
 
 A game that is not counted is never dropped silently: every unfinished unit, every stored result that is
 not a readable game record and every game the scorer refuses (no rounds, answers that put the score
@@ -92,6 +95,7 @@ class RunDirInfo:
     games: list[ScoredGame] = field(default_factory=list)
     unfinished: int = 0
     left_out: list[LeftOut] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # the stored run config
 
     @property
     def language(self) -> str:
@@ -132,17 +136,28 @@ def run_language(options: Mapping[str, Any]) -> str:
     return language if isinstance(language, str) and language.strip() else OFFICIAL_LANGUAGE
 
 
-def by_language(infos: Sequence[RunDirInfo]) -> bool:
-    """Whether the runs differ in language; then each run's model label says its language
-    (``gpt-4o · de``), so that the leaderboard has one row per model and language."""
-    from ..runs.languages import language_key
+def by_settings(infos: Sequence[RunDirInfo], *, pool: bool = False) -> list[str]:
+    """One row per model and setting: when the runs differ in a setting (temperature, persona, cipher,
+    template set, language, ...; :func:`~llmpsych.runs.settings.labels_by_settings`), each run's model
+    label names every differing one (``gpt-4o · temperature 0.7``, ``gpt-4o · de``). With ``pool`` the
+    labels stay and the returned lines name what was pooled (also written under the table by
+    :func:`write_leaderboard`)."""
+    from ..runs.settings import labels_by_settings
 
-    if len({language_key(i.language) for i in infos}) < 2:
-        return False
-    for info in infos:
-        info.model = f"{info.model} · {info.language}"
-        info.games = [dataclasses.replace(g, model=info.model) for g in info.games]
-    return True
+    labels, notes = labels_by_settings([i.model for i in infos], [i.config for i in infos], pool=pool)
+    for info, label in zip(infos, labels, strict=True):
+        if label != info.model:
+            info.model = label
+            info.games = [dataclasses.replace(g, model=label) for g in info.games]
+    return notes
+
+
+def pooled_settings(infos: Sequence[RunDirInfo], label: Mapping[Path, str] | None = None) -> list[str]:
+    """The lines that say which settings a row pools (none when every row holds one setting)."""
+    from ..runs.settings import config_settings, pooled_notes
+
+    names = [label[i.run_dir] if label else i.model for i in infos]
+    return pooled_notes(names, [config_settings(i.config) for i in infos])
 
 
 def read_run_dir(run_dir: Path, *, version: ScoringVersion = "thesis", published: bool = False) -> RunDirInfo:
@@ -162,7 +177,7 @@ def run_info(record: RunRecord, *, version: ScoringVersion = "thesis", published
         raise LlmpsychError(f"{run_dir} is a {config.get('task', '?')!r} run, not a gamabench run")
     options = config.get("options") or {}
     model = own_row(model_label(config, options), options, run_dir)
-    info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options)
+    info = RunDirInfo(run_dir, model, (config.get("params") or {}).get("temperature"), options, config=config)
     seen: set[tuple[str, int]] = set()
     for unit in units:
         payload = unit.payload if isinstance(unit.payload, dict) else {}
@@ -319,12 +334,17 @@ def left_out_notes(
 
 
 def leaderboard(
-    run_dirs: Iterable[Path], *, version: ScoringVersion = "thesis", published: bool = False
+    run_dirs: Iterable[Path],
+    *,
+    version: ScoringVersion = "thesis",
+    published: bool = False,
+    pool_settings: bool = False,
 ) -> tuple[dict[str, ModelScores], list[RunDirInfo]]:
-    """Per model (per model and language when the runs differ in language, :func:`by_language`): each
-    game's mean ± SD over runs and the overall, from the given run directories."""
+    """Per model and setting (:func:`by_settings`; ``pool_settings``: per model, the pooled settings
+    named by :func:`pooled_settings`): each game's mean ± SD over runs and the overall, from the given
+    run directories."""
     infos = [read_run_dir(Path(d), version=version, published=published) for d in run_dirs]
-    by_language(infos)
+    by_settings(infos, pool=pool_settings)
     return score_runs(log_runs(infos)), infos
 
 
@@ -439,7 +459,13 @@ def write_leaderboard(
         "overall scores (run i paired across games). Games scored with `llmpsych.games.scoring`, "
         "the scorer of the live report and of `score-logs`."
     )
-    sections = [("What is shown", measured), ("Scores", table(frame))]
+    pooled = pooled_settings(infos, label)
+    scores_text = table(frame)
+    if pooled:
+        scores_text += "\n\nRows pooling runs made with different settings:\n\n" + "\n".join(
+            f"- {line}" for line in pooled
+        )
+    sections = [("What is shown", measured), ("Scores", scores_text)]
     if chart:
         sections.append(("Chart", f"![leaderboard]({chart.name})"))
         paths.append(chart)
@@ -462,7 +488,7 @@ __all__ = [
     "LeftOut",
     "RunDirInfo",
     "ScoredGame",
-    "by_language",
+    "by_settings",
     "game_score",
     "leaderboard",
     "leaderboard_chart",
@@ -470,6 +496,7 @@ __all__ = [
     "left_out_frame",
     "left_out_notes",
     "log_runs",
+    "pooled_settings",
     "read_run_dir",
     "run_language",
     "score_or_reason",

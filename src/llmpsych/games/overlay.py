@@ -3,8 +3,9 @@
 Each run folder is read once, read-only (:func:`~llmpsych.runs.read_run`); nothing is re-run. For every game
 the runs played, the per-round series the game declares for its own plot (``plot_points``: the group mean,
 the target, attendance, the mean bid, ...; single players' points, marks and reference lines are left out)
-are averaged over that folder's games, and drawn one line per folder, labelled by model and setting (and
-``with people`` for a run where a person had a seat: its lines are not the model's alone). The
+are averaged over that folder's games, and drawn one line per folder (never pooled), labelled by model
+and setting: every setting the folders differ in is named (:mod:`llmpsych.runs.settings`), and ``with
+people`` marks a run where a person had a seat (its lines are not the model's alone). The
 value axes start at zero (:func:`~llmpsych.report.charts.value_axis`). ``overlay.csv`` holds every point
 drawn, so a figure can be checked without looking at pixels.
 """
@@ -53,18 +54,26 @@ def setting_label(record: RunRecord) -> str:
     return ", ".join(parts) or "default"
 
 
-def _labels(records: Sequence[RunRecord]) -> list[str]:
-    """``model | setting`` per run (``model · de | setting`` when the runs differ in language), the folder
-    name added to a label met twice."""
-    from ..runs.languages import language_key
-    from .leaderboard import run_language, with_people
+def _shown_by_setting_label(key: str) -> bool:
+    """Whether :func:`setting_label` already names this setting (of :mod:`llmpsych.runs.settings`)."""
+    return key in {"temperature", "template_set", *_SETTING_KEYS} or key.split(".")[0] in registry.names()
 
-    languages = [run_language(r.config.options) for r in records]
-    differ = len({language_key(lang) for lang in languages}) > 1
+
+def _labels(records: Sequence[RunRecord]) -> list[str]:
+    """``model | setting`` per run, with every other setting the runs differ in (``model · de |
+    setting``, ``model · top_p 0.5 | setting``; :func:`~llmpsych.runs.settings.labels_by_settings`), the
+    folder name added to a label met twice."""
+    from ..runs.settings import config_settings, labels_by_settings
+    from .leaderboard import with_people
+
+    configs = [dict(r.meta.get("config") or {}) for r in records]
+    keys = {k for c in configs for k in config_settings(c)}
+    names, _ = labels_by_settings(
+        [r.config.model for r in records], configs, ignore=[k for k in keys if _shown_by_setting_label(k)]
+    )
     people = [" · with people" if with_people(r.config.options) else "" for r in records]
     labels = [  # a run where people played says so: its lines are not the model's alone
-        f"{r.config.model}{f' · {lang}' if differ else ''}{mark} | {setting_label(r)}"
-        for r, lang, mark in zip(records, languages, people, strict=True)
+        f"{name}{mark} | {setting_label(r)}" for name, mark, r in zip(names, people, records, strict=True)
     ]
     return [
         f"{label} ({r.run_dir.name})" if labels.count(label) > 1 else label

@@ -29,7 +29,7 @@ from ..runs import presets as shared
 from ..runs.config import DEFAULT_MODEL
 from ..runs.presets import execute as execute  # run a plan through the one sweep runner
 from ..runs.store import STORE_FILE
-from .leaderboard import RunDirInfo, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
+from .leaderboard import RunDirInfo, by_settings, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
 from .score_logs import score_runs
 from .scoring import GAME_TITLES, GAMES
 from .task import GAMES as ENGINE_GAMES
@@ -373,6 +373,7 @@ def summarize(preset: Preset, runs: Sequence[PresetRun], out: Path) -> list[Path
     infos = [read_run_dir(out / r.directory) for r in present]
     intro = f"Preset `{preset.name}`: {preset.title} ({preset.paper})."
     if preset.summary == "leaderboard":
+        by_settings(infos)  # a row per model and setting, as `gamabench leaderboard` has
         scores = score_runs(log_runs(infos))
         return write_leaderboard(
             scores, infos, out, title=f"GAMA-Bench {preset.name}", extra=[("Preset", intro)]

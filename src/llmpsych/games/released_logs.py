@@ -35,6 +35,7 @@ from ..data.sources import dataset_path
 from ..errors import DataError
 from ..userfiles import MAX_DATA_FILE_BYTES, read_text, reason
 from .scoring import (
+    GAME_TITLES,
     GAMES,
     AuctionLog,
     BarLog,
@@ -51,6 +52,7 @@ from .scoring import (
     ScoringVersion,
     leaderboard_row,
     score,
+    summarize,
 )
 
 DATASET = "GAMABench"
@@ -545,6 +547,33 @@ def released_runs(
     ]
 
 
+#: Runs per model and game in the released leaderboard logs (``<model>_<game>_v1_1.json`` … ``_5``).
+RELEASED_RUNS = 5
+
+
+def released_gaps(model: str, data_dir: Path | None = None) -> list[str]:
+    """What of the released leaderboard design (the eight games, runs 1-:data:`RELEASED_RUNS` each) a
+    model's logs in the data directory lack, one line each (empty when complete): a game without logs
+    has no score and the model no overall; a missing run makes that game's n, and the overall's, smaller.
+    """
+    root = raw_results_dir(data_dir)
+    gaps = []
+    for game in GAMES:
+        runs = set(_run_files(root, game).get(model, {}))
+        absent = [r for r in range(1, RELEASED_RUNS + 1) if r not in runs]
+        if len(absent) == RELEASED_RUNS:
+            gaps.append(f"{model}: {GAME_TITLES[game]}: no logs (no score, no overall)")
+        elif absent:
+            gaps.append(
+                f"{model}: {GAME_TITLES[game]}: {RELEASED_RUNS - len(absent)} of {RELEASED_RUNS} runs "
+                f"(run {', '.join(map(str, absent))} missing)"
+            )
+    every = set.intersection(*(set(_run_files(root, g).get(model, {})) for g in GAMES))
+    if gaps and every:
+        gaps.append(f"{model}: Overall over run {', '.join(map(str, sorted(every)))} (those every game has)")
+    return gaps
+
+
 def _scored(run: ReleasedRun, version: ScoringVersion, published: bool) -> float:
     try:
         return score(run.log, version=version, published=published)
@@ -561,11 +590,16 @@ def score_released(
 ) -> dict[str, RunSummary]:
     """A model's leaderboard row recomputed from its released logs: game -> mean ± SD, plus ``overall``
     when all eight games are present. ``published=True`` (default) reproduces the published scoring."""
-    runs = {}
+    runs: dict[str, dict[int, float]] = {}
     for game in GAMES:
         found = released_runs(game, model, data_dir)
         if found:
-            runs[game] = [_scored(r, version, published) for r in found]
+            runs[game] = {r.run: _scored(r, version, published) for r in found}
     if not runs:
         raise DataError(f"no released GAMA-Bench logs for model {model!r}")
-    return leaderboard_row(runs)
+    # the overall pairs run i across games: only the run numbers every game has (released_gaps names the
+    # others); each game's own cell keeps all its runs
+    common = sorted(set.intersection(*(set(r) for r in runs.values())))
+    row = leaderboard_row({g: [scores[r] for r in common] for g, scores in runs.items()}) if common else {}
+    row.update({g: summarize(list(scores.values())) for g, scores in runs.items()})
+    return row

@@ -124,6 +124,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     """GAMA-Bench: eight N-player multi-round games."""
 
     name = "gamabench"
+    not_settings = frozenset({"game", "runs", "published"})
     Options = GamaBenchOptions
     Result = GamaBenchResult
     score_tables = (ScoreTable("games.csv", group="game", repeat="run"),)

@@ -16,8 +16,10 @@ with n, Hedges' g and Holm's correction over the rows (:func:`between_runs`, a "
 where the repeats cannot support a test (n < 2, or every repeat of both runs the same score, as in
 log-prob mode) the table says so and nothing is marked. The crowd is not ranked. A run's label names its
 prompt variant and temperature when they are not the defaults, its persona (a custom one by its first
-words and a hash), and its scales' language when the runs differ in it (a scale and its translation, run
-separately, are two columns); a settings table lists them for every run.
+words and a hash), its scales' language when the runs differ in it (a scale and its translation, run
+separately, are two columns), and every other setting of its stored config the runs differ in
+(:mod:`llmpsych.runs.settings`); a settings table lists them for every run. A column is one run, so runs
+are never pooled here.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ..report.html import write_html
 from ..report.markdown import table, write_report
 from ..report.marks import extremes, marked
 from ..report.tables import write_tables
-from ..runs.store import STORE_FILE, RunStore
+from ..runs.store import STORE_FILE
 from ..stats import format_mean_sd
 from ..stats.compare import GroupStats, hedges_g, holm_adjust, t_test_from_stats
 from . import bsri as bsri_mod
@@ -49,10 +51,9 @@ from .variants import label as variant_label
 
 def stored_config(run_dir: Path) -> dict[str, Any]:
     """A run's stored config ({} for a folder without a store, e.g. an imported table)."""
-    if not (run_dir / STORE_FILE).exists():
-        return {}
-    with RunStore.in_dir(run_dir, readonly=True) as store:
-        return store.get_meta("config") or {}
+    from ..runs.settings import stored_config as read_config
+
+    return read_config(run_dir) or {}
 
 
 def run_settings(run_dir: Path) -> dict[str, Any]:
@@ -110,21 +111,54 @@ def run_languages(run_dirs: list[Path]) -> list[str] | None:
     return [lang or "not given" for lang in languages]
 
 
+#: Settings :func:`run_label` and the language suffix already name (of :mod:`llmpsych.runs.settings`).
+_LABELLED = ("template", "cot", "system_prompt", "temperature", "persona", "cipher", "language")
+
+
+def _base_labels(run_dirs: list[Path]) -> list[str]:
+    """Each run's :func:`run_label`, with its language when the runs differ in it (``gpt-4o · de``)."""
+    languages = run_languages(run_dirs)
+    return [run_label(d) + (f" · {languages[k]}" if languages else "") for k, d in enumerate(run_dirs)]
+
+
+def other_settings(run_dirs: list[Path]) -> tuple[list[str], list[dict[str, str]]]:
+    """The settings :func:`run_label` does not name (a sampling parameter, a scale file, ...) that runs
+    of one label differ in (:func:`~llmpsych.runs.settings.differing`), and each run's settings."""
+    from ..runs.settings import config_settings, differing
+
+    configs = [stored_config(d) for d in run_dirs]
+    settings = [config_settings(c) if c else {} for c in configs]
+    groups: dict[str, list[dict[str, str]]] = {}
+    for label, s, c in zip(_base_labels(run_dirs), settings, configs, strict=True):
+        if c:
+            groups.setdefault(label, []).append(s)
+    keys = [k for runs in groups.values() for k in differing(runs, _LABELLED)]
+    return list(dict.fromkeys(keys)), settings
+
+
 def run_labels(run_dirs: list[Path]) -> list[str]:
     """Each run's :func:`run_label`, with its language (``gpt-4o · de``) when the runs' scales differ in
-    language; a label met before gets the run folder's name added."""
-    languages = run_languages(run_dirs)
+    language, and every other setting the runs of that label differ in (``gpt-4o · top_p 0.5``:
+    :func:`~llmpsych.runs.settings.labels_by_settings`); a label met before gets the run folder's name
+    added."""
+    from ..runs.settings import labels_by_settings
+
+    named, _ = labels_by_settings(
+        _base_labels(run_dirs), [stored_config(d) or None for d in run_dirs], ignore=_LABELLED
+    )
     labels: list[str] = []
-    for k, run_dir in enumerate(run_dirs):
-        label = run_label(run_dir) + (f" · {languages[k]}" if languages else "")
+    for label, run_dir in zip(named, run_dirs, strict=True):
         labels.append(f"{label} ({run_dir.name})" if label in labels else label)
     return labels
 
 
 def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
     """One row per run: its label in the tables and the settings that tell the runs apart."""
+    from ..runs.settings import setting_value
+
     rows = []
     languages = run_languages(run_dirs)
+    keys, settings = other_settings(run_dirs)
     for k, (run_dir, label) in enumerate(zip(run_dirs, labels, strict=True)):
         s = run_settings(run_dir)
         rows.append(
@@ -138,6 +172,7 @@ def settings_frame(run_dirs: list[Path], labels: list[str]) -> pd.DataFrame:
                 "persona": s["persona"],
                 "cipher": "yes" if s["cipher"] else "no",
                 **({"language": languages[k]} if languages else {}),
+                **{key: setting_value(key, settings[k]) for key in keys},
             }
         )
     return pd.DataFrame(rows)
@@ -482,7 +517,9 @@ def write_comparison(run_dirs: list[Path], out_dir: Path, *, marks: bool = True)
         (
             "Settings",
             "Each run's prompt variant (template v1 = the scale's own prompt; CoT; system prompt), "
-            "temperature, persona and cipher, from its stored config.\n\n"
+            "temperature, persona and cipher"
+            + (", and every other setting the runs differ in" if other_settings(run_dirs)[0] else "")
+            + ", from its stored config.\n\n"
             + table(settings_frame(run_dirs, run_labels(run_dirs)), floatfmt="g"),
         ),
     ]

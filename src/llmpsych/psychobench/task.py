@@ -51,6 +51,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
     """PsychoBench: scales x runs, with personas, cipher and logprob modes; analysis against human norms."""
 
     name = "psychobench"
+    not_settings = frozenset({"scales", "runs", "alpha", "method"})
     Options = PsychoBenchOptions
     Result = PsychoBenchResult
     score_tables = (

@@ -95,8 +95,9 @@ def rescore(
         raise LlmpsychError(f"--method must be f-test, welch or student, got {method!r}")
     if scoring not in ("text", "expected"):
         raise LlmpsychError(f"--scoring must be text or expected, got {scoring!r}")
-    frame = load_points(paths, scoring)
-    default_frame = load_points(default) if default else None
+    missing: list[str] = []
+    frame = load_points(paths, scoring, missing)
+    default_frame = load_points(default, missing=missing) if default else None
     fit: object = fit_on
     if fit_with:
         union = pd.concat([frame, load_points(fit_with)], ignore_index=True)
@@ -112,6 +113,7 @@ def rescore(
         keep_outliers=keep_outliers,
         default=default_frame,
         group_by=group_by,
+        missing=missing,
     )
     written: list[Path] = []
     if out is not None:
@@ -143,6 +145,7 @@ def _print(result: Reanalysis) -> None:
 
     from .analysis import METHOD_NOTES, PUBLISHED_NOTES
     from .published import DIMENSIONS, LEVEL_NAMES
+    from .reanalysis import missing_lines
 
     n = len(result.frame)
     summary = Table(title=f"{n} data points: mean ± sd (ddof 1)")
@@ -151,6 +154,8 @@ def _print(result: Reanalysis) -> None:
     row = result.summary.set_index("dimension")
     summary.add_row(*(_fmt(row.loc[d, "mean"], row.loc[d, "sd"]) for d in DIMENSIONS))
     console.print(summary)
+    for line in missing_lines(result):
+        console.print(line, markup=False)
     count = int(result.outliers.sum())
     console.print(
         f"outliers: {count} ({count / n:.2%}) — DBSCAN eps {result.settings['eps']}, "

@@ -17,6 +17,7 @@ values of Table 3.10 are reproduced (:mod:`.analysis`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,9 +96,12 @@ def reanalyse(
     keep_outliers: bool = False,
     default: pd.DataFrame | None = None,
     group_by: str | None = None,
+    missing: Sequence[str] = (),
 ) -> Reanalysis:
     """All statistics of one set of data points (rows with a missing dimension are left out and counted
-    in ``settings["left_out_missing"]``; an infinite score is a DataError)."""
+    in ``settings["left_out_missing"]``; an infinite score is a DataError). ``missing``: what of the
+    released design the data lack (:meth:`~llmpsych.reliability.saves.ReleasedSave.missing`), kept in
+    ``settings["missing"]`` and shown wherever the n is (:func:`missing_lines`)."""
     if METHOD_ALIASES.get(method, method) not in METHODS:
         raise DataError(f"unknown t-test method {method!r}", f"use one of {', '.join(METHODS)}")
     method = method_name(method)
@@ -150,8 +154,28 @@ def reanalyse(
             "comparisons_on": "all points" if keep_outliers else "inliers",
             "group_by": group_by,
             "left_out_missing": left_out,
+            "missing": list(missing),
         },
     )
+
+
+def missing_lines(result: Reanalysis) -> list[str]:
+    """What the n of a re-analysis lack: points left out for a missing dimension score, and the parts
+    of the released design the files do not have (empty when nothing is missing)."""
+    lines = []
+    left_out = int(result.settings.get("left_out_missing") or 0)
+    if left_out:
+        lines.append(
+            f"{left_out} data point(s) without a score for every dimension are left out: the n above are "
+            f"{len(result.frame)}"
+        )
+    gaps = list(result.settings.get("missing") or [])
+    if gaps:
+        lines.append(
+            f"missing from the released design ({len(gaps) - 1} part(s)); the n shown are what is there:"
+        )
+        lines += [f"  {gap}" for gap in gaps]
+    return lines
 
 
 def map_region(result: Reanalysis) -> np.ndarray:

@@ -19,7 +19,7 @@ from .analysis import METHOD_NOTES, PUBLISHED_NOTES, validity_by_level
 from .plots import all_maps
 from .published import DIMENSIONS, LEVEL_NAMES
 from .quality import grid_quality, grid_quality_section
-from .reanalysis import Reanalysis, reanalyse
+from .reanalysis import Reanalysis, missing_lines, reanalyse
 from .results import ReliabilityResult, detail_frame, load_points, run_frame
 from .saves import FACTORS
 
@@ -92,7 +92,8 @@ def write_reanalysis(
         (
             "What was measured",
             f"{n} data points (one per configuration: the five BFI dimension means, reverse keying applied). "
-            "SD is the sample SD (ddof = 1).",
+            "SD is the sample SD (ddof = 1)."
+            + "".join(f"\n\n{line.strip()}" for line in missing_lines(result)),
         ),
         ("Mean ± SD per dimension (Table 3.6)", table(summary)),
         (

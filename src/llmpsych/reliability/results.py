@@ -144,10 +144,13 @@ def detail_frame(
     return pd.DataFrame(rows)
 
 
-def load_points(paths: list[Path], scoring: str = "text") -> pd.DataFrame:
-    """Data points from released save files and/or llmpsych run directories."""
+def load_points(paths: list[Path], scoring: str = "text", missing: list[str] | None = None) -> pd.DataFrame:
+    """Data points from released save files and/or llmpsych run directories; ``missing``, when given,
+    receives what of its grid each save lacks (:meth:`ReleasedSave.missing`)."""
     frames = [run_frame(p, scoring).assign(source=p.name) for p in paths if p.is_dir()]
     saves = [load_save(p) for p in paths if not p.is_dir()]
+    if missing is not None:
+        missing.extend(gap for save in saves for gap in save.missing())
     if saves:
         frames.append(concat_saves(saves))
     if not frames:

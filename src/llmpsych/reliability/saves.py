@@ -42,6 +42,48 @@ class ReleasedSave:
     meta: dict[str, Any]
     frame: pd.DataFrame
 
+    def missing(self) -> list[str]:
+        """What of the grid its ``meta`` lists the data lack, one line each (empty when complete).
+
+        The design is every combination of the levels ``meta`` lists for the five factors (and, in a
+        steering save, ``append_label``), each as often as the most repeated configuration (once in a
+        grid save: save.json's 2,500). A level with fewer points than that asks for is named with the
+        points it has (``language Ko: 0 of 250 data points``), then the total; levels ``meta`` does not
+        list are named too."""
+        design = [
+            f for f in (*FACTORS, "append_label") if isinstance(self.meta.get(f), list) and self.meta[f]
+        ]
+        design = [f for f in design if f in self.frame]
+        if not design:
+            return []
+        levels = {f: [str(v) for v in self.meta[f]] for f in design}
+        repeats = int(self.frame.groupby(design).size().max())
+        cells = math.prod(len(v) for v in levels.values()) * repeats
+        counts = {f: self.frame[f].astype(str).value_counts() for f in design}
+        gaps = []
+        for factor, wanted in levels.items():  # a whole level gone: named once, not as its echo elsewhere
+            absent = [level for level in wanted if level not in counts[factor]]
+            if absent:
+                gaps.append(
+                    f"{self.name}: {factor} {', '.join(absent)}: no data points "
+                    f"(the grid asks for {cells // len(wanted)} each)"
+                )
+            extra = sorted(set(counts[factor].index) - set(wanted))
+            if extra:
+                gaps.append(f"{self.name}: {factor} {', '.join(extra)}: not in the grid its meta lists")
+        present = {f: [level for level in v if level in counts[f]] for f, v in levels.items()}
+        rest = math.prod(len(v) for v in present.values()) * repeats
+        if len(self.frame) < rest:  # configurations missing within the levels that are there
+            for factor, wanted in present.items():
+                per_level = rest // len(wanted)
+                for level in wanted:
+                    got = int(counts[factor][level])
+                    if got < per_level:
+                        gaps.append(f"{self.name}: {factor} {level}: {got} of {per_level} data points")
+        if gaps:
+            gaps.append(f"{self.name}: {len(self.frame)} of {cells} data points of the grid its meta lists")
+        return gaps
+
     @property
     def name(self) -> str:
         """The experiment name recorded in the file (else the file stem)."""

@@ -49,6 +49,9 @@ class Task(ABC, Generic[OptionsT]):
     Options: ClassVar[type[BaseModel]] = NoOptions
     Result: ClassVar[Any] = Any
     score_tables: ClassVar[tuple[ScoreTable, ...]] = ()
+    #: Options that do not change what one unit measures (how many repetitions, which units, switches of
+    #: the analysis only): a comparison pools runs that differ only in these (:mod:`llmpsych.runs.settings`).
+    not_settings: ClassVar[frozenset[str]] = frozenset()
 
     options: OptionsT
 
