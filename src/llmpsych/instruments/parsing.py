@@ -50,6 +50,14 @@ DEFAULT_REASK_WORDING = (
     'form "index: score", using a whole number from {min} to {max}, and nothing else.'
 )
 
+# Our wording of the one re-ask after a positional reply (:func:`positional_reply`): the numbers as shown.
+POSITIONAL_REASK_WORDING = (
+    "Your reply numbered the statements 1, 2, 3, ... by their position, but each statement has its own "
+    "number. Answer each statement with its number as shown: {indices}. Reply with one line per "
+    'statement in the form "number: score", using a whole number from {min} to {max}, and nothing '
+    "else.\n\n{items}"
+)
+
 _DASHES = "\u2212\u2010\u2011\u2012\u2013\u2014"
 _BULLET = re.compile(r"^\s*[-*+•·]\s+")
 _LABEL = r"(?:(?:statement|item|question|q|no\.?|number)\s*#?\s*)?"
@@ -108,6 +116,8 @@ class ParsedAnswers:
     unexpected: dict[int, int]
     refusal_language: bool
     unparsed_lines: tuple[str, ...] = field(default=(), repr=False)
+    written: tuple[int, ...] = field(default=(), repr=False)
+    """Every item number the reply names, in the order it first names them (asked or not)."""
 
     @property
     def unanswered(self) -> tuple[int, ...]:
@@ -225,7 +235,29 @@ def parse_item_answers(
         unexpected=unexpected,
         refusal_language=refusal,
         unparsed_lines=tuple(unparsed),
+        written=tuple(seen),
     )
+
+
+def positional_reply(written: Sequence[int], shown: Sequence[int]) -> bool:
+    """True when a reply numbers its answers by position (1, 2, 3, ...) instead of by the numbers shown.
+
+    ``written`` is the item numbers the reply names, in the order it names them
+    (:attr:`ParsedAnswers.written`); ``shown`` the statements' numbers in the order the prompt showed
+    them. The reply is positional when it names exactly 1, 2, ..., m in that sequence (m >= 2) while the
+    first m shown numbers are not 1, 2, ..., m: the reply follows the positions, not the numbers it was
+    given. Reading ``3: 4`` as item 3 would then score the third statement's answer as item 3's (measured:
+    the default model answered ``1: 4 / 2: 5 / ...`` to 3 of 5 shuffled quickstart orders).
+
+    A model that answers every shown number but lists them sorted (1, 2, 3, ...) looks the same and is
+    flagged too: the re-ask (:data:`POSITIONAL_REASK_WORDING`) asks for the numbers as shown, which such a
+    model then gives. When the shown order is 1..m itself, position and number agree and nothing is flagged.
+    """
+    m = len(written)
+    if m < 2 or tuple(written) != tuple(range(1, m + 1)):
+        return False
+    n = min(m, len(shown))
+    return tuple(shown[:n]) != tuple(range(1, n + 1))
 
 
 def _read_plain_reply(text: str) -> dict[int, list[int | None]] | None:
