@@ -68,6 +68,7 @@ def rescore(
         f"{_scoring_label(published)}, alpha {alpha}"
     )
     echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
+    console.print(f"positional replies: {result['positional']['note']}", markup=False)
     if result["invalid_runs"]:
         console.print(
             f"invalid runs left out: {result['invalid_runs']} ({result['invalid_reasons']})", markup=False

@@ -339,6 +339,8 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             "out_of_range": {str(k): v for k, v in result.out_of_range.items()},
             "refused": result.refused,
             "asks": result.asks,
+            "positional": list(result.positional),
+            "positional_replies": result.positional_replies,
         }  # the conversation itself is in the run store's calls (the analysis writes transcripts.jsonl)
 
     def _params(self, max_tokens: int) -> GenerationParams:

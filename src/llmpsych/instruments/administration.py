@@ -165,21 +165,3 @@ async def administer(
         result.out_of_range.pop(index, None)
     result.transcript = messages
     return result
-
-
-def positional_note(replies: int, items_invalid: int, items_total: int) -> str:
-    """The report's sentence on positional replies: how many, and how many items they left invalid.
-
-    ``replies`` counts every reply judged positional (re-asked or not), ``items_invalid`` the items still
-    without an answer because the re-ask was positional too, of ``items_total`` items asked.
-    """
-    rule = "rule: docs/scales.md, 'Positional replies'"
-    if not replies:
-        return f"No reply numbered its answers by position instead of by the statements' numbers ({rule})."
-    share = f" ({items_invalid / items_total:.1%})" if items_total else ""
-    return (
-        f"{replies} {'reply' if replies == 1 else 'replies'} numbered the answers by position (1, 2, 3, ...) "
-        "instead of by the statements' numbers and were not scored as the items they named; each chunk was "
-        f"re-asked once with the numbers as shown; {items_invalid} of {items_total} items{share} stayed "
-        f"positional and are counted invalid ({rule})."
-    )

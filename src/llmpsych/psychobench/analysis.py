@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import DataError
 from ..instruments.native import ScaleFileRecord
+from ..instruments.parsing import positional_note
 from ..instruments.quality import quality_section, quality_tables
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
@@ -148,6 +149,8 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             "asks": result.get("asks", 0),
             "refused": bool(result.get("refused", False)),
         }
+        if mode == "generate":
+            row |= _positional_counts(result, scale.name, run)
         if mode == "logprob":
             statuses = [d.status for d in items.values()]
             masses = [d.mass for d in items.values() if d.mass is not None]
@@ -158,6 +161,19 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             }
         valid.append(row)
     return {"answers": pd.DataFrame(answers), "scores": pd.DataFrame(scores), "valid": pd.DataFrame(valid)}
+
+
+def _positional_counts(result: dict[str, Any], scale: str, run: int) -> dict[str, int]:
+    """The run's positional replies and the items they left invalid (0 for runs stored before the rule)."""
+    replies, items = result.get("positional_replies", 0), result.get("positional") or []
+    if (
+        isinstance(replies, bool)
+        or not isinstance(replies, int)
+        or replies < 0
+        or not isinstance(items, list)
+    ):
+        raise DataError(f"run store, {scale} run {run}: unreadable positional-reply counts", STORED_HINT)
+    return {"positional_replies": replies, "positional": len(items)}
 
 
 def _in_range(value: object, low: int, high: int) -> bool:
@@ -666,6 +682,19 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str], *, importe
             "imported file (every one checked: a whole number in range; an empty cell is no answer). "
             "Per run: valid.csv."
         ]
+    if "positional_replies" in valid and not imported:
+        lines.append(
+            positional_note(
+                int(valid["positional_replies"].fillna(0).sum()),
+                int(valid["positional"].fillna(0).sum()),
+                int(valid["items"].sum()),
+            )
+        )
+        if int(valid["positional_replies"].fillna(0).sum()):
+            extra = (
+                valid.groupby("scale", sort=False)[["positional_replies", "positional"]].sum().reset_index()
+            )
+            per_scale = per_scale.merge(extra.rename(columns={"positional": "positional items"}), on="scale")
     if "from_logprobs" in valid and int(valid["from_text"].sum()):
         lines.append(
             f"{int(valid['from_text'].sum())} item(s) had no usable top_logprobs and were scored from the "

@@ -11,7 +11,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..instruments.administration import AdministrationResult, administer, positional_note
+from ..instruments.administration import AdministrationResult, administer
+from ..instruments.parsing import positional_note
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
 from ..report.files import atomic_write_text, write_csv
