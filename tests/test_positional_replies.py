@@ -14,7 +14,7 @@ import pytest
 from llmpsych.emotion.rescore import score_released
 from llmpsych.instruments.administration import administer
 from llmpsych.instruments.official import load_emotionbench_scales
-from llmpsych.instruments.parsing import parse_item_answers, positional_reply
+from llmpsych.instruments.parsing import order_independent_replies, parse_item_answers, positional_reply
 from llmpsych.models.types import ChatResult, GenerationParams
 from llmpsych.quickstart.demo_scale import demo_scale
 from llmpsych.runs import parse_run_config, start_run
@@ -148,3 +148,47 @@ def test_released_emotionbench_runs_are_counted_for_positional_risk(seed_data: P
         assert result["shuffled_runs"] == 0 and result["detectable"] is False
         total += result["runs"]
     assert total > 1000
+
+
+def test_grid_units_giving_one_reply_to_different_item_orders_are_left_out_and_named(tmp_path: Path) -> None:
+    """Statements numbered by position (the grids): a content-blind reply, the same to every item order,
+    is not scored as the items it lands on (before: all 32 units scored)."""
+    from test_reliability_grid_custom import RANGE, STATEMENT, config, write_files
+
+    blind = "1: 5\n2: 1\n3: 5\n4: 1\n5: 5\n6: 1"
+
+    def responder(body: dict[str, Any]) -> str:
+        system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
+        if "keen" not in system:
+            return blind
+        # an item-consistent respondent: each statement's score follows its text, not its position
+        low, high = map(int, RANGE.search(body["messages"][-1]["content"]).groups())  # type: ignore[union-attr]
+        return "\n".join(
+            f"{number}: {low + len(text) % (high - low + 1)}"
+            for number, text in STATEMENT.findall(body["messages"][-1]["content"])
+        )
+
+    en, _, grid = write_files(tmp_path)
+    with FaultServer(responder=responder) as server:
+        start_run(
+            config(server, {"scale_files": [str(en)], "grid": str(grid), "repeats": 4}), tmp_path / "r", False
+        )
+    points = pd.read_csv(tmp_path / "r" / "data_points.csv")
+    assert len(points) == 16 and set(points["persona"]) == {"keen"}
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "16 unit(s) gave the same reply as a unit shown another item order" in report
+
+
+@pytest.mark.parametrize(
+    ("replies", "flagged"),
+    [
+        ([([1, 2], "1: 4\n2: 3"), ([2, 1], "1: 4\n2: 3")], [0, 1]),
+        ([([1, 2], "1: 4\n2: 3"), ([1, 2], "1: 4\n2: 3")], []),  # one order: a deterministic repeat
+        ([([1, 2], "1: 3\n2: 3"), ([2, 1], "1: 3\n2: 3")], []),  # one score for all: order cannot matter
+        ([([1, 2, 3], "1: 4\n2: 4\n3: 5"), ([2, 1, 3], "1: 4\n2: 4\n3: 5")], []),  # item by item the same
+        ([([1, 2, 3], "1: 4\n2: 4\n3: 5"), ([3, 1, 2], "1: 4\n2: 4\n3: 5")], [0, 1]),
+        ([([1, 2], "1: 4\n2: 3"), ([2, 1], "1: 3\n2: 4")], []),
+    ],
+)
+def test_order_independent_rule(replies: list[tuple[list[int], str]], flagged: list[int]) -> None:
+    assert order_independent_replies(replies) == flagged

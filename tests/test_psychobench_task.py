@@ -198,7 +198,7 @@ def test_logprob_mode_falls_back_to_the_written_number_and_says_so(tmp_path: Pat
     assert scores["score"].eq(10.0).all()  # every single-statement prompt is answered with the minimum, 1
     report = (tmp_path / "r" / "report.md").read_text()
     assert "20 item(s) had no usable top_logprobs" in report and "item order cannot matter" in report
-    assert "1 comparison(s) have a model SD of 0" in report
+    assert "1 of 1 comparison(s) are degenerate" in report  # logprob at temperature 0, and SD 0
 
 
 class LogprobContext:

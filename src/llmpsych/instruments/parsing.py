@@ -260,6 +260,41 @@ def positional_reply(written: Sequence[int], shown: Sequence[int]) -> bool:
     return tuple(shown[:n]) != tuple(range(1, n + 1))
 
 
+_POSITION_SCORE = re.compile(r"(?<![0-9])([0-9]{1,4})\"?\s*[:=.)]\s*\"?(-?[0-9]{1,4})(?![0-9])")
+
+
+def order_independent_replies(replies: Sequence[tuple[Sequence[int], str]]) -> list[int]:
+    """Positions of the replies identical to a reply given to a different shown order, when reading both
+    by position gives some statement two different scores.
+
+    ``replies`` holds ``(shown order, reply text)`` pairs, the statements numbered by position (the
+    reliability grids: ``1.`` is always the first statement shown, so ``p: score`` answers ``order[p-1]``).
+    The same reply to two orders gives each position the same score whichever statement stands there:
+    if that makes a statement's score differ between the two runs, the reply followed the positions,
+    not the statements (measured: the default model gave one reply to two orders), and scoring it as
+    items assigns its numbers at random. Texts are compared with whitespace collapsed. An identical reply
+    that gives every statement the same score in both runs (every score equal, or the differing
+    statements at the same positions) agrees with itself item by item and is not flagged.
+    """
+    by_text: dict[str, list[int]] = {}
+    for position, (_, text) in enumerate(replies):
+        by_text.setdefault(" ".join((text or "").split()), []).append(position)
+    flagged: list[int] = []
+    for text, positions in by_text.items():
+        if len({tuple(replies[p][0]) for p in positions}) < 2:
+            continue
+        scores = [(int(p), int(v)) for p, v in _POSITION_SCORE.findall(text)]
+        implied: dict[int, set[int]] = {}
+        for member in positions:
+            order = replies[member][0]
+            for p, value in scores:
+                if 1 <= p <= len(order):
+                    implied.setdefault(int(order[p - 1]), set()).add(value)
+        if any(len(values) > 1 for values in implied.values()):
+            flagged.extend(positions)
+    return sorted(flagged)
+
+
 def positional_note(replies: int, items_invalid: int, items_total: int) -> str:
     """The report's sentence on positional replies: how many, and how many items they left invalid.
 
