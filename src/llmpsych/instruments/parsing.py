@@ -307,9 +307,9 @@ def positional_note(replies: int, items_invalid: int, items_total: int) -> str:
     share = f" ({items_invalid / items_total:.1%})" if items_total else ""
     return (
         f"{replies} {'reply' if replies == 1 else 'replies'} numbered the answers by position (1, 2, 3, ...) "
-        "instead of by the statements' numbers and were not scored as the items they named; each chunk was "
-        f"re-asked once with the numbers as shown; {items_invalid} of {items_total} items{share} stayed "
-        f"positional and are counted invalid ({rule})."
+        "instead of by the statements' numbers and were not scored as the items they named (the first "
+        "in a chunk is re-asked once with the numbers as shown, while a re-ask is left); "
+        f"{items_invalid} of {items_total} items{share} stayed positional and are counted invalid ({rule})."
     )
 
 
