@@ -123,7 +123,17 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             group="factor",
             repeat="run",
             item="situation",
-            keys=("kind", "factor", "situation", "run", "valid", "refused", "asks"),
+            keys=(
+                "kind",
+                "factor",
+                "situation",
+                "run",
+                "valid",
+                "refused",
+                "asks",
+                "positional",
+                "positional_replies",
+            ),
         ),
     )
 
