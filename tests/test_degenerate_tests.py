@@ -63,7 +63,7 @@ def test_the_significance_mark_renders_as_asterisks_in_markdown_and_html(tmp_pat
     assert ">**↓</td>" in page and "<em>" not in page and "\\" not in page  # before: \\<em>\\</em>↓
     # the degenerate row: no t, p or mark; the valid comparison instead
     assert "degenerate: model SD is 0" in row_b and "not a test" in row_b and "**" not in row_b
-    assert "z = -1.25, 10.6th percentile" in row_b
+    assert "z = -1.25 (percentile 10.6)" in row_b
 
 
 def test_logprob_runs_at_temperature_0_are_flagged_in_the_report(tmp_path: Path, seed_data: Path) -> None:

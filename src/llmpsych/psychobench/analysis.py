@@ -500,7 +500,12 @@ def _sections(
         "reflects item order. Human n is the norm sample's size as given in the data file. "
         f"Tests: F-test for equal variances, then Student's or Welch's t-test (method `{options.method}`), "
         f"two-sided, alpha = {options.alpha:g}; Hedges' g (model − human, pooled SD) with a 95 % CI; "
-        f"Holm's correction over all {len(comparisons)} comparisons of this run."
+        f"Holm's correction over all {_tested(comparisons)} comparisons of this run"
+        + (
+            f" that are tests ({len(comparisons) - _tested(comparisons)} degenerate: see below)."
+            if _tested(comparisons) < len(comparisons)
+            else "."
+        )
     )
     if options.imported:
         what_n = (
@@ -667,9 +672,9 @@ def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
                 "human (n)": f"{format_mean_sd(c['human_mean'], c['human_sd'], 2)} ({c['human_n']})",
                 "sig.": "" if degenerate else significance_mark(c),
                 "test": "not a test" if degenerate else c["test"],
-                "t": math.nan if degenerate else c["t_statistic"],
-                "p": math.nan if degenerate else c["t_p_value"],
-                "p (Holm)": math.nan if degenerate else c["p_holm"],
+                "t": "—" if degenerate else _number(c["t_statistic"]),
+                "p": "—" if degenerate else _number(c["t_p_value"]),
+                "p (Holm)": "—" if degenerate else _number(c["p_holm"]),
                 "g [95% CI]": "n/a"
                 if math.isnan(c["hedges_g"])
                 else f"{c['hedges_g']:.2f} [{c['g_ci_low']:.2f}, {c['g_ci_high']:.2f}]",
@@ -682,12 +687,26 @@ def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _tested(comparisons: pd.DataFrame) -> int:
+    """How many comparisons are tests (not degenerate)."""
+    if comparisons.empty or "degenerate" not in comparisons:
+        return len(comparisons)
+    return int((comparisons["degenerate"].fillna("").astype(str) == "").sum())
+
+
+def _number(value: Any) -> str:
+    """A test statistic for the table, 3 significant digits ("n/a": not computed)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{float(value):.3g}"
+
+
 def _in_norm(row: Any) -> str:
     """The model's mean as one value in the human norm: z and percentile (normal norm assumed)."""
     z, percentile = row["glass_delta"], row.get("human_percentile", math.nan)
     if z is None or math.isnan(z):
         return "n/a"
-    return f"z = {z:.2f}, {percentile:.1f}th percentile" if not math.isnan(percentile) else f"z = {z:.2f}"
+    return f"z = {z:.2f} (percentile {percentile:.1f})" if not math.isnan(percentile) else f"z = {z:.2f}"
 
 
 def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str], *, imported: bool = False) -> str:
