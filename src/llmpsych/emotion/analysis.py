@@ -64,6 +64,7 @@ def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFr
     rows = []
     for result in results:
         answers = {int(k): v for k, v in (result.get("answers") or {}).items()}
+        positional = result.get("positional") or []
         valid = (
             not result.get("unanswered") and not result.get("refused") and not scale.missing_items(answers)
         )
@@ -82,7 +83,7 @@ def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFr
                 "valid": valid,
                 "refused": bool(result.get("refused")),
                 "asks": result.get("asks", 0),
-                "positional": len(result.get("positional") or []),
+                "positional": _count(len(positional) if isinstance(positional, list) else -1),
                 "positional_replies": _count(result.get("positional_replies", 0)),
                 **{m: scores.get(m, math.nan) for m in names},
             }
