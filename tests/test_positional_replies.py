@@ -155,7 +155,7 @@ def test_grid_units_giving_one_reply_to_different_item_orders_are_left_out_and_n
     is not scored as the items it lands on (before: all 32 units scored)."""
     from test_reliability_grid_custom import RANGE, STATEMENT, config, write_files
 
-    blind = "1: 5\n2: 1\n3: 5\n4: 1\n5: 5\n6: 1"
+    blind = "1: 5\n2: 1\n3: 4\n4: 2\n5: 3\n6: 5"
 
     def responder(body: dict[str, Any]) -> str:
         system = body["messages"][0]["content"] if body["messages"][0]["role"] == "system" else ""
@@ -186,7 +186,14 @@ def test_grid_units_giving_one_reply_to_different_item_orders_are_left_out_and_n
         ([([1, 2], "1: 4\n2: 3"), ([1, 2], "1: 4\n2: 3")], []),  # one order: a deterministic repeat
         ([([1, 2], "1: 3\n2: 3"), ([2, 1], "1: 3\n2: 3")], []),  # one score for all: order cannot matter
         ([([1, 2, 3], "1: 4\n2: 4\n3: 5"), ([2, 1, 3], "1: 4\n2: 4\n3: 5")], []),  # item by item the same
-        ([([1, 2, 3], "1: 4\n2: 4\n3: 5"), ([3, 1, 2], "1: 4\n2: 4\n3: 5")], [0, 1]),
+        ([([1, 2, 3], "1: 4\n2: 4\n3: 5"), ([3, 1, 2], "1: 4\n2: 4\n3: 5")], [0, 1]),  # 2 of 3 moved
+        (  # a near-constant reply coinciding by chance: 2 of 6 statements moved
+            [
+                ([1, 2, 3, 4, 5, 6], "1: 4\n2: 4\n3: 4\n4: 4\n5: 4\n6: 5"),
+                ([1, 2, 3, 4, 6, 5], "1: 4\n2: 4\n3: 4\n4: 4\n5: 4\n6: 5"),
+            ],
+            [],
+        ),
         ([([1, 2], "1: 4\n2: 3"), ([2, 1], "1: 3\n2: 4")], []),
     ],
 )
