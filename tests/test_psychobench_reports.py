@@ -138,8 +138,8 @@ def test_cabin_dimension_is_the_mean_of_its_interests_per_run() -> None:
 # -- report helpers --------------------------------------------------------------------------------------
 def test_significance_marks() -> None:
     row = {"significant": True, "significant_holm": True, "difference": 1.0}
-    assert significance_mark(row) == "\\*\\*↑"
-    assert significance_mark({**row, "significant_holm": False, "difference": -1.0}) == "\\*↓"
+    assert significance_mark(row) == "**↑"
+    assert significance_mark({**row, "significant_holm": False, "difference": -1.0}) == "*↓"
     assert significance_mark({**row, "significant": False, "significant_holm": None}) == ""
 
 

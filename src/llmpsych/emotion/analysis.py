@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pandas as pd
 
 from ..errors import DataError
+from ..instruments.parsing import positional_note
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.files import atomic_open, atomic_write_text
 from ..report.html import fenced
@@ -63,6 +64,7 @@ def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFr
     rows = []
     for result in results:
         answers = {int(k): v for k, v in (result.get("answers") or {}).items()}
+        positional = result.get("positional") or []
         valid = (
             not result.get("unanswered") and not result.get("refused") and not scale.missing_items(answers)
         )
@@ -81,10 +83,19 @@ def run_frame(task: EmotionBenchRun, results: list[dict[str, Any]]) -> pd.DataFr
                 "valid": valid,
                 "refused": bool(result.get("refused")),
                 "asks": result.get("asks", 0),
+                "positional": _count(len(positional) if isinstance(positional, list) else -1),
+                "positional_replies": _count(result.get("positional_replies", 0)),
                 **{m: scores.get(m, math.nan) for m in names},
             }
         )
     return pd.DataFrame(rows)
+
+
+def _count(value: Any) -> int:
+    """A stored count (0 for runs stored before it was recorded); anything else is an edited store."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DataError(f"run store: {str(value)[:20]!r} is not a count of positional replies", STORED_HINT)
+    return value
 
 
 def _by_factor(frame: pd.DataFrame, kind: str, names: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
@@ -238,6 +249,17 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
     validity = (
         f"{summary.get('valid_runs', int(frame['valid'].sum()))} of {len(frame)} runs valid; "
         f"{len(failed)} units failed. Invalid runs per group: {per_group or 'none'}."
+    )
+    positional_runs = int((frame["positional"] > 0).sum()) if "positional" in frame else 0
+    validity += (
+        f" {positional_runs} of {len(frame)} runs are invalid because the reply numbered its answers by "
+        "position, also after a re-ask with the numbers as shown. "
+        if positional_runs
+        else " "
+    ) + positional_note(
+        int(frame["positional_replies"].sum()) if "positional_replies" in frame else 0,
+        int(frame["positional"].sum()) if "positional" in frame else 0,
+        len(frame) * task.scale.n_items,
     )
     sections.append(("Valid runs", validity))
     sections.append(("Psychometric quality", emotion_quality_section(quality, task.config.seed)))

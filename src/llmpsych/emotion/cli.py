@@ -101,6 +101,7 @@ def rescore(
     echo(markdown(paper_table({result["model"] or chosen.name: result}, names)))
     for line in missing_lines(result):
         console.print(line, markup=False)
+    console.print(f"positional replies: {result['positional']['note']}", markup=False)
     if result["invalid_runs"]:
         console.print(
             f"invalid runs left out: {result['invalid_runs']} ({result['invalid_reasons']})", markup=False

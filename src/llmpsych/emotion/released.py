@@ -45,6 +45,13 @@ class ReleasedRun:
     answers: dict[int, int] | None  # item number -> answer; None when the run is unparseable
     column: str = ""  # the answer column's header, to name the run in a message
     problem: str | None = None  # why ``answers`` is None
+    shown: tuple[int, ...] = ()  # the item numbers in the order the statements were presented
+
+    @property
+    def shuffled(self) -> bool:
+        """Whether the statements were shown in another order than 1, 2, ..., n (where a reply numbered
+        by position would name other items than it answered; ``docs/scales.md``, "Positional replies")."""
+        return self.shown != tuple(range(1, len(self.shown) + 1))
 
     @property
     def valid(self) -> bool:
@@ -141,6 +148,7 @@ def iter_released_runs(path: str | os.PathLike[str]) -> Iterator[ReleasedRun]:
             answers,
             column=name,
             problem=problem,
+            shown=tuple(ids),
         )
     if not found:
         raise DataError(f"{file}: no answer columns (General_test-… or <Emotion>-<f>_scenario-…)")

@@ -101,6 +101,7 @@ def score_released(
         "invalid_reasons": dict(reasons),
         "invalid_examples": examples,
         "missing": gaps,
+        "positional": released_positional(runs),
         "default": {m: summary_json(default[m]) for m in names},
         **table_json(table),
     }
@@ -153,6 +154,25 @@ def design_gaps(scale: Scale, runs: Sequence[ReleasedRun]) -> list[str]:
             where = "" if got == 0 else f" (situation {', '.join(map(str, short))} short)"
             gaps.append(f"factor {factor}: {got} of {situations * tests} runs{where}")
     return gaps
+
+
+def released_positional(runs: list[ReleasedRun]) -> dict[str, Any]:
+    """What can be said of positional replies (``docs/scales.md``) in a released file: its answers are
+    stored by presented position, without the reply text, so a reply numbered 1, 2, 3, ... cannot be
+    told from one that named the items; it would have been scored as the wrong items only in a run shown
+    in a shuffled order. The 9 released gpt-3.5-turbo files show every run in the order 1..n (0 such
+    runs)."""
+    shuffled = sum(run.shuffled for run in runs)
+    return {
+        "runs": len(runs),
+        "shuffled_runs": shuffled,
+        "detectable": False,
+        "note": (
+            f"{shuffled} of {len(runs)} released runs were shown in a shuffled order; the file keeps answers "
+            "by position without the reply text, so positional replies cannot be counted"
+            + ("" if shuffled else ", and in the order 1..n position and item number agree")
+        ),
+    }
 
 
 def summary_published(summary: dict[str, Any]) -> bool:

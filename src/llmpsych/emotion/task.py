@@ -126,7 +126,17 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             group="factor",
             repeat="run",
             item="situation",
-            keys=("kind", "factor", "situation", "run", "valid", "refused", "asks"),
+            keys=(
+                "kind",
+                "factor",
+                "situation",
+                "run",
+                "valid",
+                "refused",
+                "asks",
+                "positional",
+                "positional_replies",
+            ),
         ),
     )
 
@@ -342,6 +352,8 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
             "out_of_range": {str(k): v for k, v in result.out_of_range.items()},
             "refused": result.refused,
             "asks": result.asks,
+            "positional": list(result.positional),
+            "positional_replies": result.positional_replies,
         }  # the conversation itself is in the run store's calls (the analysis writes transcripts.jsonl)
 
     # -- analysis --------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         build_reask_prompt,
         parse_item_answers,
         parse_likert_number,
+        positional_reply,
     )
     from .scale import (
         Correction,
@@ -52,6 +53,7 @@ _WHERE: dict[str, str] = {
     "build_reask_prompt": "parsing",
     "parse_item_answers": "parsing",
     "parse_likert_number": "parsing",
+    "positional_reply": "parsing",
     "Correction": "scale",
     "Item": "scale",
     "NormGroup": "scale",
@@ -80,6 +82,7 @@ __all__ = [
     "load_scale_file",
     "parse_item_answers",
     "parse_likert_number",
+    "positional_reply",
     "scale_to_native",
     "write_scale_file",
 ]

@@ -3,6 +3,12 @@
 The wording (system prompt, instructions, re-ask text) always comes from the caller: the official data
 for the papers' scales, or our own text for built-in ones. Items keep their own numbers in the prompt, in
 the order given (shuffled by the caller with a seeded generator).
+
+A reply that numbers its answers by position (``1: 4 / 2: 3 / ...`` to statements shown as 3, 6, 4, ...;
+:func:`~llmpsych.instruments.parsing.positional_reply`) is never scored as the items it names: it is
+re-asked once with the numbers as shown, and if that reply is positional too, every item it should have
+answered is invalid (listed in ``positional``, counted in the valid-answer rate). ``docs/scales.md``,
+"Positional replies".
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from typing import Any
 
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
-from .parsing import build_reask_prompt, parse_item_answers
+from .parsing import POSITIONAL_REASK_WORDING, build_reask_prompt, parse_item_answers, positional_reply
 from .scale import Scale
 
 
@@ -27,6 +33,10 @@ class AdministrationResult:
     refused: bool = False
     asks: int = 0
     transcript: list[Message] = field(default_factory=list)
+    positional: list[int] = field(default_factory=list)
+    """Items left invalid because the reply numbered its answers by position, also after the re-ask."""
+    positional_replies: int = 0
+    """Replies judged positional (each one re-asked or, the second time, its items made invalid)."""
 
     def valid_rate(self, scale: Scale) -> float:
         """Share of the scale's items with a valid answer."""
@@ -42,6 +52,8 @@ class AdministrationResult:
             "out_of_range": {str(k): v for k, v in self.out_of_range.items()},
             "refused": self.refused,
             "asks": self.asks,
+            "positional": list(self.positional),
+            "positional_replies": self.positional_replies,
             "transcript": [dict(m) for m in self.transcript],
         }
 
@@ -85,28 +97,55 @@ async def administer(
     after the statements; empty for the official prompts).
 
     Each chunk is parsed strictly; items without a valid answer (missing, conflicting duplicates, out of
-    range) are asked again in the same conversation, at most ``max_reasks`` times per chunk.
+    range) are asked again in the same conversation, at most ``max_reasks`` times per chunk. A positional
+    reply (numbered 1, 2, 3, ... against other shown numbers) scores nothing: the first one in a chunk is
+    re-asked with the statements and their numbers as shown (one of the ``max_reasks``), a second one, or
+    one with no re-ask left, makes the chunk's unanswered items invalid (``positional``).
     """
     system_prompt = system_prompt if system_prompt is not None else scale.system_prompt
     instructions = instructions if instructions is not None else scale.instructions or ""
     messages: list[Message] = [{"role": "system", "content": system_prompt}] if system_prompt else []
     size = chunk_size or len(order)
+    texts = {item.index: item.text for item in scale.items}
     result = AdministrationResult(answers={}, unanswered=[])
     for start in range(0, len(order), size):
         chunk = order[start : start + size]
         content = f"{instructions}\n\n{item_block(scale, chunk)}".strip()
         messages.append({"role": "user", "content": f"{content}\n\n{closing}" if closing else content})
         pending = list(chunk)
+        shown = list(chunk)  # the numbers the last message showed, in its order
+        positional_asked = False
         for attempt in range(max_reasks + 1):
             reply = await ctx.chat(messages, params, role=role, sample=sample)
             result.asks += 1
             messages.append({"role": "assistant", "content": reply.text})
             parsed = parse_item_answers(reply.text, pending, scale.response_min, scale.response_max)
+            if positional_reply(parsed.written, shown):
+                result.positional_replies += 1
+                if positional_asked or attempt == max_reasks:
+                    result.positional.extend(pending)
+                    break
+                positional_asked = True
+                shown = list(pending)
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": build_reask_prompt(
+                            pending,
+                            POSITIONAL_REASK_WORDING,
+                            response_min=scale.response_min,
+                            response_max=scale.response_max,
+                            items=texts,
+                        ),
+                    }
+                )
+                continue
             result.answers.update(parsed.answers)
             result.duplicates.update({k: list(v) for k, v in parsed.duplicates.items()})
             result.out_of_range.update(parsed.out_of_range)
             result.refused = result.refused or parsed.refused
             pending = list(parsed.unanswered)
+            shown = list(pending)
             if not pending or attempt == max_reasks:
                 break
             messages.append(

@@ -50,6 +50,14 @@ DEFAULT_REASK_WORDING = (
     'form "index: score", using a whole number from {min} to {max}, and nothing else.'
 )
 
+# Our wording of the one re-ask after a positional reply (:func:`positional_reply`): the numbers as shown.
+POSITIONAL_REASK_WORDING = (
+    "Your reply numbered the statements 1, 2, 3, ... by their position, but each statement has its own "
+    "number. Answer each statement with its number as shown: {indices}. Reply with one line per "
+    'statement in the form "number: score", using a whole number from {min} to {max}, and nothing '
+    "else.\n\n{items}"
+)
+
 _DASHES = "\u2212\u2010\u2011\u2012\u2013\u2014"
 _BULLET = re.compile(r"^\s*[-*+•·]\s+")
 _LABEL = r"(?:(?:statement|item|question|q|no\.?|number)\s*#?\s*)?"
@@ -108,6 +116,8 @@ class ParsedAnswers:
     unexpected: dict[int, int]
     refusal_language: bool
     unparsed_lines: tuple[str, ...] = field(default=(), repr=False)
+    written: tuple[int, ...] = field(default=(), repr=False)
+    """Every item number the reply names, in the order it first names them (asked or not)."""
 
     @property
     def unanswered(self) -> tuple[int, ...]:
@@ -225,6 +235,84 @@ def parse_item_answers(
         unexpected=unexpected,
         refusal_language=refusal,
         unparsed_lines=tuple(unparsed),
+        written=tuple(seen),
+    )
+
+
+def positional_reply(written: Sequence[int], shown: Sequence[int]) -> bool:
+    """True when a reply numbers its answers by position (1, 2, 3, ...) instead of by the numbers shown.
+
+    ``written`` is the item numbers the reply names, in the order it names them
+    (:attr:`ParsedAnswers.written`); ``shown`` the statements' numbers in the order the prompt showed
+    them. The reply is positional when it names exactly 1, 2, ..., m in that sequence (m >= 2) while the
+    first m shown numbers are not 1, 2, ..., m: the reply follows the positions, not the numbers it was
+    given. Reading ``3: 4`` as item 3 would then score the third statement's answer as item 3's (measured:
+    the default model answered ``1: 4 / 2: 5 / ...`` to 3 of 5 shuffled quickstart orders).
+
+    A model that answers every shown number but lists them sorted (1, 2, 3, ...) looks the same and is
+    flagged too: the re-ask (:data:`POSITIONAL_REASK_WORDING`) asks for the numbers as shown, which such a
+    model then gives. When the shown order is 1..m itself, position and number agree and nothing is flagged.
+    """
+    m = len(written)
+    if m < 2 or tuple(written) != tuple(range(1, m + 1)):
+        return False
+    n = min(m, len(shown))
+    return tuple(shown[:n]) != tuple(range(1, n + 1))
+
+
+_POSITION_SCORE = re.compile(r"(?<![0-9])([0-9]{1,4})\"?\s*[:=.)]\s*\"?(-?[0-9]{1,4})(?![0-9])")
+
+
+def order_independent_replies(replies: Sequence[tuple[Sequence[int], str]]) -> list[int]:
+    """Positions of the replies identical to a reply given to a different shown order, when reading them
+    by position gives at least half of the statements two different scores.
+
+    ``replies`` holds ``(shown order, reply text)`` pairs, the statements numbered by position (the
+    reliability grids: ``1.`` is always the first statement shown, so ``p: score`` answers ``order[p-1]``).
+    The same reply to two orders gives each position the same score whichever statement stands there:
+    if that makes a statement's score differ between the two runs, the reply followed the positions,
+    not the statements (measured: the default model gave one reply to two orders), and scoring it as
+    items assigns its numbers at random. Texts are compared with whitespace collapsed. An identical reply
+    that gives every statement the same score in both runs (every score equal, or the differing
+    statements at the same positions) agrees with itself item by item and is not flagged; nor is one
+    that moves fewer than half of the statements: near-constant replies coincide by chance (measured: a
+    noisy scripted respondent on a 6-item scale gave 6 of 32 units a coincident reply moving 2 of 6
+    statements), while a reply that ignores the statements moves most of them.
+    """
+    by_text: dict[str, list[int]] = {}
+    for position, (_, text) in enumerate(replies):
+        by_text.setdefault(" ".join((text or "").split()), []).append(position)
+    flagged: list[int] = []
+    for text, positions in by_text.items():
+        if len({tuple(replies[p][0]) for p in positions}) < 2:
+            continue
+        scores = [(int(p), int(v)) for p, v in _POSITION_SCORE.findall(text)]
+        implied: dict[int, set[int]] = {}
+        for member in positions:
+            order = replies[member][0]
+            for p, value in scores:
+                if 1 <= p <= len(order):
+                    implied.setdefault(int(order[p - 1]), set()).add(value)
+        if implied and sum(len(values) > 1 for values in implied.values()) * 2 >= len(implied):
+            flagged.extend(positions)
+    return sorted(flagged)
+
+
+def positional_note(replies: int, items_invalid: int, items_total: int) -> str:
+    """The report's sentence on positional replies: how many, and how many items they left invalid.
+
+    ``replies`` counts every reply judged positional (re-asked or not), ``items_invalid`` the items still
+    without an answer because the re-ask was positional too, of ``items_total`` items asked.
+    """
+    rule = "rule: docs/scales.md, 'Positional replies'"
+    if not replies:
+        return f"No reply numbered its answers by position instead of by the statements' numbers ({rule})."
+    share = f" ({items_invalid / items_total:.1%})" if items_total else ""
+    return (
+        f"{replies} {'reply' if replies == 1 else 'replies'} numbered the answers by position (1, 2, 3, ...) "
+        "instead of by the statements' numbers and were not scored as the items they named (the first "
+        "in a chunk is re-asked once with the numbers as shown, while a re-ask is left); "
+        f"{items_invalid} of {items_total} items{share} stayed positional and are counted invalid ({rule})."
     )
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import DataError
 from ..instruments.native import ScaleFileRecord
+from ..instruments.parsing import positional_note
 from ..instruments.quality import Repeats, quality_section, quality_tables, repeats
 from ..instruments.scale import STORED_HINT, Scale, ScoringError
 from ..report.charts import Bar, grouped_bar_chart
@@ -148,6 +149,8 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             "asks": result.get("asks", 0),
             "refused": bool(result.get("refused", False)),
         }
+        if mode == "generate":
+            row |= _positional_counts(result, scale.name, run)
         if mode == "logprob":
             statuses = [d.status for d in items.values()]
             masses = [d.mass for d in items.values() if d.mass is not None]
@@ -158,6 +161,19 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
             }
         valid.append(row)
     return {"answers": pd.DataFrame(answers), "scores": pd.DataFrame(scores), "valid": pd.DataFrame(valid)}
+
+
+def _positional_counts(result: dict[str, Any], scale: str, run: int) -> dict[str, int]:
+    """The run's positional replies and the items they left invalid (0 for runs stored before the rule)."""
+    replies, items = result.get("positional_replies", 0), result.get("positional") or []
+    if (
+        isinstance(replies, bool)
+        or not isinstance(replies, int)
+        or replies < 0
+        or not isinstance(items, list)
+    ):
+        raise DataError(f"run store, {scale} run {run}: unreadable positional-reply counts", STORED_HINT)
+    return {"positional_replies": replies, "positional": len(items)}
 
 
 def _in_range(value: object, low: int, high: int) -> bool:
@@ -200,8 +216,12 @@ def norm_comparisons(
     alpha: float,
     method: Method,
     published: bool,
+    dependence: str = "",
 ) -> tuple[pd.DataFrame, list[str]]:
-    """Every (scale, subscale, norm group) test, Holm-adjusted over all of them; and what was skipped."""
+    """Every (scale, subscale, norm group) test, Holm-adjusted over all of them; and what was skipped.
+
+    ``dependence`` says why the runs are not independent samples (:func:`run_dependence`); it, or a
+    model SD near 0, makes a comparison degenerate (``docs/statistics.md``)."""
     comparisons, skipped = [], []
     for _, row in summary.iterrows():
         subscale = scales[row["scale"]].subscale(row["subscale"])
@@ -221,9 +241,22 @@ def norm_comparisons(
                     published=published,
                     scale=row["scale"],
                     subscale=row["subscale"],
+                    dependence=dependence,
                 )
             )
     return comparisons_frame(apply_holm(comparisons)), skipped
+
+
+def run_dependence(options: PsychoBenchOptions, config: RunConfig) -> str:
+    """Why this run's repeated runs are not independent samples ("" when they are).
+
+    In logprob mode every statement is asked alone, so the item order changes nothing, and at
+    temperature 0 (or unset: the endpoint's deterministic default is not assumed random) every run sends
+    the same requests and reads the same probabilities: the runs repeat one measurement."""
+    temperature = config.params.temperature
+    if options.mode == "logprob" and not options.imported and not temperature:
+        return "logprob mode at temperature 0: every run sends the same requests"
+    return ""
 
 
 def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
@@ -248,6 +281,7 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         alpha=task.options.alpha,
         method=task.options.method,
         published=task.options.published,
+        dependence=run_dependence(task.options, task.config),
     )
     seed = task.config.seed
     column = "value" if task.options.mode == "logprob" else "answer"
@@ -527,7 +561,12 @@ def _sections(
         "reflects item order. Human n is the norm sample's size as given in the data file. "
         f"Tests: F-test for equal variances, then Student's or Welch's t-test (method `{options.method}`), "
         f"two-sided, alpha = {options.alpha:g}; Hedges' g (model − human, pooled SD) with a 95 % CI; "
-        f"Holm's correction over all {len(comparisons)} comparisons of this run."
+        f"Holm's correction over all {_tested(comparisons)} comparisons of this run"
+        + (
+            f" that are tests ({len(comparisons) - _tested(comparisons)} degenerate: see below)."
+            if _tested(comparisons) < len(comparisons)
+            else "."
+        )
     )
     if options.imported:
         what_n = (
@@ -562,14 +601,21 @@ def _sections(
                 legend + "\n\n" + table(_comparison_view(comparisons), floatfmt=".3g"),
             )
         )
-    if not comparisons.empty and (comparisons["model_sd"] == 0).any():
-        constant = int((comparisons["model_sd"] == 0).sum())
+    degenerate = pd.Series(dtype=str)
+    if not comparisons.empty:
+        degenerate = comparisons["degenerate"].fillna("").astype(str)
+    if (degenerate != "").any():
         sections.append(
             (
-                "Caution: identical runs",
-                f"{constant} comparison(s) have a model SD of 0 (every run gave the same score). The t-test "
-                "then only asks whether the human mean differs from a constant, so with a large norm sample "
-                "its p-value is tiny whatever the difference; read Hedges' g and its CI instead.",
+                "Caution: degenerate tests",
+                f"{int((degenerate != '').sum())} of {len(comparisons)} comparison(s) are degenerate (marked "
+                "in the table: no t, p or sig.; left out of Holm's correction): the runs are not independent "
+                "samples, or their SD is 0 or near 0 (the model's variance of the mean below the human "
+                "mean's, sd_m²/n_m < sd_h²/n_h). A t-test then only asks whether the human mean equals a "
+                "constant, and with a large norm sample its p-value is tiny whatever the difference. The "
+                "model's score is one value: compare it with the human distribution, its z = (model − human "
+                "mean) / human SD and percentile (column 'model in human norm', normal norm assumed), and "
+                "Hedges' g with its CI.",
             )
         )
     sections.extend(extra.sections)
@@ -659,12 +705,15 @@ def _scores_view(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def significance_mark(row: Any) -> str:
-    """``**`` significant after Holm, ``*`` before Holm only, ``""`` otherwise; with ↑/↓ direction
-    (asterisks escaped for Markdown)."""
+    """``**`` significant after Holm, ``*`` before Holm only, ``""`` otherwise; with ↑/↓ direction.
+
+    Literal asterisks: a table cell passes text through as it is but for ``|`` and ``\\``
+    (:func:`~llmpsych.report.markdown.cell_text`), and an unclosed ``**`` or ``*`` stays text in
+    CommonMark, so report.md and report.html both show ``**↓`` (escaping them here showed ``\\*\\*↓``)."""
     if row["significant_holm"] is True or row["significant_holm"] == 1:
-        mark = "\\*\\*"
+        mark = "**"
     elif bool(row["significant"]):
-        mark = "\\*"
+        mark = "*"
     else:
         return ""
     return mark + ("↑" if row["difference"] > 0 else "↓")
@@ -673,6 +722,8 @@ def significance_mark(row: Any) -> str:
 def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for _, c in frame.iterrows():
+        degenerate = c.get("degenerate") or ""
+        degenerate = "" if isinstance(degenerate, float) else str(degenerate)
         rows.append(
             {
                 "scale": c["scale"],
@@ -680,18 +731,43 @@ def _comparison_view(frame: pd.DataFrame) -> pd.DataFrame:
                 "human group": c["human_label"],
                 "model (n)": f"{format_mean_sd(c['model_mean'], c['model_sd'], 2)} ({c['model_n']})",
                 "human (n)": f"{format_mean_sd(c['human_mean'], c['human_sd'], 2)} ({c['human_n']})",
-                "sig.": significance_mark(c),
-                "test": c["test"],
-                "t": c["t_statistic"],
-                "p": c["t_p_value"],
-                "p (Holm)": c["p_holm"],
+                "sig.": "" if degenerate else significance_mark(c),
+                "test": "not a test" if degenerate else c["test"],
+                "t": "—" if degenerate else _number(c["t_statistic"]),
+                "p": "—" if degenerate else _number(c["t_p_value"]),
+                "p (Holm)": "—" if degenerate else _number(c["p_holm"]),
                 "g [95% CI]": "n/a"
                 if math.isnan(c["hedges_g"])
                 else f"{c['hedges_g']:.2f} [{c['g_ci_low']:.2f}, {c['g_ci_high']:.2f}]",
-                "result": c["direction"] if c["significant_holm"] else "no difference (Holm)",
+                "model in human norm": _in_norm(c),
+                "result": f"degenerate: {degenerate}; read the z and percentile"
+                if degenerate
+                else (c["direction"] if c["significant_holm"] else "no difference (Holm)"),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _tested(comparisons: pd.DataFrame) -> int:
+    """How many comparisons are tests (not degenerate)."""
+    if comparisons.empty or "degenerate" not in comparisons:
+        return len(comparisons)
+    return int((comparisons["degenerate"].fillna("").astype(str) == "").sum())
+
+
+def _number(value: Any) -> str:
+    """A test statistic for the table, 3 significant digits ("n/a": not computed)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{float(value):.3g}"
+
+
+def _in_norm(row: Any) -> str:
+    """The model's mean as one value in the human norm: z and percentile (normal norm assumed)."""
+    z, percentile = row["glass_delta"], row.get("human_percentile", math.nan)
+    if z is None or math.isnan(z):
+        return "n/a"
+    return f"z = {z:.2f} (percentile {percentile:.1f})" if not math.isnan(percentile) else f"z = {z:.2f}"
 
 
 def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str], *, imported: bool = False) -> str:
@@ -727,6 +803,19 @@ def _valid_text(valid: pd.DataFrame, n_calls: int, failed: list[str], *, importe
             "imported file (every one checked: a whole number in range; an empty cell is no answer). "
             "Per run: valid.csv."
         ]
+    if "positional_replies" in valid and not imported:
+        lines.append(
+            positional_note(
+                int(valid["positional_replies"].fillna(0).sum()),
+                int(valid["positional"].fillna(0).sum()),
+                int(valid["items"].sum()),
+            )
+        )
+        if int(valid["positional_replies"].fillna(0).sum()):
+            extra = (
+                valid.groupby("scale", sort=False)[["positional_replies", "positional"]].sum().reset_index()
+            )
+            per_scale = per_scale.merge(extra.rename(columns={"positional": "positional items"}), on="scale")
     if "from_logprobs" in valid and int(valid["from_text"].sum()):
         lines.append(
             f"{int(valid['from_text'].sum())} item(s) had no usable top_logprobs and were scored from the "

@@ -12,6 +12,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..instruments.administration import AdministrationResult, administer
+from ..instruments.parsing import positional_note
 from ..instruments.quality import ARTEFACT_SHARE, Agreement, agreement, raw_matrix
 from ..models.chat_context import ChatContext
 from ..models.types import CallParams, GenerationParams
@@ -56,11 +57,20 @@ class AdministrationUnit(BaseModel):
     out_of_range: dict[int, int] = Field(default_factory=dict)
     refused: bool = False
     asks: int = 0
+    positional: list[int] = Field(default_factory=list)
+    positional_replies: int = 0
 
     def administration(self) -> AdministrationResult:
         """As the administration returned it (without the transcript)."""
         return AdministrationResult(
-            self.answers, self.unanswered, self.duplicates, self.out_of_range, self.refused, self.asks
+            self.answers,
+            self.unanswered,
+            self.duplicates,
+            self.out_of_range,
+            self.refused,
+            self.asks,
+            positional=self.positional,
+            positional_replies=self.positional_replies,
         )
 
 
@@ -173,12 +183,15 @@ class QuickstartTask(Task[QuickstartOptions]):
         run_dir, calls, manifest = record.run_dir, record.calls, record.manifest
         answer_rows, score_rows = [], []
         game_result = None
+        positional_replies = positional_items = 0
         for unit, typed in record.results(self.Result):
             if isinstance(typed, GameUnit):
                 if unit.unit_id == GAME_UNIT:
                     game_result = unit.result
                 continue
             result = typed.administration()
+            positional_replies += result.positional_replies
+            positional_items += len(result.positional)
             for index in scale.item_indices:
                 answer_rows.append({"run": unit.unit_id, "item": index, "answer": result.answers.get(index)})
             scores = scale.score(result.answers)
@@ -223,7 +236,12 @@ class QuickstartTask(Task[QuickstartOptions]):
         )
         valid = (
             f"{n_valid} of {scale.n_items * n_done} items answered in range after re-asking; "
-            f"{len(calls)} model calls, mean latency {latency:.2f} s."
+            f"{len(calls)} model calls, mean latency {latency:.2f} s. "
+            + positional_note(
+                positional_replies,
+                positional_items,
+                scale.n_items * n_done,
+            )
         )
         sections = [
             ("What was measured", measured),

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ..errors import LlmpsychError
 from ..instruments.numbers import finite_number
+from ..instruments.parsing import order_independent_replies
 from ..instruments.scale import STORED_HINT, Scale
 from ..report.charts import pyplot
 from ..report.files import atomic_write_text, output_dir, save_figure
@@ -235,7 +236,9 @@ def write_grid_report(
         (
             "Valid answers",
             f"mean valid-answer rate {rates.mean():.3f} over {len(every)} units; "
-            f"{int((rates < 1).sum())} kept at least one item without a valid answer after the retries.\n\n"
+            f"{int((rates < 1).sum())} kept at least one item without a valid answer after the retries. "
+            + _order_independent_text(settings.get("order_independent") or [])
+            + "\n\n"
             + table(validity, ".3f"),
         ),
         (
@@ -283,17 +286,48 @@ def write_grid_report(
     return html_beside(written)
 
 
+def order_independent_units(units: list[UnitRow]) -> list[str]:
+    """The units whose kept reply is identical to another unit's reply to a different item order
+    (:func:`~llmpsych.instruments.parsing.order_independent_replies`): their scores are not the items'."""
+    replies: list[tuple[list[int], str]] = []
+    for unit in units:
+        result = unit.result or {}
+        transcript = result.get("transcript") or [{}]
+        last = transcript[-1] if isinstance(transcript[-1], dict) else {}
+        text = last.get("content") if last.get("role") == "assistant" else ""
+        replies.append((list(result.get("order") or []), text if isinstance(text, str) else ""))
+    return [units[p].unit_id for p in order_independent_replies(replies)]
+
+
+def _order_independent_text(flagged: list[str]) -> str:
+    if not flagged:
+        return "No unit gave the same reply to two different item orders."
+    shown = ", ".join(flagged[:10]) + (f" and {len(flagged) - 10} more" if len(flagged) > 10 else "")
+    return (
+        f"{len(flagged)} unit(s) gave the same reply as a unit shown another item order, so their numbers "
+        "follow the positions, not the statements; they are left out of every statistic here "
+        f"(docs/scales.md, 'Positional replies'): {shown}."
+    )
+
+
 def analyze_custom_record(record: RunRecord, options: Any, scale: Scale) -> list[Path]:
-    """The grid task's analysis: its data points, statistics and report, written into the run folder."""
+    """The grid task's analysis: its data points, statistics and report, written into the run folder.
+
+    Units whose reply does not follow the statements (the same reply to another item order) are left
+    out of every statistic and named in the report (``docs/scales.md``, "Positional replies")."""
     record.results(GridResult)  # every stored result fits, or one error naming the unit
     dims = scale.subscale_names
-    frame = grid_frame(record.done(), dims)
+    done = record.done()
+    flagged = order_independent_units(done)
+    kept = [unit for unit in done if unit.unit_id not in set(flagged)]
+    frame = grid_frame(kept, dims)
     if frame[list(dims)].dropna().shape[0] < 2:
         return []
     min_pts = min(options.min_pts, max(2, len(frame) // 4))
     result = analyse_grid(
         frame, dims, eps=options.eps, min_pts=min_pts, method=options.method, published=options.published
     )
+    result.settings["order_independent"] = flagged
     seed = record.config.seed
-    quality = grid_quality(record.done(), scale, seed)
+    quality = grid_quality(kept, scale, seed)
     return write_grid_report(result, record.run_dir, frame, scale, quality, seed)

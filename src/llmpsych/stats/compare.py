@@ -18,6 +18,17 @@ p-values across a family of comparisons.
 computes the F-test p-value as ``2 * (1 - F.cdf(larger variance / smaller variance))``, which can
 exceed 1. The default instead uses the SDs as given (scipy handles one zero SD exactly: the Welch limit;
 two zero SDs make the test undefined and it is reported as such) and caps the two-sided p at 1.
+
+A test is **degenerate** (:func:`degenerate_reason`, the ``degenerate`` field) when the model's runs cannot
+support it: they are not independent samples (the caller says why, e.g. logprob mode at temperature 0,
+where every run sends the same requests), or their SD is 0 or near 0, meaning the model's share of the
+Welch standard error (``sd_m² / n_m``) is below the human mean's own (``sd_h² / n_h``). The t-test then
+only asks whether the human mean equals a constant, and with a norm sample of thousands it is "significant"
+for any difference (measured: t = -30 to -93, p <= 1e-184 on identical logprob runs, while Hedges' g's
+interval spanned 0). Such a comparison is left out of Holm's family (:func:`apply_holm`), and the valid
+comparison is the model's score as one value in the human distribution: ``glass_delta`` is its z,
+``(model mean − human mean) / human SD``, and ``human_percentile`` the share of the human norm below it
+(100·Φ(z), assuming a normal norm distribution: the data files give only mean, SD and n).
 """
 
 from __future__ import annotations
@@ -219,6 +230,10 @@ class NormComparison:
     p_holm: float | None = None
     significant_holm: bool | None = None
     note: str = ""
+    degenerate: str = ""
+    """Why the runs cannot support the t-test ("" when they can); see :func:`degenerate_reason`."""
+    human_percentile: float = math.nan
+    """Percentile of the model's mean in the human norm, 100·Φ(z) with z = ``glass_delta`` (normal norm)."""
 
     def as_row(self) -> dict[str, Any]:
         """A flat dict for a tidy table (one row per comparison)."""
@@ -236,11 +251,15 @@ def compare_with_norm(
     confidence: float = 0.95,
     scale: str | None = None,
     subscale: str | None = None,
+    dependence: str = "",
 ) -> NormComparison:
     """Test model runs against a human group; ``model``/``human`` are :class:`GroupStats`-like.
 
     ``variance_alpha`` is the F-test's level when choosing Student vs Welch (default: ``alpha``, as in
-    the papers). Significance is ``p <= alpha``, as in the original code.
+    the papers). Significance is ``p <= alpha``, as in the original code. ``dependence`` says why the
+    model's runs are not independent samples ("" when they are); it, or a model SD near 0, marks the
+    comparison ``degenerate`` (the test is still computed, for the record; :func:`apply_holm` leaves it
+    out and a report shows the z and percentile instead).
     """
     if not 0 < alpha < 1:
         raise StatsError(f"alpha must be between 0 and 1, got {alpha}")
@@ -261,6 +280,7 @@ def compare_with_norm(
     direction: Direction = "no difference" if not significant else ("higher" if difference > 0 else "lower")
     effect = hedges_g(gm, gh, confidence=confidence)
     glass = difference / gh.sd if gh.sd > 0 else math.nan
+    percentile = 100 * float(stats.norm.cdf(glass)) if not math.isnan(glass) else math.nan
     note = ""
     if math.isnan(t_test.p_value):
         note = "both groups have zero variance: the t-test is undefined"
@@ -295,7 +315,29 @@ def compare_with_norm(
         glass_delta=glass,
         published=published,
         note=note,
+        degenerate=degenerate_reason(gm, gh, dependence=dependence),
+        human_percentile=percentile,
     )
+
+
+def degenerate_reason(model: Any, human: Any, *, dependence: str = "") -> str:
+    """Why a t-test of ``model`` runs against ``human`` cannot be read as one ("": it can).
+
+    ``dependence``: why the runs are not independent samples (given by the caller, who knows the run's
+    settings). Otherwise the model's SD: 0 (every run gave the same score), or near 0, defined as a
+    model variance of the mean below the human mean's, ``sd_m² / n_m < sd_h² / n_h``: the runs then add
+    less to the test's standard error than the norm's own sampling error, so the test asks whether the
+    human mean equals a constant (with 10 runs and 6,000 people: a model SD below 4 % of the human SD).
+    """
+    gm, gh = GroupStats.of(model), GroupStats.of(human)
+    if dependence:
+        return f"runs are not independent samples ({dependence})"
+    if gm.sd == 0:
+        return "model SD is 0 (every run gave the same score)"
+    if gm.sd**2 / gm.n < gh.sd**2 / gh.n:
+        limit = gh.sd * math.sqrt(gm.n / gh.n)
+        return f"model SD {gm.sd:.3g} is near 0 (below human SD × √(runs / human n) = {limit:.3g})"
+    return ""
 
 
 def normalize_method(method: str) -> Method:
@@ -325,9 +367,10 @@ def holm_adjust(p_values: Sequence[float]) -> np.ndarray:
 def apply_holm(comparisons: Sequence[NormComparison], *, alpha: float | None = None) -> list[NormComparison]:
     """Copies of ``comparisons`` with Holm-adjusted p-values across the whole family.
 
-    ``alpha`` defaults to each comparison's own alpha for ``significant_holm``.
+    ``alpha`` defaults to each comparison's own alpha for ``significant_holm``. A ``degenerate``
+    comparison is not a test: it is left out of the family (``p_holm`` and ``significant_holm`` None).
     """
-    adjusted = holm_adjust([c.t_p_value for c in comparisons])
+    adjusted = holm_adjust([math.nan if c.degenerate else c.t_p_value for c in comparisons])
     out = []
     for comparison, p in zip(comparisons, adjusted, strict=True):
         level = comparison.alpha if alpha is None else alpha
