@@ -110,7 +110,7 @@ class QuickstartTask(Task[QuickstartOptions]):
             "scores.csv",
             group="scale",
             repeat="run",
-            keys=("scale", "run", "valid_rate", "asks", "refused"),
+            keys=("scale", "run", "valid_rate", "positional_items", "asks", "refused"),
             prepare=_scale_scores,
         ),
         ScoreTable("game.json", group="game", repeat="run", prepare=_game_score),
@@ -200,6 +200,7 @@ class QuickstartTask(Task[QuickstartOptions]):
                     "run": unit.unit_id,
                     **scores,
                     "valid_rate": result.valid_rate(scale),
+                    "positional_items": len(result.positional),
                     "asks": result.asks,
                     "refused": result.refused,
                 }
@@ -251,7 +252,13 @@ class QuickstartTask(Task[QuickstartOptions]):
             ),
             ("Acquiescence", acquiescence_text(leaning, warning)),
             ("Valid answers", valid),
-            ("Per run", table(scores)),
+            (
+                "Per run",
+                # a subscale with an invalid answer has no score: shown as a dash, not as "nan"
+                table(scores.astype(object).where(scores.notna(), "–"))
+                + "\n\npositional_items: items of the run counted invalid because the reply numbered its "
+                "answers by position (see *Valid answers*).",
+            ),
             (
                 "Files",
                 "answers.csv (one row per run and item), scores.csv (one row per run), "
