@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from ..errors import DataError
 
 if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is read: a mistaken command line is refused without it
+
     from .record import RunRecord
 
 #: The perturbation-grid factors a score row keeps as its own columns (empty for tasks without a grid).
 FACTOR_COLUMNS: tuple[str, ...] = ("template", "version", "language", "framing", "persona")
 
-Prepare = Callable[[pd.DataFrame, Path, "RunRecord"], pd.DataFrame]
+Prepare = Callable[["pd.DataFrame", Path, "RunRecord"], "pd.DataFrame"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,8 @@ def require_columns(table: pd.DataFrame, path: Path, columns: Iterable[str]) -> 
 
 def whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
     """``values`` as whole numbers; DataError naming the file at the first that is not one."""
+    import pandas as pd
+
     numbers = pd.to_numeric(values, errors="coerce")
     bad = numbers.isna() | (numbers != numbers.round())
     if bad.any():
