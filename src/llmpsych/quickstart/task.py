@@ -109,6 +109,12 @@ class QuickstartTask(Task[QuickstartOptions]):
             units.append(WorkUnit(GAME_UNIT, {"game": "guessing"}))
         return units
 
+    def unit_calls(self, unit: WorkUnit) -> float:
+        """For the ETA: an administration asks once (re-asks are rare), the game once per seat and round."""
+        if "game" in unit.payload:
+            return float(self.options.game_players * self.options.game_rounds)
+        return 1.0
+
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         if "game" in unit.payload:
             return await self._play_game(unit, ctx)
