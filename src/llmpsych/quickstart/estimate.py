@@ -101,7 +101,8 @@ def estimate_lines(groups: list[CallGroup], pace: Pace) -> list[str]:
 
 
 def measure_pace(model: Any) -> Pace | None:  # noqa: ANN401 - an EmbeddedModel (no import: no load here)
-    """One short call to the loaded embedded model; None when llama.cpp gave no timings."""
+    """One short call to the loaded embedded model, after a one-token call that warms it up (the first
+    call after loading also pays for reading the weights in); None when llama.cpp gave no timings."""
     import time
 
     body = {
@@ -111,6 +112,8 @@ def measure_pace(model: Any) -> Pace | None:  # noqa: ANN401 - an EmbeddedModel 
         "cache_prompt": False,  # a second quickstart must measure reading, not llama.cpp's prompt cache
     }
     started = time.perf_counter()
+    # a first call pages the model's weights in (the run would pay it on its first call): untimed
+    model.complete({**body, "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
     timings = model.complete(body).get("timings")
     probe_s = time.perf_counter() - started
     if not isinstance(timings, dict):
