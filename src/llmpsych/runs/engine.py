@@ -69,10 +69,19 @@ def seconds_for_calls(calls_left: float, elapsed: float, answered: int) -> float
     return calls_left * elapsed / answered
 
 
+#: The ETA's pace is that of the last this many answered calls (all of them while there are fewer).
+PACE_WINDOW_CALLS = 10
+
+
 class _Eta:
     """The ETA shown in the progress bar: the calls still to make (:meth:`calls_left`) at the pace of the
-    calls answered so far (:func:`seconds_for_calls`); ``-:--:--`` until a model has answered and the calls
-    still to make are known.
+    last :data:`PACE_WINDOW_CALLS` answered calls (:func:`seconds_for_calls`); ``-:--:--`` until a model
+    has answered and the calls still to make are known.
+
+    The recent pace, not the pace since the start: the quickstart's administrations (40 answer tokens
+    each) took 45-200 s a call on a loaded 2-core machine, its game's calls (9 answer tokens, a prompt
+    llama.cpp had mostly cached) 1.4-6 s, and a pace over all answers read 0:53:03 when the game was
+    minutes from done; the load on a shared machine changes too.
 
     Each unit's calls come from the task (:meth:`Task.unit_calls`, e.g. a 5-seat x 5-round game: 25, a
     questionnaire: 1); a unit the task does not size counts the mean of the finished units (before any
@@ -100,6 +109,8 @@ class _Eta:
         self.finished_sent = 0
         self.finished_ids: set[str] = set()
         self.live: dict[str, UnitContext] = {}
+        #: (when, calls answered by then), from when each new answer was first seen
+        self._marks: list[tuple[float, int]] = []
         self._anchor: tuple[tuple[int, int, int], float, float, float] | None = None
 
     def unit_done(self, ctx: UnitContext) -> None:
@@ -141,23 +152,38 @@ class _Eta:
             total += max(expected - (ctx.sent + ctx.cached + ctx.replayed), 1.0)
         return total
 
+    def _window(self) -> tuple[float, int]:
+        """Where the pace is measured from: (when, calls answered by then); the start while fewer than
+        :data:`PACE_WINDOW_CALLS` calls were answered."""
+        first = self._marks[0] if self._marks else (self.started, 0)
+        sent = self._marks[-1][1] if self._marks else 0
+        return first if sent - first[1] >= PACE_WINDOW_CALLS else (self.started, 0)
+
     def text(self, now: float) -> str:
         if self.units_left <= 0:
             return "0:00:00"
         sent = self.finished_sent + sum(c.sent for c in self.live.values())
         made = self.finished_calls + sum(c.sent + c.cached + c.replayed for c in self.live.values())
-        elapsed = now - self.started
         state = (sent, self.units_left, made)
+        if sent > 0 and (not self._marks or self._marks[-1][1] != sent):
+            self._marks.append((now, sent))
+            base = [m for m in self._marks if m[1] <= sent - PACE_WINDOW_CALLS]
+            self._marks = base[-1:] + [m for m in self._marks if m[1] > sent - PACE_WINDOW_CALLS]
+        since, before = self._window()
         if self._anchor is None or self._anchor[0] != state:
             left = self.calls_left()
+            last = self._marks[-1][0] if self._marks else now
             estimate = (
-                None if left is None or sent <= 0 or elapsed <= 0 else seconds_for_calls(left, elapsed, sent)
+                None
+                if left is None or sent <= before or last <= since
+                else seconds_for_calls(left, last - since, sent - before)
             )
             self._anchor = None if estimate is None or left is None else (state, now, estimate, left)
         if self._anchor is None:
             return "-:--:--"
         _, when, estimate, left = self._anchor
-        floor = seconds_for_calls(max(0.0, left - 1), elapsed, sent + 1)  # even if the next answer came now
+        # even if the next answer came right now
+        floor = seconds_for_calls(max(0.0, left - 1), now - since, sent - before + 1)
         seconds = int(max(estimate - (now - when), floor))
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
