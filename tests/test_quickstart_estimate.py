@@ -40,7 +40,9 @@ def test_the_lines_give_the_formula_and_scale_with_the_machine() -> None:
     idle = estimate_lines(groups, Pace(200.0, 25.0, 0.4))
     busy = estimate_lines(groups, Pace(7.1, 0.91, 12.0))
     assert "30 model calls" in idle[0] and "~8,440 prompt tokens" in idle[0] and "395-1,680" in idle[0]
-    assert "200.0 prompt and 25.00 answer tokens/s" in idle[1] and "about 58 s to 2 min" in idle[1]
+    assert (
+        "200.0 prompt and 25.00 answer tokens/s" in idle[1] and "about 58 s to 2 min at this pace" in idle[1]
+    )
     assert "7.1 prompt and 0.91 answer tokens/s" in busy[1] and "about 27 min to 51 min" in busy[1]
 
 

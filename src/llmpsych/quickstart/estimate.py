@@ -96,7 +96,8 @@ def estimate_lines(groups: list[CallGroup], pace: Pace) -> list[str]:
         "answer tokens (shortest complete answers to every token limit), plus re-asks.",
         f"This machine now: {pace.prompt_per_s:.1f} prompt and {pace.generated_per_s:.2f} answer tokens/s "
         f"(llama.cpp's timings of one short call, {pace.probe_s:.1f} s), so about {_minutes(low)} to "
-        f"{_minutes(high)}; the progress bar's ETA then follows the real calls.",
+        f"{_minutes(high)} at this pace (on a shared machine it changes several-fold within minutes; the "
+        "progress bar's ETA follows the real calls).",
     ]
 
 
