@@ -130,6 +130,9 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
         timeout=600,
     )
     assert result.returncode == 0, result.stderr
+    # before the run: its calls in tokens at the pace llama.cpp timed now
+    assert "Expected: 8 model calls (2 administration call(s) of ~188 prompt tokens" in result.stdout
+    assert re.search(r"This machine now: [\d.]+ prompt and [\d.]+ answer tokens/s", result.stdout)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["models"]["subject"]["identity"].startswith("embedded:sha256=1d9614638d18")
     scores = pd.read_csv(run_dir / "scores.csv")
