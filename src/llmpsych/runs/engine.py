@@ -78,10 +78,10 @@ class _Eta:
     last :data:`PACE_WINDOW_CALLS` answered calls (:func:`seconds_for_calls`); ``-:--:--`` until a model
     has answered and the calls still to make are known.
 
-    The recent pace, not the pace since the start: the quickstart's administrations (40 answer tokens
-    each) took 45-200 s a call on a loaded 2-core machine, its game's calls (9 answer tokens, a prompt
-    llama.cpp had mostly cached) 1.4-6 s, and a pace over all answers read 0:53:03 when the game was
-    minutes from done; the load on a shared machine changes too.
+    The recent pace, not the pace since the start: the quickstart's administrations (40-51 answer tokens
+    each) took 45-200 s a call on a 2-core machine at load 5-11, its game's calls (9 answer tokens) 1.4-6 s,
+    and a pace over all answers read 0:53:03 when the game had under two minutes left; the load on a
+    shared machine changes too.
 
     Each unit's calls come from the task (:meth:`Task.unit_calls`, e.g. a 5-seat x 5-round game: 25, a
     questionnaire: 1); a unit the task does not size counts the mean of the finished units (before any
