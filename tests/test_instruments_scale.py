@@ -54,6 +54,14 @@ def test_sum_and_sum_times_two() -> None:
     assert make_scale().score(answers, scoring="SUM") == {"Calm": 10.0, "Order": 6.0}
 
 
+def test_score_range_follows_the_scoring_mode_and_the_subscale_s_items() -> None:
+    assert make_scale().score_range("Calm") == (1.0, 5.0)
+    assert make_scale(scoring="SUM").score_range("Order") == (2.0, 10.0)
+    assert make_scale(scoring="SUM*2", response_min=0).score_range("Calm") == (0.0, 20.0)
+    with pytest.raises(ScoringError, match="no subscale 'Calmness'"):
+        make_scale().score_range("Calmness")
+
+
 def test_missing_item_gives_nan_for_that_subscale_only() -> None:
     scores = make_scale().score({1: 4, 2: 2, 3: 3})
     assert scores["Calm"] == 4.0

@@ -81,6 +81,9 @@ def test_frames_across_benchmarks_match_each_runs_tables_and_store(runs: Path) -
     games = frames.scores[frames.scores["task"] == "gamabench"]
     own_games = pd.read_csv(runs / "games" / "guess" / "games.csv")
     assert games["group"].tolist() == ["guessing", "guessing"] and set(games["measure"]) == {"score"}
+    assert set(games["range"]) == {"0-100"}  # from the game's scoring
+    # PsychoBench's: from each scale's response range, items and scoring (TIDY: means of 1-5 answers)
+    assert set(frames.scores.loc[frames.scores["task"] == "psychobench", "range"]) == {"1-5"}
     assert games["score"].tolist() == pytest.approx(own_games["score"].tolist())
     # one DataFrame across runs: the mean Order score per model is a groupby away
     means = frames.scores[frames.scores["measure"] == "Order"].groupby("model")["score"].mean()

@@ -230,6 +230,40 @@ def test_quickstart_scale_and_game_are_both_scores_told_apart_by_group(root: Pat
     [row] = scores[scores["group"] == "guessing"].to_dict("records")
     assert (row["measure"], row["repeat"], row["score"]) == ("score", 1, game["score"])
     assert len(scores) == 5
+    # the game's 0-100 score and the scale's 1-5 means share the score column; range says which is which
+    assert row["range"] == "0-100" and set(part["range"]) == {"1-5"}
+
+
+def test_a_unit_of_an_interrupted_run_reads_interrupted_and_of_a_running_run_running(
+    root: Path, tmp_path: Path
+) -> None:
+    """A run stopped mid-unit leaves the unit 'running' in its store; load_runs said 'running' for ever.
+    No process holds its lock: 'interrupted'. While another process holds the lock (the run executes
+    there): 'running'."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "stopped"
+    shutil.copytree(root / "all" / "quickstart", run_dir)
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        db.execute("UPDATE units SET status='running' WHERE unit_id='game-guessing'")
+    db.close()
+    units = llmpsych.load_runs(run_dir).units.set_index("unit_id")["status"]
+    assert units["game-guessing"] == "interrupted" and set(units.drop("game-guessing")) == {"done"}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys\nfrom llmpsych.runs.store import run_lock\n"
+         f"with run_lock({str(run_dir)!r}):\n    print('held', flush=True)\n    sys.stdin.readline()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        units = llmpsych.load_runs(run_dir).units.set_index("unit_id")["status"]
+        assert units["game-guessing"] == "running"
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=60)
 
 
 def test_validity_and_translation_scores_are_their_tables(root: Path) -> None:

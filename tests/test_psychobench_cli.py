@@ -101,3 +101,46 @@ def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> No
     rebuilt = CliRunner().invoke(app, ["report", str(low)])
     assert rebuilt.exit_code == 0, rebuilt.output
     assert (low / "report.md").is_file() and (low / "summary.csv").is_file() and "wrote" in rebuilt.output
+
+
+#: Runs the real CLI in a fresh interpreter and prints which of the analysis stack it imported.
+_IMPORTED = """
+import sys
+from llmpsych.cli import main
+try:
+    main()
+finally:
+    heavy = sorted(m for m in ("pandas", "scipy", "numpy.linalg", "matplotlib") if m in sys.modules)
+    print("IMPORTED=" + ",".join(heavy), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "mistake",
+    [["--scales", "BFX"], ["--template", "v9"]],
+    ids=["scale", "template"],
+)
+def test_a_mistake_is_refused_before_the_analysis_stack_is_imported(
+    mistake: list[str], seed_data: Path, tmp_path: Path
+) -> None:
+    """A typo costs a one-line error, not the ~2 s of CPU that importing pandas and scipy took (they were
+    imported by the run layer's score tables and the CLI's analysis imports before any option was read)."""
+    import os
+    import subprocess
+    import sys
+
+    argv = ["llmpsych", "psychobench", "run", *mistake, "--data-dir", str(seed_data)]
+    argv += ["--model", "local/qwen2.5-0.5b", "--out", str(tmp_path / "out")]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys; sys.argv = {argv!r}\n" + _IMPORTED],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "error:" in done.stderr.lower() or "invalid" in done.stderr.lower(), done.stderr
+    assert "IMPORTED=\n" in done.stderr, done.stderr  # neither pandas nor scipy nor matplotlib

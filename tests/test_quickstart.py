@@ -13,7 +13,7 @@ import pytest
 
 from llmpsych.quickstart.task import console_lines
 from llmpsych.runs import RunStore, parse_run_config, resume_run, start_run
-from llmpsych.testing.fault_server import FaultServer
+from llmpsych.testing.fault_server import FaultRates, FaultServer
 
 
 def scripted_responder(body: dict) -> str:
@@ -133,6 +133,9 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
         timeout=600,
     )
     assert result.returncode == 0, result.stderr
+    # before the run: its calls in tokens at the pace llama.cpp timed now
+    assert "Expected: 8 model calls (2 administration call(s) of ~188 prompt tokens" in result.stdout
+    assert re.search(r"This machine now: [\d.]+ prompt and [\d.]+ answer tokens/s", result.stdout)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["models"]["subject"]["identity"].startswith("embedded:sha256=1d9614638d18")
     scores = pd.read_csv(run_dir / "scores.csv")
@@ -155,3 +158,45 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
     assert (
         exported.returncode == 0 and (run_dir / "export" / "transcripts.jsonl").read_text().count("\n") >= 2
     )
+
+
+def test_the_eta_sizes_the_game_after_the_questionnaires(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the real engine against a loopback server answering after 50 ms: whenever a unit finishes,
+    the ETA's calls still to make are the calls the run really made afterwards (within the one call each
+    running unit is always counted), also once only the game is left (it counted one call then)."""
+    from llmpsych.runs import engine
+
+    seen: list[tuple[float | None, int, int]] = []
+    done = engine._Eta.unit_done
+
+    def unit_done(self: engine._Eta, ctx: object) -> None:
+        done(self, ctx)  # type: ignore[arg-type]
+        answered = self.finished_sent + sum(c.sent for c in self.live.values())
+        seen.append((self.calls_left(), answered, self.units_left))
+
+    monkeypatch.setattr(engine._Eta, "unit_done", unit_done)
+
+    def full_answers(body: dict) -> str:
+        last = body["messages"][-1]["content"]
+        if '"chosen_number"' in last:
+            return scripted_responder(body)
+        return "\n".join(f"{i}: 3" for i in re.findall(r"^(\d+)\. ", last, flags=re.MULTILINE))
+
+    with FaultServer(FaultRates(latency_s=0.05), responder=full_answers) as server:
+        config = parse_run_config(
+            {
+                "task": "quickstart",
+                "model": "openai-compatible/scripted",
+                "base_url": server.base_url,
+                "cache": False,
+                "options": {"runs": 3, "game_players": 3, "game_rounds": 4},
+            }
+        )
+        outcome = start_run(config, tmp_path / "r", False)
+    total = outcome.summary.calls_sent
+    assert outcome.summary.done == 4 and total == 3 + 12
+    assert len(seen) == 4 and seen[-1] == (0.0, total, 0)
+    for left, answered, units_left in seen[:-1]:  # a running unit counts one call left at least
+        assert left is not None and total - answered <= left <= total - answered + units_left, seen

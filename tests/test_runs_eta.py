@@ -100,3 +100,60 @@ def test_a_long_last_unit_still_has_time_left() -> None:
     game = Unit("game", sent=10)
     eta.live[game.unit_id] = game  # type: ignore[assignment]
     assert _seconds(eta.text(20.0)) > 0  # 20 calls in 20 s: about 1 s per call
+
+
+def test_questionnaires_then_a_game_the_eta_counts_the_game_s_calls() -> None:
+    """The quickstart's shape: 5 one-call questionnaires and a 25-call game start together behind one
+    llama.cpp slot that answers one call every 10 s (the 5 questionnaires and the game's first round first,
+    then round after round). Sized per unit, the ETA is within one call of the truth after every answer;
+    sized by the finished units' mean (1 call), it read ~0:00:10 for the game's remaining 3-4 minutes."""
+    planned: dict[str, float | None] = {f"run-{i}": 1.0 for i in range(5)} | {"game": 25.0}
+    eta = _Eta(6, None, started=0.0, planned=planned)
+    units = {u: Unit(u) for u in planned}
+    for u in units.values():
+        eta.live[u.unit_id] = u  # type: ignore[assignment]
+    assert eta.text(5.0) == "-:--:--"  # nothing answered yet: no pace
+    order = [f"run-{i}" for i in range(5)] + ["game"] * 25
+    for k, unit_id in enumerate(order):  # answer k+1 at 10 (k+1) s
+        unit = units[unit_id]
+        unit.sent += 1
+        if unit_id.startswith("run") or unit.sent == 25:
+            eta.unit_done(unit)  # type: ignore[arg-type]
+        now = 10.0 * (k + 1)
+        truth = 10.0 * (len(order) - k - 1)
+        assert _seconds(eta.text(now)) == pytest.approx(truth, abs=10), (k, unit_id)
+
+
+def test_a_unit_the_task_does_not_size_counts_the_finished_units_mean() -> None:
+    eta = _Eta(3, None, started=0.0, planned={"a": None, "b": None, "c": 4.0})
+    assert eta.calls_left() is None  # a and b cannot be sized before any unit finished
+    a = Unit("a", sent=2)
+    eta.live["a"] = a  # type: ignore[assignment]
+    eta.unit_done(a)  # type: ignore[arg-type]
+    assert eta.calls_left() == 2.0 + 4.0  # b as a (2 calls), c as the task sized it
+    assert _seconds(eta.text(20.0)) == 60  # 6 calls at 10 s per answered call
+
+
+def test_the_pace_is_that_of_the_recent_answers() -> None:
+    """Measured on a loaded 2-core machine: the quickstart's administrations took 45-200 s a call, its game's
+    calls 1.4-6 s. Paced by every answer since the start, the ETA read 0:53:03 with the game minutes from
+    done; paced by the last 10 answers it follows the game's own calls."""
+    planned: dict[str, float | None] = {f"run-{i}": 1.0 for i in range(5)} | {"game": 25.0}
+    eta = _Eta(6, None, started=0.0, planned=planned)
+    units = {u: Unit(u) for u in planned}
+    for u in units.values():
+        eta.live[u.unit_id] = u  # type: ignore[assignment]
+    now = 0.0
+    for i in range(5):  # five slow administrations, 100 s each
+        now += 100.0
+        units[f"run-{i}"].sent = 1
+        eta.unit_done(units[f"run-{i}"])  # type: ignore[arg-type]
+        assert _seconds(eta.text(now)) == pytest.approx(100 * (25 + 4 - i), abs=1)  # all it knows
+    game = units["game"]
+    for k in range(1, 25):  # then the game, 2 s a call
+        now += 2.0
+        game.sent = k
+        shown = _seconds(eta.text(now))
+        if k >= 10:  # ten game answers: their pace alone
+            assert shown == pytest.approx(2 * (25 - k), abs=1), k
+    assert eta.text(now + 1.0) == "0:00:01"  # counts down

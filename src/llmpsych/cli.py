@@ -146,12 +146,22 @@ def quickstart(
     aliases = {"game_seats": "game_players", "game": "game_players"}
     options = kit.task_options(ctx, values, flags, aliases=aliases)
     cfg = kit.build_config("quickstart", flags, options=options, source="quickstart")
+    _print_startup_estimate(cfg)
     outcome = kit.start(cfg, flags)
     failed = kit.print_outcome(outcome)  # the task's own lines (scale and game results) come last
     report = outcome.run_dir / "report.md"
     if report.exists():
         console.print(f"\n[bold]Report:[/bold] {terminal_text(report)}")
     kit.exit_if_failed(failed)
+
+
+def _print_startup_estimate(cfg: Any) -> None:
+    """How long the quickstart will take here: its calls in tokens at the pace measured now (see
+    :mod:`llmpsych.quickstart.estimate`)."""
+    from .quickstart.estimate import startup_estimate
+
+    for line in startup_estimate(cfg):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
 
 
 # -- models --------------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..models.chat_context import ChatContext
 from ..models.cipher import DEFAULT_SHIFT, CipherContext
 from ..models.types import GenerationParams
 from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
 from ..runs.record import RunRecord
-from ..runs.scores import ScoreTable
+from ..runs.scores import ScoreTable, range_text, require_columns
 from ..runs.task import Task, WorkUnit
 from . import registry
 from .engine import Game, Table, table_context
@@ -35,6 +35,19 @@ DEVIATIONS = [
     "answers validated strictly against the game's range or choices",
     "the JSON-format instruction and result phrases are llmpsych's own words in both prompt modes",
 ]
+
+
+def _score_ranges(table: Any, path: Path, record: RunRecord) -> Any:
+    """``games.csv`` with each row's score range, from its game's scoring (the thesis version the
+    analysis scores with: 0-100 for every game)."""
+    require_columns(table, path, ("game",))
+    ranges = {}
+    for name in table["game"].dropna().unique():
+        try:
+            ranges[name] = range_text(*game_class(str(name)).score_bounds("thesis"))
+        except ConfigError:
+            raise DataError(f"{path}: unknown game {str(name)[:40]!r}") from None
+    return table.assign(range=table["game"].map(ranges))
 
 
 def game_class(name: str) -> type[Game]:
@@ -127,7 +140,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
     not_settings = frozenset({"game", "runs", "published"})
     Options = GamaBenchOptions
     Result = GamaBenchResult
-    score_tables = (ScoreTable("games.csv", group="game", repeat="run"),)
+    score_tables = (ScoreTable("games.csv", group="game", repeat="run", prepare=_score_ranges),)
     options: GamaBenchOptions
 
     def __init__(self, config: Any) -> None:

@@ -254,6 +254,16 @@ class Scale:
             sub.name: _aggregate([keyed.get(i) for i in sub.item_indices], mode) for sub in self.subscales
         }
 
+    def score_range(self, subscale: str, scoring: ScoringMode | None = None) -> tuple[float, float]:
+        """The lowest and highest score ``subscale`` can take, from the response range, the number of its
+        items and the scoring mode (``AVG`` of a 1-5 scale: 1-5; ``SUM`` of four such items: 4-20)."""
+        sub = next((s for s in self.subscales if s.name == subscale), None)
+        if sub is None:
+            raise ScoringError(f"scale {self.name!r} has no subscale {subscale!r}")
+        low = _aggregate([self.response_min] * len(sub.item_indices), scoring or self.scoring)
+        high = _aggregate([self.response_max] * len(sub.item_indices), scoring or self.scoring)
+        return low, high
+
     def total(
         self,
         answers: Mapping[int, int],

@@ -30,6 +30,7 @@ from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.config import RunConfig
 from ..runs.record import RunRecord
+from ..runs.scores import range_text
 from ..runs.store import RunStore
 from ..stats import (
     GroupStats,
@@ -139,7 +140,8 @@ def run_tables(scales: dict[str, Scale], results: list[dict[str, Any]]) -> dict[
                 raise DataError(f"run store, {scale.name} run {run}: {exc}", STORED_HINT) from None
             n_valid = len(given)
         for name, value in subscores.items():
-            scores.append({"scale": scale.name, "run": run, "subscale": name, "score": value})
+            span = range_text(*scale.score_range(name))  # what the score is on, from the scale's definition
+            scores.append({"scale": scale.name, "run": run, "subscale": name, "score": value, "range": span})
         row = {
             "scale": scale.name,
             "run": run,
@@ -271,7 +273,7 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
     n_runs = {name: sum(1 for _, r in typed if r.scale == name) for name in scales}
     scores = tables["scores"]
     if scores.empty:
-        scores = pd.DataFrame(columns=["scale", "run", "subscale", "score"])
+        scores = pd.DataFrame(columns=["scale", "run", "subscale", "score", "range"])
     summary = summary_table(scales, scores, n_runs)
     model = task.config.model
     comparisons, skipped = norm_comparisons(

@@ -187,8 +187,6 @@ def run(
     from ..runs.runner import new_run_dir
     from ..runs.store import run_lock
     from ..runs.sweep import PlannedRun, run_sweep
-    from .analysis import save_settings
-    from .compare import write_comparison
 
     changes: SettingChanges = {"bsri_thresholds": bsri_thresholds, "bsri_rule": bsri_rule}
     changes |= {"bsri_order": bsri_order, "cabin_groupings": cabin_groupings}
@@ -221,6 +219,8 @@ def run(
     run_dirs = [parent / folder for folder in folders]
 
     def finished(run: PlannedRun, outcome: RunOutcome) -> None:
+        from .analysis import save_settings  # imported here: pandas and scipy only once a run has data
+
         run_dir = parent / run.directory
         if custom is not None and (run_dir / "summary.csv").is_file():
             with run_lock(run_dir):
@@ -233,6 +233,8 @@ def run(
     run_sweep(planned, parent, progress=flags.progress, debug=kit.state.debug, on_outcome=finished)
     analysed = [d for d in run_dirs if (d / "summary.csv").is_file()]
     if analysed:
+        from .compare import write_comparison
+
         for path in write_comparison(analysed, parent):
             console.print(f"  wrote {terminal_text(path)}")
     kit.exit_if_failed(kit.summarize(run_dirs))  # each run stays resumable (`llmpsych run --resume`)

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import ConfigError
 from ..instruments.native import ScaleFile
-from ..stats.compare import METHOD_ALIASES
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
 from .variants import CotWording, SystemPrompt, Template
@@ -74,6 +73,8 @@ class PsychoBenchOptions(BaseModel):
     @field_validator("method", mode="before")
     @classmethod
     def _method_name(cls, value: Any) -> Any:
+        from ..stats.compare import METHOD_ALIASES  # here: scipy is not imported to check a command line
+
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @field_validator("template", mode="before")

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..errors import DataError
 from ..instruments.administration import AdministrationResult, administer
 from ..instruments.parsing import positional_note
 from ..instruments.quality import ARTEFACT_SHARE, Agreement, agreement, raw_matrix
@@ -20,7 +21,7 @@ from ..report.files import atomic_write_text, write_csv
 from ..report.markdown import bar_chart, table
 from ..report.run_report import write_run_report
 from ..runs.record import RunRecord
-from ..runs.scores import ScoreTable, require_columns, whole_numbers
+from ..runs.scores import ScoreTable, range_text, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
 from .demo_scale import REASK, demo_scale
 
@@ -87,16 +88,24 @@ class GameUnit(BaseModel):
 
 
 def _scale_scores(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
-    """The demonstration scale's scores for :func:`llmpsych.load_runs`: the scale's name, and the
-    administration number of ``run-003`` (3)."""
+    """The demonstration scale's scores for :func:`llmpsych.load_runs`: the scale's name, the
+    administration number of ``run-003`` (3), and the range its subscale scores are on (the scale's)."""
     require_columns(table, path, ("run",))
     numbers = table["run"].astype(str).str.removeprefix("run-")
-    return table.assign(scale=demo_scale().name, run=whole_numbers(numbers, path, "run"))
+    scale = demo_scale()
+    ranges = {range_text(*scale.score_range(sub)) for sub in scale.subscale_names}
+    if len(ranges) != 1:  # one range per row of a wide table: the subscales must share it
+        raise DataError(f"{path}: the subscales of {scale.name!r} are on different ranges: {sorted(ranges)}")
+    return table.assign(scale=scale.name, run=whole_numbers(numbers, path, "run"), range=ranges.pop())
 
 
 def _game_score(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
-    """The short game's 0-100 score, named as GAMA-Bench names the game (one game: run 1)."""
-    return table.assign(game="guessing", run=1)
+    """The short game's score, named as GAMA-Bench names the game (one game: run 1), on the range the
+    game's scoring defines (0-100)."""
+    from ..games.task import game_class
+
+    bounds = game_class("guessing").score_bounds("thesis")
+    return table.assign(game="guessing", run=1, range=range_text(*bounds))
 
 
 class QuickstartTask(Task[QuickstartOptions]):
@@ -121,6 +130,12 @@ class QuickstartTask(Task[QuickstartOptions]):
         if self.options.game_players:
             units.append(WorkUnit(GAME_UNIT, {"game": "guessing"}))
         return units
+
+    def unit_calls(self, unit: WorkUnit) -> float:
+        """For the ETA: an administration asks once (re-asks are rare), the game once per seat and round."""
+        if "game" in unit.payload:
+            return float(self.options.game_players * self.options.game_rounds)
+        return 1.0
 
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         if "game" in unit.payload:

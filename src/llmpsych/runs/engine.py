@@ -44,35 +44,73 @@ class RunSummary:
 def remaining_seconds(
     elapsed: float, sent: int, units_left: int, calls_per_unit: float | None, calls_in_flight: float
 ) -> float | None:
-    """Seconds left: the model calls still to make, at the rate calls were sent so far in this execution.
+    """Seconds left: the model calls still to make, at the rate calls were answered so far in this execution.
 
     Counting calls rather than units keeps the estimate right from the first answer: with many units in
     flight (concurrency) no unit finishes until most of their calls are done, so a rate of finished
-    units says nothing early and then too much. ``sent`` counts calls sent to a model only (answers from
+    units says nothing early and then too much. ``sent`` counts calls answered by a model only (answers from
     the response cache or replayed from the store cost no time); ``calls_in_flight`` is what unfinished
     units have already asked (each counted up to ``calls_per_unit`` − 1: a unit still running has a call
     left at least, so a long last unit, such as a game after short questionnaires, does not read 0:00:00).
     """
     if sent <= 0 or elapsed <= 0 or calls_per_unit is None:
         return None
-    return max(0.0, units_left * calls_per_unit - calls_in_flight) * elapsed / sent
+    return seconds_for_calls(max(0.0, units_left * calls_per_unit - calls_in_flight), elapsed, sent)
+
+
+def seconds_for_calls(calls_left: float, elapsed: float, answered: int) -> float:
+    """``calls_left`` at the pace the ``answered`` model calls of the last ``elapsed`` seconds came back.
+
+    This is the calls' real latency spread over the calls in flight: the mean latency ``L`` of the
+    answered calls divided by how many were in flight on average (their summed latencies over ``elapsed``)
+    is ``elapsed / answered``. It therefore counts what a user sees and a latency alone does not: calls
+    queued behind a single llama.cpp slot, a machine shared with other work, a rate-limited endpoint.
+    """
+    return calls_left * elapsed / answered
+
+
+#: The ETA's pace is that of the last this many answered calls (all of them while there are fewer).
+PACE_WINDOW_CALLS = 10
 
 
 class _Eta:
-    """The ETA shown in the progress bar (see :func:`remaining_seconds`).
+    """The ETA shown in the progress bar: the calls still to make (:meth:`calls_left`) at the pace of the
+    last :data:`PACE_WINDOW_CALLS` answered calls (:func:`seconds_for_calls`); ``-:--:--`` until a model
+    has answered and the calls still to make are known.
 
-    It is re-estimated whenever another call has been sent and counts down in between, but never below
-    what the current silence implies (the next answer cannot come before now).
+    The recent pace, not the pace since the start: the quickstart's administrations (40-51 answer tokens
+    each) took 45-200 s a call on a 2-core machine at load 5-11, its game's calls (9 answer tokens) 1.4-6 s,
+    and a pace over all answers read 0:53:03 when the game had under two minutes left; the load on a
+    shared machine changes too.
+
+    Each unit's calls come from the task (:meth:`Task.unit_calls`, e.g. a 5-seat x 5-round game: 25, a
+    questionnaire: 1); a unit the task does not size counts the mean of the finished units (before any
+    has finished: the task's :meth:`Task.calls_per_unit`). Sized per unit,
+    a game after short questionnaires no longer reads as "one call left" (it did: the quickstart showed
+    0:00:30-0:01:46 for 9 minutes). It is re-estimated whenever another call has been answered and counts
+    down in between, but never below what the current silence implies (the next answer cannot come
+    before now).
     """
 
-    def __init__(self, units: int, calls_hint: float | None, started: float) -> None:
+    def __init__(
+        self,
+        units: int,
+        calls_hint: float | None,
+        started: float,
+        planned: dict[str, float | None] | None = None,
+    ) -> None:
         self.units_left = units
         self.calls_hint = calls_hint
+        #: calls each pending unit is expected to make (unit id -> calls; None: not known)
+        self.planned = planned
         self.started = started
         self.finished_units = 0
         self.finished_calls = 0  # calls of any kind made by finished units
         self.finished_sent = 0
+        self.finished_ids: set[str] = set()
         self.live: dict[str, UnitContext] = {}
+        #: (when, calls answered by then), from when each new answer was first seen
+        self._marks: list[tuple[float, int]] = []
         self._anchor: tuple[tuple[int, int, int], float, float, float] | None = None
 
     def unit_done(self, ctx: UnitContext) -> None:
@@ -81,30 +119,71 @@ class _Eta:
         self.finished_units += 1
         self.finished_calls += ctx.sent + ctx.cached + ctx.replayed
         self.finished_sent += ctx.sent
+        self.finished_ids.add(ctx.unit_id)
 
     def calls_per_unit(self) -> float | None:
         if self.finished_units:
             return self.finished_calls / self.finished_units
         return self.calls_hint
 
+    def _expected(self, unit_id: str | None) -> float | None:
+        """Calls the unit is expected to make in all: the task's figure for it, else the finished units'
+        mean, else the task's hint for any unit."""
+        planned = None if self.planned is None or unit_id is None else self.planned.get(unit_id)
+        return planned if planned is not None else self.calls_per_unit()
+
+    def calls_left(self) -> float | None:
+        """Model calls still to make: every unit not started in full, every running unit what it has not
+        made yet but one at least (a unit still running has a call left); None when a unit cannot be sized."""
+        total = 0.0
+        if self.planned is None:
+            waiting: list[str | None] = [None] * max(0, self.units_left - len(self.live))
+        else:
+            waiting = [u for u in self.planned if u not in self.live and u not in self.finished_ids]
+        for unit_id in waiting:
+            expected = self._expected(unit_id)
+            if expected is None:
+                return None
+            total += expected
+        for unit_id, ctx in self.live.items():
+            expected = self._expected(unit_id)
+            if expected is None:
+                return None
+            total += max(expected - (ctx.sent + ctx.cached + ctx.replayed), 1.0)
+        return total
+
+    def _window(self) -> tuple[float, int]:
+        """Where the pace is measured from: (when, calls answered by then); the start while fewer than
+        :data:`PACE_WINDOW_CALLS` calls were answered."""
+        first = self._marks[0] if self._marks else (self.started, 0)
+        sent = self._marks[-1][1] if self._marks else 0
+        return first if sent - first[1] >= PACE_WINDOW_CALLS else (self.started, 0)
+
     def text(self, now: float) -> str:
         if self.units_left <= 0:
             return "0:00:00"
-        per_unit = self.calls_per_unit()
-        live = list(self.live.values())
-        sent = self.finished_sent + sum(c.sent for c in live)
-        elapsed = now - self.started
-        state = (sent, self.units_left, self.finished_calls)
+        sent = self.finished_sent + sum(c.sent for c in self.live.values())
+        made = self.finished_calls + sum(c.sent + c.cached + c.replayed for c in self.live.values())
+        state = (sent, self.units_left, made)
+        if sent > 0 and (not self._marks or self._marks[-1][1] != sent):
+            self._marks.append((now, sent))
+            base = [m for m in self._marks if m[1] <= sent - PACE_WINDOW_CALLS]
+            self._marks = base[-1:] + [m for m in self._marks if m[1] > sent - PACE_WINDOW_CALLS]
+        since, before = self._window()
         if self._anchor is None or self._anchor[0] != state:
-            # a unit still running has one call left at least, however many it has made
-            in_flight = sum(min(c.sent + c.cached + c.replayed, max(0.0, (per_unit or 0) - 1)) for c in live)
-            estimate = remaining_seconds(elapsed, sent, self.units_left, per_unit, in_flight)
-            left = 0.0 if per_unit is None else max(0.0, self.units_left * per_unit - in_flight)
-            self._anchor = None if estimate is None else (state, now, estimate, left)
+            left = self.calls_left()
+            last = self._marks[-1][0] if self._marks else now
+            estimate = (
+                None
+                if left is None or sent <= before or last <= since
+                else seconds_for_calls(left, last - since, sent - before)
+            )
+            self._anchor = None if estimate is None or left is None else (state, now, estimate, left)
         if self._anchor is None:
             return "-:--:--"
         _, when, estimate, left = self._anchor
-        floor = max(0.0, left - 1) * elapsed / (sent + 1)  # even if the next answer came right now
+        # even if the next answer came right now
+        floor = seconds_for_calls(max(0.0, left - 1), now - since, sent - before + 1)
         seconds = int(max(estimate - (now - when), floor))
         return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
@@ -255,7 +334,7 @@ async def execute(
     bar = progress.add_task(
         task.name, total=len(units), completed=summary.skipped, rate="", failures="", eta="-:--:--"
     )
-    eta = _Eta(len(pending), task.calls_per_unit(), started)
+    eta = _Eta(len(pending), task.calls_per_unit(), started, {u.unit_id: task.unit_calls(u) for u in pending})
     commits = GroupCommit(store)
 
     async def show_eta() -> None:

@@ -12,7 +12,7 @@ import pandas as pd
 from ..report.files import output_dir, write_csv, write_lines
 from .provenance import call_provenance
 from .record import RunRecord, read_run, record_from_store
-from .store import RunStore, run_lock
+from .store import RunStore, run_lock, run_locked
 
 
 def calls_frame(run: Path | RunRecord) -> pd.DataFrame:
@@ -47,12 +47,17 @@ def calls_frame(run: Path | RunRecord) -> pd.DataFrame:
 
 
 def units_frame(run: Path | RunRecord) -> pd.DataFrame:
-    """One row per work unit: status, error and result (as JSON)."""
+    """One row per work unit: status, error and result (as JSON).
+
+    A unit the store holds as ``running`` reads ``interrupted`` when no process holds the run's lock (the
+    run was stopped or crashed mid-unit; ``llmpsych run --resume`` finishes it); it stays ``running`` while
+    the run really executes, here or elsewhere (:func:`~llmpsych.runs.store.run_locked`)."""
     record = run if isinstance(run, RunRecord) else read_run(run)
+    stopped = any(u.status == "running" for u in record.units) and not run_locked(record.run_dir)
     rows = [
         {
             "unit_id": u.unit_id,
-            "status": u.status,
+            "status": "interrupted" if stopped and u.status == "running" else u.status,
             "attempts": u.attempts,
             "error": u.error,
             "payload": json.dumps(u.payload),

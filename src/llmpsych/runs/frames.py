@@ -79,7 +79,18 @@ CALL_COLUMNS = [
     "refused",
     "refused_texts",
 ]
-SCORE_COLUMNS = ["run_dir", "task", "model", "group", "item", "repeat", "measure", "score", *FACTOR_COLUMNS]
+SCORE_COLUMNS = [
+    "run_dir",
+    "task",
+    "model",
+    "group",
+    "item",
+    "repeat",
+    "measure",
+    "score",
+    "range",
+    *FACTOR_COLUMNS,
+]
 
 
 @dataclass(frozen=True)
@@ -350,8 +361,8 @@ def _score_rows(
         wanted.append(spec.value)
     require_columns(table, path, wanted)
     if spec.keys is not None:
-        keys = [c for c in table.columns if c in spec.keys]
-        measures = [c for c in table.columns if c not in spec.keys]
+        keys = [c for c in table.columns if c in spec.keys or c == "range"]
+        measures = [c for c in table.columns if c not in keys]
         if not measures:
             raise DataError(f"{path}: no score column", "re-run `llmpsych report RUN_DIR`")
         table = table.melt(id_vars=keys, value_vars=measures, var_name="\0measure", value_name="\0score")
@@ -374,6 +385,7 @@ def _score_rows(
             "repeat": _whole(table[spec.repeat]) if spec.repeat else None,
             "measure": measure,
             "score": scores,
+            "range": table["range"] if "range" in table.columns else spec.range,
             **{c: table[c] if c in spec.factors else None for c in FACTOR_COLUMNS},
         }
     )

@@ -13,17 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pandas as pd
-
 from ..errors import DataError
 
 if TYPE_CHECKING:
+    import pandas as pd  # imported where a table is read: a mistaken command line is refused without it
+
     from .record import RunRecord
 
 #: The perturbation-grid factors a score row keeps as its own columns (empty for tasks without a grid).
 FACTOR_COLUMNS: tuple[str, ...] = ("template", "version", "language", "framing", "persona")
 
-Prepare = Callable[[pd.DataFrame, Path, "RunRecord"], pd.DataFrame]
+Prepare = Callable[["pd.DataFrame", Path, "RunRecord"], "pd.DataFrame"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,12 @@ class ScoreTable:
     measure is ``value``'s own name). A wide table gives ``keys``, its columns that are not scores: every
     other column is one measure. ``factors`` are copied into the same-named :data:`FACTOR_COLUMNS`.
     ``prepare`` derives columns the file does not hold as such (a configuration id, a repeat from the
-    store) before any of this; it raises :class:`DataError` naming the file."""
+    store) before any of this; it raises :class:`DataError` naming the file.
+
+    ``range`` says what every score of the table is on (``"1-5"``: means of 1-5 answers, ``"0-100"``: a
+    GAMA-Bench score), taken from the scale's or game's own definition (:func:`range_text`), never from
+    the values; a table whose rows differ gets a ``range`` column from ``prepare`` instead. Without
+    either, the rows' ``range`` is empty: not declared."""
 
     file: str
     group: str | None
@@ -45,6 +50,12 @@ class ScoreTable:
     keys: tuple[str, ...] | None = None
     factors: tuple[str, ...] = ()
     prepare: Prepare | None = None
+    range: str | None = None
+
+
+def range_text(low: float, high: float) -> str:
+    """A score range as the ``range`` column shows it: ``1-5``, ``0-100``, ``4-20``."""
+    return f"{low:g}-{high:g}"
 
 
 def require_columns(table: pd.DataFrame, path: Path, columns: Iterable[str]) -> None:
@@ -56,6 +67,8 @@ def require_columns(table: pd.DataFrame, path: Path, columns: Iterable[str]) -> 
 
 def whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
     """``values`` as whole numbers; DataError naming the file at the first that is not one."""
+    import pandas as pd
+
     numbers = pd.to_numeric(values, errors="coerce")
     bad = numbers.isna() | (numbers != numbers.round())
     if bad.any():
@@ -64,4 +77,4 @@ def whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
     return numbers.astype(int)
 
 
-__all__ = ["FACTOR_COLUMNS", "Prepare", "ScoreTable", "require_columns", "whole_numbers"]
+__all__ = ["FACTOR_COLUMNS", "Prepare", "ScoreTable", "range_text", "require_columns", "whole_numbers"]

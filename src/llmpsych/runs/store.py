@@ -203,6 +203,26 @@ def run_lock(run_dir: Path) -> Iterator[None]:
                 os.close(fd)  # releases the flock
 
 
+def run_locked(run_dir: Path) -> bool:
+    """Whether a process holds the run's lock (``run.lock``, an ``flock``), i.e. the run is executing.
+
+    Read from ``/proc/locks`` by the lock file's device and inode, so a reader (the runs page,
+    :func:`llmpsych.load_runs`) never takes the lock itself (taking it, even for a moment, could make a
+    starting run report "in use")."""
+    try:
+        info = (run_dir / LOCK_FILE).lstat()
+    except OSError:
+        return False
+    if not stat.S_ISREG(info.st_mode):
+        return False
+    ident = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            return any(line.split()[5:6] == [ident] for line in handle if "FLOCK" in line)
+    except OSError:
+        return False
+
+
 def _acquire(run_dir: Path) -> int:
     path = run_dir / LOCK_FILE
     try:

@@ -97,6 +97,12 @@ class Task(ABC, Generic[OptionsT]):
         """Model calls a unit usually makes, for the progress bar's ETA before the first unit finishes."""
         return None
 
+    def unit_calls(self, unit: WorkUnit) -> float | None:
+        """Model calls ``unit`` is expected to make, for the ETA. A task whose units differ (short
+        questionnaires, then a long game) sizes each, or the ETA takes the game for a questionnaire; None
+        (the default): the mean of the finished units, before any: :meth:`calls_per_unit`."""
+        return None
+
     def analyze(self, record: RunRecord) -> list[Path]:
         """Write tables and reports from the run record into ``record.run_dir``; return the files written."""
         return []

@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import DataError
 from ..report.summary import _answer_counts
 from ..runs.store import LOCK_FILE, STORE_FILE
+from ..runs.store import run_locked as store_locked
 from . import store
 
 #: How deep below a served folder runs are looked for (a preset writes ``out/preset/run``).
@@ -55,25 +56,6 @@ MAX_FILES = 5000
 #: A run's status; ``unreadable``: its store cannot be read (damaged, empty, not a run store), so nothing
 #: about its units is known (its files are still listed).
 STATUSES = ("running", "done", "failed", "interrupted", "unreadable")
-
-
-def store_locked(run_dir: Path) -> bool:
-    """Whether a process holds the run's lock (``run.lock``, an ``flock``), i.e. the run is executing.
-
-    Read from ``/proc/locks`` by the lock file's device and inode, so the page never takes the lock
-    itself (taking it, even for a moment, could make a starting run report "in use")."""
-    try:
-        info = (run_dir / LOCK_FILE).lstat()
-    except OSError:
-        return False
-    if not stat.S_ISREG(info.st_mode):
-        return False
-    ident = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
-    try:
-        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
-            return any(line.split()[5:6] == [ident] for line in handle if "FLOCK" in line)
-    except OSError:
-        return False
 
 
 @dataclass
