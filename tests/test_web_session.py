@@ -322,7 +322,7 @@ def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path, seed_da
     if os.geteuid() == 0:
         assert bwrap, "bubblewrap is needed to make a folder read-only for root"
         wrap = (bwrap, "--bind", "/", "/", "--ro-bind", str(root), str(root))
-        wrap += ("--dev", "/dev", "--proc", "/proc")
+        wrap += ("--dev", "/dev", "--proc", "/proc", "--die-with-parent")  # stop() ends the server too
     web = WebServer(root, wrap=wrap)
     try:
         status, _, body = web.request("/")
