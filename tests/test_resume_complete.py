@@ -49,4 +49,3 @@ def test_resuming_a_complete_run_says_so_and_writes_nothing_unless_an_output_is_
     assert third.returncode == 0, third.stderr
     assert "already complete" not in third.stderr
     assert (run / "summary.csv").is_file()
-
