@@ -143,7 +143,8 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
     # the model answers most items, or numbers its answers by position (measured: "1: 4 / 2: 5 / ..." to
     # both seed-0 orders, also after the re-ask), which the report counts invalid instead of scoring
     assert len(scores) == 2 and (scores["valid_rate"].min() > 0.5 or "stayed positional" in report)
-    assert scores[["Curiosity", "Caution"]].stack().between(1, 5).all()
+    scored = scores[["Curiosity", "Caution"]].stack().dropna()  # a positional run has no scores
+    assert scored.between(1, 5).all() and (len(scored) > 0 or "stayed positional" in report)
     assert "Scores (mean ± sd over runs" in report and "local/qwen2.5-0.5b" in report
     game = json.loads((run_dir / "game.json").read_text())  # the short game (5 x 5 by default)
     assert game["players"] == 3 and game["rounds"] == 2 and 0 <= game["score"] <= 100

@@ -8,6 +8,8 @@ One Ray instance for the module (``num_cpus=2``, 127.0.0.1); the CLI tests start
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import json
 import os
 import re
@@ -67,7 +69,17 @@ def _store(run_dir: Path) -> tuple[list[Any], list[Any], dict[str, Any]]:
         response = json.loads(row[6])
         response.pop("latency_s")
         timeless.append((*row[:6], response, *row[7:]))
-    return units, timeless, meta
+    untimed = [(*u[:4], _untimed(json.loads(u[4]) if u[4] else None), *u[5:]) for u in units]
+    return untimed, timeless, meta
+
+
+def _untimed(value: Any) -> Any:
+    """A unit result without the response times (``response_s``) a game records with each answer."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k != "response_s"}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -85,8 +97,22 @@ def _files(out: Path) -> dict[str, bytes]:
 
 
 def _normal(text: str, out: Path) -> str:
-    """``text`` with the sweep's folder written ``OUT`` and seconds (clock readings) written ``_``."""
-    return re.sub(r"\b\d+\.\d+ s\b", "_ s", text.replace(str(out), "OUT"))
+    """``text`` with the sweep's folder written ``OUT`` and seconds (clock readings) written ``_``: in
+    prose (``0.04 s``), a JSON ``response_s`` and a CSV ``response_s`` column."""
+    text = re.sub(r"\b\d+\.\d+ s\b", "_ s", text.replace(str(out), "OUT"))
+    text = re.sub(r'"response_s": ?[0-9.e-]+', '"response_s": _', text)
+    lines = text.split("\n")
+    header = lines[0].split(",") if lines else []
+    if "response_s" in header:  # a CSV table with a response-time column
+        at = header.index("response_s")
+        for i, line in enumerate(lines[1:], start=1):
+            cells = next(csv.reader([line])) if line else []
+            if len(cells) > at:
+                cells[at] = "_"
+                buffer = io.StringIO()
+                csv.writer(buffer, lineterminator="").writerow(cells)
+                lines[i] = buffer.getvalue()
+    return "\n".join(lines)
 
 
 def _preset(server: FaultServer, out: Path, *extra: str) -> Any:

@@ -109,6 +109,16 @@ subscales:
 """
 
 
+def _steady(body: dict) -> str:
+    """Answers STEADY by the numbers its statements are shown with (4 to keeping plans, 2 to changing one's
+    mind), in the order shown: never a reply numbered by position (docs/scales.md, positional replies)."""
+    import re
+
+    prompt = str(body["messages"][-1]["content"])
+    shown = re.findall(r"^\s*(\d+)[.:)]\s*(.+?)\s*$", prompt, re.M)
+    return "\n".join(f"{n}: {4 if 'keep my plans' in text else 2}" for n, text in shown)
+
+
 def test_psychobench_on_several_models_resumes_with_the_same_out(tmp_path: Path) -> None:
     """``psychobench run`` makes one run per model through the sweep runner: the same command again sends
     nothing, and a changed one meets the folders it made and is refused."""
@@ -116,7 +126,7 @@ def test_psychobench_on_several_models_resumes_with_the_same_out(tmp_path: Path)
 
     scale = tmp_path / "steady.yaml"
     scale.write_text(SCALE, encoding="utf-8")
-    with FaultServer(responder=lambda body: "1: 4\n2: 2") as server:
+    with FaultServer(responder=_steady) as server:
         command = ["psychobench", "run", "--scale-file", scale, "--runs", "2", "--no-progress", "--no-cache"]
         command += ["-m", "openai-compatible/a", "-m", "openai-compatible/b", "--base-url", server.base_url]
         command += ["--out", tmp_path / "out"]

@@ -302,7 +302,14 @@ def test_python_seats_are_named_before_they_are_imported_and_analysis_imports_no
     assert not marker.exists()  # re-analysis ran no seat code
     resumed = llmpsych("run", "--resume", str(tmp_path / "run"), "--no-progress", env=env)
     assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.startswith("this run imports and runs Python code")
+    # the run is complete and its outputs current: the resume says so and runs (imports) no seat code
+    assert "is already complete" in resumed.stderr and not marker.exists()
+    (tmp_path / "run" / "games.csv").unlink()  # an output gone: the ordinary resume names, then imports
+    resumed = llmpsych("run", "--resume", str(tmp_path / "run"), "--no-progress", env=env)
+    assert resumed.returncode == 0, resumed.stderr
     assert resumed.stderr.startswith("this run imports and runs Python code") and marker.exists()
+    assert (tmp_path / "run" / "games.csv").is_file()
 
 
 # -- 2. no secret is stored ---------------------------------------------------------------------------------

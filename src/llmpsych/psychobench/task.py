@@ -17,9 +17,7 @@ from __future__ import annotations
 import hashlib
 from functools import cached_property
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..instruments.administration import administer, item_block
@@ -39,6 +37,9 @@ from .logprob import read_item
 from .options import PsychoBenchOptions, PsychoBenchResult
 from .personas import Persona, persona_label, resolve_persona
 from .variants import UserPrompt, fill, level_texts, system_prompt, template_body, template_files, with_cot
+
+if TYPE_CHECKING:  # pandas is imported where a score table is read, not before a run's first request
+    import pandas as pd
 
 
 def _with_persona(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
