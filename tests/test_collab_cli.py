@@ -51,6 +51,15 @@ def test_mas_run_compare_systems_and_preset(seed_data: Path, tmp_path: Path) -> 
     )
     assert result.exit_code == 0, result.output
     assert "Table 7.3 layout" in (tmp_path / "cmp" / "comparison.md").read_text()
+    # a folder without summary.json (unfinished, or another benchmark's) is named, not silently skipped
+    (tmp_path / "unfinished").mkdir()
+    result = runner.invoke(
+        app, ["compare", str(tmp_path / "none"), str(tmp_path / "unfinished"), "--out", str(tmp_path / "c2")]
+    )
+    assert result.exit_code == 0, result.output
+    said = "left out 1 of 2 folders without summary.json"
+    assert said in result.output.replace("\n", " ") or said in (result.stderr or "")
+    assert "Left out, 1 of 2 folders given" in (tmp_path / "c2" / "comparison.md").read_text()
     assert runner.invoke(app, ["systems"]).exit_code == 0
     dry = runner.invoke(app, ["preset", "defences", "--dry-run"])
     assert dry.exit_code == 0 and dry.output.count("selfcollab_humaneval") == 12

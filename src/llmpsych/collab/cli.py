@@ -164,6 +164,14 @@ def compare(
 
     for path in compare_runs(run_dirs, out, pool_settings):
         console.print(f"wrote {terminal_text(path)}")
+    skipped = [d for d in run_dirs if not (d / "summary.json").exists()]
+    if skipped:  # said here too, not only in comparison.md
+        kit.err_console.print(
+            f"left out {len(skipped)} of {len(run_dirs)} folders without summary.json (an unfinished run, or "
+            "not a MAS-Resilience run): " + ", ".join(terminal_text(d) for d in skipped),
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command("preset")

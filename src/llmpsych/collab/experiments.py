@@ -652,8 +652,17 @@ def compare_runs(run_dirs: list[Path], out: Path, pool_settings: bool = False) -
     output_dir(out)
     frame = load_summaries(run_dirs, pool_settings)
     outputs = [write_csv(frame, out / "runs.csv")]
+    skipped = [Path(d) for d in run_dirs if not (Path(d) / "summary.json").exists()]
+    left_out = (
+        f"\n\nLeft out, {len(skipped)} of {len(run_dirs)} folders given (no summary.json: an unfinished "
+        "run, or not a MAS-Resilience run): " + ", ".join(f"`{d}`" for d in skipped)
+        if skipped
+        else ""
+    )
     if frame.empty:
-        outputs.append(write_report(out / "comparison.md", "MAS-Resilience comparison", [("Runs", "none")]))
+        outputs.append(
+            write_report(out / "comparison.md", "MAS-Resilience comparison", [("Runs", "none" + left_out)])
+        )
         return outputs
     improved = improvements(frame)
     if improved.empty:
@@ -666,7 +675,7 @@ def compare_runs(run_dirs: list[Path], out: Path, pool_settings: bool = False) -
             + _fmt(improved)
         )
     pooled = settings_labels(frame, run_dirs, pool=True)[1] if pool_settings else []
-    runs_text = _fmt(frame.drop(columns="metric_label").set_index("run"))
+    runs_text = _fmt(frame.drop(columns="metric_label").set_index("run")) + left_out
     if pooled:
         runs_text += "\n\nModels pooling runs made with different settings:\n\n" + "\n".join(
             f"- {line}" for line in pooled
