@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .errors import ConfigError
 from .paths import config_file
-from .userfiles import check_shape, read_bytes, reason
+from .userfiles import parse_toml, read_bytes
 
 
 class EndpointSettings(BaseModel):
@@ -88,13 +87,7 @@ def load_user_config(path: Path | None = None) -> UserConfig:
     path = path or config_file()
     if not path.exists() and not path.is_symlink():
         return UserConfig()
-    try:
-        raw = tomllib.loads(read_config_text(path))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
-        raise ConfigError(f"config file {path} is not valid TOML: {reason(exc)}") from None
-    check_shape(raw, f"config file {path}", error=ConfigError)
+    raw = parse_toml(read_config_text(path), f"config file {path}", error=ConfigError)
     try:
         config = UserConfig.model_validate(raw)
     except ValidationError as exc:

@@ -148,6 +148,21 @@ def parse_yaml(
     return data
 
 
+def parse_toml(text: str, origin: str, *, error: type[LlmpsychError] = DataError) -> dict[str, Any]:
+    """``tomllib.loads(text)``, every failure one ``error`` line naming ``origin`` (``config file X is not
+    valid TOML: ...``); the result is within :data:`MAX_NESTING` and :data:`MAX_VALUES` values."""
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{origin} is not valid TOML: {exc}") from None
+    except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
+        raise error(f"{origin} is not valid TOML: {reason(exc)}") from None
+    check_shape(data, origin, error=error)
+    return data
+
+
 def check_shape(
     data: object, origin: str, *, error: type[LlmpsychError] = DataError, values: int | None = MAX_VALUES
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from ..errors import ConfigError
 from ..models.catalog import DEFAULT_EMBEDDED_MODEL
 from ..models.types import GenerationParams
 from ..models.urls import redact_url
-from ..userfiles import check_shape, parse_yaml, reason
+from ..userfiles import parse_toml, parse_yaml
 
 DEFAULT_MODEL = f"local/{DEFAULT_EMBEDDED_MODEL}"
 
@@ -151,13 +150,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} must end in .toml, .yaml or .yml")
     text = read_config_text(path)
     if suffix == ".toml":
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-        except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
-            raise ConfigError(f"config file {path} is not valid TOML: {reason(exc)}") from None
-        check_shape(data, f"config file {path}", error=ConfigError)
+        data = parse_toml(text, f"config file {path}", error=ConfigError)
     else:
         data = parse_yaml(text, f"config file {path}", error=ConfigError)
     if not isinstance(data, dict):
