@@ -277,6 +277,7 @@ def console_lines(run_dir: Path) -> list[str]:
     runs, with n, and how many decisions were the fallback action rather than the seats' own answers
     (the quickstart prints the same for its short game). Nothing when ``games.csv`` is absent."""
     import csv
+    import statistics
 
     path = run_dir / "games.csv"
     if not path.is_file():
@@ -296,11 +297,10 @@ def console_lines(run_dir: Path) -> list[str]:
     for game, runs in rows.items():
         scores = [float(r["score"]) for r in runs if r.get("score") not in (None, "", "nan")]
         if scores:
-            mean = sum(scores) / len(scores)
-            spread = (
-                (sum((s - mean) ** 2 for s in scores) / (len(scores) - 1)) ** 0.5 if len(scores) > 1 else 0.0
-            )
-            text = f"{mean:.1f} ± {spread:.1f} / 100 (n = {len(scores)} of {len(runs)} runs scored)"
+            # one run has no sd: shown without "± 0.0", which would read as runs that agreed
+            spread = f" ± {statistics.stdev(scores):.1f}" if len(scores) > 1 else ""
+            n = f"n = {len(scores)} of {len(runs)} runs scored"
+            text = f"{statistics.mean(scores):.1f}{spread} / 100 ({n})"
         else:
             text = f"not computable (0 of {len(runs)} runs scored)"
         fallbacks = sum(int(float(r.get("fallbacks") or 0)) for r in runs)
