@@ -29,8 +29,8 @@ from llmpsych.testing.game_player import game_answer
 from llmpsych.web import store
 from llmpsych.web.catalog import _run_id
 from llmpsych.web.connections import CONNECTIONS_PER_CLIENT, MAX_HEAD_BYTES, REQUEST_READ_S
-from test_web_seats_browser import Host
 from test_web_security import WebServer
+from web_host import Host
 
 STRANGER = "127.0.0.2"
 #: Bound of any one socket wait: the server answers or closes far sooner (the longest limit is the

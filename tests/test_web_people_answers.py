@@ -23,8 +23,8 @@ from llmpsych.games.cli import app as games_app
 from llmpsych.games.result import GamaBenchResult
 from llmpsych.runs import parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
-from test_web_seats_browser import Host
 from test_web_session import PATIENCE_S, form_of, host_args, hosts, models, question, until
+from web_host import Host
 
 __all__ = ["hosts"]  # the fixture, shared with test_web_session
 ROUNDS = 5

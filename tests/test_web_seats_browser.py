@@ -14,9 +14,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -27,6 +24,7 @@ import pytest
 from llmpsych.runs import RunStore
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
+from web_host import Host
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.usefixtures("chromium")  # a missing browser: skipped before any setup (CI: fails)
@@ -37,7 +35,6 @@ SCRIPT = "<script>document.title='pwned'</script>"
 #: tested in test_web_session.py).
 NAMES = ["Ann", "Bob", "Cy"]
 #: Upper bounds of the waits below: generous for a loaded machine; each wait ends on its event sooner.
-STARTUP_S = 240.0
 PATIENCE_S = 300.0
 
 
@@ -64,48 +61,6 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
-
-
-class Host:
-    """One ``llmpsych gamabench host`` process, its printed links read as they come."""
-
-    def __init__(self, args: list[str]) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "COLUMNS": "400"}
-        command = [sys.executable, "-m", "llmpsych", "gamabench", "host", *args]
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        self.lines: list[str] = []
-        self.links: dict[int, str] = {}
-        self.monitor = ""
-        self.ready = threading.Event()
-        self.over = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
-        # bounded, and ended early by the event (the monitor line) or by the process ending
-        assert self.ready.wait(STARTUP_S), (
-            self.proc.stderr.read() if self.proc.poll() is not None else self.lines
-        )
-
-    def close(self) -> None:
-        """End the process if it still runs (a failed test leaves no server behind)."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(60)
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            text = line.strip()
-            if text.startswith("player ") and "/play/" in text:
-                self.links[int(text.split()[1])] = text.rsplit(" ", 1)[1]
-            if text.startswith("monitor"):
-                self.monitor = text.rsplit(" ", 1)[1]
-                self.ready.set()
-            if text.startswith("the game is over"):
-                self.over.set()
-        self.ready.set()
-        self.over.set()
 
 
 def next_question(people: list[Any], host: Host, links: dict[int, str]) -> int | None:

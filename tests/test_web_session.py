@@ -26,8 +26,8 @@ from llmpsych.runs import RunStore, analyze_run, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from llmpsych.web.catalog import _run_id
-from test_web_seats_browser import Host
 from test_web_security import WebServer
+from web_host import Host
 
 MODEL = ["--model", "openai-compatible/scripted"]
 #: The longest any one wait below may take (a loaded 2-core machine); every wait ends on an event sooner.
