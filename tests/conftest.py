@@ -87,3 +87,25 @@ def user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     config.user_config.cache_clear()
     yield path
     config.user_config.cache_clear()
+
+
+# -- the nightly set ----------------------------------------------------------------------------------
+# Tests marked ``nightly`` are the slowest end-to-end checks whose logic is also covered, more cheaply, by
+# tests that run on every push (README: "Tests"). They are deselected unless ``--nightly`` is given, so the
+# push suite stays inside CI's 40 minutes on 2 cores; ``python -m pytest -q --nightly`` runs everything.
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--nightly",
+        action="store_true",
+        default=False,
+        help="Also run the slow nightly set (tests marked nightly); without it they are deselected.",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--nightly"):
+        return
+    nightly = [item for item in items if item.get_closest_marker("nightly") is not None]
+    if nightly:
+        config.hook.pytest_deselected(items=nightly)
+        items[:] = [item for item in items if item.get_closest_marker("nightly") is None]

@@ -1,4 +1,5 @@
-"""Camel and MAD on two HumanEval problems with the embedded model, clean and with AutoInject."""
+"""Camel (every push) and MAD (nightly set) on two HumanEval problems with the embedded model, clean and
+with AutoInject."""
 
 from __future__ import annotations
 
@@ -12,10 +13,17 @@ from llmpsych.runs import parse_run_config, start_run
 
 
 @pytest.mark.model
-def test_camel_and_mad_on_the_embedded_model(seed_data: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "systems",
+    [
+        pytest.param(("camel",), id="camel"),
+        pytest.param(("camel", "mad"), id="camel-mad", marks=pytest.mark.nightly),
+    ],
+)
+def test_systems_on_the_embedded_model(systems: tuple[str, ...], seed_data: Path, tmp_path: Path) -> None:
     limits = {"camel": {"max_messages": 2}, "mad": {"max_rounds": 1}}
     run_dirs = []
-    for system in ("camel", "mad"):
+    for system in systems:
         for fault in ("none", "autoinject"):
             config = parse_run_config(
                 {
@@ -46,7 +54,9 @@ def test_camel_and_mad_on_the_embedded_model(seed_data: Path, tmp_path: Path) ->
     assert "AutoInject" not in (tmp_path / "camel-none" / "transcripts.md").read_text()
     outputs = compare_runs(run_dirs, tmp_path / "comparison")
     report = (tmp_path / "comparison" / "comparison.md").read_text()
-    assert "Table 7.2 layout" in report and "flat" in report and "hierarchical" in report
+    assert "Table 7.2 layout" in report
+    if "mad" in systems:
+        assert "flat" in report and "hierarchical" in report
     clean_scores = [json.loads((d / "summary.json").read_text())["score"] for d in run_dirs[::2]]
     if any(clean_scores):  # a drop (and its chart) needs a non-zero clean score
         assert any(p.suffix == ".png" for p in outputs)

@@ -7,7 +7,7 @@ import typer
 from .. import clikit as kit
 
 app = typer.Typer(
-    help="Validity: item response models, measurement invariance, people vs models, self-report vs behaviour.",
+    help="Validity: item response models, invariance, people vs models, self-report vs behaviour.",
     no_args_is_help=True,
     add_completion=False,
 )
