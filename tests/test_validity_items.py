@@ -115,7 +115,9 @@ def test_every_item_of_every_administration_is_one_row_with_what_happened_to_it(
 HUMAN_WIDE = "run,1,2,3,4\n1,5,1,4,2\n2,3,,3,3\n7,1,5,2,1\n"
 
 
-def test_a_human_sample_joins_the_runs_as_people_and_the_export_reads_back(run_dir: Path, tmp_path: Path) -> None:
+def test_a_human_sample_joins_the_runs_as_people_and_the_export_reads_back(
+    run_dir: Path, tmp_path: Path
+) -> None:
     people = tmp_path / "pilot.csv"
     people.write_text(HUMAN_WIDE, encoding="utf-8")
     scale = tmp_path / "knot.yaml"

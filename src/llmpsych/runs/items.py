@@ -16,7 +16,7 @@ guessed. A unit that failed has no result and no rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -45,27 +45,38 @@ ITEM_COLUMNS: list[str] = [
 
 
 class _ItemLike(Protocol):
-    index: int
-    reverse: bool
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def reverse(self) -> bool: ...
 
 
 class _SubscaleLike(Protocol):
-    name: str
-    item_indices: tuple[int, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def item_indices(self) -> tuple[int, ...]: ...
 
 
 class ScaleLike(Protocol):
     """What :meth:`ScaleItems.of` reads of an :class:`llmpsych.instruments.Scale`."""
 
-    name: str
-    response_min: int
-    response_max: int
+    @property
+    def name(self) -> str: ...
 
     @property
-    def items(self) -> tuple[_ItemLike, ...]: ...
+    def response_min(self) -> int: ...
 
     @property
-    def subscales(self) -> tuple[_SubscaleLike, ...]: ...
+    def response_max(self) -> int: ...
+
+    @property
+    def items(self) -> Sequence[_ItemLike]: ...
+
+    @property
+    def subscales(self) -> Sequence[_SubscaleLike]: ...
 
 
 @dataclass(frozen=True)
