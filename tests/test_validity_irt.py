@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pytest
 from typer.testing import CliRunner
 
 from llmpsych import cli
