@@ -9,9 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from llmpsych import cli
+from llmpsych.errors import DataError
 from llmpsych.runs.items import ITEM_COLUMNS
 from llmpsych.validity._likelihood import ItemParameters, simulate
 from llmpsych.validity.irt import fit_items, fit_scale
@@ -157,6 +159,12 @@ def test_each_subscale_is_its_own_dimension_and_groups_are_fitted_apart() -> Non
     assert "n=50" in summary.loc[("A", "model=m2"), "reason"]
     whole = fit_items(frame, whole_scale=True)
     assert list(whole.summary["dimension"]) == ["all items"] and whole.summary["items"].iloc[0] == 6
+    assert whole.summary["pooled_over"].iloc[0] == "model (2)"  # a pooled fit says what it pooled
+
+    other = frame.copy()
+    other.loc[other["respondent"] == "p0", "reverse"] = other["item"] == 2  # another key for item 2
+    with pytest.raises(DataError, match="'SIM' is defined differently in these answers: item 2"):
+        fit_items(other)
 
 
 def test_the_command_writes_tables_and_a_report_and_never_shows_a_refused_fit(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from ..instruments.scale import STORED_HINT, Scale
 from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import CallParams, GenerationParams
 from ..runs.config import RunConfig
-from ..runs.items import Administration, ScaleItems, Status
+from ..runs.items import Administration, ScaleItems, unanswered_status
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -308,14 +308,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
                     if value is not None
                 )
             }
-            extra = result.model_extra or {}
-            invalid = {int(i) for key in ("duplicates", "out_of_range") for i in (extra.get(key) or {})}
-            invalid |= {int(i) for i in extra.get("positional") or []}
-            status: dict[int, Status] = {i: "invalid" for i in invalid if i not in answers}
-            if extra.get("refused"):
-                status.update(
-                    {i: "refused" for i in scale.item_indices if i not in answers and i not in status}
-                )
+            status = unanswered_status(result.model_extra or {}, scale.item_indices, answers)
             found.append(Administration(ScaleItems.of(scale), result.run, answers, status, groups, source))
         return found
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,6 +113,21 @@ class Administration:
     source: Literal["model", "person"] = "model"
 
 
+def unanswered_status(
+    stored: Mapping[str, Any], items: Sequence[int], answers: Mapping[int, float]
+) -> dict[int, Status]:
+    """Why each item of an administration's stored result (the JSON of
+    :class:`~llmpsych.instruments.administration.AdministrationResult`) has no answer: ``invalid`` for an
+    item in ``duplicates``, ``out_of_range`` or ``positional``, ``refused`` for the others of a refused
+    administration; an item in neither is ``missing``."""
+    invalid = {int(i) for key in ("duplicates", "out_of_range") for i in (stored.get(key) or {})}
+    invalid |= {int(i) for i in stored.get("positional") or []}
+    status: dict[int, Status] = {i: "invalid" for i in items if i in invalid and i not in answers}
+    if stored.get("refused"):
+        status.update({i: "refused" for i in items if i not in answers and i not in status})
+    return status
+
+
 def items_frame(
     administrations: list[Administration], run: str, groups: Mapping[str, str | None]
 ) -> pd.DataFrame:
@@ -168,4 +183,5 @@ __all__ = [
     "Status",
     "items_frame",
     "typed_items",
+    "unanswered_status",
 ]

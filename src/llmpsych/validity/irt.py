@@ -43,7 +43,8 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
+from ..runs.items import GROUP_COLUMNS
 from ._likelihood import (
     ItemParameters,
     expected_and_variance,
@@ -91,6 +92,7 @@ SUMMARY_COLUMNS = [
     "answers",
     "not_answered",
     "excluded_respondents",
+    "pooled_over",
     "estimator",
     "se_method",
     "max_step_se",
@@ -439,6 +441,7 @@ def fit_items(
         raise ConfigError(f"no column {group!r} to group by", f"the columns are {', '.join(items.columns)}")
     fits = []
     for scale in chosen:
+        _require_one_definition(items[items["scale"] == scale], scale)
         for dimension, part in dimensions(items[items["scale"] == scale], whole_scale):
             levels = (
                 [("all", part)]
@@ -451,16 +454,37 @@ def fit_items(
                         f"{scale} {dimension}, {label}: {rows['item'].nunique()} items, "
                         f"{rows['respondent'].nunique():,} respondents"
                     )
-                fits.append(
-                    fit_scale(
-                        rows,
-                        group=label,
-                        dimension=dimension,
-                        estimator=estimator,
-                        min_respondents=min_respondents,
-                    )
+                fit = fit_scale(
+                    rows,
+                    group=label,
+                    dimension=dimension,
+                    estimator=estimator,
+                    min_respondents=min_respondents,
                 )
+                fit.summary["pooled_over"] = pooled_over(rows)
+                fits.append(fit)
     return IrtTables.of(fits)
+
+
+def pooled_over(rows: pd.DataFrame) -> str:
+    """The settings that differ between the respondents of one fit (``model (2), source (2)``; empty:
+    none), so that a pooled fit says so."""
+    columns = ["source", *(c for c in GROUP_COLUMNS if c != "run"), "run"]
+    return ", ".join(f"{c} ({rows[c].nunique()})" for c in columns if rows[c].nunique() > 1)
+
+
+def _require_one_definition(rows: pd.DataFrame, scale: str) -> None:
+    """DataError when the answers hold two definitions of one scale (another range, keys or subscales:
+    a run's scale file and a human sample's that differ), which one fit cannot pool."""
+    for column in ("min", "max", "reverse", "subscale"):
+        counts = rows.groupby("item")[column].nunique()
+        if (counts > 1).any():
+            item = int(counts[counts > 1].index[0])
+            raise DataError(
+                f"scale {scale!r} is defined differently in these answers: item {item} has more than one "
+                f"{column!r}",
+                "fit answers given to one definition of the scale (rename the other)",
+            )
 
 
 def dimensions(rows: pd.DataFrame, whole_scale: bool = False) -> list[tuple[str, pd.DataFrame]]:

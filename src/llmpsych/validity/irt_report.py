@@ -55,6 +55,8 @@ def _scale_section(tables: IrtTables, row: pd.Series) -> str:
         f"{row['answers']} answers used; {row['not_answered']} item(s) without a valid answer "
         f"(invalid, refused or missing) left out"
     )
+    if row["pooled_over"]:
+        counts += f"; pooled over respondents who differ in {row['pooled_over']}"
     if row["excluded_respondents"]:
         counts += f"; {row['excluded_respondents']} respondent(s) without any valid answer excluded"
     if row["status"] != "fitted":

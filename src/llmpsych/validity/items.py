@@ -42,8 +42,9 @@ def item_frame(
     """The long format of the runs named (folders, sweeps, globs; :func:`llmpsych.load_runs`) and of a
     human sample (``human``, with its scales from ``scale_files`` or the official data); at least one."""
     parts = []
-    if runs is not None and (isinstance(runs, str | Path) or list(runs)):
-        parts.append(load_runs(runs).items)
+    named = [runs] if isinstance(runs, str | Path) else list(runs or [])
+    if named:
+        parts.append(load_runs(named).items)
     if human is not None:
         scales = human_scales(scale_files, data_dir)
         parts.append(human_items(human, scales, label or human.stem))
