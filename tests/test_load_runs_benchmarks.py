@@ -330,3 +330,34 @@ def test_a_huge_score_table_is_refused_before_it_is_read(root: Path, tmp_path: P
         handle.truncate(300_000_000)
     with pytest.raises(DataError, match=rf"{copy / 'data_points.csv'}: 300,000,000 bytes, more than"):
         llmpsych.load_runs(copy)
+
+
+def test_items_of_every_task_that_administers_a_scale(root: Path) -> None:
+    """``load_runs(...).items``: one row per finished administration x item of the run's scale, the
+    stored answer as the response; tasks that administer no scale (games, MAS, echo) give no rows."""
+    from llmpsych.runs.items import ITEM_COLUMNS
+
+    frames = llmpsych.load_runs(str(root / "all" / "*"))
+    items = frames.items
+    assert list(items.columns) == ITEM_COLUMNS
+    tasks = dict(zip(frames.runs["run_dir"], frames.runs["task"], strict=True))
+    with_rows = {tasks[run] for run in items["run"].unique()}
+    assert with_rows == {"psychobench", "reliability", "reliability-grid", "emotionbench"}, with_rows
+    for run, task in tasks.items():
+        rows = items[items["run"] == run]
+        if task not in with_rows:
+            assert rows.empty, task
+            continue
+        done = [u for u in llmpsych.read_run(run).units if u.status == "done"]
+        assert rows["respondent"].nunique() == len(done), task
+        assert len(rows) == len(done) * rows["item"].nunique(), task
+        answered = rows[rows["status"] == "answered"]
+        given = sum(
+            sum(v is not None for v in (u.result.get("answers") or {}).values())
+            for u in done
+            if not u.result.get("refused")
+        )
+        assert len(answered) == given, task
+        assert answered["response"].between(answered["min"], answered["max"]).all()
+    grid = items[items["run"].map(tasks) == "reliability-grid"]  # each data point's own levels
+    assert set(grid["template"]) == {"plain", "short"} and (grid["language"] != "").all()

@@ -31,6 +31,7 @@ from ..instruments.parsing import DEFAULT_REASK_WORDING
 from ..instruments.scale import Scale
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
+from ..runs.items import Administration, ScaleItems, unanswered_status
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -357,6 +358,26 @@ class EmotionBenchTask(Task[EmotionBenchOptions]):
         }  # the conversation itself is in the run store's calls (the analysis writes transcripts.jsonl)
 
     # -- analysis --------------------------------------------------------------------------------
+    def administrations(self, record: RunRecord) -> list[Administration]:
+        """Every finished run's answers to the scale (none in the ``describe`` experiment, which asks
+        for words, not ratings), numbered in unit order across situations."""
+        if self.options.experiment == "describe":
+            return []
+        from ..instruments.quality import stored_answer  # pandas: not before a run's first request
+
+        scale, found = self.scale, []
+        shape = ScaleItems.of(scale)
+        for number, (unit, result) in enumerate(record.results(EmotionBenchResult), start=1):
+            stored = result.model_extra or {}
+            answers = dict(
+                stored_answer(scale, item, value, f"unit {unit.unit_id}")
+                for item, value in (result.answers or {}).items()
+                if value is not None and not stored.get("refused")
+            )
+            status = unanswered_status(stored, scale.item_indices, answers)
+            found.append(Administration(shape, number, answers, status))
+        return found
+
     def analyze(self, record: RunRecord) -> list[Path]:
         if self.options.experiment == "describe":
             from .describe import analyze_describe

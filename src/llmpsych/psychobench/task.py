@@ -17,17 +17,18 @@ from __future__ import annotations
 import hashlib
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..instruments.administration import administer, item_block
 from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFileRecord
 from ..instruments.official import load_psychobench_scales, official_file
 from ..instruments.parsing import DEFAULT_REASK_WORDING
-from ..instruments.scale import Scale
+from ..instruments.scale import STORED_HINT, Scale
 from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import CallParams, GenerationParams
 from ..runs.config import RunConfig
+from ..runs.items import Administration, ScaleItems, unanswered_status
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -281,6 +282,36 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         return default_instructions(scale)
 
     # -- analysis --------------------------------------------------------------------------------
+    def administrations(self, record: RunRecord) -> list[Administration]:
+        """Each finished (scale, run) unit as an administration: the raw answers (logprob mode: the most
+        probable answer), and why the other items have none (an answer out of range, contradicting
+        itself or numbered by position: ``invalid``; a refusal: ``refused``). An imported run's
+        respondents are people (``psychobench import-answers``)."""
+        from ..instruments.quality import stored_answer  # pandas: not before a run's first request
+
+        source: Literal["model", "person"] = "person" if self.options.imported else "model"
+        groups = {"persona": persona_label(self.options.persona), "template": str(self.options.template)}
+        if self.options.imported:
+            groups = {}  # people's answers: no persona or prompt template was involved
+        found = []
+        for unit, result in record.results(PsychoBenchResult):
+            scale = self.all_scales.get(result.scale)
+            if scale is None:
+                raise DataError(
+                    f"run store, unit {unit.unit_id}: unknown scale {result.scale[:40]!r}", STORED_HINT
+                )
+            answers = {
+                index: value
+                for index, value in (
+                    stored_answer(scale, item, value, f"unit {unit.unit_id}")
+                    for item, value in (result.answers or {}).items()
+                    if value is not None
+                )
+            }
+            status = unanswered_status(result.model_extra or {}, scale.item_indices, answers)
+            found.append(Administration(ScaleItems.of(scale), result.run, answers, status, groups, source))
+        return found
+
     def analyze(self, record: RunRecord) -> list[Path]:
         from .analysis import analyze_record
 

@@ -48,6 +48,8 @@ from .outliers import EPS, MIN_PTS
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..runs.items import Administration
+
 #: The grid's factors, in the order of a configuration id (the factor columns of ``load_runs`` scores).
 GRID_FACTORS = FACTOR_COLUMNS
 #: The placeholders a template may use (``$items`` is required).
@@ -543,6 +545,16 @@ class CustomGridTask(Task[CustomGridOptions]):
             "scores": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
             "transcript": best["transcript"],
         }
+
+    def administrations(self, record: RunRecord) -> list[Administration]:
+        """Every data point's answers (a reply that followed the positions, not the statements, as
+        ``invalid``, as the analysis leaves it out)."""
+        from .custom_analysis import order_independent_units
+        from .quality import grid_administrations
+
+        record.results(GridResult)  # every stored result fits, or one error naming the unit
+        done = record.done()
+        return grid_administrations(done, self.scale, set(order_independent_units(done)))
 
     def analyze(self, record: RunRecord) -> list[Path]:
         from .custom_analysis import analyze_custom_record

@@ -10,7 +10,7 @@ drops. n is given per row; a level with fewer than 3 complete data points is not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pandas as pd
 
@@ -24,6 +24,7 @@ from ..instruments.quality import (
 )
 from ..instruments.scale import Scale
 from ..report.markdown import table
+from ..runs.items import Administration, ScaleItems, Status
 from ..runs.store import UnitRow
 from ..stats.reliability import BOOTSTRAP_RESAMPLES
 from .custom_grid import GRID_FACTORS
@@ -98,3 +99,28 @@ def grid_quality_section(tables: dict[str, pd.DataFrame], seed: int) -> str:
             "row; every figure in quality_levels.csv):\n\n" + table(subscale_view(levels, None, LEVEL_KEYS))
         )
     return "\n\n".join(text)
+
+
+def grid_administrations(
+    units: list[UnitRow], scale: Scale, left_out: Collection[str] = ()
+) -> list[Administration]:
+    """Each finished unit (a data point) as an administration of ``scale`` for the item-level long
+    format, its template, language and persona as group columns; a unit in ``left_out`` (its reply
+    followed the positions, not the statements) has every item ``invalid``."""
+    shape = ScaleItems.of(scale)
+    found = []
+    for number, unit in enumerate(units, start=1):
+        result = unit.result or {}
+        levels = result.get("config") or {}
+        groups = {f: str(levels[f]) for f in ("template", "language", "persona") if levels.get(f) is not None}
+        if unit.unit_id in left_out:
+            invalid: dict[int, Status] = dict.fromkeys(scale.item_indices, "invalid")
+            found.append(Administration(shape, number, {}, invalid, groups))
+            continue
+        answers = dict(
+            stored_answer(scale, item, value, f"unit {unit.unit_id}")
+            for item, value in (result.get("answers") or {}).items()
+            if value is not None
+        )
+        found.append(Administration(shape, number, answers, {}, groups))
+    return found

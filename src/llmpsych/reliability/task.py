@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..instruments.scale import Scale
+    from ..runs.items import Administration
 
 
 class ReliabilityOptions(BaseModel):
@@ -411,6 +412,13 @@ class ReliabilityTask(Task[ReliabilityOptions]):
             "n_logprob_items": len(best["expected"]),
             "scores_expected": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
         }
+
+    def administrations(self, record: RunRecord) -> list[Administration]:
+        """Every data point's BFI answers (the item keys and dimensions from the BFI data)."""
+        from .quality import grid_administrations
+
+        record.results(ReliabilityResult)  # every stored result fits, or one error naming the unit
+        return grid_administrations(record.done(), self.bfi.scale("En", "v1"))
 
     def analyze(self, record: RunRecord) -> list[Path]:
         from .report import analyze_record

@@ -1,5 +1,6 @@
 """Many runs, one set of DataFrames: :func:`load_runs` reads run folders (paths, globs, sweep or preset
-folders) into tidy pandas frames, ``runs``, ``units``, ``calls`` and ``scores``, keyed by ``run_dir``.
+folders) into tidy pandas frames, ``runs``, ``units``, ``calls`` and ``scores``, keyed by ``run_dir``, and
+``items``, the item-level long format of every scale administered (:mod:`llmpsych.runs.items`).
 
 Each folder is read once, read-only, with :func:`~llmpsych.runs.record.read_run`; nothing is written and no
 model is called. ``scores`` is read from the tables the benchmark's analysis wrote into the folder
@@ -14,7 +15,8 @@ import glob
 import math
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ import pandas as pd
 
 from ..errors import DataError, LlmpsychError
 from ..userfiles import parse_json, read_text
+from .items import ITEM_COLUMNS, items_frame, typed_items
 from .languages import config_language
 from .params import params_report
 from .record import RunRecord, read_run
@@ -101,6 +104,15 @@ class RunFrames:
     units: pd.DataFrame
     calls: pd.DataFrame
     scores: pd.DataFrame
+    run_dirs: tuple[Path, ...] = field(default=(), repr=False, compare=False)
+
+    @cached_property
+    def items(self) -> pd.DataFrame:
+        """One row per respondent x item of every scale the runs administered (:data:`ITEM_COLUMNS`),
+        built on first use: it reads each run's scale definitions (the scale files' stored text; the
+        official scales from the run's data directory), which the other frames never need. A run whose
+        scales cannot be read is one :class:`DataError` naming the folder."""
+        return run_items(self.run_dirs)
 
 
 def find_run_dirs(paths_or_globs: PathLike | Iterable[PathLike]) -> list[Path]:
@@ -191,7 +203,8 @@ def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
     A folder that is not a run, a damaged store or a damaged score table is one :class:`DataError` naming
     the folder."""
     runs, units, calls, scores = [], [], [], []
-    for run_dir in find_run_dirs(paths_or_globs):
+    found = find_run_dirs(paths_or_globs)
+    for run_dir in found:
         try:
             record = read_run(run_dir)
             key = str(run_dir)
@@ -208,7 +221,32 @@ def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
         units=_concat(units, UNIT_COLUMNS),
         calls=_concat(calls, CALL_COLUMNS),
         scores=_concat(scores, SCORE_COLUMNS),
+        run_dirs=tuple(found),
     )
+
+
+def run_items(run_dirs: Iterable[Path]) -> pd.DataFrame:
+    """The item-level long format (:mod:`llmpsych.runs.items`) of the runs in these folders: each run's
+    task says what it administered (:meth:`Task.administrations`); a task this installation does not
+    know contributes no rows. The ``run`` column and the respondents are named by the folder as given."""
+    parts = []
+    for run_dir in run_dirs:
+        try:
+            record = read_run(run_dir)
+            try:
+                task = task_class(record.config.task)
+            except LlmpsychError:
+                continue
+            given = task(record.config).administrations(record)
+            groups = {
+                "model": record.config.model,
+                "language": config_language(record.meta.get("config") or {}),
+            }
+            parts.append(items_frame(given, str(run_dir), groups))
+        except LlmpsychError as exc:
+            message = exc.message if str(run_dir) in exc.message else f"{run_dir}: {exc.message}"
+            raise DataError(message, exc.hint) from None
+    return typed_items(_concat(parts, ITEM_COLUMNS))
 
 
 def _concat(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
@@ -392,4 +430,12 @@ def _score_rows(
     return frame[SCORE_COLUMNS]
 
 
-__all__ = ["FACTOR_COLUMNS", "RunFrames", "find_run_dirs", "load_runs", "score_tables"]
+__all__ = [
+    "FACTOR_COLUMNS",
+    "ITEM_COLUMNS",
+    "RunFrames",
+    "find_run_dirs",
+    "load_runs",
+    "run_items",
+    "score_tables",
+]

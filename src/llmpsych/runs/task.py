@@ -16,6 +16,7 @@ from .scores import ScoreTable
 if TYPE_CHECKING:
     from ..models.chat_context import ChatContext
     from .config import RunConfig
+    from .items import Administration
     from .record import RunRecord
 
 
@@ -102,6 +103,12 @@ class Task(ABC, Generic[OptionsT]):
         questionnaires, then a long game) sizes each, or the ETA takes the game for a questionnaire; None
         (the default): the mean of the finished units, before any: :meth:`calls_per_unit`."""
         return None
+
+    def administrations(self, record: RunRecord) -> list[Administration]:
+        """Every administration of a scale the run holds, item by item, for the item-level long format
+        (:mod:`llmpsych.runs.items`; ``load_runs(...).items``); [] for a task that administers no scale.
+        May read the run's scale definitions (its data directory, or the scale files' stored text)."""
+        return []
 
     def analyze(self, record: RunRecord) -> list[Path]:
         """Write tables and reports from the run record into ``record.run_dir``; return the files written."""
