@@ -277,7 +277,7 @@ def fit_level(
 
     def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
         calls[0] += 1
-        if progress is not None and calls[0] % 50 == 0:
+        if progress is not None and calls[0] % 250 == 0:
             progress(f"{level}: {calls[0]} evaluations")
         total = 0.0
         grad = np.zeros_like(x)

@@ -38,6 +38,7 @@ from . import _sem
 from .dif import METHOD as DIF_METHOD
 from .dif import ItemDif, item_dif
 
+_NOT_GROUPS = {"respondent", "scale", "item", "subscale", "reverse", "response", "status", "min", "max"}
 CONFIGURAL_CFI = 0.90
 CONFIGURAL_RMSEA = 0.08
 LEVEL_WORDS = {
@@ -86,6 +87,7 @@ class InvarianceResult:
     factors: dict[str, list[str]]  # subscale -> item labels
     refused: list[str] = field(default_factory=list)
     fits: list[_sem.LevelFit] = field(default_factory=list)
+    group_fits: dict[str, _sem.LevelFit] = field(default_factory=dict)  # the model in each group alone
     steps: list[Step] = field(default_factory=list)
     dif: list[ItemDif] = field(default_factory=list)
     dif_note: str = ""
@@ -156,6 +158,20 @@ class InvarianceResult:
             return lines
         subs = ", ".join(f"{s} ({len(items)} items)" for s, items in self.factors.items())
         lines.append(f"Model: each item loads on its own subscale: {subs}; {self.estimator}.")
+        for name, gf in self.group_fits.items():
+            if gf.converged:
+                small = (
+                    f"; only {gf.n / gf.parameters:.1f} respondents per free parameter (fewer than 5, Bentler & "
+                    "Chou 1987): the estimates are unstable"
+                    if gf.n < 5 * gf.parameters
+                    else ""
+                )
+                lines.append(
+                    f"In {name} alone: chi2 {gf.chi2:.2f} on {gf.df} df, CFI {_f(gf.cfi)}, RMSEA {_f(gf.rmsea)}, "
+                    f"SRMR {_f(gf.srmr)} (n={gf.n}{small})."
+                )
+            else:
+                lines.append(f"In {name} alone: the model did not converge ({gf.message}); no fit is shown.")
         fits = {f.level: f for f in self.fits}
         conf = fits.get("configural")
         if conf is not None and conf.converged:
@@ -169,7 +185,7 @@ class InvarianceResult:
             lines.append(f"Same structure (configural): CFI {_f(conf.cfi)}, RMSEA {_f(conf.rmsea)}: the model {verdict}.")
         for s in self.steps:
             if s.level == "configural":
-                if s.holds is None:
+                if s.holds is None and s.reason:
                     lines.append(f"Same structure (configural): not established: {s.reason}.")
                 continue
             words = LEVEL_WORDS[s.level]
@@ -251,7 +267,7 @@ def measurement_invariance(
     if missing_cols:
         raise DataError(
             f"the item table has no column {', '.join(missing_cols)}",
-            hint="group by one of: " + ", ".join(c for c in frame.columns if c not in need) if len(frame.columns) else None,
+            hint="group by one of: " + ", ".join(c for c in frame.columns if c not in need and c not in _NOT_GROUPS),
         )
     scales = sorted(set(frame["scale"].astype(str)))
     if scale is None:
@@ -342,6 +358,10 @@ def measurement_invariance(
     if refused:
         return result
 
+    for g, block in zip(infos, blocks, strict=True):
+        if progress is not None:
+            progress(f"fitting the model in {g.name} alone")
+        result.group_fits[g.name] = _sem.fit_single(internal, block)
     previous: _sem.LevelFit | None = None
     for level in _sem.LEVELS:
         if progress is not None:
@@ -350,7 +370,7 @@ def measurement_invariance(
             result.steps.append(Step(level, None, reason=f"the {previous.level} model did not converge"))
             break
         prior = result.steps[-1] if result.steps else None
-        if prior is not None and prior.holds is False:
+        if prior is not None and prior.holds is False and prior.level != "configural":
             result.steps.append(Step(level, None, reason=f"{prior.level} invariance does not hold"))
             break
         fit = _sem.fit_level(internal, blocks, level, group_names=[g.name for g in infos], progress=progress)
@@ -359,7 +379,8 @@ def measurement_invariance(
             fit.loadings["item"] = fit.loadings["item"].str.slice(1)
         result.fits.append(fit)
         if level == "configural":
-            result.steps.append(Step(level, True if fit.converged else None, reason=fit.message))
+            ok = fit.converged and fit.cfi >= CONFIGURAL_CFI and fit.rmsea <= CONFIGURAL_RMSEA
+            result.steps.append(Step(level, ok if fit.converged else None, reason=fit.message))
         elif not fit.converged:
             result.steps.append(Step(level, None, reason=f"the {level} model did not converge ({fit.message})"))
         else:
