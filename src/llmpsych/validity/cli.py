@@ -121,3 +121,57 @@ def people(
             folder = out / name.replace(" ", "-") if name else out
             for path in write_invariance(result, folder):
                 kit.console.print(f"wrote {path}", markup=False, highlight=False)
+
+
+@app.command("behaviour")
+def behaviour(
+    scores: Annotated[
+        Path | None, typer.Option("--scores", help="CSV: model, persona, scale, subscale, score[, run].")
+    ] = None,
+    behaviour_table: Annotated[
+        Path | None, typer.Option("--behaviour", help="CSV: model, persona, behaviour, value[, run].")
+    ] = None,
+    mapping: Annotated[
+        Path | None, typer.Option("--mapping", help="TOML of [[pair]] scale/subscale/behaviour (default: shipped).")
+    ] = None,
+    thesis: Annotated[
+        bool, typer.Option("--thesis", help="The thesis's Fig. 4.2 per-role numbers (EPQ-R vs TruthfulQA, SafetyQA).")
+    ] = False,
+    out: ValidityOutOpt = None,
+    debug: kit.DebugOpt = False,
+) -> None:
+    """Does each construct's scale score go with its behavioural counterpart across personas and models?
+    Correlations with confidence intervals and n, and a plot."""
+    from ..report.files import atomic_write_text, output_dir, write_csv
+    from ..report.markdown import table as md_table
+    from .behaviour import load_long, plot, read_mapping, relate, relations_frame, summary_lines, thesis_fig_4_2
+
+    pairs = read_mapping(mapping)
+    if thesis:
+        if scores is not None or behaviour_table is not None:
+            raise DataError("--thesis uses the thesis's own numbers", hint="give --thesis or --scores/--behaviour")
+        s, b = thesis_fig_4_2()
+    elif scores is None or behaviour_table is None:
+        raise DataError("name a scores and a behaviour table", hint="--scores FILE --behaviour FILE, or --thesis")
+    else:
+        s, b = load_long(scores, "scores"), load_long(behaviour_table, "behaviour")
+    relations, points = relate(s, b, pairs)
+    lines = summary_lines(relations)
+    if thesis:
+        lines.insert(0, "Thesis Fig. 4.2 (gpt-3.5-turbo, five roles; published per-role means, n = 5 roles):")
+    frame = relations_frame(relations)
+    text = "\n".join(lines)
+    kit.console.print(text, markup=False, highlight=False)
+    if out is not None:
+        folder = output_dir(out)
+        paths = [write_csv(frame, folder / "behaviour.csv")]
+        if not points.empty:
+            paths.append(write_csv(points, folder / "behaviour-conditions.csv"))
+        png = plot(points, relations, folder / "behaviour.png")
+        image = f"\n\n![scale score against behaviour](behaviour.png)\n" if png else ""
+        body = f"# Self-report against behaviour\n\n{text}\n\n{md_table(frame.astype(object).where(frame.notna(), ''))}{image}"
+        paths.insert(0, atomic_write_text(folder / "behaviour.md", body))
+        if png:
+            paths.append(png)
+        for path in paths:
+            kit.console.print(f"wrote {path}", markup=False, highlight=False)
