@@ -9,7 +9,8 @@ asserts a time: the numbers are for reading. The issue's budget is under a minut
 
 Measured on the 2-core development machine (shared with other work, load average ~6), full case:
 simulation 1.6 s; the model in each group alone, then configural, metric and scalar: 23.5 s; DIF of the
-44 items 3.6 s; invariance in all 27.1 s wall, 8.8 s CPU (the rest is waiting for the shared cores). Before two fixes it took 76 s for the fits (numpy's
+44 items 3.6 s; invariance in all 27.1 s wall, 8.8 s CPU (the rest is waiting for the shared cores).
+Before two fixes it took 76 s for the fits (numpy's
 and scipy's OpenBLAS thread pools spinning against each other: 40 ms per 44 x 44 Cholesky factorisation,
 0.03 ms with one thread; and semopy's per-parameter gradient loop, replaced by the closed form) and 90 s
 for the DIF (statsmodels' numerical gradient through scipy.stats' logistic: replaced by the analytic
@@ -66,8 +67,15 @@ def main() -> None:
     print({k: round(v, 1) for k, v in stages.items()}, f"cpu {cpu:.1f} s")
     write_results(
         "validity_invariance",
-        {"machine": machine(), "groups": len(groups), "n_per_group": n, "items": 44, "seconds": stages,
-         "cpu_seconds": cpu, "levels": {s.level: s.holds for s in result.steps}},
+        {
+            "machine": machine(),
+            "groups": len(groups),
+            "n_per_group": n,
+            "items": 44,
+            "seconds": stages,
+            "cpu_seconds": cpu,
+            "levels": {s.level: s.holds for s in result.steps},
+        },
         args.quick,
     )
 

@@ -98,7 +98,9 @@ def test_loadings_built_to_differ_fail_metric() -> None:
 
 
 def test_intercepts_built_to_differ_fail_scalar_and_the_item_is_named() -> None:
-    frame = simulate_long(groups=GROUPS, n=300, factors=FACTORS, seed=3, intercepts_shift={"p2": {4: 1.0, 9: 1.0}})
+    frame = simulate_long(
+        groups=GROUPS, n=300, factors=FACTORS, seed=3, intercepts_shift={"p2": {4: 1.0, 9: 1.0}}
+    )
     res = measurement_invariance(frame, "persona")
     assert {s.level: s.holds for s in res.steps} == {"configural": True, "metric": True, "scalar": False}
     flagged = {d.item for d in res.dif if d.flagged}

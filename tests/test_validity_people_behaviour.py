@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 pytest.importorskip("semopy")
 
-from llmpsych.validity.cli import app  # noqa: E402
 from llmpsych.errors import DataError  # noqa: E402
 from llmpsych.validity.behaviour import Pair, read_mapping, relate, thesis_fig_4_2  # noqa: E402
+from llmpsych.validity.cli import app  # noqa: E402
 from llmpsych.validity.simulate import simulate_long  # noqa: E402
 
 SEED = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
@@ -53,7 +53,10 @@ def test_invariance_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     done = subprocess.run(
         [sys.executable, "-m", "llmpsych", "validity", "invariance", str(path), "--by", "persona"],
-        capture_output=True, text=True, env=env, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert done.returncode == 2 and "no column response" in done.stderr + done.stdout
     assert "Traceback" not in done.stderr
@@ -61,7 +64,10 @@ def test_invariance_cli_bad_input_is_one_line(tmp_path: Path) -> None:
 
 def test_thesis_fig_4_2_relation() -> None:
     scores, behaviour = thesis_fig_4_2()
-    pairs = [Pair("EPQ-R", "Psychoticism", "safetyqa", "negative"), Pair("EPQ-R", "Lying", "truthfulqa", "positive")]
+    pairs = [
+        Pair("EPQ-R", "Psychoticism", "safetyqa", "negative"),
+        Pair("EPQ-R", "Lying", "truthfulqa", "positive"),
+    ]
     relations, points = relate(scores, behaviour, pairs)
     psy, lie = relations
     assert psy.n == 5 and psy.r < -0.9 and psy.agrees == "yes" and psy.low < psy.r < psy.high
@@ -70,7 +76,9 @@ def test_thesis_fig_4_2_relation() -> None:
 
 
 def test_relation_without_enough_conditions_or_variance_is_not_a_number() -> None:
-    scores = pd.DataFrame({"persona": ["a", "b", "c"], "scale": "S", "subscale": "T", "score": [1.0, 1.0, 1.0]})
+    scores = pd.DataFrame(
+        {"persona": ["a", "b", "c"], "scale": "S", "subscale": "T", "score": [1.0, 1.0, 1.0]}
+    )
     behaviour = pd.DataFrame({"persona": ["a", "b", "c"], "behaviour": "x", "value": [1.0, 2.0, 3.0]})
     (flat,), _ = relate(scores, behaviour, [Pair("S", "T", "x")])
     assert math.isnan(flat.r) and "the score is the same in every condition" in flat.note

@@ -2,7 +2,8 @@
 
 A table file (CSV or Parquet) already in the long layout is read as is (bounded read, columns checked).
 Run folders go through ``llmpsych.validity.items.item_frame`` (the item-level export); until that module
-exists on this branch, a minimal private reader of PsychoBench run folders stands in for it (``_psychobench``).
+exists on this branch, a minimal private reader of PsychoBench run folders stands in
+for it (``_psychobench``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ def read_table(path: Path) -> pd.DataFrame:
         if path.suffix.lower() == ".parquet":
             frame = pd.read_parquet(io.BytesIO(raw))
         else:
-            frame = pd.read_csv(io.BytesIO(raw), dtype={"respondent": str, "subscale": str}, keep_default_na=False,
-                                na_values={"response": ["", "NaN", "nan"]})
+            frame = pd.read_csv(
+                io.BytesIO(raw),
+                dtype={"respondent": str, "subscale": str},
+                keep_default_na=False,
+                na_values={"response": ["", "NaN", "nan"]},
+            )
     except (ValueError, OSError, ImportError, pd.errors.ParserError) as exc:
         raise DataError(f"{path}: not a CSV or Parquet item table ({str(exc)[:120]})") from None
     missing = [c for c in REQUIRED if c not in frame.columns]
@@ -69,8 +74,10 @@ def load_frame(sources: Sequence[Path]) -> pd.DataFrame:
 
 
 def _folders(folders: list[Path]) -> pd.DataFrame:
-    try:
-        from . import items  # the item-level export (built alongside; see the module docstring)
+    import importlib
+
+    try:  # the item-level export, built alongside (see the module docstring)
+        items = importlib.import_module("llmpsych.validity.items")
     except ImportError:
         return pd.concat([_psychobench(f) for f in folders], ignore_index=True)
     frame: pd.DataFrame = items.item_frame(folders)
@@ -114,7 +121,7 @@ def _psychobench(folder: Path) -> pd.DataFrame:
                     "item": item.index,
                     "subscale": subscale_of.get(item.index, ""),
                     "reverse": bool(item.reverse),
-                    "response": float(value) if ok else math.nan,
+                    "response": float(value) if ok and value is not None else math.nan,
                     "status": "answered" if ok else ("refused" if refused else "invalid"),
                     "min": float(scale.response_min),
                     "max": float(scale.response_max),

@@ -7,7 +7,8 @@ the matrices, picks the starting values and computes the model-implied covarianc
 for every parameter), and the groups are joined into the standard multi-group maximum-likelihood fit
 function (Joreskog 1971; the one lavaan minimises)
 
-    F = sum_g n_g/N * [ log|Sigma_g| + tr(S_g Sigma_g^-1) - log|S_g| - p + (m_g - mu_g)' Sigma_g^-1 (m_g - mu_g) ]
+    F = sum_g n_g/N * [ log|Sigma_g| + tr(S_g Sigma_g^-1) - log|S_g| - p
+                        + (m_g - mu_g)' Sigma_g^-1 (m_g - mu_g) ]
 
 with mu_g = nu_g + Lambda_g alpha_g, through a map from one global parameter vector to each group's
 semopy vector (a shared loading is one global entry read by every group). Only the mean term, which
@@ -108,7 +109,11 @@ class _Group:
         if any(key[0] == "beta" for key in self.keys):
             raise ValueError("regressions among factors are outside the simple-structure CFA fitted here")
         self.slots: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-        for kind, (rows, cols) in (("lambda", names["lambda"]), ("psi", names["psi"]), ("theta", names["theta"])):
+        for kind, (rows, cols) in (
+            ("lambda", names["lambda"]),
+            ("psi", names["psi"]),
+            ("theta", names["theta"]),
+        ):
             at = [n for n, key in enumerate(self.keys) if key[0] == kind]
             r = np.array([list(rows).index(self.keys[n][1]) for n in at], dtype=int)
             c = np.array([list(cols).index(self.keys[n][2]) for n in at], dtype=int)
@@ -316,10 +321,14 @@ def fit_level(
         )
     value, grad = fun(res.x)
     if not res.success or not math.isfinite(value) or value >= 1e10:
-        return _failed(level, df, n_total, n_params, f"the optimiser stopped without converging ({res.message})")
+        return _failed(
+            level, df, n_total, n_params, f"the optimiser stopped without converging ({res.message})"
+        )
     projected = np.where(_at_bound(res.x, bounds), 0.0, grad)
     if float(np.max(np.abs(projected))) > 1e-3:
-        return _failed(level, df, n_total, n_params, "the gradient is not zero at the optimiser's stopping point")
+        return _failed(
+            level, df, n_total, n_params, "the gradient is not zero at the optimiser's stopping point"
+        )
     chi2 = 0.0
     implied = []
     for gi, g in enumerate(groups):
@@ -347,7 +356,9 @@ def fit_level(
         for j, f_name in enumerate(g.latent):
             for i, item in enumerate(g.observed):
                 if f_name in factors and item in factors[f_name]:
-                    rows.append({"group": names[gi], "factor": f_name, "item": item, "loading": float(lam[i, j])})
+                    rows.append(
+                        {"group": names[gi], "factor": f_name, "item": item, "loading": float(lam[i, j])}
+                    )
     return LevelFit(
         level=level,
         converged=True,

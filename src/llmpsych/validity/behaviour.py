@@ -79,7 +79,9 @@ def read_mapping(path: Path | None = None) -> list[Pair]:
     for n, entry in enumerate(raw, start=1):
         if not isinstance(entry, dict):
             raise DataError(f"{file}: pair {n} is not a table")
-        missing = [k for k in ("scale", "subscale", "behaviour") if not isinstance(entry.get(k), str) or not entry[k]]
+        missing = [
+            k for k in ("scale", "subscale", "behaviour") if not isinstance(entry.get(k), str) or not entry[k]
+        ]
         if missing:
             raise DataError(f"{file}: pair {n} has no {', '.join(missing)}")
         unknown = sorted(set(entry) - {"scale", "subscale", "behaviour", "expect", "why", "construct"})
@@ -88,7 +90,9 @@ def read_mapping(path: Path | None = None) -> list[Pair]:
         expect = str(entry.get("expect", ""))
         if expect not in ("", "positive", "negative"):
             raise DataError(f"{file}: pair {n}: expect must be positive or negative, not {expect[:20]!r}")
-        pairs.append(Pair(entry["scale"], entry["subscale"], entry["behaviour"], expect, str(entry.get("why", ""))))
+        pairs.append(
+            Pair(entry["scale"], entry["subscale"], entry["behaviour"], expect, str(entry.get("why", "")))
+        )
     return pairs
 
 
@@ -104,16 +108,20 @@ def _conditions(frame: pd.DataFrame, what: str, value: str) -> pd.DataFrame:
     return out
 
 
-def relate(scores: pd.DataFrame, behaviour: pd.DataFrame, pairs: list[Pair], confidence: float = 0.95) -> tuple[
-    list[Relation], pd.DataFrame
-]:
+def relate(
+    scores: pd.DataFrame, behaviour: pd.DataFrame, pairs: list[Pair], confidence: float = 0.95
+) -> tuple[list[Relation], pd.DataFrame]:
     """Each pair's correlation across conditions, and the per-condition table behind it."""
     from scipy import stats
 
     s = _conditions(scores, "scores", "score")
     b = _conditions(behaviour, "behaviour", "value")
-    s_mean = s.groupby([*KEYS, "scale", "subscale"], as_index=False).agg(score=("score", "mean"), score_runs=("score", "count"))
-    b_mean = b.groupby([*KEYS, "behaviour"], as_index=False).agg(value=("value", "mean"), value_runs=("value", "count"))
+    s_mean = s.groupby([*KEYS, "scale", "subscale"], as_index=False).agg(
+        score=("score", "mean"), score_runs=("score", "count")
+    )
+    b_mean = b.groupby([*KEYS, "behaviour"], as_index=False).agg(
+        value=("value", "mean"), value_runs=("value", "count")
+    )
     relations = []
     points = []
     z = float(stats.norm.ppf(0.5 + confidence / 2))
@@ -129,11 +137,24 @@ def relate(scores: pd.DataFrame, behaviour: pd.DataFrame, pairs: list[Pair], con
             continue
         points.append(both.assign(scale=pair.scale, subscale=pair.subscale, behaviour=pair.behaviour))
         if n < 3:
-            relations.append(Relation(pair, n, nan, nan, nan, nan, nan, f"{n} conditions with both numbers; a correlation needs 3"))
+            relations.append(
+                Relation(
+                    pair,
+                    n,
+                    nan,
+                    nan,
+                    nan,
+                    nan,
+                    nan,
+                    f"{n} conditions with both numbers; a correlation needs 3",
+                )
+            )
             continue
         if both["score"].nunique() < 2 or both["value"].nunique() < 2:
             const = "score" if both["score"].nunique() < 2 else "behaviour"
-            relations.append(Relation(pair, n, nan, nan, nan, nan, nan, f"the {const} is the same in every condition"))
+            relations.append(
+                Relation(pair, n, nan, nan, nan, nan, nan, f"the {const} is the same in every condition")
+            )
             continue
         r, p = stats.pearsonr(both["score"], both["value"])
         rho = float(stats.spearmanr(both["score"], both["value"]).statistic)
@@ -182,7 +203,11 @@ def summary_lines(relations: list[Relation], confidence: float = 0.95) -> list[s
             lines.append(f"{what}: not computed ({x.note}).")
             continue
         ci = "" if math.isnan(x.low) else f", {confidence:.0%} CI [{x.low:.2f}, {x.high:.2f}]"
-        sign = f"; expected {x.pair.expect}: {'as expected' if x.agrees == 'yes' else 'opposite'}" if x.agrees else ""
+        sign = (
+            f"; expected {x.pair.expect}: {'as expected' if x.agrees == 'yes' else 'opposite'}"
+            if x.agrees
+            else ""
+        )
         extra = f" ({x.note})" if x.note else ""
         lines.append(f"{what}: r = {x.r:.2f}{ci}, rho = {x.rho:.2f}, n = {x.n} conditions{sign}{extra}.")
     return lines
@@ -223,12 +248,20 @@ def plot(table: pd.DataFrame, relations: list[Relation], path: Path) -> Path | N
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
     for ax, x in zip(axes.flat, shown, strict=False):
         part = table[
-            (table["scale"] == x.pair.scale) & (table["subscale"] == x.pair.subscale) & (table["behaviour"] == x.pair.behaviour)
+            (table["scale"] == x.pair.scale)
+            & (table["subscale"] == x.pair.subscale)
+            & (table["behaviour"] == x.pair.behaviour)
         ]
         ax.scatter(part["score"], part["value"])
         for _, row in part.iterrows():
             label = row["persona"] or row["model"]
-            ax.annotate(str(label)[:16], (row["score"], row["value"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                str(label)[:16],
+                (row["score"], row["value"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         title = f"r = {x.r:.2f}, n = {x.n}" if not math.isnan(x.r) else f"n = {x.n}: {x.note}"
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"{x.pair.scale} {x.pair.subscale}")
@@ -253,7 +286,9 @@ def load_long(path: Path, what: str) -> pd.DataFrame:
 
     raw = read_bytes(path, f"{what} table", MAX_DATA_FILE_BYTES)
     try:
-        frame: Any = pd.read_csv(io.BytesIO(raw), keep_default_na=False, na_values={"score": [""], "value": [""]})
+        frame: Any = pd.read_csv(
+            io.BytesIO(raw), keep_default_na=False, na_values={"score": [""], "value": [""]}
+        )
     except (ValueError, pd.errors.ParserError) as exc:
         raise DataError(f"{path}: not a CSV {what} table ({str(exc)[:120]})") from None
     return pd.DataFrame(frame)

@@ -42,13 +42,23 @@ def invariance(
     sources: SourcesArg,
     by: Annotated[
         str,
-        typer.Option("--by", help="Grouping column(s), comma-separated: model, persona, language, template, source."),
+        typer.Option(
+            "--by", help="Grouping column(s), comma-separated: model, persona, language, template, source."
+        ),
     ],
-    scale: Annotated[str | None, typer.Option("--scale", help="The scale (needed when the data hold several).")] = None,
+    scale: Annotated[
+        str | None, typer.Option("--scale", help="The scale (needed when the data hold several).")
+    ] = None,
     min_n: Annotated[int, typer.Option("--min-n", min=2, help="Fewest complete respondents per group.")] = 30,
-    dif: Annotated[bool, typer.Option("--dif/--no-dif", help="Item-level DIF (ordinal logistic regression).")] = True,
-    delta_cfi: Annotated[float, typer.Option("--delta-cfi", help="Largest CFI drop for a level to hold.")] = 0.01,
-    delta_rmsea: Annotated[float, typer.Option("--delta-rmsea", help="Largest RMSEA rise for a level to hold.")] = 0.015,
+    dif: Annotated[
+        bool, typer.Option("--dif/--no-dif", help="Item-level DIF (ordinal logistic regression).")
+    ] = True,
+    delta_cfi: Annotated[
+        float, typer.Option("--delta-cfi", help="Largest CFI drop for a level to hold.")
+    ] = 0.01,
+    delta_rmsea: Annotated[
+        float, typer.Option("--delta-rmsea", help="Largest RMSEA rise for a level to hold.")
+    ] = 0.015,
     out: ValidityOutOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: kit.DebugOpt = False,
@@ -82,21 +92,28 @@ def people(
     sources: Annotated[
         list[Path] | None,
         typer.Argument(
-            help="An imported human sample (psychobench import-answers) and model runs, or item tables with a "
+            help="An imported human sample (psychobench import-answers) and model runs, or item tables "
+            "with a "
             "source column; none: EmotionBench's PANAS, people (crowd.xlsx) against the released model runs."
         ),
     ] = None,
-    scale: Annotated[str | None, typer.Option("--scale", help="The scale (needed when the data hold several).")] = None,
+    scale: Annotated[
+        str | None, typer.Option("--scale", help="The scale (needed when the data hold several).")
+    ] = None,
     model_file: Annotated[
         list[Path] | None,
-        typer.Option("--model-file", help="PANAS: a model's EmotionBench testing CSV instead of the released one."),
+        typer.Option(
+            "--model-file", help="PANAS: a model's EmotionBench testing CSV instead of the released one."
+        ),
     ] = None,
     phase: Annotated[
         str | None, typer.Option("--phase", help="Only this phase (PANAS: before or after the situation).")
     ] = None,
     data_dir: kit.DataDirOpt = None,
     min_n: Annotated[int, typer.Option("--min-n", min=2, help="Fewest complete respondents per group.")] = 30,
-    dif: Annotated[bool, typer.Option("--dif/--no-dif", help="Item-level DIF (ordinal logistic regression).")] = True,
+    dif: Annotated[
+        bool, typer.Option("--dif/--no-dif", help="Item-level DIF (ordinal logistic regression).")
+    ] = True,
     out: ValidityOutOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: kit.DebugOpt = False,
@@ -112,7 +129,9 @@ def people(
         if "phase" not in frame.columns or phase not in set(frame["phase"].astype(str)):
             raise DataError(f"no answers in phase {phase!r}", hint="PANAS has phases before and after")
         frame = frame[frame["phase"].astype(str) == phase]
-    results = people_vs_models(frame, scale=scale, min_n=min_n, dif=dif, progress=None if quiet else _progress)
+    results = people_vs_models(
+        frame, scale=scale, min_n=min_n, dif=dif, progress=None if quiet else _progress
+    )
     for name, result in results:
         if name:
             kit.console.print(f"\n<!-- {name} -->", markup=False, highlight=False)
@@ -132,10 +151,14 @@ def behaviour(
         Path | None, typer.Option("--behaviour", help="CSV: model, persona, behaviour, value[, run].")
     ] = None,
     mapping: Annotated[
-        Path | None, typer.Option("--mapping", help="TOML of [[pair]] scale/subscale/behaviour (default: shipped).")
+        Path | None,
+        typer.Option("--mapping", help="TOML of [[pair]] scale/subscale/behaviour (default: shipped)."),
     ] = None,
     thesis: Annotated[
-        bool, typer.Option("--thesis", help="The thesis's Fig. 4.2 per-role numbers (EPQ-R vs TruthfulQA, SafetyQA).")
+        bool,
+        typer.Option(
+            "--thesis", help="The thesis's Fig. 4.2 per-role numbers (EPQ-R vs TruthfulQA, SafetyQA)."
+        ),
     ] = False,
     out: ValidityOutOpt = None,
     debug: kit.DebugOpt = False,
@@ -144,15 +167,27 @@ def behaviour(
     Correlations with confidence intervals and n, and a plot."""
     from ..report.files import atomic_write_text, output_dir, write_csv
     from ..report.markdown import table as md_table
-    from .behaviour import load_long, plot, read_mapping, relate, relations_frame, summary_lines, thesis_fig_4_2
+    from .behaviour import (
+        load_long,
+        plot,
+        read_mapping,
+        relate,
+        relations_frame,
+        summary_lines,
+        thesis_fig_4_2,
+    )
 
     pairs = read_mapping(mapping)
     if thesis:
         if scores is not None or behaviour_table is not None:
-            raise DataError("--thesis uses the thesis's own numbers", hint="give --thesis or --scores/--behaviour")
+            raise DataError(
+                "--thesis uses the thesis's own numbers", hint="give --thesis or --scores/--behaviour"
+            )
         s, b = thesis_fig_4_2()
     elif scores is None or behaviour_table is None:
-        raise DataError("name a scores and a behaviour table", hint="--scores FILE --behaviour FILE, or --thesis")
+        raise DataError(
+            "name a scores and a behaviour table", hint="--scores FILE --behaviour FILE, or --thesis"
+        )
     else:
         s, b = load_long(scores, "scores"), load_long(behaviour_table, "behaviour")
     relations, points = relate(s, b, pairs)
@@ -168,8 +203,9 @@ def behaviour(
         if not points.empty:
             paths.append(write_csv(points, folder / "behaviour-conditions.csv"))
         png = plot(points, relations, folder / "behaviour.png")
-        image = f"\n\n![scale score against behaviour](behaviour.png)\n" if png else ""
-        body = f"# Self-report against behaviour\n\n{text}\n\n{md_table(frame.astype(object).where(frame.notna(), ''))}{image}"
+        image = "\n\n![scale score against behaviour](behaviour.png)\n" if png else ""
+        shown = md_table(frame.astype(object).where(frame.notna(), ""))
+        body = f"# Self-report against behaviour\n\n{text}\n\n{shown}{image}"
         paths.insert(0, atomic_write_text(folder / "behaviour.md", body))
         if png:
             paths.append(png)

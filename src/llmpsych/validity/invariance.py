@@ -136,8 +136,10 @@ class InvarianceResult:
 
     def groups_frame(self) -> pd.DataFrame:
         return pd.DataFrame(
-            [{"group": g.name, "respondents": g.respondents, "n_used": g.complete, "left_out": g.left_out}
-             for g in self.groups]
+            [
+                {"group": g.name, "respondents": g.respondents, "n_used": g.complete, "left_out": g.left_out}
+                for g in self.groups
+            ]
         )
 
     def summary_lines(self) -> list[str]:
@@ -161,13 +163,15 @@ class InvarianceResult:
         for name, gf in self.group_fits.items():
             if gf.converged:
                 small = (
-                    f"; only {gf.n / gf.parameters:.1f} respondents per free parameter (fewer than 5, Bentler & "
+                    f"; only {gf.n / gf.parameters:.1f} respondents per free parameter (fewer than 5, "
+                    "Bentler & "
                     "Chou 1987): the estimates are unstable"
                     if gf.n < 5 * gf.parameters
                     else ""
                 )
                 lines.append(
-                    f"In {name} alone: chi2 {gf.chi2:.2f} on {gf.df} df, CFI {_f(gf.cfi)}, RMSEA {_f(gf.rmsea)}, "
+                    f"In {name} alone: chi2 {gf.chi2:.2f} on {gf.df} df, CFI {_f(gf.cfi)}, "
+                    f"RMSEA {_f(gf.rmsea)}, "
                     f"SRMR {_f(gf.srmr)} (n={gf.n}{small})."
                 )
             else:
@@ -179,10 +183,14 @@ class InvarianceResult:
             verdict = (
                 "fits acceptably in every group"
                 if ok
-                else f"fits poorly (acceptable: CFI >= {CONFIGURAL_CFI:.2f} and RMSEA <= {CONFIGURAL_RMSEA:.2f}), "
+                else f"fits poorly (acceptable: CFI >= {CONFIGURAL_CFI:.2f} and "
+                f"RMSEA <= {CONFIGURAL_RMSEA:.2f}), "
                 "so the subscales do not hold together as designed and the tests below are only indicative"
             )
-            lines.append(f"Same structure (configural): CFI {_f(conf.cfi)}, RMSEA {_f(conf.rmsea)}: the model {verdict}.")
+            lines.append(
+                f"Same structure (configural): CFI {_f(conf.cfi)}, RMSEA {_f(conf.rmsea)}: "
+                f"the model {verdict}."
+            )
         for s in self.steps:
             if s.level == "configural":
                 if s.holds is None and s.reason:
@@ -198,19 +206,23 @@ class InvarianceResult:
                 )
             else:
                 lines.append(
-                    f"{words[0].upper()}{words[1:]} does not hold (CFI change {_signed(s.d_cfi)}, RMSEA change "
+                    f"{words[0].upper()}{words[1:]} does not hold (CFI change {_signed(s.d_cfi)}, "
+                    "RMSEA change "
                     f"{_signed(s.d_rmsea)}): {_negation(s.level)}."
                 )
         for f in self.fits:
             if f.converged and f.boundary:
-                lines.append(f"Note ({f.level}): a variance estimated at 0 (Heywood case): {', '.join(f.boundary)}.")
+                lines.append(
+                    f"Note ({f.level}): a variance estimated at 0 (Heywood case): {', '.join(f.boundary)}."
+                )
         flagged = [d for d in self.dif if d.flagged]
         if self.dif_note:
             lines.append(f"Item functioning: {self.dif_note}.")
         elif self.dif:
             if flagged:
                 items = ", ".join(
-                    f"item {d.item} ({d.subscale}, {d.grade}, R2 gain {d.delta_r2:.3f})" if d.subscale
+                    f"item {d.item} ({d.subscale}, {d.grade}, R2 gain {d.delta_r2:.3f})"
+                    if d.subscale
                     else f"item {d.item} ({d.grade}, R2 gain {d.delta_r2:.3f})"
                     for d in flagged
                 )
@@ -219,17 +231,23 @@ class InvarianceResult:
                 lines.append(f"No item functions differently across {self.by} (at least moderate DIF).")
             missing = [d for d in self.dif if d.grade == "not estimable"]
             if missing:
-                lines.append("DIF not estimable for: " + ", ".join(f"item {d.item} ({d.note})" for d in missing) + ".")
+                lines.append(
+                    "DIF not estimable for: " + ", ".join(f"item {d.item} ({d.note})" for d in missing) + "."
+                )
         lines.extend(self.notes)
         return lines
 
 
 def _negation(level: str) -> str:
     if level == "metric":
-        return "the items do not weigh the construct the same way in every group; scores (and their " \
-               "correlations) should not be compared across groups"
-    return "the same construct level gives different answers in different groups; mean scores should not " \
-           "be compared across groups"
+        return (
+            "the items do not weigh the construct the same way in every group; scores (and their "
+            "correlations) should not be compared across groups"
+        )
+    return (
+        "the same construct level gives different answers in different groups; mean scores should not "
+        "be compared across groups"
+    )
 
 
 def _f(x: float) -> str:
@@ -267,12 +285,16 @@ def measurement_invariance(
     if missing_cols:
         raise DataError(
             f"the item table has no column {', '.join(missing_cols)}",
-            hint="group by one of: " + ", ".join(c for c in frame.columns if c not in need and c not in _NOT_GROUPS),
+            hint="group by one of: "
+            + ", ".join(c for c in frame.columns if c not in need and c not in _NOT_GROUPS),
         )
     scales = sorted(set(frame["scale"].astype(str)))
     if scale is None:
         if len(scales) != 1:
-            raise DataError(f"the item table holds {len(scales)} scales ({', '.join(scales)})", hint="name one with --scale")
+            raise DataError(
+                f"the item table holds {len(scales)} scales ({', '.join(scales)})",
+                hint="name one with --scale",
+            )
         scale = scales[0]
     elif scale not in scales:
         raise DataError(f"no answers to scale {scale!r}", hint="scales present: " + ", ".join(scales))
@@ -290,7 +312,10 @@ def measurement_invariance(
     df["_key"] = df["_group"] + "\x00" + df["respondent"].astype(str)
     dup = df.duplicated(["_key", "item"]).sum()
     if dup:
-        raise DataError(f"{dup} answers repeat a (respondent, item) pair in scale {scale}", hint="one answer per respondent and item")
+        raise DataError(
+            f"{dup} answers repeat a (respondent, item) pair in scale {scale}",
+            hint="one answer per respondent and item",
+        )
     subscale_of = df.groupby("item")["subscale"].first().astype(str).to_dict()
     items = sorted(int(i) for i in subscale_of)
     wide = df.pivot(index="_key", columns="item", values="response").reindex(columns=items)
@@ -300,7 +325,9 @@ def measurement_invariance(
     for g in sorted(group_of.unique()):
         in_g = group_of == g
         infos.append(GroupInfo(str(g), int(in_g.sum()), int((in_g & complete).sum())))
-    result = InvarianceResult(scale, label, infos, {}, notes=notes, delta_cfi=delta_cfi, delta_rmsea=delta_rmsea)
+    result = InvarianceResult(
+        scale, label, infos, {}, notes=notes, delta_cfi=delta_cfi, delta_rmsea=delta_rmsea
+    )
 
     # the model: each item on its subscale (one factor when the scale has none)
     names = sorted({s for s in subscale_of.values() if s})
@@ -319,12 +346,18 @@ def measurement_invariance(
         refused.append(f"{len(infos)} group of {label} in the data; invariance needs at least 2")
     for g in infos:
         if g.complete < max(min_n, len(used) + 1):
-            why = f"fewer than the {min_n} required" if g.complete < min_n else f"not more than the {len(used)} items"
+            why = (
+                f"fewer than the {min_n} required"
+                if g.complete < min_n
+                else f"not more than the {len(used)} items"
+            )
             refused.append(f"group {g.name}: {g.complete} complete respondents, {why}")
     many = len(factors) > 1
     for s, its in factors.items():
         if len(its) < (2 if many else 3):
-            refused.append(f"subscale {s}: {len(its)} item(s), too few to identify a factor ({2 if many else 3} needed)")
+            refused.append(
+                f"subscale {s}: {len(its)} item(s), too few to identify a factor ({2 if many else 3} needed)"
+            )
     data = wide[complete]
     groups_c = group_of[complete]
     for g in infos:
@@ -354,7 +387,10 @@ def measurement_invariance(
     for i, g in enumerate(infos):
         corr = np.linalg.matrix_rank(np.cov(blocks[i].to_numpy().T))
         if corr < p:
-            refused.append(f"group {g.name}: the answers to some items are exact combinations of others (rank {corr} of {p})")
+            refused.append(
+                f"group {g.name}: the answers to some items are exact combinations of others "
+                f"(rank {corr} of {p})"
+            )
     if refused:
         return result
 
@@ -382,7 +418,9 @@ def measurement_invariance(
             ok = fit.converged and fit.cfi >= CONFIGURAL_CFI and fit.rmsea <= CONFIGURAL_RMSEA
             result.steps.append(Step(level, ok if fit.converged else None, reason=fit.message))
         elif not fit.converged:
-            result.steps.append(Step(level, None, reason=f"the {level} model did not converge ({fit.message})"))
+            result.steps.append(
+                Step(level, None, reason=f"the {level} model did not converge ({fit.message})")
+            )
         else:
             assert previous is not None
             from scipy.stats import chi2 as chi2_dist
@@ -393,8 +431,16 @@ def measurement_invariance(
             d_df = fit.df - previous.df
             holds = (-d_cfi <= delta_cfi + 1e-12) and (d_rmsea <= delta_rmsea + 1e-12)
             result.steps.append(
-                Step(level, holds, d_cfi, d_rmsea, fit.srmr - previous.srmr, d_chi2, d_df,
-                     float(chi2_dist.sf(max(d_chi2, 0.0), d_df)) if d_df > 0 else math.nan)
+                Step(
+                    level,
+                    holds,
+                    d_cfi,
+                    d_rmsea,
+                    fit.srmr - previous.srmr,
+                    d_chi2,
+                    d_df,
+                    float(chi2_dist.sf(max(d_chi2, 0.0), d_df)) if d_df > 0 else math.nan,
+                )
             )
         previous = fit
     if dif:

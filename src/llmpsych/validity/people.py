@@ -39,7 +39,9 @@ def panas_frame(data_dir: Path | None = None, model_files: Sequence[Path] = ()) 
     reverse = {item.index: item.reverse for item in panas.items}
     rows: list[dict[str, object]] = []
 
-    def add(respondent: str, source: str, model: str, phase: str, factor: str, answers: dict[int, int] | None) -> None:
+    def add(
+        respondent: str, source: str, model: str, phase: str, factor: str, answers: dict[int, int] | None
+    ) -> None:
         for item in panas.item_indices:
             value = None if answers is None else answers.get(item)
             rows.append(
@@ -98,17 +100,23 @@ def people_vs_models(
     sources = sorted(set(frame["source"].astype(str)) - {""})
     if by == "source" and not {"person", "model"} <= set(sources):
         raise DataError(
-            f"people and models are needed on the same items; the data hold only {', '.join(sources) or 'neither'}",
+            "people and models are needed on the same items; the data hold only "
+            + (", ".join(sources) or "neither"),
             hint="give an imported human sample (psychobench import-answers) and model runs",
         )
     parts: list[tuple[str, pd.DataFrame]]
     if split and split in frame.columns and frame[split].astype(str).ne("").any():
-        parts = [(f"{split} {v}", frame[frame[split].astype(str) == v]) for v in sorted(set(frame[split].astype(str)))]
+        parts = [
+            (f"{split} {v}", frame[frame[split].astype(str) == v])
+            for v in sorted(set(frame[split].astype(str)))
+        ]
     else:
         parts = [("", frame)]
     out = []
     for name, part in parts:
         if progress is not None and name:
             progress(name)
-        out.append((name, measurement_invariance(part, by, scale=scale, min_n=min_n, dif=dif, progress=progress)))
+        out.append(
+            (name, measurement_invariance(part, by, scale=scale, min_n=min_n, dif=dif, progress=progress))
+        )
     return out

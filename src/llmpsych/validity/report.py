@@ -22,16 +22,44 @@ def invariance_markdown(result: InvarianceResult) -> str:
     parts += ["## Groups", "", table(result.groups_frame()), ""]
     if result.fits:
         fits = result.fits_frame()
-        shown = fits[["level", "converged", "chi2", "df", "cfi", "rmsea", "srmr", "n", "delta_cfi", "delta_rmsea",
-                      "delta_srmr", "delta_chi2", "delta_df", "p_delta_chi2", "holds", "note"]]
+        shown = fits[
+            [
+                "level",
+                "converged",
+                "chi2",
+                "df",
+                "cfi",
+                "rmsea",
+                "srmr",
+                "n",
+                "delta_cfi",
+                "delta_rmsea",
+                "delta_srmr",
+                "delta_chi2",
+                "delta_df",
+                "p_delta_chi2",
+                "holds",
+                "note",
+            ]
+        ]
         parts += ["## Fit by level", "", table(_blank_nan(shown), floatfmt=".3f"), ""]
-        parts += [f"Estimator: {result.estimator}. Decision rule: {result.rule}. A level that did not converge "
-                  "shows no fit index.", ""]
+        parts += [
+            f"Estimator: {result.estimator}. Decision rule: {result.rule}. A level that did not converge "
+            "shows no fit index.",
+            "",
+        ]
     if result.dif:
-        dif = result.dif_frame()[["item", "subscale", "n", "lr", "df", "p", "p_holm", "delta_r2", "grade", "flagged",
-                                  "note"]]
-        parts += ["## Item-level differential functioning", "", f"Method: {DIF_METHOD}.", "",
-                  table(_blank_nan(dif), floatfmt=".3f"), ""]
+        dif = result.dif_frame()[
+            ["item", "subscale", "n", "lr", "df", "p", "p_holm", "delta_r2", "grade", "flagged", "note"]
+        ]
+        parts += [
+            "## Item-level differential functioning",
+            "",
+            f"Method: {DIF_METHOD}.",
+            "",
+            table(_blank_nan(dif), floatfmt=".3f"),
+            "",
+        ]
     return "\n".join(parts)
 
 
@@ -42,7 +70,9 @@ def write_invariance(result: InvarianceResult, out: Path) -> list[Path]:
     paths.append(write_csv(result.groups_frame(), folder / f"{stem}-groups.csv"))
     if result.fits:
         paths.append(write_csv(result.fits_frame(), folder / f"{stem}-fit.csv"))
-        loads = [f.loadings.assign(level=f.level) for f in result.fits if f.converged and f.loadings is not None]
+        loads = [
+            f.loadings.assign(level=f.level) for f in result.fits if f.converged and f.loadings is not None
+        ]
         if loads:
             paths.append(write_csv(pd.concat(loads, ignore_index=True), folder / f"{stem}-loadings.csv"))
     if result.dif:
