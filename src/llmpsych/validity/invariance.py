@@ -258,6 +258,11 @@ def _signed(x: float) -> str:
     return "n/a" if math.isnan(x) else f"{x:+.3f}"
 
 
+def _first_per_item(df: pd.DataFrame) -> tuple[list[int], list[str]]:
+    first = df.groupby("item")["subscale"].first()
+    return [int(i) for i in first.index.to_numpy()], [str(v) for v in first.to_numpy()]
+
+
 def _var(i: int) -> str:
     return f"i{i}"
 
@@ -304,8 +309,9 @@ def measurement_invariance(
     for col in by_cols[1:]:
         group = group + " / " + df[col].astype(str)
     df["_group"] = group
-    unknown = df[df[by_cols].astype(str).eq("").any(axis=1)]["respondent"].nunique()
-    df = df[~df[by_cols].astype(str).eq("").any(axis=1)]
+    blank = (df[by_cols].astype(str) == "").any(axis=1)
+    unknown = df[blank]["respondent"].nunique()
+    df = df[~blank]
     notes = []
     if unknown:
         notes.append(f"{unknown} respondents with no {label} recorded were left out.")
@@ -316,8 +322,8 @@ def measurement_invariance(
             f"{dup} answers repeat a (respondent, item) pair in scale {scale}",
             hint="one answer per respondent and item",
         )
-    subscale_of = df.groupby("item")["subscale"].first().astype(str).to_dict()
-    items = sorted(int(i) for i in subscale_of)
+    subscale_of: dict[int, str] = {int(i): str(s) for i, s in zip(*_first_per_item(df), strict=True)}
+    items = sorted(subscale_of)
     wide = df.pivot(index="_key", columns="item", values="response").reindex(columns=items)
     group_of = df.groupby("_key")["_group"].first().reindex(wide.index)
     complete = wide.notna().all(axis=1)
