@@ -155,3 +155,34 @@ def test_dif_score_is_the_gradient_of_statsmodels_likelihood() -> None:
     model = OrderedModel(y, rng.normal(size=(400, 2)), distr="logit")
     params = np.array([0.3, -0.2, -1.0, 0.1, -0.3, 0.2])
     assert np.allclose(_score(model, params), approx_fprime(params, model.loglike, centered=True), rtol=1e-5)
+
+
+def test_a_level_that_does_not_converge_is_reported_without_indices(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = _sem.fit_level
+
+    def stalled(*args: object, **kw: object) -> _sem.LevelFit:
+        if args[2] == "metric":
+            kw["max_iter"] = 1
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_sem, "fit_level", stalled)
+    frame = simulate_long(groups=GROUPS, n=200, factors=FACTORS, seed=7)
+    res = measurement_invariance(frame, "persona", dif=False)
+    fits = res.fits_frame().set_index("level")
+    assert not fits.loc["metric", "converged"] and math.isnan(fits.loc["metric", "cfi"])
+    assert "scalar" not in fits.index  # never fitted on top of a failed level
+    text = "\n".join(res.summary_lines())
+    assert "(metric invariance): not tested: the metric model did not converge" in text
+    assert "invariance not established (the metric model did not converge" in res.headline()
+
+
+def test_headline_reads_without_sem_and_one_subscale_can_be_tested_alone() -> None:
+    frame = simulate_long(groups=GROUPS, n=300, factors=FACTORS, seed=3, intercepts_shift={"p2": {4: 1.0}})
+    whole = measurement_invariance(frame, "persona", dif=False)
+    assert whole.headline() == (
+        "The SIM items measure the same construct across the 3 groups of persona (p1, p2, p3) "
+        "(metric invariance holds, but not scalar: means not comparable)."
+    )
+    alone = measurement_invariance(frame, "persona", subscale="B", dif=False)
+    assert list(alone.factors) == ["B"] and alone.headline().startswith("The SIM B items measure the same")
+    assert "scalar invariance holds" in alone.headline()

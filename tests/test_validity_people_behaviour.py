@@ -99,3 +99,33 @@ def test_behaviour_cli_thesis_writes_a_report_and_a_plot(tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     assert "EPQ-R Psychoticism vs safetyqa: r = -0.99" in result.output
     assert (tmp_path / "behaviour.csv").is_file() and (tmp_path / "behaviour.md").is_file()
+
+
+def test_an_imported_human_sample_against_model_answers_on_the_same_scale(tmp_path: Path) -> None:
+    """People imported with `psychobench import-answers` (a run folder) against model answers given as an
+    item table: the folder is read into the long format with source person and the scale's subscales."""
+    from llmpsych.instruments.official import load_psychobench_scales
+    from llmpsych.psychobench.imports import import_answers
+    from llmpsych.validity._runs import load_frame
+
+    gse = load_psychobench_scales(SEED)["GSE"]  # 10 items, one subscale
+    items = list(gse.item_indices)
+    people = simulate_long(groups=["person"], n=60, factors={"x": items}, points=4, seed=11)
+    wide = people.pivot(index="respondent", columns="item", values="response").astype(int)
+    wide.insert(0, "run", range(1, len(wide) + 1))
+    answers = tmp_path / "people.csv"
+    wide.to_csv(answers, index=False)
+    import_answers(answers, tmp_path / "humans", scale_files=[], scales=["GSE"], data_dir=SEED)
+    models = simulate_long(groups=["m"], n=60, factors={"x": items}, points=4, scale="GSE", seed=12)
+    models["source"] = "model"
+    table = tmp_path / "models.csv"
+    models.drop(columns=["persona"]).to_csv(table, index=False)
+
+    frame = load_frame([tmp_path / "humans", table])
+    humans = frame[frame["source"] == "person"]
+    assert len(humans) == 60 * len(items) and humans["response"].notna().all()
+    assert set(humans["scale"]) == {"GSE"}
+
+    result = CliRunner().invoke(app, ["people", str(tmp_path / "humans"), str(table), "--no-dif", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "GSE across source: 2 groups: model (n=60), person (n=60)." in result.output

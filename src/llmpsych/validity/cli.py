@@ -59,6 +59,9 @@ def invariance(
     delta_rmsea: Annotated[
         float, typer.Option("--delta-rmsea", help="Largest RMSEA rise for a level to hold.")
     ] = 0.015,
+    per_subscale: Annotated[
+        bool, typer.Option("--per-subscale", help="Also test each subscale alone (a one-factor model each).")
+    ] = False,
     out: ValidityOutOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: kit.DebugOpt = False,
@@ -81,10 +84,31 @@ def invariance(
         delta_rmsea=delta_rmsea,
         progress=None if quiet else _progress,
     )
+    results = [result]
+    if per_subscale:
+        for sub in [s for s in result.factors if s != result.scale]:
+            results.append(
+                measurement_invariance(
+                    frame,
+                    columns,
+                    scale=result.scale,
+                    subscale=sub,
+                    min_n=min_n,
+                    dif=dif,
+                    delta_cfi=delta_cfi,
+                    delta_rmsea=delta_rmsea,
+                    progress=None if quiet else _progress,
+                )
+            )
     kit.console.print(invariance_markdown(result), markup=False, highlight=False)
+    if len(results) > 1:
+        kit.console.print("## Each subscale alone\n", markup=False, highlight=False)
+        for one in results[1:]:
+            kit.console.print(f"- {one.headline()}", markup=False, highlight=False)
     if out is not None:
-        for path in write_invariance(result, out):
-            kit.console.print(f"wrote {path}", markup=False, highlight=False)
+        for one in results:
+            for path in write_invariance(one, out):
+                kit.console.print(f"wrote {path}", markup=False, highlight=False)
 
 
 @app.command("people")

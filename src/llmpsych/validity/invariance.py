@@ -142,6 +142,43 @@ class InvarianceResult:
             ]
         )
 
+    def headline(self) -> str:
+        """One sentence: what the scale (or subscale) measures alike across the groups, and what not."""
+        one = len(self.factors) == 1 and self.scale not in self.factors
+        what = f"The {self.scale} {next(iter(self.factors))} items" if one else f"The {self.scale} items"
+        across = (
+            f"across the {len(self.groups)} groups of {self.by} ({', '.join(g.name for g in self.groups)})"
+        )
+        if self.refused:
+            return (
+                f"{what} {across}: not tested ({self.refused[0]}{'; ...' if len(self.refused) > 1 else ''})."
+            )
+        steps = {s.level: s for s in self.steps}
+        flagged = [d.item for d in self.dif if d.flagged]
+        items = f"; items that function differently: {', '.join(flagged)}" if flagged else ""
+        metric, scalar = steps.get("metric"), steps.get("scalar")
+        caveat = (
+            ""
+            if steps.get("configural") and steps["configural"].holds
+            else " (the structure itself fits poorly)"
+        )
+        if metric is None or metric.holds is None:
+            why = metric.reason if metric else (steps["configural"].reason if "configural" in steps else "")
+            return f"{what} {across}: invariance not established ({why}){items}."
+        if not metric.holds:
+            return f"{what} do not measure the same construct {across} (metric invariance does not hold){caveat}{items}."
+        if scalar is not None and scalar.holds:
+            return (
+                f"{what} measure the same construct with the same origin {across} (scalar invariance holds: "
+                f"means comparable){caveat}{items}."
+            )
+        tail = (
+            "scalar not tested"
+            if scalar is None or scalar.holds is None
+            else "but not scalar: means not comparable"
+        )
+        return f"{what} measure the same construct {across} (metric invariance holds, {tail}){caveat}{items}."
+
     def summary_lines(self) -> list[str]:
         """A report a researcher can read without knowing SEM."""
         groups = ", ".join(f"{g.name} (n={g.complete})" for g in self.groups)
@@ -272,6 +309,7 @@ def measurement_invariance(
     by: str | Sequence[str],
     *,
     scale: str | None = None,
+    subscale: str | None = None,
     min_n: int = 30,
     dif: bool = True,
     delta_cfi: float = 0.01,
@@ -305,6 +343,13 @@ def measurement_invariance(
         raise DataError(f"no answers to scale {scale!r}", hint="scales present: " + ", ".join(scales))
     label = " / ".join(by_cols)
     df = frame[frame["scale"].astype(str) == scale].copy()
+    if subscale is not None:
+        present = sorted(set(df["subscale"].astype(str)) - {""})
+        if subscale not in present:
+            raise DataError(
+                f"scale {scale} has no subscale {subscale!r}", hint="subscales: " + ", ".join(present)
+            )
+        df = df[df["subscale"].astype(str) == subscale]
     group = df[by_cols[0]].astype(str)
     for col in by_cols[1:]:
         group = group + " / " + df[col].astype(str)

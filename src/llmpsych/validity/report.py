@@ -18,7 +18,13 @@ def _blank_nan(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def invariance_markdown(result: InvarianceResult) -> str:
-    parts = [f"# Measurement invariance: {result.scale} across {result.by}", "", *result.summary_lines(), ""]
+    parts = [
+        f"# Measurement invariance: {result.scale} across {result.by}",
+        "",
+        f"**{result.headline()}**",
+        "",
+    ]
+    parts += [*result.summary_lines(), ""]
     parts += ["## Groups", "", table(result.groups_frame()), ""]
     if result.fits:
         fits = result.fits_frame()
@@ -65,7 +71,10 @@ def invariance_markdown(result: InvarianceResult) -> str:
 
 def write_invariance(result: InvarianceResult, out: Path) -> list[Path]:
     folder = output_dir(out)
-    stem = f"invariance-{_slug(result.scale)}-{_slug(result.by)}"
+    sub = (
+        next(iter(result.factors)) if len(result.factors) == 1 and result.scale not in result.factors else ""
+    )
+    stem = f"invariance-{_slug(result.scale)}{'-' + _slug(sub) if sub else ''}-{_slug(result.by)}"
     paths = [atomic_write_text(folder / f"{stem}.md", invariance_markdown(result))]
     paths.append(write_csv(result.groups_frame(), folder / f"{stem}-groups.csv"))
     if result.fits:
