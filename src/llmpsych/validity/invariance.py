@@ -166,7 +166,10 @@ class InvarianceResult:
             why = metric.reason if metric else (steps["configural"].reason if "configural" in steps else "")
             return f"{what} {across}: invariance not established ({why}){items}."
         if not metric.holds:
-            return f"{what} do not measure the same construct {across} (metric invariance does not hold){caveat}{items}."
+            return (
+                f"{what} do not measure the same construct {across} (metric invariance does not hold)"
+                f"{caveat}{items}."
+            )
         if scalar is not None and scalar.holds:
             return (
                 f"{what} measure the same construct with the same origin {across} (scalar invariance holds: "
