@@ -9,11 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("semopy")
-
-from llmpsych.validity import _sem  # noqa: E402
-from llmpsych.validity.invariance import measurement_invariance  # noqa: E402
-from llmpsych.validity.simulate import simulate_long  # noqa: E402
+from llmpsych.validity import _sem
+from llmpsych.validity.invariance import measurement_invariance
+from llmpsych.validity.simulate import simulate_long
 
 HS = {"visual": ["x1", "x2", "x3"], "textual": ["x4", "x5", "x6"], "speed": ["x7", "x8", "x9"]}
 

@@ -13,12 +13,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-pytest.importorskip("semopy")
-
-from llmpsych.errors import DataError  # noqa: E402
-from llmpsych.validity.behaviour import Pair, read_mapping, relate, thesis_fig_4_2  # noqa: E402
-from llmpsych.validity.cli import app  # noqa: E402
-from llmpsych.validity.simulate import simulate_long  # noqa: E402
+from llmpsych.errors import DataError
+from llmpsych.validity.behaviour import Pair, read_mapping, relate, thesis_fig_4_2
+from llmpsych.validity.cli import app
+from llmpsych.validity.simulate import simulate_long
 
 SEED = Path(__file__).resolve().parents[1].parent / "shared" / "seed-data"
 
