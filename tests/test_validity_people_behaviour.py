@@ -127,3 +127,40 @@ def test_an_imported_human_sample_against_model_answers_on_the_same_scale(tmp_pa
     result = CliRunner().invoke(app, ["people", str(tmp_path / "humans"), str(table), "--no-dif", "--quiet"])
     assert result.exit_code == 0, result.output
     assert "GSE across source: 2 groups: model (n=60), person (n=60)." in result.output
+
+
+def test_behaviour_from_a_validity_sweep_folder(tmp_path: Path) -> None:
+    """The folder `psychobench validity --preset thesis` writes: per-run behaviour and each persona's
+    PsychoBench scores, related per persona (a mean over runs each), n = personas."""
+    roles = {"hero": (3.0, 99.0), "default": (5.0, 100.0), "liar": (18.0, 55.0), "psychopath": (24.0, 22.0)}
+    (tmp_path / "validity").mkdir()
+    rows = [
+        {
+            "benchmark": "safetyqa",
+            "persona": p,
+            "run": r,
+            "questions": 10,
+            "valid": 10,
+            "invalid": 0,
+            "score": safe + r,
+        }
+        for p, (_, safe) in roles.items()
+        for r in (1, 2, 3)
+    ]
+    pd.DataFrame(rows).to_csv(tmp_path / "validity" / "validity_runs.csv", index=False)
+    for p, (psy, _) in roles.items():
+        (tmp_path / f"scales-{p}").mkdir()
+        pd.DataFrame(
+            [
+                {"scale": "EPQ-R", "run": r, "subscale": "Psychoticism", "score": psy + r, "range": "0-32"}
+                for r in (1, 2)
+            ]
+        ).to_csv(tmp_path / f"scales-{p}" / "scores.csv", index=False)
+    result = CliRunner().invoke(app, ["behaviour", "--sweep", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if x.startswith("EPQ-R Psychoticism vs safetyqa"))
+    assert "n = 4 conditions" in line and "as expected" in line
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bad = CliRunner().invoke(app, ["behaviour", "--sweep", str(empty)])
+    assert bad.exit_code != 0 and "no validity/validity_runs.csv" in str(bad.exception)

@@ -13,8 +13,10 @@ function (Joreskog 1971; the one lavaan minimises)
 with mu_g = nu_g + Lambda_g alpha_g, through a map from one global parameter vector to each group's
 semopy vector (a shared loading is one global entry read by every group). Only the mean term, which
 semopy's covariance-structure ``Model`` lacks, and its gradient are computed here. The statistic is
-chi2 = sum_g n_g F_g (S_g with divisor n_g, as lavaan and semopy do), minimised with scipy's L-BFGS-B.
-The configural fit is semopy's own single-group fit in each group (the groups share nothing then).
+chi2 = sum_g n_g F_g (S_g with divisor n_g, as lavaan and semopy do), minimised with scipy's L-BFGS-B with
+the closed-form gradient (``_Group.gradient``). Every level goes through this one function; at the
+configural level the groups share nothing, and its chi2 equals the sum of semopy's own single-group fits
+(a test checks that, and the closed-form gradient against semopy's).
 
 Identification as lavaan's defaults: the first item of each factor loads 1 in every group, factor
 variances and covariances are free in every group; with free intercepts (configural, metric) the means
@@ -218,7 +220,6 @@ def fit_level(
     data: Sequence[pd.DataFrame],
     level: Level,
     *,
-    start_from: LevelFit | None = None,
     group_names: Sequence[str] | None = None,
     max_iter: int = 5000,
     progress: Callable[[str], None] | None = None,
@@ -266,8 +267,6 @@ def fit_level(
         alpha_at = len(x0)
         x0.extend([0.0] * (k * (len(groups) - 1)))
         bounds.extend([(None, None)] * (k * (len(groups) - 1)))
-    if start_from is not None and start_from.loadings is not None and share_loadings:
-        pass  # semopy's data-driven starts are adequate; the loadings table is informational
     x0_arr = np.array(x0)
     weights = [g.n / n_total for g in groups]
     calls = [0]
@@ -301,10 +300,11 @@ def fit_level(
         return total, grad
 
     n_params = len(x0_arr)
-    moments = len(groups) * (p * (p + 1) // 2 + (p if scalar else 0))
-    df = moments - n_params - (0 if scalar else 0)
+    # covariance moments less covariance parameters; at the scalar level also the means less (shared
+    # intercepts + latent means); below it the means are saturated and add nothing
+    df = len(groups) * p * (p + 1) // 2 - n_cov
     if scalar:
-        df = len(groups) * p * (p + 1) // 2 - n_cov + len(groups) * p - (p + k * (len(groups) - 1))
+        df += len(groups) * p - (p + k * (len(groups) - 1))
     if df <= 0:
         return _failed(level, df, n_total, n_params, f"{df} degrees of freedom: the model is not identified")
     with warnings.catch_warnings(), threadpool_limits(1):

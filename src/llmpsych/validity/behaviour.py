@@ -278,6 +278,40 @@ def plot(table: pd.DataFrame, relations: list[Relation], path: Path) -> Path | N
     return saved
 
 
+def sweep_tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(scores, behaviour) of a ``psychobench validity --scales ...`` folder (``--preset thesis``: Fig. 4.2
+    rerun): ``validity/validity_runs.csv`` (per benchmark, persona and run: the score in %) and each
+    ``scales-<persona>/scores.csv`` (per scale, run and subscale), as the runs' analyses wrote them."""
+    runs = folder / "validity" / "validity_runs.csv"
+    if not runs.is_file():
+        raise DataError(
+            f"{folder}: no validity/validity_runs.csv",
+            hint="a folder written by `llmpsych psychobench validity --scales ...` (or --preset thesis)",
+        )
+    b = load_long(runs, "behaviour")
+    missing = [c for c in ("benchmark", "persona", "run", "score") if c not in b.columns]
+    if missing:
+        raise DataError(f"{runs}: no column {', '.join(missing)}")
+    behaviour = b.rename(columns={"benchmark": "behaviour", "score": "value"})[
+        ["persona", "behaviour", "run", "value"]
+    ]
+    parts = []
+    for sub in sorted(folder.glob("scales-*")):
+        file = sub / "scores.csv"
+        if not file.is_file():
+            continue
+        frame = load_long(file, "scores")
+        if not {"scale", "subscale", "score"} <= set(frame.columns):
+            raise DataError(f"{file}: not a PsychoBench scores table (scale, run, subscale, score)")
+        parts.append(frame.assign(persona=sub.name.removeprefix("scales-")))
+    if not parts:
+        raise DataError(
+            f"{folder}: no scales-<persona>/scores.csv", hint="run psychobench validity with --scales"
+        )
+    scores = pd.concat(parts, ignore_index=True)
+    return scores, behaviour
+
+
 def load_long(path: Path, what: str) -> pd.DataFrame:
     """A scores or behaviour table (CSV), bounded read."""
     import io

@@ -184,6 +184,12 @@ def behaviour(
             "--thesis", help="The thesis's Fig. 4.2 per-role numbers (EPQ-R vs TruthfulQA, SafetyQA)."
         ),
     ] = False,
+    sweep: Annotated[
+        Path | None,
+        typer.Option(
+            "--sweep", help="A `psychobench validity --scales ...` folder (--preset thesis: Fig. 4.2 rerun)."
+        ),
+    ] = None,
     out: ValidityOutOpt = None,
     debug: kit.DebugOpt = False,
 ) -> None:
@@ -198,19 +204,21 @@ def behaviour(
         relate,
         relations_frame,
         summary_lines,
+        sweep_tables,
         thesis_fig_4_2,
     )
 
     pairs = read_mapping(mapping)
+    if sum((thesis, sweep is not None, scores is not None or behaviour_table is not None)) > 1:
+        raise DataError("give one source", hint="--thesis, --sweep DIR, or --scores FILE --behaviour FILE")
     if thesis:
-        if scores is not None or behaviour_table is not None:
-            raise DataError(
-                "--thesis uses the thesis's own numbers", hint="give --thesis or --scores/--behaviour"
-            )
         s, b = thesis_fig_4_2()
+    elif sweep is not None:
+        s, b = sweep_tables(sweep)
     elif scores is None or behaviour_table is None:
         raise DataError(
-            "name a scores and a behaviour table", hint="--scores FILE --behaviour FILE, or --thesis"
+            "name a scores and a behaviour table",
+            hint="--scores FILE --behaviour FILE, --sweep DIR or --thesis",
         )
     else:
         s, b = load_long(scores, "scores"), load_long(behaviour_table, "behaviour")
