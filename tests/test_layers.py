@@ -192,8 +192,6 @@ def test_no_import_loops_between_files() -> None:
     shown = []
     for component in components:
         loop = _one_loop(component, edges)
-        steps = " -> ".join(
-            f"{a} (line {min(lines[(a, b)])})" for a, b in zip(loop, loop[1:], strict=False)
-        )
+        steps = " -> ".join(f"{a} (line {min(lines[(a, b)])})" for a, b in zip(loop, loop[1:], strict=False))
         shown.append(f"{len(component)} files: {', '.join(component)}\n    e.g. {steps} -> {loop[-1]}")
     assert not components, f"{len(components)} import loops:\n" + "\n".join(shown)

@@ -43,6 +43,7 @@ from ..models.types import GenerationParams, Message
 from ..report.files import atomic_write_text
 from ..report.markdown import table
 from ..report.run_report import write_run_report
+from ..runs.languages import language_name
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -61,16 +62,6 @@ from .scale import Item, NormGroup, Scale, Subscale, Translation
 
 #: How agreement is measured (recorded in the translated file and the report).
 MEASURE = "character 3-gram Dice similarity of casefolded, NFKC-normalised text without punctuation (0-1)"
-
-#: Names the prompts use for common ISO 639-1 codes; any other ``--to`` value is used as written.
-LANGUAGE_NAMES = {
-    "ar": "Arabic", "bn": "Bengali", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
-    "en": "English", "es": "Spanish", "fa": "Persian", "fi": "Finnish", "fr": "French", "he": "Hebrew",
-    "hi": "Hindi", "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese",
-    "ko": "Korean", "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "sw": "Swahili", "th": "Thai", "tr": "Turkish",
-    "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
-}  # fmt: skip
 
 #: The role that back-translates when ``--back-model`` is given (otherwise the subject does).
 BACK_ROLE = "back"
@@ -109,11 +100,6 @@ _MARKER = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•])\s+")
 #: Placeholders a translation must keep exactly: ``{name}``/``{}`` fields and the game templates'
 #: ``!<INPUT k>!`` inputs and ``<part>///</part>`` turn separators.
 _PLACEHOLDERS = re.compile(r"!<INPUT \d+>!|<part>///</part>|\{[A-Za-z0-9_]*\}")
-
-
-def language_name(code: str) -> str:
-    """``de`` -> ``German``; anything else as written."""
-    return LANGUAGE_NAMES.get(code.strip().lower(), code.strip())
 
 
 # -- pure cores ---------------------------------------------------------------------------------------------

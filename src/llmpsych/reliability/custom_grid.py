@@ -39,17 +39,17 @@ from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
-from ..runs.scores import FACTOR_COLUMNS, ScoreTable, require_columns, whole_numbers
+from ..runs.scores import ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
 from ..stats.compare import METHOD_ALIASES
 from ..userfiles import parse_yaml
+from .grid import GRID_FACTORS
 from .outliers import EPS, MIN_PTS
 
 if TYPE_CHECKING:
     import pandas as pd
 
 #: The grid's factors, in the order of a configuration id (the factor columns of ``load_runs`` scores).
-GRID_FACTORS = FACTOR_COLUMNS
 #: The placeholders a template may use (``$items`` is required).
 PLACEHOLDERS = ("instructions", "framing", "levels", "low", "high", "n", "items")
 MAX_GRID_FILE_BYTES = 200_000
@@ -359,7 +359,7 @@ class CustomGridTask(Task[CustomGridOptions]):
             group="configuration",
             repeat="repeat",
             keys=_GRID_KEYS,
-            factors=FACTOR_COLUMNS,
+            factors=GRID_FACTORS,
             prepare=_grid_points,
         ),
     )

@@ -26,7 +26,7 @@ from ..instruments.scale import Scale
 from ..report.markdown import table
 from ..runs.store import UnitRow
 from ..stats.reliability import BOOTSTRAP_RESAMPLES
-from .custom_grid import GRID_FACTORS
+from .grid import GRID_FACTORS
 
 #: The grid's respondents: its data points.
 DATA_POINTS = Respondents(

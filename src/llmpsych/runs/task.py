@@ -71,6 +71,20 @@ class Task(ABC, Generic[OptionsT]):
             raise ConfigError(f"{prefix}options for task {cls.name!r}: {where}: {first['msg']}") from None
 
     @classmethod
+    def score_factor_columns(cls) -> tuple[str, ...]:
+        """The factor columns its score rows carry in the scores frame (a perturbation grid's ``template``,
+        ``language``, ``persona``, ...): those its :attr:`score_tables` declare, in order, each once."""
+        return tuple(dict.fromkeys(f for table in cls.score_tables for f in table.factors))
+
+    @classmethod
+    def language(cls, options: BaseModel) -> str | None:
+        """The language of a run's texts, from its validated options (reports, ``compare`` and
+        :func:`~llmpsych.load_runs` show it): by default its ``language`` option if it has one; None: not
+        known."""
+        language = getattr(options, "language", None)
+        return language if isinstance(language, str) else None
+
+    @classmethod
     def code_imports(cls, config: RunConfig) -> list[str]:
         """Python code the config makes the run import and execute (``python:`` game seats), named
         before anything is imported: a run printed it on start and on resume."""
