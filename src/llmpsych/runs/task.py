@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
+from .config import RunConfig, parse_run_config, read_config_file
 from .scores import ScoreTable
 
 if TYPE_CHECKING:
     from ..models.chat_context import ChatContext
-    from .config import RunConfig
     from .record import RunRecord
 
 
@@ -150,3 +150,27 @@ def task_class(name: str) -> type[Task[Any]]:
     except KeyError:
         raise ConfigError(f"unknown task {name!r}", f"available tasks: {', '.join(sorted(TASKS))}") from None
     return cast("type[Task[Any]]", getattr(importlib.import_module(module_name), cls_name))
+
+
+def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Load a config file and apply command-line overrides (which win); the task's options are checked."""
+    data = read_config_file(path)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key in {"options", "params"}:
+            if not isinstance(data.get(key, {}), dict):
+                raise ConfigError(
+                    f"{path}: {key}: must be a table of settings, not {type(data[key]).__name__}"
+                )
+            data[key] = {**data.get(key, {}), **value}
+        else:
+            data[key] = value
+    config = parse_run_config(data, str(path))
+    try:
+        task_class(config.task).validate_options(config.options, str(path))
+    except ConfigError as exc:
+        if str(path) in exc.message:
+            raise
+        raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
+    return config
