@@ -9,10 +9,10 @@ from .prompts import (
     PART,
     TEMPLATE_SET_FILE,
     TEMPLATE_SET_FORMAT,
-    builtin_templates,
     check_rephrased,
     check_template,
 )
+from .template_sets import builtin_templates
 
 
 class _TemplateTexts:

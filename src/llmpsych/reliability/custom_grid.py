@@ -45,6 +45,7 @@ from ..stats.compare import METHOD_ALIASES
 from ..userfiles import parse_yaml
 from .grid import GRID_FACTORS
 from .outliers import EPS, MIN_PTS
+from .results import GridResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -307,18 +308,6 @@ def levels_text(labels: list[str] | None, low: int, high: int) -> str:
     if not labels or not any(labels):
         return f"{low} (lowest) to {high} (highest)"
     return "\n".join(f"{low + i} = {text}" for i, text in enumerate(labels) if text)
-
-
-class GridResult(BaseModel):
-    """One unit's stored result: one configuration, its answers on the scale's range and its scores."""
-
-    model_config = ConfigDict(extra="allow")
-
-    config: dict[str, str]
-    answers: dict[str, float] = Field(default_factory=dict)
-    scores: dict[str, float | None] = Field(default_factory=dict)
-    valid_rate: float = Field(ge=0, le=1)
-    transcript: list[dict[str, Any]] = Field(default_factory=list)
 
 
 #: columns of data_points.csv that are not scores (each other column is one of the scale's subscales)
