@@ -339,7 +339,7 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
 
 def _language_text(options: Any) -> str:
     """The report's line on the run's language (from its template set; the built-in prompts are English)."""
-    from ..instruments.translate import language_name
+    from ..runs.languages import language_name
 
     language = options.language or "en"
     name = language_name(language)
