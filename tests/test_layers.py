@@ -186,6 +186,32 @@ def test_only_the_top_level_cli_imports_the_web_app() -> None:
     assert not bad, "the web app is imported from below:\n" + "\n".join(bad)
 
 
+def _research_task_names() -> set[str]:
+    from llmpsych.runs.task import TASKS
+
+    return {name for name, target in TASKS.items() if _area(target.partition(":")[0]) in RESEARCH}
+
+
+def test_shared_layers_ask_the_task_instead_of_comparing_its_name() -> None:
+    """``task == "psychobench"`` or ``task in ("emotionbench", ...)`` in a shared layer is a benchmark's case
+    handled below it; the shared code asks the task through a hook on ``Task`` instead."""
+    names = _research_task_names()
+    assert {"psychobench", "emotionbench", "gamabench", "reliability"} <= names
+    bad = []
+    for module, (path, _) in _modules().items():
+        if _area(module) not in SHARED:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            for side in [node.left, *node.comparators]:
+                values = side.elts if isinstance(side, ast.Tuple | ast.List | ast.Set) else [side]
+                named = [v.value for v in values if isinstance(v, ast.Constant) and v.value in names]
+                if named:
+                    bad.append(f"{module} (line {node.lineno}) compares with task name(s) {named}")
+    assert not bad, "a shared layer branches on a benchmark's name:\n" + "\n".join(bad)
+
+
 def test_no_import_loops_between_files() -> None:
     edges, lines = import_graph()
     components = strongly_connected(edges)

@@ -53,6 +53,7 @@ def _with_persona(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.Data
 class PsychoBenchTask(Task[PsychoBenchOptions]):
     """PsychoBench: scales x runs, with personas, cipher and logprob modes; analysis against human norms."""
 
+    answers_counted = True
     name = "psychobench"
     not_settings = frozenset({"scales", "runs", "alpha", "method"})
     Options = PsychoBenchOptions

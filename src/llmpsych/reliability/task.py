@@ -178,6 +178,7 @@ def _bfi_points(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFr
 class ReliabilityTask(Task[ReliabilityOptions]):
     """Scale reliability: the BFI grid, steering, maps and the thesis's statistics."""
 
+    answers_counted = True
     name = "reliability"
     Options = ReliabilityOptions
     Result = ReliabilityResult

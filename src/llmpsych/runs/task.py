@@ -52,6 +52,9 @@ class Task(ABC, Generic[OptionsT]):
     #: Options that do not change what one unit measures (how many repetitions, which units, switches of
     #: the analysis only): a comparison pools runs that differ only in these (:mod:`llmpsych.runs.settings`).
     not_settings: ClassVar[frozenset[str]] = frozenset()
+    #: Whether its units record valid answers out of those asked (a questionnaire's items): the run
+    #: summary then says so when a finished run recorded none.
+    answers_counted: ClassVar[bool] = False
 
     options: OptionsT
 
