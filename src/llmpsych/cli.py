@@ -334,11 +334,7 @@ SUBCOMMANDS = (
     ("llmpsych.psychobench.cli", "psychobench", "PsychoBench: run several models, compare runs with norms."),
     ("llmpsych.reliability.cli", "reliability", "Scale reliability: BFI perturbation grid, steering, maps."),
     ("llmpsych.report.cli", "report", "Rebuild a run's report from its store, no model called (= analyze)."),
-    (
-        "llmpsych.validity.cli",
-        "validity",
-        "Validity: item response models, invariance, self-report vs behaviour.",
-    ),
+    ("llmpsych.validity.cli", "validity", "Validity: item response models, invariance, self-report vs behaviour."),
     ("llmpsych.web.cli", "web", "Browse runs in a browser: progress, reports, transcripts, comparisons."),
 )
 
