@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from llmpsych.emotion.crowd import Respondent, crowd_path, demographics, human_table, load_crowd
+from llmpsych.emotion.crowd import Respondent, crowd_path, human_table, load_crowd
 from llmpsych.emotion.demographics import (
     ALL,
     DIMENSIONS,
     MIN_GROUP_N,
     NO_ANSWER,
     clean_label,
+    demographic_counts,
     group_chart,
     group_markdown,
     group_of,
@@ -41,7 +42,7 @@ def crowd(seed_data: Path) -> tuple[list[Respondent], Any]:
 
 def test_every_grouping_counts_all_1266_people_with_the_released_group_sizes(crowd: Any) -> None:
     people, _ = crowd
-    counts = demographics(people)
+    counts = demographic_counts(people)
     assert tuple(counts) == DIMENSIONS == ("age", "gender", "region", "education", "employment")
     assert all(sum(groups.values()) == 1266 for groups in counts.values())  # 000:1819
     assert counts["gender"] == {"Female": 685, "Male": 576, "Prefer not to say": 5}

@@ -18,8 +18,9 @@ from llmpsych.errors import ConfigError
 from llmpsych.games.cli import app
 from llmpsych.games.leaderboard import leaderboard
 from llmpsych.games.overlay import overlay_frame, read_gamabench_runs
-from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE, TEMPLATE_SET_FORMAT, builtin_templates
+from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE, TEMPLATE_SET_FORMAT
 from llmpsych.games.task import GamaBenchOptions
+from llmpsych.games.template_sets import builtin_templates
 from llmpsych.runs import RunStore, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer

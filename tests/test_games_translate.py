@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from llmpsych import cli
 from llmpsych.errors import ConfigError, LlmpsychError
-from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE, builtin_templates
+from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE
+from llmpsych.games.template_sets import builtin_templates
 from llmpsych.instruments.translate import clean_reply
 from llmpsych.runs import parse_run_config, read_run
 from llmpsych.runs.runner import start_run

@@ -15,7 +15,8 @@ from llmpsych.errors import ConfigError
 from llmpsych.games.cli import app
 from llmpsych.games.leaderboard import read_run_dir
 from llmpsych.games.presets import PresetSettings, describe, expand, get_preset
-from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE, builtin_templates, check_rephrased, check_template
+from llmpsych.games.prompts import PART, TEMPLATE_SET_FILE, check_rephrased, check_template
+from llmpsych.games.template_sets import builtin_templates
 from llmpsych.runs import RunStore, parse_run_config, read_run
 from llmpsych.runs.runner import analyze_run, start_run
 from llmpsych.testing.fault_server import FaultServer

@@ -59,7 +59,10 @@ def test_frames_across_benchmarks_match_each_runs_tables_and_store(runs: Path) -
     assert frames.runs["task"].tolist() == ["psychobench", "psychobench", "gamabench", "psychobench"]
     assert frames.runs["label"].tolist()[:2] == ["model=openai-compatible/a", "model=openai-compatible/b"]
     assert list(frames.runs.columns) == RUN_COLUMNS and list(frames.units.columns) == UNIT_COLUMNS
-    assert list(frames.calls.columns) == CALL_COLUMNS and list(frames.scores.columns) == SCORE_COLUMNS
+    assert list(frames.calls.columns) == CALL_COLUMNS and list(frames.scores.columns) == [
+        *SCORE_COLUMNS,
+        "persona",
+    ]
 
     for run_dir in frames.runs["run_dir"]:
         record = read_run(run_dir)

@@ -21,7 +21,7 @@ from llmpsych.quickstart.demo_scale import demo_scale
 from llmpsych.reliability.custom_grid import GRID_FACTORS
 from llmpsych.reliability.published import DIMENSIONS
 from llmpsych.runs import parse_run_config, read_run, start_run
-from llmpsych.runs.frames import FACTOR_COLUMNS, SCORE_COLUMNS
+from llmpsych.runs.frames import SCORE_COLUMNS
 from llmpsych.runs.task import TASKS, task_class
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
@@ -123,13 +123,19 @@ def test_every_registered_task_says_where_its_scores_are() -> None:
     """Each task declares its score tables itself (an empty tuple for a task that measures nothing)."""
     for name in TASKS:
         assert "score_tables" in vars(task_class(name)), f"{name} does not declare score_tables"
-    assert GRID_FACTORS == FACTOR_COLUMNS
-    assert tuple(SCORE_COLUMNS[-len(FACTOR_COLUMNS) :]) == FACTOR_COLUMNS
+    # the factor columns are the tasks' own: the grids' factors, PsychoBench's and validity's persona
+    assert task_class("reliability").score_factor_columns() == GRID_FACTORS
+    assert task_class("reliability-grid").score_factor_columns() == GRID_FACTORS
+    assert task_class("psychobench").score_factor_columns() == ("persona",)
+    assert task_class("gamabench").score_factor_columns() == ()
+    assert not set(SCORE_COLUMNS) & set(GRID_FACTORS)
 
 
 def test_one_glob_over_every_benchmark(root: Path) -> None:
     frames = llmpsych.load_runs(str(root / "all" / "*"))
-    assert list(frames.scores.columns) == SCORE_COLUMNS
+    columns = list(frames.scores.columns)
+    assert columns[: len(SCORE_COLUMNS)] == SCORE_COLUMNS
+    assert sorted(columns[len(SCORE_COLUMNS) :]) == sorted(GRID_FACTORS)  # the tasks' factors, each once
     sources = frames.runs["scores_from"].fillna("none")
     tasks = dict(zip(frames.runs["task"], sources, strict=True))
     assert frames.runs["task"].tolist().count("reliability") == 2

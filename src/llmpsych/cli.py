@@ -6,7 +6,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -14,6 +14,9 @@ from . import __version__
 from . import clikit as kit
 from .clikit import BaseUrlOpt
 from .errors import LlmpsychError, RunInterrupted, terminal_text
+
+if TYPE_CHECKING:
+    from .games.hosting import PeopleHost
 
 app = typer.Typer(
     name="llmpsych",
@@ -340,6 +343,21 @@ SUBCOMMANDS = (
 )
 
 
+def _web_host() -> PeopleHost:
+    from .web.host import WebHost  # imported when a game is hosted, not when the commands are mounted
+
+    return WebHost()
+
+
+def _wire_layers(module_name: str) -> None:
+    """Connect what a lower layer reaches only through a hook: ``gamabench host`` serves its browser seats
+    with the web app (games never import it; :mod:`llmpsych.games.hosting`)."""
+    if module_name == "llmpsych.games.cli":
+        from .games.hosting import register_host
+
+        register_host(_web_host)
+
+
 def _invoked(argv: list[str]) -> str | None:
     """The sub-command an argument list invokes (its first word that is not an option)."""
     return next((arg for arg in argv if not arg.startswith("-")), None)
@@ -365,6 +383,7 @@ def _mount_subcommands(argv: list[str] | None = None) -> None:
             if not exc.name or not module_name.startswith(exc.name):
                 raise
             continue
+        _wire_layers(module_name)
         app.add_typer(module.app, name=name, help=help_text)
     _one_line_summaries(app)
 

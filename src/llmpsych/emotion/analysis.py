@@ -345,8 +345,7 @@ def heldout_section(task: EmotionBenchRun, frame: pd.DataFrame) -> tuple[dict[st
 
 def language_text(task: EmotionBenchRun) -> str:
     """The report's line on the run's language, and which texts are in it."""
-    from ..instruments.translate import language_name
-    from ..runs.languages import OFFICIAL_LANGUAGE, language_key
+    from ..runs.languages import OFFICIAL_LANGUAGE, language_key, language_name
 
     language = task.options.language or OFFICIAL_LANGUAGE
     name = language_name(language)

@@ -236,11 +236,3 @@ def human_table_json(table: Mapping[str, Any]) -> dict[str, Any]:
         "emotions": {k: {m: c.to_json() for m, c in v.items()} for k, v in table["emotions"].items()},
         "overall": {m: c.to_json() for m, c in table["overall"].items()},
     }
-
-
-def demographics(people: Sequence[Respondent]) -> dict[str, dict[str, int]]:
-    """People per group for the thesis's five groupings (age, gender, region, education, employment);
-    see :mod:`llmpsych.emotion.demographics` for the groups and their PANAS tables."""
-    from .demographics import demographic_counts
-
-    return demographic_counts(people)

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
@@ -42,8 +42,21 @@ from .situations import PositivePair, Situation, SituationSet
 
 if TYPE_CHECKING:
     from ..models.chat_context import ChatContext
+    from ..runs.config import RunConfig
     from ..runs.record import RunRecord
-    from .task import EmotionBenchTask
+    from .options import EmotionBenchOptions
+
+
+class EmotionBenchTask(Protocol):
+    """What the describe experiment reads of the task that runs it (the task imports this module)."""
+
+    @property
+    def config(self) -> RunConfig: ...
+    @property
+    def options(self) -> EmotionBenchOptions: ...
+    @property
+    def prompt_settings(self) -> PromptSettings: ...
+
 
 #: The thesis's groups (000:1949): race/ethnicity × gender, 20 in all.
 RACES: tuple[str, ...] = ("Asian", "Black", "Latine", "Middle Eastern", "White")

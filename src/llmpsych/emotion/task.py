@@ -115,6 +115,7 @@ def file_scale(record: ScaleFileRecord, name: str) -> Scale:
 class EmotionBenchTask(Task[EmotionBenchOptions]):
     """EmotionBench: default and evoked emotion measures, tests of the change, comparison with humans."""
 
+    answers_counted = True
     name = "emotionbench"
     not_settings = frozenset(
         {"emotions", "factors", "situations_per_factor", "runs", "default_runs", "alpha"}

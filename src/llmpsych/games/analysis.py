@@ -14,7 +14,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
@@ -28,8 +28,44 @@ from .seats import LLMSeat, build_seats
 from .transcripts import write_transcripts
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..runs.config import RunConfig
     from ..runs.record import RunRecord
-    from .task import GamaBenchTask
+
+
+class GamaBenchRunOptions(Protocol):
+    """The options of the run that the analysis reads (the task's own options model)."""
+
+    @property
+    def runs(self) -> int: ...
+    @property
+    def players(self) -> int: ...
+    @property
+    def rounds(self) -> int: ...
+    @property
+    def seats(self) -> list[str] | dict[int, str] | None: ...
+    @property
+    def prompts(self) -> str: ...
+    @property
+    def prompt_version(self) -> int: ...
+    @property
+    def persona(self) -> int | None: ...
+    @property
+    def cot(self) -> int | None: ...
+    @property
+    def published(self) -> bool: ...
+
+
+class GamaBenchTask(Protocol):
+    """What the analysis reads of the task that ran (the task itself; analysis never builds one), so the
+    analysis does not import the task module that calls it."""
+
+    config: RunConfig
+    params: dict[str, BaseModel]
+
+    @property
+    def options(self) -> GamaBenchRunOptions: ...
 
 
 def decision_rows(result: GamaBenchResult | Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -303,7 +339,7 @@ def _summary(games: pd.DataFrame) -> pd.DataFrame:
 
 def _language_text(options: Any) -> str:
     """The report's line on the run's language (from its template set; the built-in prompts are English)."""
-    from ..instruments.translate import language_name
+    from ..runs.languages import language_name
 
     language = options.language or "en"
     name = language_name(language)

@@ -474,13 +474,13 @@ def host_cmd(
     from ..paths import runs_dir
     from ..runs import resume_run, start_run
     from ..runs.runner import new_run_dir
-    from ..web.host import host_run, prepare
-    from ..web.session import Session
+    from .hosting import people_host
 
+    web = people_host()
     resume = flags.resume
     if resume is not None:
         kit.refuse_with_resume(ctx, {"resume", "base_url", "host", "port", "linger", "debug"})
-        session = Session.load(resume)
+        session = web.load(resume)
         run_dir = resume
 
         def play() -> RunOutcome:
@@ -498,12 +498,12 @@ def host_cmd(
         options = kit.task_options(ctx, values, flags)
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
-        session = prepare(cfg, run_dir, deadline)
+        session = web.prepare(cfg, run_dir, deadline)
 
         def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)
 
-    outcome = host_run(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)
+    outcome = web.serve(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)
     kit.finish(outcome)
 
 

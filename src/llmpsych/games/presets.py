@@ -334,7 +334,7 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
 
 def _template_set(name: str) -> dict[str, Any]:
     """A template set named ``PATH`` or ``PATH#K``, read and checked, as a run config stores it."""
-    from .prompts import TemplateSetOption
+    from .template_sets import TemplateSetOption
 
     return TemplateSetOption.model_validate(name).model_dump()
 

@@ -35,7 +35,8 @@ from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from . import registry
 from .parsing import JSON_SCAN_CHARS, json_objects
-from .prompts import PART, TEMPLATE_SET_FILE, TEMPLATE_SET_FORMAT, builtin_templates, check_rephrased
+from .prompts import PART, TEMPLATE_SET_FILE, TEMPLATE_SET_FORMAT, check_rephrased
+from .template_sets import builtin_templates
 
 #: The rephrasing request (our wording; the authors' meta-prompt is described in spec §4.5).
 SYSTEM = "You rewrite passages of text in other words without changing what they say."

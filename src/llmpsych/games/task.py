@@ -21,9 +21,10 @@ from ..runs.scores import ScoreTable, range_text, require_columns
 from ..runs.task import Task, WorkUnit
 from . import registry
 from .engine import Game, Table, table_context
-from .prompts import PromptSet, TemplateSetOption
+from .prompts import PromptSet
 from .result import GamaBenchResult
 from .seats import LLMSeat, build_seats
+from .template_sets import TemplateSetOption
 
 #: The registered games by engine name (a live view of :mod:`llmpsych.games.registry`).
 GAMES = registry.SCORING_NAMES

@@ -35,12 +35,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from .score_logs import LogRun
 
 from .published_variants import JAILBREAK, JAILBREAK_LINE, PUBLISHED_VARIANTS, SETTINGS, decimals
 from .scoring import GAME_TITLES, GAMES
@@ -392,6 +390,23 @@ def compare(tables: Sequence[VariantTable]) -> list[Cell]:
 
 
 # -- outputs -------------------------------------------------------------------------------------------
+class LogRun(Protocol):
+    """What is read of a leaderboard run (``score_logs.LogRun``; that module imports this one)."""
+
+    @property
+    def model(self) -> str: ...
+    @property
+    def game(self) -> str: ...
+    @property
+    def run(self) -> int: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def score(self) -> float: ...
+    @property
+    def above_range(self) -> tuple[str, ...]: ...
+
+
 def as_variant_runs(runs: Iterable[LogRun]) -> list[VariantRun]:
     """Leaderboard runs (``score_logs.LogRun``) as the "multiple runs" family of the default mode."""
     return [

@@ -24,13 +24,15 @@ written as a template set (``template_set.json``) that a run names with ``-O tem
 from __future__ import annotations
 
 import datetime as _dt
+import importlib
 import json
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, cast
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -41,6 +43,7 @@ from ..models.types import GenerationParams, Message
 from ..report.files import atomic_write_text
 from ..report.markdown import table
 from ..report.run_report import write_run_report
+from ..runs.languages import language_name
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -59,16 +62,6 @@ from .scale import Item, NormGroup, Scale, Subscale, Translation
 
 #: How agreement is measured (recorded in the translated file and the report).
 MEASURE = "character 3-gram Dice similarity of casefolded, NFKC-normalised text without punctuation (0-1)"
-
-#: Names the prompts use for common ISO 639-1 codes; any other ``--to`` value is used as written.
-LANGUAGE_NAMES = {
-    "ar": "Arabic", "bn": "Bengali", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
-    "en": "English", "es": "Spanish", "fa": "Persian", "fi": "Finnish", "fr": "French", "he": "Hebrew",
-    "hi": "Hindi", "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese",
-    "ko": "Korean", "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese",
-    "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "sw": "Swahili", "th": "Thai", "tr": "Turkish",
-    "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
-}  # fmt: skip
 
 #: The role that back-translates when ``--back-model`` is given (otherwise the subject does).
 BACK_ROLE = "back"
@@ -107,11 +100,6 @@ _MARKER = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•])\s+")
 #: Placeholders a translation must keep exactly: ``{name}``/``{}`` fields and the game templates'
 #: ``!<INPUT k>!`` inputs and ``<part>///</part>`` turn separators.
 _PLACEHOLDERS = re.compile(r"!<INPUT \d+>!|<part>///</part>|\{[A-Za-z0-9_]*\}")
-
-
-def language_name(code: str) -> str:
-    """``de`` -> ``German``; anything else as written."""
-    return LANGUAGE_NAMES.get(code.strip().lower(), code.strip())
 
 
 # -- pure cores ---------------------------------------------------------------------------------------------
@@ -200,6 +188,84 @@ def scale_texts(scale: Scale, *, items_only: bool = False) -> list[tuple[str, st
     return out
 
 
+# -- the texts research packages register -------------------------------------------------------------------
+class SituationTexts(Protocol):
+    """How a benchmark's situations file (its JSON form) is cut into texts and written back translated."""
+
+    def texts(self, data: Any, origin: str) -> list[tuple[str, str]]:
+        """``(key, text)`` of every situation (``Anger-1/s03``), read by the benchmark's own loader."""
+        ...
+
+    def translated(self, data: Any, done: Mapping[str, tuple[str | None, str]]) -> dict[str, Any]:
+        """``data`` with each situation whose key is in ``done`` replaced by its translation and the
+        back-translations recorded beside the texts (``done``: key -> (translation, back-translation))."""
+        ...
+
+
+class TemplateTexts(Protocol):
+    """A benchmark's built-in prompt templates: their names, texts, turn separator and checks."""
+
+    #: the separator between the turns of one template (the odd turns are the player's own answer)
+    part: str
+    #: the file name and ``format`` of a template set the benchmark reads back
+    set_file: str
+    set_format: str
+
+    def names(self) -> list[str]:
+        """The names whose templates there are (in registration order)."""
+        ...
+
+    def builtin(self, name: str) -> dict[str, str]:
+        """Kind -> template text of ``name``."""
+        ...
+
+    def check_turn(self, original: str, candidate: str) -> str | None:
+        """Why ``candidate`` cannot replace the user turn ``original`` (None: it can)."""
+        ...
+
+    def check_template(self, original: str, candidate: str) -> str | None:
+        """Why the whole template ``candidate`` cannot replace ``original`` (None: it can)."""
+        ...
+
+
+#: the kinds of texts besides scale files, each registered by the research package that owns them
+SITUATION_TEXTS = "situations"
+TEMPLATE_TEXTS = "game templates"
+
+#: kind -> its kit, or ``"module:attribute"`` imported the first time the kind is translated (as tasks
+#: are, :data:`~llmpsych.runs.task.TASKS`), so a stored run resumes without its package imported first.
+_TEXTS: dict[str, object] = {
+    SITUATION_TEXTS: "llmpsych.emotion.translation:SITUATION_TEXTS",
+    TEMPLATE_TEXTS: "llmpsych.games.translation:TEMPLATE_TEXTS",
+}
+
+
+def register_texts(kind: str, kit: SituationTexts | TemplateTexts | str) -> None:
+    """Make ``translate`` read texts of ``kind`` with ``kit`` (or ``"module:attribute"``, imported lazily)."""
+    _TEXTS[kind] = kit
+
+
+def _kit(kind: str) -> object:
+    try:
+        kit = _TEXTS[kind]
+    except KeyError:
+        raise ConfigError(f"no texts of kind {kind!r} are registered for translation") from None
+    if isinstance(kit, str):
+        module, _, attribute = kit.partition(":")
+        kit = _TEXTS[kind] = getattr(importlib.import_module(module), attribute)
+    return kit
+
+
+def situation_texts() -> SituationTexts:
+    """The registered situations kit."""
+    return cast(SituationTexts, _kit(SITUATION_TEXTS))
+
+
+def template_texts() -> TemplateTexts:
+    """The registered game templates kit."""
+    return cast(TemplateTexts, _kit(TEMPLATE_TEXTS))
+
+
 class SituationsSource(StoredText):
     """An EmotionBench situations file (the JSON form) as the run config stores it; a path is read once."""
 
@@ -224,11 +290,8 @@ class SituationsSource(StoredText):
         return parse_json(self.content, self.path)
 
     def situations(self) -> list[tuple[str, str]]:
-        """``(key, text)`` of every situation (``Anger-1/s03``), read by EmotionBench's own loader."""
-        from ..emotion.situations import situations_from_json
-
-        loaded = situations_from_json(self.data(), self.path, check_counts=False)
-        return [(s.key, s.text) for f in loaded.factors for s in f.situations]
+        """``(key, text)`` of every situation (``Anger-1/s03``), read by the registered loader."""
+        return situation_texts().texts(self.data(), self.path)
 
     def language(self) -> str | None:
         """The file's ``language`` field, if it has one (a translated file does)."""
@@ -251,16 +314,15 @@ class GameTemplatesSource(BaseModel):
     def _read(cls, value: Any) -> Any:
         if not isinstance(value, str | list):
             return value
-        from ..games import registry
-        from ..games.prompts import builtin_templates
-
-        names = registry.names() if value == "all" else value
+        kit = template_texts()
+        known = kit.names()
+        names = known if value == "all" else value
         if isinstance(names, str) or not names:
             raise ConfigError(f"game templates: give game names or 'all', not {value!r}")
         for game in names:
-            if not isinstance(game, str) or game not in registry.names():
-                raise ConfigError(f"unknown game {game!r} (games: {', '.join(registry.names())})")
-        templates = {game: builtin_templates(game) for game in dict.fromkeys(names)}
+            if not isinstance(game, str) or game not in known:
+                raise ConfigError(f"unknown game {game!r} (games: {', '.join(known)})")
+        templates = {game: kit.builtin(game) for game in dict.fromkeys(names)}
         return {"sha256": _templates_sha256(templates), "templates": templates}
 
     @model_validator(mode="after")
@@ -272,12 +334,11 @@ class GameTemplatesSource(BaseModel):
     def texts(self) -> list[tuple[str, str, str]]:
         """``(game, key, text)`` of every user turn: key ``request``, or ``report turn 3`` for a turn of
         a template with several (the odd turns, the player's own answer, are kept as they are)."""
-        from ..games.prompts import PART
-
+        part = template_texts().part
         out = []
         for game, kinds in self.templates.items():
             for kind, text in kinds.items():
-                turns = text.split(PART)
+                turns = text.split(part)
                 for t, turn in enumerate(turns):
                     if t % 2 == 0:
                         out.append((game, kind if len(turns) == 1 else f"{kind} turn {t + 1}", turn.strip()))
@@ -590,13 +651,12 @@ def _template_prompt(what: str, source: str, target: str, text: str) -> str:
     )
 
 
-def _template_check(game: bool, source: str) -> Any:
+def _template_check(game: bool, source: str) -> Callable[[str], str | None] | None:
     """For a game template turn: the rephrasing rule (no placeholder lost or added, no added syntax)."""
     if not game:
         return None
-    from ..games.prompts import check_rephrased
-
-    return lambda text: check_rephrased(source, text)
+    kit = template_texts()
+    return lambda text: kit.check_turn(source, text)
 
 
 def _paraphrase_prompt(what: str, language: str, text: str, earlier: list[str]) -> str:
@@ -639,17 +699,9 @@ def translated_situations(
     """The situations file with each situation translated, each factor's ``back_translations`` (in the
     order of its ``scenarios``), and ``language``, ``translated_from`` and ``translation`` at the top;
     EmotionBench reads it like the source (it ignores the added fields)."""
-    from ..emotion.situations import canonical_emotion, factor_id
-
     assert task.options.situations_file is not None
-    data = task.options.situations_file.data()
-    for entry in data["emotions"]:
-        emotion = canonical_emotion(entry["name"])
-        for k, factor in enumerate(entry["factors"], start=1):
-            fid = factor_id(emotion, k)
-            done = [results.get(f"{fid}/s{i + 1:02d}") for i in range(len(factor["scenarios"]))]
-            factor["scenarios"] = [r.text if r else s for r, s in zip(done, factor["scenarios"], strict=True)]
-            factor["back_translations"] = [(r.back_translation or "") if r else "" for r in done]
+    done = {k: (r.text, r.back_translation or "") for k, r in results.items()}
+    data = situation_texts().translated(task.options.situations_file.data(), done)
     return {
         "language": task.options.to,
         "translated_from": task.source_language(None),
@@ -664,22 +716,21 @@ def translated_template_set(
     """The translated game templates as a template set (the format ``-O template_set=DIR#1`` reads):
     one version, ``language``, ``translated_from`` and the translation record with every turn's
     back-translation. Each new template is checked against its source as a run would check it."""
-    from ..games.prompts import PART, TEMPLATE_SET_FORMAT, check_template
-
+    kit = template_texts()
     source = task.options.game_templates
     assert source is not None
     templates: dict[str, dict[str, str]] = {}
     for game, kinds in source.templates.items():
         for kind, text in kinds.items():
-            turns = text.split(PART)
+            turns = text.split(kit.part)
             new = [
                 str(results[(game, kind if len(turns) == 1 else f"{kind} turn {t + 1}")].text)
                 if t % 2 == 0
                 else turn.strip()
                 for t, turn in enumerate(turns)
             ]
-            candidate = f"\n{PART}\n".join(new)
-            reason = check_template(text, candidate)
+            candidate = f"\n{kit.part}\n".join(new)
+            reason = kit.check_template(text, candidate)
             if reason:  # each turn passed the same check when it was accepted
                 raise DataError(f"translated template {game} {kind}: {reason}")
             templates.setdefault(game, {})[kind] = candidate
@@ -688,7 +739,7 @@ def translated_template_set(
         **{**translation_record(task, model, back_model).__dict__, "back_translations": back}
     )
     return {
-        "format": TEMPLATE_SET_FORMAT,
+        "format": kit.set_format,
         "model": model,
         "source": "built-in templates",
         "language": task.options.to,
@@ -798,9 +849,7 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
     out_file: Path | None = None
     scales = task.scales()
     if not failed and len(done) == len(record.units) and o.game_templates is not None:
-        from ..games.prompts import TEMPLATE_SET_FILE
-
-        out_file = run_dir / TEMPLATE_SET_FILE
+        out_file = run_dir / template_texts().set_file
         text = json.dumps(
             translated_template_set(task, done, model, back_model), indent=1, ensure_ascii=False
         )

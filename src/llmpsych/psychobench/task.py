@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, LlmpsychError
 from ..instruments.administration import administer, item_block
 from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFileRecord
 from ..instruments.official import load_psychobench_scales, official_file
@@ -29,6 +29,7 @@ from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import CallParams, GenerationParams
 from ..runs.config import RunConfig
 from ..runs.items import Administration, ScaleItems, unanswered_status
+from ..runs.languages import OFFICIAL_LANGUAGE
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -41,6 +42,7 @@ from .variants import UserPrompt, fill, level_texts, system_prompt, template_bod
 
 if TYPE_CHECKING:  # pandas is imported where a score table is read, not before a run's first request
     import pandas as pd
+    from pydantic import BaseModel
 
 
 def _with_persona(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFrame:
@@ -52,6 +54,7 @@ def _with_persona(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.Data
 class PsychoBenchTask(Task[PsychoBenchOptions]):
     """PsychoBench: scales x runs, with personas, cipher and logprob modes; analysis against human norms."""
 
+    answers_counted = True
     name = "psychobench"
     not_settings = frozenset({"scales", "runs", "alpha", "method"})
     Options = PsychoBenchOptions
@@ -66,6 +69,26 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
             prepare=_with_persona,
         ),
     )
+
+    @classmethod
+    def language(cls, options: BaseModel) -> str | None:
+        """The distinct languages of the scales the run administers, comma-joined (official scales are
+        English; files naming none are left out); None when its scale files cannot be read."""
+        assert isinstance(options, PsychoBenchOptions)
+        try:
+            in_files = {s.name: s.language for f in options.scale_files for s in f.scales()}
+        except LlmpsychError:
+            return None
+        chosen = options.scales
+        if chosen is None:
+            names = list(in_files) if in_files else ["official"]
+        elif [c.lower() for c in chosen] == ["all"]:
+            names = ["official", *in_files]
+        else:
+            names = list(chosen)
+        languages = [in_files.get(n, OFFICIAL_LANGUAGE) for n in names]
+        known = sorted({lang for lang in languages if lang})
+        return ", ".join(known) or None
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)

@@ -38,11 +38,12 @@ from .analysis import (
     validity_by_level,
     variance_tests,
 )
-from .custom_grid import GRID_FACTORS, GridResult
+from .grid import GRID_FACTORS
 from .outliers import outlier_mask
 from .projection import fit_pca
 from .quality import grid_quality, grid_quality_section
 from .reanalysis import _clean
+from .results import GridResult
 
 
 def grid_frame(units: list[UnitRow], dims: tuple[str, ...]) -> pd.DataFrame:

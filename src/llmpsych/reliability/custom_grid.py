@@ -39,11 +39,13 @@ from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
-from ..runs.scores import FACTOR_COLUMNS, ScoreTable, require_columns, whole_numbers
+from ..runs.scores import ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
 from ..stats.compare import METHOD_ALIASES
 from ..userfiles import parse_yaml
+from .grid import GRID_FACTORS
 from .outliers import EPS, MIN_PTS
+from .results import GridResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,7 +53,6 @@ if TYPE_CHECKING:
     from ..runs.items import Administration
 
 #: The grid's factors, in the order of a configuration id (the factor columns of ``load_runs`` scores).
-GRID_FACTORS = FACTOR_COLUMNS
 #: The placeholders a template may use (``$items`` is required).
 PLACEHOLDERS = ("instructions", "framing", "levels", "low", "high", "n", "items")
 MAX_GRID_FILE_BYTES = 200_000
@@ -311,18 +312,6 @@ def levels_text(labels: list[str] | None, low: int, high: int) -> str:
     return "\n".join(f"{low + i} = {text}" for i, text in enumerate(labels) if text)
 
 
-class GridResult(BaseModel):
-    """One unit's stored result: one configuration, its answers on the scale's range and its scores."""
-
-    model_config = ConfigDict(extra="allow")
-
-    config: dict[str, str]
-    answers: dict[str, float] = Field(default_factory=dict)
-    scores: dict[str, float | None] = Field(default_factory=dict)
-    valid_rate: float = Field(ge=0, le=1)
-    transcript: list[dict[str, Any]] = Field(default_factory=list)
-
-
 #: columns of data_points.csv that are not scores (each other column is one of the scale's subscales)
 _GRID_KEYS = (
     "unit_id",
@@ -361,7 +350,7 @@ class CustomGridTask(Task[CustomGridOptions]):
             group="configuration",
             repeat="repeat",
             keys=_GRID_KEYS,
-            factors=FACTOR_COLUMNS,
+            factors=GRID_FACTORS,
             prepare=_grid_points,
         ),
     )

@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass
 from .labels import LABEL_FORMATS, ORDERS
 from .official import LANGUAGES, TEMPLATES, VERSIONS
 
+#: The factors of a reliability grid (the BFI grid and a custom grid), each a column of its score rows.
+GRID_FACTORS: tuple[str, ...] = ("template", "version", "language", "framing", "persona")
+
 FACTOR_LEVELS: dict[str, tuple[str, ...]] = {
     "template": TEMPLATES,
     "version": VERSIONS,

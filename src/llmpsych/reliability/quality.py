@@ -27,7 +27,7 @@ from ..report.markdown import table
 from ..runs.items import Administration, ScaleItems, Status
 from ..runs.store import UnitRow
 from ..stats.reliability import BOOTSTRAP_RESAMPLES
-from .custom_grid import GRID_FACTORS
+from .grid import GRID_FACTORS
 
 #: The grid's respondents: its data points.
 DATA_POINTS = Respondents(

@@ -156,3 +156,15 @@ def load_points(paths: list[Path], scoring: str = "text", missing: list[str] | N
     if not frames:
         raise LlmpsychError("nothing to analyse: give a save file or a run directory")
     return pd.concat(frames, ignore_index=True)
+
+
+class GridResult(BaseModel):
+    """One unit's stored result: one configuration, its answers on the scale's range and its scores."""
+
+    model_config = ConfigDict(extra="allow")
+
+    config: dict[str, str]
+    answers: dict[str, float] = Field(default_factory=dict)
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    valid_rate: float = Field(ge=0, le=1)
+    transcript: list[dict[str, Any]] = Field(default_factory=list)

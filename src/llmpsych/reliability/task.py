@@ -26,11 +26,11 @@ from ..models.types import CallParams, GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
 from ..runs.record import RunRecord
-from ..runs.scores import FACTOR_COLUMNS, ScoreTable, require_columns
+from ..runs.scores import ScoreTable, require_columns
 from ..runs.task import Task, WorkUnit
 from ..stats.compare import METHOD_ALIASES
 from .answers import chunk_levels, parse_chunk
-from .grid import CHUNK_MAX, CHUNK_MIN, Configuration, build_grid, chunk_sizes, shuffled_chunks
+from .grid import CHUNK_MAX, CHUNK_MIN, GRID_FACTORS, Configuration, build_grid, chunk_sizes, shuffled_chunks
 from .logprobs import expected_levels, label_distributions
 from .official import OfficialBFI, data_files, load_bfi, load_steering, load_template
 from .outliers import EPS, MIN_PTS
@@ -179,6 +179,7 @@ def _bfi_points(table: pd.DataFrame, path: Path, record: RunRecord) -> pd.DataFr
 class ReliabilityTask(Task[ReliabilityOptions]):
     """Scale reliability: the BFI grid, steering, maps and the thesis's statistics."""
 
+    answers_counted = True
     name = "reliability"
     Options = ReliabilityOptions
     Result = ReliabilityResult
@@ -188,7 +189,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
             group="configuration",
             repeat="repeat",
             keys=_BFI_KEYS,
-            factors=FACTOR_COLUMNS,
+            factors=GRID_FACTORS,
             prepare=_bfi_points,
         ),
     )

@@ -19,7 +19,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import terminal_text
+from ..errors import LlmpsychError, terminal_text
 
 HEADLINE_ROWS = 12  # rows of a run's summary.csv shown; the rest are in the file
 MAX_REASONS = 3  # distinct failure reasons shown; the rest are in the store (`llmpsych export`)
@@ -106,6 +106,17 @@ def run_dirs_under(parent: Path) -> list[Path]:
     return sorted(p.parent for p in Path(parent).glob(f"*/{STORE_FILE}"))
 
 
+def _answers_counted(task: str) -> bool:
+    """Whether ``task``'s units record valid answers (its :attr:`~llmpsych.runs.task.Task.answers_counted`;
+    False for a task this installation does not know)."""
+    from ..runs.task import task_class
+
+    try:
+        return task_class(task).answers_counted
+    except LlmpsychError:
+        return False
+
+
 def summary_lines(tallies: Sequence[RunTally], resume: str | None = None) -> list[tuple[str, bool]]:
     """Console lines (Rich markup; outside text escaped) for the runs' tallies, each with whether it
     reports a failure (those go to stderr)."""
@@ -117,7 +128,7 @@ def summary_lines(tallies: Sequence[RunTally], resume: str | None = None) -> lis
         if rate is not None:
             colour = "red" if rate == 0 else "yellow" if rate < 1 else "green"
             units += f"; valid answers [{colour}]{t.valid}/{t.answers} ({rate:.1%})[/{colour}]"
-        elif t.done and t.task in ("psychobench", "emotionbench", "reliability"):
+        elif t.done and _answers_counted(t.task):
             units += "; valid answers [red]none recorded[/red]"
         if t.fallbacks:
             units += f"; [yellow]{t.fallbacks} decisions by the fallback action[/yellow] (no usable answer)"

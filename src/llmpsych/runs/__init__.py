@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .config import (
         RunConfig,
-        load_run_config,
         parse_run_config,
     )
     from .context import (
@@ -37,13 +36,14 @@ if TYPE_CHECKING:
     from .task import (
         Task,
         WorkUnit,
+        load_run_config,
         register_task,
     )
 
 #: public name -> the submodule defining it
 _WHERE: dict[str, str] = {
     "RunConfig": "config",
-    "load_run_config": "config",
+    "load_run_config": "task",
     "parse_run_config": "config",
     "UnitContext": "context",
     "RunFrames": "frames",

@@ -156,29 +156,3 @@ def read_config_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must hold a mapping of settings at the top level")
     return data
-
-
-def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunConfig:
-    """Load a config file and apply command-line overrides (which win)."""
-    data = read_config_file(path)
-    for key, value in (overrides or {}).items():
-        if value is None:
-            continue
-        if key in {"options", "params"}:
-            if not isinstance(data.get(key, {}), dict):
-                raise ConfigError(
-                    f"{path}: {key}: must be a table of settings, not {type(data[key]).__name__}"
-                )
-            data[key] = {**data.get(key, {}), **value}
-        else:
-            data[key] = value
-    config = parse_run_config(data, str(path))
-    from .task import task_class  # here: the task module imports this one
-
-    try:
-        task_class(config.task).validate_options(config.options, str(path))
-    except ConfigError as exc:
-        if str(path) in exc.message:
-            raise
-        raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
-    return config

@@ -152,30 +152,3 @@ def use(settings: ExecutorSettings) -> Iterator[None]:
         yield
     finally:
         set_current(before)
-
-
-def check(settings: ExecutorSettings | None = None) -> None:
-    """Refuse settings that cannot run (before a run folder is made): a Ray address for the local
-    executor, Ray asked for but not installed, or a cluster address where nothing answers."""
-    settings = settings or current()
-    if settings.kind == "local" and settings.address is not None:
-        raise ConfigError(
-            "--ray-address applies to --executor ray", "add --executor ray, or drop the address"
-        )
-    if settings.kind == "ray":
-        from .ray_executor import import_ray, probe
-
-        import_ray()
-        if settings.address is not None:
-            probe(settings.address)
-
-
-def make_executor(settings: ExecutorSettings | None = None) -> Executor:
-    """The executor for ``settings`` (default: :func:`current`)."""
-    settings = settings or current()
-    check(settings)
-    if settings.kind == "local":
-        return LocalExecutor()
-    from .ray_executor import RayExecutor
-
-    return RayExecutor(settings)

@@ -5,8 +5,10 @@ folders) into tidy pandas frames, ``runs``, ``units``, ``calls`` and ``scores``,
 Each folder is read once, read-only, with :func:`~llmpsych.runs.record.read_run`; nothing is written and no
 model is called. ``scores`` is read from the tables the benchmark's analysis wrote into the folder
 (each task's ``score_tables``, :mod:`llmpsych.runs.scores`), so a run that was never analysed contributes no
-score rows (``runs.scores_from`` is then empty). The perturbation grids' factors stay columns
-(:data:`FACTOR_COLUMNS`), so ``scores.groupby(["language", "measure"])`` needs no parsing of ids.
+score rows (``runs.scores_from`` is then empty). The factors the loaded runs' tasks declare (a perturbation
+grid's ``template``, ``language``, ``persona``, ...: :meth:`~llmpsych.runs.task.Task.score_factor_columns`)
+stay columns after :data:`SCORE_COLUMNS`, so ``scores.groupby(["language", "measure"])`` needs no parsing
+of ids.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .items import ITEM_COLUMNS, items_frame, typed_items
 from .languages import config_language
 from .params import params_report
 from .record import RunRecord, read_run
-from .scores import FACTOR_COLUMNS, ScoreTable, require_columns
+from .scores import ScoreTable, require_columns
 from .store import STORE_FILE
 from .task import task_class
 
@@ -92,8 +94,7 @@ SCORE_COLUMNS = [
     "measure",
     "score",
     "range",
-    *FACTOR_COLUMNS,
-]
+]  # then the factor columns of the loaded runs' tasks (factor_columns)
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,7 @@ def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
     A folder that is not a run, a damaged store or a damaged score table is one :class:`DataError` naming
     the folder."""
     runs, units, calls, scores = [], [], [], []
+    factors: dict[str, None] = {}
     found = find_run_dirs(paths_or_globs)
     for run_dir in found:
         try:
@@ -212,6 +214,7 @@ def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
         except LlmpsychError as exc:
             message = exc.message if str(run_dir) in exc.message else f"{run_dir}: {exc.message}"
             raise DataError(message, exc.hint) from None
+        factors.update(dict.fromkeys(factor_columns(record.config.task)))
         runs.append(_run_row(record, key, source))
         units.append(_units(record, key))
         calls.append(_calls(record, key))
@@ -220,7 +223,7 @@ def load_runs(paths_or_globs: PathLike | Iterable[PathLike]) -> RunFrames:
         runs=pd.DataFrame(runs, columns=RUN_COLUMNS),
         units=_concat(units, UNIT_COLUMNS),
         calls=_concat(calls, CALL_COLUMNS),
-        scores=_concat(scores, SCORE_COLUMNS),
+        scores=_concat(scores, [*SCORE_COLUMNS, *factors]),
         run_dirs=tuple(found),
     )
 
@@ -253,7 +256,7 @@ def _concat(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
     parts = [p for p in parts if not p.empty]
     if not parts:
         return pd.DataFrame(columns=columns)
-    return pd.concat(parts, ignore_index=True)[columns]
+    return pd.concat(parts, ignore_index=True).reindex(columns=columns)
 
 
 def _run_row(record: RunRecord, key: str, source: str | None) -> dict[str, Any]:
@@ -347,7 +350,8 @@ def _scores(record: RunRecord, key: str) -> tuple[pd.DataFrame, str | None]:
         if path.is_file():
             parts.append(_score_rows(spec, _read_table(path), path, record, key))
             sources.append(spec.file)
-    return _concat(parts, SCORE_COLUMNS), ", ".join(sources) or None
+    columns = [*SCORE_COLUMNS, *factor_columns(record.config.task)]
+    return _concat(parts, columns), ", ".join(sources) or None
 
 
 def _whole(values: pd.Series) -> pd.Series:
@@ -358,6 +362,14 @@ def _whole(values: pd.Series) -> pd.Series:
         if len(known) and (known == known.round()).all():
             return values.astype("Int64")
     return values
+
+
+def factor_columns(task: str) -> tuple[str, ...]:
+    """The factor columns ``task``'s score rows carry (none for a task this installation does not know)."""
+    try:
+        return task_class(task).score_factor_columns()
+    except LlmpsychError:
+        return ()
 
 
 def score_tables(task: str) -> tuple[ScoreTable, ...]:
@@ -424,16 +436,16 @@ def _score_rows(
             "measure": measure,
             "score": scores,
             "range": table["range"] if "range" in table.columns else spec.range,
-            **{c: table[c] if c in spec.factors else None for c in FACTOR_COLUMNS},
+            **{c: table[c] for c in spec.factors},
         }
     )
-    return frame[SCORE_COLUMNS]
+    return frame[[*SCORE_COLUMNS, *spec.factors]]
 
 
 __all__ = [
-    "FACTOR_COLUMNS",
     "ITEM_COLUMNS",
     "RunFrames",
+    "factor_columns",
     "find_run_dirs",
     "load_runs",
     "run_items",

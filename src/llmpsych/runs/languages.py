@@ -17,11 +17,24 @@ from ..errors import ConfigError, LlmpsychError
 #: The language of the official data sets (PsychoBench, EmotionBench, GAMA-Bench) and built-in templates.
 OFFICIAL_LANGUAGE = "en"
 
+#: Names the prompts use for common ISO 639-1 codes; any other ``--to`` value is used as written.
+LANGUAGE_NAMES = {
+    "ar": "Arabic", "bn": "Bengali", "cs": "Czech", "da": "Danish", "de": "German", "el": "Greek",
+    "en": "English", "es": "Spanish", "fa": "Persian", "fi": "Finnish", "fr": "French", "he": "Hebrew",
+    "hi": "Hindi", "hu": "Hungarian", "id": "Indonesian", "it": "Italian", "ja": "Japanese",
+    "ko": "Korean", "nl": "Dutch", "no": "Norwegian", "pl": "Polish", "pt": "Portuguese",
+    "ro": "Romanian", "ru": "Russian", "sv": "Swedish", "sw": "Swahili", "th": "Thai", "tr": "Turkish",
+    "uk": "Ukrainian", "ur": "Urdu", "vi": "Vietnamese", "zh": "Chinese",
+}  # fmt: skip
+
+
+def language_name(code: str) -> str:
+    """``de`` -> ``German``; anything else as written."""
+    return LANGUAGE_NAMES.get(code.strip().lower(), code.strip())
+
 
 def language_key(value: str) -> str:
     """How two spellings of one language compare equal: ``de``, ``DE`` and ``German`` give one key."""
-    from ..instruments.translate import language_name
-
     return language_name(value).casefold()
 
 
@@ -53,10 +66,11 @@ def resolve_language(
 
 
 def config_language(config: Mapping[str, Any]) -> str | None:
-    """The language of a stored run config: its ``language`` option (EmotionBench, GAMA-Bench, read as the
-    task reads it, so a run stored before the option existed gets the value it would get now); for
-    PsychoBench the distinct languages of its scales, comma-joined (official scales are English); None when
-    not known (another task, or options the task no longer reads)."""
+    """The language of a stored run config, as its task says (:meth:`Task.language
+    <llmpsych.runs.task.Task.language>`) from the options read as the task reads them, so a run stored
+    before an option existed gets the value it would get now: EmotionBench's and GAMA-Bench's ``language``
+    option, PsychoBench's distinct scale languages comma-joined; None when not known (a task without
+    languages, or options the task no longer reads)."""
     from .task import task_class
 
     task = config.get("task")
@@ -67,27 +81,7 @@ def config_language(config: Mapping[str, Any]) -> str | None:
         options = task_class(task).validate_options(dict(raw))
     except LlmpsychError:
         return None
-    language = getattr(options, "language", None)
-    if isinstance(language, str) and task != "psychobench":
-        return language
-    if task == "psychobench":
-        return _scale_languages(options)
-    return None
-
-
-def _scale_languages(options: Any) -> str | None:
-    """The distinct languages of the scales a PsychoBench run administers (files naming none are left out)."""
     try:
-        in_files = {s.name: s.language for f in options.scale_files for s in f.scales()}
+        return task_class(task).language(options)
     except LlmpsychError:
         return None
-    chosen = options.scales
-    if chosen is None:
-        names = list(in_files) if in_files else ["official"]
-    elif [c.lower() for c in chosen] == ["all"]:
-        names = ["official", *in_files]
-    else:
-        names = list(chosen)
-    languages = [in_files.get(n, OFFICIAL_LANGUAGE) for n in names]
-    known = sorted({lang for lang in languages if lang})
-    return ", ".join(known) or None

@@ -268,7 +268,7 @@ class UnitActor:
         self.runs: dict[str, asyncio.Future[_OpenRun]] = {}
 
     async def _open(self, config: RunConfig, identities: dict[str, str]) -> _OpenRun:
-        from .runner import _open_cache, open_clients
+        from .clients import _open_cache, open_clients
         from .task import task_class
 
         task = task_class(config.task)(config)

@@ -37,8 +37,8 @@ from . import executors
 from .config import parse_run_config
 from .context import no_person_here
 from .executors import ExecutorSettings
+from .planned import PlannedRun, start_or_resume
 from .runner import notice
-from .sweep import PlannedRun, start_or_resume
 
 if TYPE_CHECKING:
     from .runner import RunOutcome

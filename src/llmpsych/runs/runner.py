@@ -13,19 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, LlmpsychError, RunInterrupted
-from ..models.cache import ResponseCache
-from ..models.client import ModelClient, open_client
+from ..models.client import ModelClient
 from ..models.embedded import EmbeddedSettings
-from ..models.spec import accepts_base_url, parse_model_spec, refuse_redirect
-from ..models.types import GenerationParams
 from ..models.urls import is_redacted
 from ..report.files import atomic_write_text
 from ..report.html import html_beside
-from .config import RoleModel, RunConfig, parse_run_config
+from .clients import _open_cache, base_url_roles, open_clients
+from .config import RunConfig, parse_run_config
 from .engine import RunSummary, execute
-from .executors import check as check_executor
+from .executors import Executor, ExecutorSettings, LocalExecutor
 from .executors import current as current_executor
-from .executors import make_executor
 from .manifest import build_manifest
 from .params import params_report
 from .record import record_from_store
@@ -33,7 +30,6 @@ from .store import STORE_FILE, RunStore, run_lock
 from .task import Task, task_class
 
 MANIFEST_FILE = "manifest.json"
-RUN_URL_SOURCE = "base_url of the run"  # where a role's URL came from when the run's base_url reached it
 DEFAULT_WORKERS = 64
 
 
@@ -46,6 +42,33 @@ class RunOutcome:
     outputs: list[Path]
 
 
+def check_executor(settings: ExecutorSettings | None = None) -> None:
+    """Refuse settings that cannot run (before a run folder is made): a Ray address for the local
+    executor, Ray asked for but not installed, or a cluster address where nothing answers."""
+    settings = settings or current_executor()
+    if settings.kind == "local" and settings.address is not None:
+        raise ConfigError(
+            "--ray-address applies to --executor ray", "add --executor ray, or drop the address"
+        )
+    if settings.kind == "ray":
+        from .ray_executor import import_ray, probe
+
+        import_ray()
+        if settings.address is not None:
+            probe(settings.address)
+
+
+def make_executor(settings: ExecutorSettings | None = None) -> Executor:
+    """The executor for ``settings`` (default: :func:`~llmpsych.runs.executors.current`)."""
+    settings = settings or current_executor()
+    check_executor(settings)
+    if settings.kind == "local":
+        return LocalExecutor()
+    from .ray_executor import RayExecutor
+
+    return RayExecutor(settings)
+
+
 def new_run_dir(parent: Path, task: str) -> Path:
     """A fresh, timestamped run directory name."""
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -55,88 +78,6 @@ def new_run_dir(parent: Path, task: str) -> Path:
         suffix += 1
         candidate = parent / f"{task}-{stamp}-{suffix}"
     return candidate
-
-
-def _plan_roles(config: RunConfig, roles: set[str] | None) -> dict[str, tuple[RoleModel, str | None, str]]:
-    """Each role's endpoint: (the role, the base URL it gets or None, where that URL came from).
-
-    A role's own ``base_url`` is its own (refused later for an endpoint with its own URL); the run's
-    ``base_url`` goes only to roles naming an endpoint without a URL that set none themselves.
-    """
-    plans: dict[str, tuple[RoleModel, str | None, str]] = {}
-    for role, model in config.roles().items():
-        if roles is not None and role not in roles:
-            continue
-        if model.base_url is not None:
-            plans[role] = (model, model.base_url, f"models.{role}.base_url")
-        elif config.base_url is not None and accepts_base_url(parse_model_spec(model.model)):
-            plans[role] = (model, config.base_url, RUN_URL_SOURCE)
-        else:
-            plans[role] = (model, None, "")
-    return plans
-
-
-def base_url_roles(config: RunConfig, roles: set[str] | None = None) -> list[str]:
-    """The roles the run's ``base_url`` applies to."""
-    return [r for r, (_, _, source) in _plan_roles(config, roles).items() if source == RUN_URL_SOURCE]
-
-
-def _check_run_base_url(config: RunConfig, plans: dict[str, tuple[RoleModel, str | None, str]]) -> None:
-    """Refuse a run-level base URL that would reach no role while an HTTP role has a URL of its own (a
-    received config pairing ``openai/...`` with its own server), in one line naming that role."""
-    if config.base_url is None or any(src == RUN_URL_SOURCE for _, _, src in plans.values()):
-        return
-    for model, _, _ in plans.values():
-        spec = parse_model_spec(model.model)
-        if spec.kind == "http" and not accepts_base_url(spec):
-            refuse_redirect(spec, config.base_url, "the run's base_url")
-
-
-def open_clients(
-    config: RunConfig,
-    cache: ResponseCache | None,
-    roles: set[str] | None = None,
-    embedded: EmbeddedSettings | None = None,
-) -> dict[str, ModelClient]:
-    """One client per model role (``roles``: only these), each role with its own endpoint; roles with the
-    same endpoint share a client, and the clients of one server share its concurrency limit. ``embedded``:
-    how an embedded model runs (default: the config's slots, every core)."""
-    embedded = embedded or EmbeddedSettings(n_parallel=config.n_parallel)
-    plans = _plan_roles(config, roles)
-    _check_run_base_url(config, plans)
-    by_endpoint: dict[str, ModelClient] = {}
-    by_role_endpoint: dict[str, ModelClient] = {}
-    clients: dict[str, ModelClient] = {}
-    for role, (model, base_url, source) in plans.items():
-        overrides = {
-            k: v
-            for k, v in GenerationParams.model_validate(model.params).model_dump(exclude_none=True).items()
-            if k in model.params
-        }
-        limits = (
-            model.concurrency or config.concurrency,
-            model.timeout or config.timeout,
-            model.max_retries if model.max_retries is not None else config.max_retries,
-        )
-        key = json.dumps([model.model, base_url, overrides, limits], sort_keys=True)
-        if key not in by_role_endpoint:
-            client = open_client(
-                model.model,
-                base_url=base_url,
-                concurrency=limits[0],
-                timeout=limits[1],
-                max_retries=limits[2],
-                cache=cache,
-                embedded=embedded,
-                url_source=source,
-            )
-            client.overrides = overrides
-            if client.endpoint_key in by_endpoint:
-                client.share_limit_with(by_endpoint[client.endpoint_key])
-            by_endpoint.setdefault(client.endpoint_key, client)
-            by_role_endpoint[key] = client
-        clients[role] = by_role_endpoint[key]
-    return clients
 
 
 def notice(text: str) -> None:
@@ -172,10 +113,6 @@ def _endpoint_changes(manifest: dict[str, Any], clients: dict[str, ModelClient])
 def _write_manifest(store: RunStore, manifest: dict[str, Any]) -> None:
     store.set_meta("manifest", manifest)
     atomic_write_text(store.path.parent / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
-
-
-def _open_cache(config: RunConfig) -> ResponseCache | None:
-    return ResponseCache(config.cache_path) if config.cache else None
 
 
 async def _execute(

@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
     from .record import RunRecord
 
-#: The perturbation-grid factors a score row keeps as its own columns (empty for tasks without a grid).
-FACTOR_COLUMNS: tuple[str, ...] = ("template", "version", "language", "framing", "persona")
-
 Prepare = Callable[["pd.DataFrame", Path, "RunRecord"], "pd.DataFrame"]
 
 
@@ -32,7 +29,9 @@ class ScoreTable:
 
     A long table has one score per row in ``value``, its measure in column ``measure`` (``None``: the
     measure is ``value``'s own name). A wide table gives ``keys``, its columns that are not scores: every
-    other column is one measure. ``factors`` are copied into the same-named :data:`FACTOR_COLUMNS`.
+    other column is one measure. ``factors`` (a perturbation grid's template, language, persona, ...) are
+    copied into same-named columns of the scores frame (:meth:`Task.score_factor_columns
+    <llmpsych.runs.task.Task.score_factor_columns>`).
     ``prepare`` derives columns the file does not hold as such (a configuration id, a repeat from the
     store) before any of this; it raises :class:`DataError` naming the file.
 
@@ -77,4 +76,4 @@ def whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
     return numbers.astype(int)
 
 
-__all__ = ["FACTOR_COLUMNS", "Prepare", "ScoreTable", "range_text", "require_columns", "whole_numbers"]
+__all__ = ["Prepare", "ScoreTable", "range_text", "require_columns", "whole_numbers"]

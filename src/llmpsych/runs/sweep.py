@@ -19,68 +19,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from ..errors import ConfigError, LlmpsychError
+from ..errors import ConfigError
 from ..report.files import atomic_write_text
 from . import executors
-from .config import RunConfig
-from .runner import RunOutcome, base_url_roles, refuse_linked_run_dir, resume_run, start_run
-from .store import STORE_FILE, RunStore, run_lock
+from .planned import IDENTITY, PlannedRun, _refuse_other, same_run, start_or_resume
+from .runner import RunOutcome, refuse_linked_run_dir
+from .store import STORE_FILE, RunStore
 from .task import task_class
-
-#: Config fields that define what a run measures; the others (endpoint, data folder, concurrency, cache)
-#: may change between invocations, and a resumed run takes the new values.
-IDENTITY = ("task", "model", "models", "seed", "options", "params")
 
 #: The file a sweep writes into its folder: the planned runs, in order.
 SWEEP_FILE = "sweep.json"
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run of a sweep: its folder (relative to the sweep's folder), its config and a label for tables."""
-
-    directory: str
-    config: RunConfig
-    label: dict[str, Any] | None = None
-
-
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    """The :data:`IDENTITY` fields, with the options as the task reads them (a scale file named by its path
-    in a plan and recorded with its text in a store compare equal when the text is the same)."""
-    fields = {k: config.get(k) for k in IDENTITY}
-    try:
-        options = task_class(str(config.get("task"))).validate_options(dict(config.get("options") or {}))
-    except LlmpsychError:
-        return fields  # compared as written; a plan the task refuses fails when it starts
-    fields["options"] = options.model_dump(mode="json")
-    return fields
-
-
-def same_run(stored: dict[str, Any], planned: dict[str, Any]) -> bool:
-    """Whether a stored config and a planned one describe the same measurement (:data:`IDENTITY`)."""
-    return _comparable(stored) == _comparable(planned)
-
-
-def _refuse_other(run_dir: Path, stored: dict[str, Any], planned: dict[str, Any]) -> None:
-    old, new = _comparable(stored), _comparable(planned)
-    if old != new:
-        fields = ", ".join(k for k in IDENTITY if old[k] != new[k])
-        raise ConfigError(
-            f"{run_dir} holds a different run than this sweep plans (differs in: {fields})",
-            "choose another --out, or delete that directory",
-        )
-
-
-def _adopt_stored(run_dir: Path, config: RunConfig) -> None:
-    """Check that ``run_dir`` holds the run ``config`` plans, then let it take this invocation's settings."""
-    planned = config.stored()
-    with run_lock(run_dir), RunStore.in_dir(run_dir) as store:
-        _refuse_other(run_dir, store.get_meta("config") or {}, planned)
-        store.set_meta("config", planned)
 
 
 def run_sweep(
@@ -130,11 +80,4 @@ def run_sweep(
     return outcomes
 
 
-def start_or_resume(run: PlannedRun, out: Path, progress: bool, debug: bool) -> RunOutcome:
-    """Start ``run`` in its folder under ``out``, or resume the same run found there (the module's rule)."""
-    run_dir = out / run.directory
-    if (run_dir / STORE_FILE).is_file():
-        _adopt_stored(run_dir, run.config)
-        base_url = run.config.base_url if base_url_roles(run.config) else None  # never stored whole
-        return resume_run(run_dir, progress, debug, base_url=base_url)
-    return start_run(run.config, run_dir, progress, debug)
+__all__ = ["IDENTITY", "SWEEP_FILE", "PlannedRun", "run_sweep", "same_run", "start_or_resume"]

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
+from .config import RunConfig, parse_run_config, read_config_file
 from .scores import ScoreTable
 
 if TYPE_CHECKING:
     from ..models.chat_context import ChatContext
-    from .config import RunConfig
     from .items import Administration
     from .record import RunRecord
 
@@ -53,6 +53,9 @@ class Task(ABC, Generic[OptionsT]):
     #: Options that do not change what one unit measures (how many repetitions, which units, switches of
     #: the analysis only): a comparison pools runs that differ only in these (:mod:`llmpsych.runs.settings`).
     not_settings: ClassVar[frozenset[str]] = frozenset()
+    #: Whether its units record valid answers out of those asked (a questionnaire's items): the run
+    #: summary then says so when a finished run recorded none.
+    answers_counted: ClassVar[bool] = False
 
     options: OptionsT
 
@@ -70,6 +73,20 @@ class Task(ABC, Generic[OptionsT]):
             where = ".".join(str(p) for p in first["loc"])
             prefix = f"{source}: " if source else ""
             raise ConfigError(f"{prefix}options for task {cls.name!r}: {where}: {first['msg']}") from None
+
+    @classmethod
+    def score_factor_columns(cls) -> tuple[str, ...]:
+        """The factor columns its score rows carry in the scores frame (a perturbation grid's ``template``,
+        ``language``, ``persona``, ...): those its :attr:`score_tables` declare, in order, each once."""
+        return tuple(dict.fromkeys(f for table in cls.score_tables for f in table.factors))
+
+    @classmethod
+    def language(cls, options: BaseModel) -> str | None:
+        """The language of a run's texts, from its validated options (reports, ``compare`` and
+        :func:`~llmpsych.load_runs` show it): by default its ``language`` option if it has one; None: not
+        known."""
+        language = getattr(options, "language", None)
+        return language if isinstance(language, str) else None
 
     @classmethod
     def code_imports(cls, config: RunConfig) -> list[str]:
@@ -143,3 +160,27 @@ def task_class(name: str) -> type[Task[Any]]:
     except KeyError:
         raise ConfigError(f"unknown task {name!r}", f"available tasks: {', '.join(sorted(TASKS))}") from None
     return cast("type[Task[Any]]", getattr(importlib.import_module(module_name), cls_name))
+
+
+def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunConfig:
+    """Load a config file and apply command-line overrides (which win); the task's options are checked."""
+    data = read_config_file(path)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            continue
+        if key in {"options", "params"}:
+            if not isinstance(data.get(key, {}), dict):
+                raise ConfigError(
+                    f"{path}: {key}: must be a table of settings, not {type(data[key]).__name__}"
+                )
+            data[key] = {**data.get(key, {}), **value}
+        else:
+            data[key] = value
+    config = parse_run_config(data, str(path))
+    try:
+        task_class(config.task).validate_options(config.options, str(path))
+    except ConfigError as exc:
+        if str(path) in exc.message:
+            raise
+        raise ConfigError(f"{path}: {exc.message}", exc.hint) from None
+    return config

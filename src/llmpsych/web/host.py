@@ -102,6 +102,30 @@ def host_run(
         sock.close()
 
 
+class WebHost:
+    """The web app as ``gamabench host``'s people host (:mod:`llmpsych.games.hosting`)."""
+
+    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
+        return prepare(config, run_dir, deadline_s)
+
+    def load(self, run_dir: Path) -> Session:
+        return Session.load(run_dir)
+
+    def serve(
+        self,
+        play: Callable[[], RunOutcome],
+        run_dir: Path,
+        session: object,
+        *,
+        host: str,
+        port: int,
+        announce: Callable[[str], None],
+        linger: bool,
+    ) -> RunOutcome:
+        assert isinstance(session, Session)
+        return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
+
+
 def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
     """A new session in ``run_dir`` for the web seats of ``config`` (refused without any)."""
     if config.task != "gamabench":

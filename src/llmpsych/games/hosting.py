@@ -1,0 +1,60 @@
+"""The hook ``gamabench host`` serves its browser seats through: games never import the web app (a layer
+above them), so the web app registers its host here (:func:`register_host`) and the command asks for it
+(:func:`people_host`). The top-level command line wires the two when it mounts the games commands; a
+program that hosts people without it registers the host itself, or is refused in one line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from ..runs.config import RunConfig
+    from ..runs.runner import RunOutcome
+
+
+class PeopleHost(Protocol):
+    """Serves a GAMA-Bench run's ``web`` seats to people in browsers while the run plays."""
+
+    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> object:
+        """A new session in ``run_dir`` for the config's web seats (ConfigError without any)."""
+        ...
+
+    def load(self, run_dir: Path) -> object:
+        """The session saved in ``run_dir`` (a resumed host)."""
+        ...
+
+    def serve(
+        self,
+        play: Callable[[], RunOutcome],
+        run_dir: Path,
+        session: object,
+        *,
+        host: str,
+        port: int,
+        announce: Callable[[str], None],
+        linger: bool,
+    ) -> RunOutcome:
+        """Serve ``session`` while ``play()`` plays the game; its outcome."""
+        ...
+
+
+_HOST: list[Callable[[], PeopleHost]] = []
+
+
+def register_host(host: Callable[[], PeopleHost]) -> None:
+    """Make ``host()`` (called when a game is hosted, so its imports wait until then) the people host."""
+    _HOST[:] = [host]
+
+
+def people_host() -> PeopleHost:
+    """The registered people host; ConfigError when none is."""
+    if not _HOST:
+        raise ConfigError(
+            "no web host is registered to serve browser seats",
+            "run `llmpsych gamabench host` from the command line (it wires the web app in)",
+        )
+    return _HOST[0]()
