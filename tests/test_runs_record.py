@@ -169,7 +169,7 @@ def test_a_run_builds_its_task_once_and_analysis_receives_the_record(
         analyze_run(tmp_path / "run")  # re-analysis: one task, one record
         assert CountingTask.built == 2 and len(CountingTask.received) == 2
     finally:
-        TASKS.pop("counting", None)
+        TASKS.remove("counting")
 
 
 @pytest.mark.parametrize("name", sorted(set(TASKS) - {"counting"}))
