@@ -210,8 +210,8 @@ def test_results_that_still_copy_every_message_report_the_same(
     outputs = ["results.csv", "summary.json", "transcripts.md"]
     new_shape = {name: (run_dir / name).read_text() for name in outputs}
     record = read_run(run_dir)
-    replies = {digest(c["response"]["text"]): c["response"]["text"] for c in record.calls}
-    systems = {digest(m["content"]): m["content"] for c in record.calls for m in c["request"]["messages"][:1]}
+    replies = {digest(c.response["text"]): c.response["text"] for c in record.calls}
+    systems = {digest(m["content"]): m["content"] for c in record.calls for m in c.request["messages"][:1]}
     kept = 0
     with RunStore.in_dir(run_dir) as store:
         for unit in record.done():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llmpsych.collab.analysis import match_calls, message_markdown
 from llmpsych.collab.runtime import digest
-from llmpsych.report.transcripts import Call
+from llmpsych.runs.calls import StoredCall
 
 
 def _message(injection: dict | None) -> dict:
@@ -37,10 +37,12 @@ def test_unselected_and_clean_messages_carry_no_injection_note() -> None:
     assert "AutoInject" not in message_markdown(_message(None))
 
 
-def _call(seq: int, profile: str | None, reply: str) -> Call:
+def _call(seq: int, profile: str | None, reply: str) -> StoredCall:
     system = [{"role": "system", "content": profile}] if profile is not None else []
     request = {"messages": [*system, {"role": "user", "content": f"ask {seq}"}]}
-    return Call(seq, "subject", "m", request, {"text": reply}, None, None, None, None, False)
+    return StoredCall(
+        "u", f"k{seq}", seq, "subject", "m", request, {"text": reply}, None, None, None, None, False, 0.0
+    )
 
 
 def test_each_message_is_matched_to_the_call_that_wrote_it_even_when_replies_repeat() -> None:

@@ -54,7 +54,7 @@ def test_ten_player_twenty_round_game_asks_each_round_concurrently(tmp_path: Pat
     # 200 requests of >= 50 ms each: asked one by one they would take >= 10 s, a round at a time ~1 s
     assert outcome.summary.seconds < 200 * latency / 2, seconds
     store = RunStore.in_dir(tmp_path / "r")
-    finished = [c["created"] for c in store.calls()]
+    finished = [c.created for c in store.calls()]
     store.close()
     # the ten answers of a round arrive together, not 50 ms apart (median over rounds: robust to a stall)
     spreads = sorted(max(finished[i : i + 10]) - min(finished[i : i + 10]) for i in range(0, 200, 10))
@@ -80,12 +80,12 @@ def test_all_eight_games_with_the_official_templates(tmp_path: Path, seed_data: 
     store = RunStore.in_dir(tmp_path / "r")
     calls = list(store.calls())
     store.close()
-    assert not any("!<INPUT" in m["content"] for c in calls for m in c["request"]["messages"])
+    assert not any("!<INPUT" in m["content"] for c in calls for m in c.request["messages"])
     # the system message is the official file read at run time, filled with the game's inputs
     official = template_body(official_template_path("guessing_game", "description", 1, seed_data).read_text())
     expected = fill(official, [3, 2, 0, 100, "2/3", ""]).strip()
-    guessing = next(c for c in calls if c["unit_id"].startswith("guessing"))
-    assert guessing["request"]["messages"][0]["content"] == expected
+    guessing = next(c for c in calls if c.unit_id.startswith("guessing"))
+    assert guessing.request["messages"][0]["content"] == expected
     scores = pd.read_csv(tmp_path / "r" / "games.csv")
     assert scores["score"].between(0, 100).all() and len(scores) == 8
 
@@ -128,7 +128,7 @@ def test_mixed_table_of_two_model_roles_and_a_fixed_strategy(tmp_path: Path) -> 
         outcome = start_run(config, tmp_path / "r", False)
     assert outcome.summary.done == 2 and outcome.summary.calls_sent == 2 * 3 * 2
     store = RunStore.in_dir(tmp_path / "r")
-    roles = sorted({(c["role"], c["model"]) for c in store.calls()})
+    roles = sorted({(c.role, c.model) for c in store.calls()})
     store.close()
     assert roles == [("rival", "openai-compatible/other"), ("subject", "openai-compatible/scripted")]
     for result in _results(tmp_path / "r").values():

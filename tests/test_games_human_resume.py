@@ -26,7 +26,7 @@ def test_input_ends_mid_game_then_resume_asks_only_the_unanswered_rounds(tmp_pat
     store = RunStore.in_dir(run_dir)
     try:
         assert [u.status for u in store.units()] == ["failed"]
-        stored = {c["call_key"]: (c["role"], c["response"]["text"]) for c in store.calls()}
+        stored = {c.call_key: (c.role, c.response["text"]) for c in store.calls()}
     finally:
         store.close()
     assert stored == {

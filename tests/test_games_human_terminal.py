@@ -120,7 +120,7 @@ def test_ctrl_c_at_the_prompt_stops_at_once_and_resume_asks_only_what_was_not_an
 
     store = RunStore.in_dir(run_dir)
     try:
-        stored = {c["call_key"]: c["response"]["text"] for c in store.calls()}
+        stored = {c.call_key: c.response["text"] for c in store.calls()}
     finally:
         store.close()
     assert stored == {"human:guessing-run01:p0:r1:number#0": "10"}

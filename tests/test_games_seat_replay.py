@@ -45,7 +45,7 @@ def test_a_resumed_game_replays_the_python_seat_answers(tmp_path: Path) -> None:
     assert first.summary.failed == 1 and CALLS == [1, 2, 3]
     store = RunStore.in_dir(tmp_path / "r")
     try:
-        stored = {c["call_key"]: (c["role"], c["response"]["text"]) for c in store.calls()}
+        stored = {c.call_key: (c.role, c.response["text"]) for c in store.calls()}
     finally:
         store.close()
     assert stored == {

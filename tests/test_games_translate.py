@@ -99,9 +99,9 @@ def test_a_reply_that_drops_a_placeholder_is_reasked_then_the_template_is_named(
     assert result.exit_code == 1, result.output
     assert "guessing/request" in result.output
     assert not (out / TEMPLATE_SET_FILE).exists()
-    calls = sorted(read_run(out).calls.of_unit("guessing/request"), key=lambda c: c["seq"])
+    calls = sorted(read_run(out).calls.of_unit("guessing/request"), key=lambda c: c.seq)
     assert len(calls) == 2  # asked, then re-asked once with the reason
-    reask = calls[1]["request"]["messages"][-1]["content"]
+    reask = calls[1].request["messages"][-1]["content"]
     assert "placeholders changed" in reask and "!<INPUT 1>!" in reask
     assert first_request(out, "guessing/request")[1]["content"].startswith(
         "Translate this game prompt passage"

@@ -189,7 +189,7 @@ def test_only_the_top_level_cli_imports_the_web_app() -> None:
 def _research_task_names() -> set[str]:
     from llmpsych.runs.task import TASKS
 
-    return {name for name, target in TASKS.items() if _area(target.partition(":")[0]) in RESEARCH}
+    return {name for name, target in TASKS.targets().items() if _area(target.partition(":")[0]) in RESEARCH}
 
 
 def test_shared_layers_ask_the_task_instead_of_comparing_its_name() -> None:

@@ -187,7 +187,7 @@ def test_mixed_with_official_scale_in_chunks_with_persona_and_cipher(
     # the cipher wrapped every request: the stored requests carry no plain statement text
     store = RunStore.in_dir(run_dir)
     try:
-        sent = [json.dumps(c) for c in store.calls()]
+        sent = [json.dumps(c.as_dict()) for c in store.calls()]
     finally:
         store.close()
     assert sent and not any("Every folder I own has a label" in s for s in sent)

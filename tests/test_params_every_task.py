@@ -176,7 +176,7 @@ def runs(
     root = tmp_path_factory.mktemp("params")
     _coin_module(root)
     sys.path.insert(0, str(root))
-    TASKS["coin"] = "coin_task:CoinTask"
+    TASKS.add("coin", "coin_task:CoinTask")
     cli._mount_subcommands()
     done: dict[str, tuple[Path, list[dict[str, Any]]]] = {}
     try:
@@ -196,7 +196,7 @@ def runs(
             assert result.exit_code == 0, f"{case}: {result.output} {result.exception!r}"
             done[case] = (out, bodies)
     finally:
-        TASKS.pop("coin", None)
+        TASKS.remove("coin")
         sys.path.remove(str(root))
     return done
 

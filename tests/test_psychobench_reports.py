@@ -327,7 +327,7 @@ def test_report_of_a_short_embedded_model_run(tmp_path: Path, seed_data: Path) -
     assert outcome.summary.done == 1
     run_dir = tmp_path / "r"
     store = RunStore.in_dir(run_dir)
-    replies = [call["response"]["text"] for call in store.calls()]
+    replies = [call.response["text"] for call in store.calls()]
     store.close()
     assert len(replies) == 1
     transcripts = (run_dir / "transcripts.md").read_text()

@@ -21,7 +21,7 @@ from llmpsych.psychobench.analysis import run_tables
 from llmpsych.psychobench.cipher import cipher_preamble, decipher, encipher
 from llmpsych.psychobench.personas import PERSONAS
 from llmpsych.psychobench.task import PsychoBenchTask
-from llmpsych.report.transcripts import Call, threads
+from llmpsych.report.transcripts import threads
 from llmpsych.runs import RunStore, analyze_run, parse_run_config, read_run, start_run
 from llmpsych.runs.store import finish_unit_statements
 from llmpsych.runs.task import WorkUnit
@@ -140,7 +140,7 @@ def test_chunks_are_turns_of_one_conversation_and_missing_items_are_reasked(
     result = unit.result
     assert len(result["answers"]) == 12 and result["asks"] == 6
     assert "transcript" not in result  # the conversation is the stored calls: one thread of 6 turns
-    (thread,) = threads(Call.of(c) for c in read_run(tmp_path / "r").calls.of_unit(unit.unit_id))
+    (thread,) = threads(read_run(tmp_path / "r").calls.of_unit(unit.unit_id))
     users = [m for turn in thread.turns for m in turn.new_messages if m["role"] == "user"]
     assert len(users) == 6 and users[2]["content"].count("\n") >= 5
     assert pd.read_csv(tmp_path / "r" / "valid.csv")["valid_rate"].eq(1.0).all()
@@ -283,7 +283,7 @@ def test_results_that_still_copy_the_conversation_report_the_same(tmp_path: Path
     with RunStore.in_dir(run_dir) as store:
         for unit in record.done():
             (call,) = record.calls.of_unit(unit.unit_id)
-            old = [*call["request"]["messages"], {"role": "assistant", "content": "a copy, never read"}]
+            old = [*call.request["messages"], {"role": "assistant", "content": "a copy, never read"}]
             store.write(finish_unit_statements(unit.unit_id, {**unit.result, "transcript": old}))
     assert all("transcript" in u.result for u in stored_units(run_dir))
     analyze_run(run_dir)

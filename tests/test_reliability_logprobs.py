@@ -67,4 +67,4 @@ def test_logprob_mode_falls_back_to_written_labels_without_logprobs(tmp_path: Pa
         store.close()
     assert unit.result["n_logprob_items"] == 0
     assert unit.result["scores_expected"] == unit.result["scores"]
-    assert call["request"]["logprobs"] is True and call["request"]["top_logprobs"] == 20
+    assert call.request["logprobs"] is True and call.request["top_logprobs"] == 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llmpsych.report.transcripts import Call, UnitNotes, threads, transcripts_markdown, write_transcripts
+from llmpsych.report.transcripts import UnitNotes, threads, transcripts_markdown, write_transcripts
 from llmpsych.runs import parse_run_config, read_run, start_run
 from llmpsych.testing.fault_server import FaultRates, FaultServer
 
@@ -32,7 +32,7 @@ def test_calls_are_grouped_per_unit_and_seat_with_only_new_messages(tmp_path: Pa
     record = read_run(run_dir)
     answers = {u.unit_id: r for u, r in record.results(list[list[str]])}
     for unit in record.units:
-        grouped = threads(Call.of(c) for c in record.calls.of_unit(unit.unit_id))
+        grouped = threads(record.calls.of_unit(unit.unit_id))
         assert len(grouped) == 2  # one conversation per seat, not one per call
         index = unit.payload["index"]
         seats = []

@@ -21,6 +21,7 @@ from llmpsych.runs import (
     read_run,
     start_run,
 )
+from llmpsych.runs.calls import CALL_COLUMNS, StoredCall
 from llmpsych.runs.task import TASKS, register_task, task_class
 from llmpsych.testing.fault_server import FaultServer
 
@@ -83,15 +84,37 @@ def test_read_run_gives_config_manifest_units_and_calls(tmp_path: Path, fault_se
     with RunStore.in_dir(tmp_path / "run") as store:
         stored = list(store.calls())
     assert list(record.calls) == stored and len(record.calls) == 16
-    assert record.calls.of_unit("u000001") == [c for c in stored if c["unit_id"] == "u000001"]
+    assert record.calls.of_unit("u000001") == [c for c in stored if c.unit_id == "u000001"]
     last = record.calls.last_by_unit()["u000002"]
-    assert last["seq"] == max(c["seq"] for c in stored if c["unit_id"] == "u000002")
+    assert last.seq == max(c.seq for c in stored if c.unit_id == "u000002")
     frame = record.calls.frame()
     assert len(frame) == 16 and set(frame["unit_id"]) == {u.unit_id for u in record.units}
     typed = record.results(list[list[str]])
     assert [unit.unit_id for unit, _ in typed] == [u.unit_id for u in record.units]
     assert all(len(result) == 2 and len(result[0]) == 2 for _, result in typed)
     assert record.results(list[list[str]]) is typed  # parsed once
+
+
+def test_the_record_the_store_the_web_and_the_transcripts_share_one_stored_call(
+    tmp_path: Path, fault_server: FaultServer
+) -> None:
+    """One typed shape of a stored call: the record, the store, the web pages and the transcripts hand out
+    (or read) the same :class:`StoredCall` values, attributes and all, never a dict or a copy type."""
+    from llmpsych.report.transcripts import threads
+    from llmpsych.web.store import read_unit
+
+    start_run(_config(fault_server, units=2, turns=2, parallel=1), tmp_path / "run", False)
+    record = read_run(tmp_path / "run")
+    with RunStore.in_dir(tmp_path / "run", readonly=True) as store:
+        stored = list(store.calls())
+    assert all(isinstance(c, StoredCall) for c in [*record.calls, *stored]) and list(record.calls) == stored
+    unit, web, _ = read_unit(tmp_path / "run", "u000001") or ({}, [], [])
+    assert unit["unit_id"] == "u000001" and web == record.calls.of_unit("u000001") and len(web) == 2
+    first = web[0]
+    assert first.request["messages"] and first.text == first.response["text"] and first.seq == 1
+    assert list(first.as_dict()) == list(CALL_COLUMNS)
+    (thread,) = threads(web)
+    assert [turn.call for turn in thread.turns] == web
 
 
 def test_read_run_writes_nothing(tmp_path: Path, fault_server: FaultServer) -> None:
@@ -146,7 +169,7 @@ def test_a_run_builds_its_task_once_and_analysis_receives_the_record(
         analyze_run(tmp_path / "run")  # re-analysis: one task, one record
         assert CountingTask.built == 2 and len(CountingTask.received) == 2
     finally:
-        TASKS.pop("counting", None)
+        TASKS.remove("counting")
 
 
 @pytest.mark.parametrize("name", sorted(set(TASKS) - {"counting"}))

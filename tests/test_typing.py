@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,3 +102,18 @@ def test_the_package_ships_its_type_marker() -> None:
     """``py.typed`` exists and is package data, so checkers use llmpsych's own annotations."""
     assert (ROOT / "src" / "llmpsych" / "py.typed").is_file()
     assert '"py.typed"' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+
+
+def test_pandas_is_checked_against_its_stubs(tmp_path: Path) -> None:
+    """pandas ships no annotations; with ``pandas-stubs`` (the dev extra) a frame is a ``DataFrame`` to the
+    checker, not ``Any``, and the package config exempts no pandas module (it hid 44 errors in 13 files)."""
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\nstrict = True\n")
+    result = _mypy(
+        "--config-file", str(config), "-c", "import pandas as pd\nrow: str = pd.DataFrame()\n", cwd=tmp_path
+    )
+    assert 'Incompatible types in assignment (expression has type "DataFrame"' in result.stdout, result.stdout
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    exempt = [m for o in settings["tool"]["mypy"]["overrides"] for m in o["module"] if m.startswith("pandas")]
+    assert exempt == []
+    assert any(d.startswith("pandas-stubs==") for d in settings["project"]["optional-dependencies"]["dev"])

@@ -177,8 +177,8 @@ def test_a_stranger_holding_64_sockets_neither_blocks_a_participant_nor_reads_th
             host.close()
     # the participant's answer is hers, typed while the stranger held his sockets; nothing defaulted
     with RunStore.in_dir(run_dir, readonly=True) as run:
-        (call,) = [c for c in run.calls() if c["role"] == "web"]
-    assert call["response"]["text"] == "33" and call["response"]["how"] == "typed"
+        (call,) = [c for c in run.calls() if c.role == "web"]
+    assert call.response["text"] == "33" and call.response["how"] == "typed"
     assert [a["how"] for a in session["answers"]] == ["typed"]
     errors = host.proc.stderr.read() if host.proc.stderr else ""
     assert "Exception in ASGI application" not in errors and "Traceback" not in errors, errors

@@ -21,7 +21,7 @@ from llmpsych import load_runs
 from llmpsych.games.analysis import seat_scores
 from llmpsych.games.cli import app as games_app
 from llmpsych.games.result import GamaBenchResult
-from llmpsych.runs import parse_run_config, start_run
+from llmpsych.runs import StoredCall, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
 from test_web_session import PATIENCE_S, form_of, host_args, hosts, models, question, until
 from web_host import Host
@@ -212,12 +212,19 @@ def test_a_store_written_before_provenance_reads_as_unknown_never_as_typed(tmp_p
     ann = per_seat.set_index("player").loc[0]
     assert ann["answers"] == "typed 0 of 1 (1 of unrecorded origin)"
     assert math.isnan(ann["mean action"]) and ann["rounds won"] == 0
+
     # stored calls: the web seats' older "answered" field as it was meant, anything else unknown
-    legacy = {"role": "web", "request": {"question": "?", "answered": "bot"}, "response": {"text": "0"}}
+    def stored(role: str, request: dict[str, Any], text: str, call_key: str = "k") -> StoredCall:
+        response = {"text": text}
+        return StoredCall(
+            "guessing-run01", call_key, 1, role, "m", request, response, None, None, None, None, False, 0.0
+        )
+
+    legacy = stored("web", {"question": "?", "answered": "bot"}, "0", "web:guessing-run01:p0:r1:number#0")
     assert call_provenance(legacy)[0] == "never joined"
-    typed = {"role": "web", "request": {"question": "?", "answered": "typed"}, "response": {"text": "3"}}
+    typed = stored("web", {"question": "?", "answered": "typed"}, "3")
     assert call_provenance(typed)[0] == "typed"
-    terminal = {"role": "human", "request": {"question": "?"}, "response": {"text": "3"}}
+    terminal = stored("human", {"question": "?"}, "3", "human:guessing-run01:p1:r1:number#0")
     assert call_provenance(terminal)[0] == "unknown"
     # a hosted run of then: its stored browser answers said how they came; the analysis reads that
     from llmpsych.games.result import stored_results
@@ -226,10 +233,7 @@ def test_a_store_written_before_provenance_reads_as_unknown_never_as_typed(tmp_p
         unit_id = "guessing-run01"
 
     class Record:
-        calls = [
-            {**legacy, "unit_id": "guessing-run01", "call_key": "web:guessing-run01:p0:r1:number#0"},
-            {**terminal, "unit_id": "guessing-run01", "call_key": "human:guessing-run01:p1:r1:number#0"},
-        ]
+        calls = [legacy, terminal]
 
         def results(self, model: Any) -> list[tuple[Any, GamaBenchResult]]:
             return [(Unit(), result)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
+from llmpsych.runs.calls import StoredCall
 from llmpsych.web.render import run_fragment
-from llmpsych.web.store import CallRecord
 from llmpsych.web.transcript import threads
 
 FILES = ["report.md", "plots/a.png", "transcripts/g.md"]
@@ -51,10 +51,10 @@ def test_anchors_and_alignment_survive_without_inline_html_or_style() -> None:
     assert 'class="align-right"' in html and 'class="align-center"' in html and "style=" not in html
 
 
-def _call(seq: int, role: str, messages: list[dict], reply: str) -> CallRecord:
+def _call(seq: int, role: str, messages: list[dict], reply: str) -> StoredCall:
     request = {"messages": messages}
     response = {"text": reply, "errors": ["HTTP 429"] if seq == 2 else []}
-    return CallRecord(f"k{seq}", seq, role, "m", request, response, 0.1, 10, 2, 1, False, float(seq))
+    return StoredCall("u", f"k{seq}", seq, role, "m", request, response, 0.1, 10, 2, 1, False, float(seq))
 
 
 def test_calls_group_into_one_conversation_per_seat_with_only_new_messages() -> None:

@@ -210,7 +210,7 @@ def test_three_people_and_two_models_play_two_games_through_a_kill_and_resume(
     store = RunStore.in_dir(run_dir)
     try:
         assert {u.status for u in store.units()} == {"done"}
-        web = {c["call_key"]: c["response"]["text"] for c in store.calls() if c["role"] == "web"}
+        web = {c.call_key: c.response["text"] for c in store.calls() if c.role == "web"}
     finally:
         store.close()
     assert web == {f"web:{k}#0": v for k, v in typed.items()}

@@ -22,7 +22,7 @@ import httpx
 import pandas as pd
 import pytest
 
-from llmpsych.runs import RunStore, analyze_run, parse_run_config, start_run
+from llmpsych.runs import RunStore, StoredCall, analyze_run, parse_run_config, start_run
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from llmpsych.web.catalog import _run_id
@@ -65,9 +65,9 @@ def host_args(server: FaultServer, run_dir: Path, *rest: str, linger: bool = Fal
     return [*MODEL, "--base-url", server.base_url, "--seed", "1", "--out", str(run_dir), end, *rest]
 
 
-def web_calls(run_dir: Path) -> dict[str, dict[str, Any]]:
+def web_calls(run_dir: Path) -> dict[str, StoredCall]:
     with RunStore.in_dir(run_dir, readonly=True) as store:
-        return {c["call_key"]: c for c in store.calls() if c["role"] == "web"}
+        return {c.call_key: c for c in store.calls() if c.role == "web"}
 
 
 def question(client: httpx.Client, link: str) -> str | None:
@@ -95,8 +95,8 @@ def test_the_deadline_plays_the_default_action_and_records_it(tmp_path: Path, ho
     assert host.proc.returncode == 0, "".join(host.lines)
     # documented: the game's equilibrium action (Guess 2/3: the lowest number, 0), stored as a default
     (call,) = web_calls(run_dir).values()
-    assert call["response"]["text"] == "0"
-    assert call["response"]["how"] == "deadline" and call["response"]["response_s"] >= 1
+    assert call.response["text"] == "0"
+    assert call.response["how"] == "deadline" and call.response["response_s"] >= 1
     session = json.loads((run_dir / "session.json").read_text())
     assert [a["how"] for a in session["answers"]] == ["deadline"]
     seats = pd.read_csv(run_dir / "seats.csv")
@@ -215,14 +215,14 @@ def test_start_now_refused_answers_live_scores_and_two_games_at_once(
     calls = web_calls(run_dir)
     # Ann: exactly the typed answers, one stored call per question (nothing of the refused ones)
     ann_calls = {k: c for k, c in calls.items() if ":p0:" in k}
-    stored = {k.removeprefix("web:").removesuffix("#0"): c["response"]["text"] for k, c in ann_calls.items()}
+    stored = {k.removeprefix("web:").removesuffix("#0"): c.response["text"] for k, c in ann_calls.items()}
     assert stored == typed
-    assert {c["response"]["how"] for c in ann_calls.values()} == {"typed"}
+    assert {c.response["how"] for c in ann_calls.values()} == {"typed"}
     # the refused entries are kept with the answer that followed them
-    assert all(len(c["response"]["refused"]) == 2 for c in ann_calls.values())
+    assert all(len(c.response["refused"]) == 2 for c in ann_calls.values())
     # Bob never joined: every decision of his is the default action, stored as such
     bob = [c for k, c in calls.items() if ":p1:" in k]
-    assert len(bob) == 2 * rounds and {c["response"]["how"] for c in bob} == {"never joined"}
+    assert len(bob) == 2 * rounds and {c.response["how"] for c in bob} == {"never joined"}
     seats_csv = pd.read_csv(run_dir / "seats.csv").set_index(["game", "player"])
     assert (seats_csv.xs(1, level="player")["default answers"] == rounds).all()
     assert (seats_csv.xs(0, level="player")["default answers"] == 0).all()

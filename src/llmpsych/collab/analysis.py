@@ -21,7 +21,8 @@ from ..report.files import atomic_write_text
 from ..report.html import fenced
 from ..report.markdown import table
 from ..report.run_report import write_run_report
-from ..report.transcripts import Call, Thread, UnitNotes, transcripts_markdown
+from ..report.transcripts import Thread, UnitNotes, transcripts_markdown
+from ..runs.calls import StoredCall
 from ..runs.record import RunRecord
 from .runtime import digest
 
@@ -137,7 +138,7 @@ def written_digest(message: dict[str, Any]) -> str:
     return digest(str(meta.get("original", message.get("content", ""))))
 
 
-def _agent_of(call: Call, agents: Mapping[str, str]) -> str | None:
+def _agent_of(call: StoredCall, agents: Mapping[str, str]) -> str | None:
     """The agent whose profile opens the call's request (None: another call, or unknown)."""
     messages = call.request.get("messages")
     first = messages[0] if isinstance(messages, list) and messages else None
@@ -147,7 +148,7 @@ def _agent_of(call: Call, agents: Mapping[str, str]) -> str | None:
 
 
 def match_calls(
-    messages: list[dict[str, Any]], calls: list[Call], agents: Mapping[str, str]
+    messages: list[dict[str, Any]], calls: list[StoredCall], agents: Mapping[str, str]
 ) -> list[int | None]:
     """For each message, the index in ``calls`` of the call whose reply it is (None: no model wrote it).
 
@@ -175,7 +176,10 @@ def match_calls(
 
 
 def unit_notes(
-    result: dict[str, Any], calls: list[Call], agents: Mapping[str, str] | None = None, limit: int = 4000
+    result: dict[str, Any],
+    calls: list[StoredCall],
+    agents: Mapping[str, str] | None = None,
+    limit: int = 4000,
 ) -> UnitNotes:
     """An item's annotations: the score and any AutoTransform rewrite; each message under the call whose
     reply it is (a text no model wrote, e.g. a defence's request, under the call before the next

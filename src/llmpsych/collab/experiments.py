@@ -314,7 +314,7 @@ def drops(levels: pd.DataFrame) -> pd.DataFrame:
     if "clean" not in levels.index:
         return pd.DataFrame()
     rows = {
-        name: [relative_drop(levels.loc["clean", c], levels.loc[name, c]) for c in levels.columns]
+        name: [relative_drop(levels[c]["clean"], levels[c][name]) for c in levels.columns]
         for name in levels.index
         if name != "clean"
     }
@@ -383,7 +383,8 @@ def _sweep(rows: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, pd.DataF
     if rows.empty:
         return pd.DataFrame(), pd.DataFrame()
     scores = rows.pivot_table(index="setting", columns="system", values="score")
-    scores = scores[sorted(scores.columns, key=_system_rank)]
+    systems = sorted(scores.columns, key=_system_rank)
+    scores = scores[systems]
     scores["average"] = scores.mean(axis=1)
     settings = [s for s in order if s in scores.index] + sorted(set(scores.index) - set(order))
     scores = scores.loc[settings]
@@ -394,9 +395,10 @@ def _sweep(rows: pd.DataFrame, order: list[str]) -> tuple[pd.DataFrame, pd.DataF
     per = faulty.groupby(["setting", "system"])[["score", "clean"]].mean().reset_index()
     per = per.assign(drop=[relative_drop(c, s) for c, s in zip(per.clean, per.score, strict=True)])
     drop = per.pivot_table(index="setting", columns="system", values="drop")
-    drop = drop[sorted(drop.columns, key=_system_rank)]
+    systems = sorted(drop.columns, key=_system_rank)
+    drop = drop[systems]
     means = per.groupby("setting")[["clean", "score"]].mean()
-    drop["average"] = [relative_drop(means.loc[s, "clean"], means.loc[s, "score"]) for s in drop.index]
+    drop["average"] = [relative_drop(means["clean"][s], means["score"][s]) for s in drop.index]
     return scores, drop.loc[[s for s in settings if s in drop.index]]
 
 
@@ -452,7 +454,7 @@ def error_type_drops(frame: pd.DataFrame) -> pd.DataFrame:
 def defences(frame: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
     """Table 7.7 layout per system (one model): condition × defence scores, and the recovery (%)."""
     _one_model(frame)
-    out = {}
+    out: dict[str, tuple[pd.DataFrame, pd.DataFrame]] = {}
     main = _conditions(frame)
     for system, rows in main[main.task == "humaneval"].groupby("system"):
         if rows.defence.nunique() < 2:
@@ -462,13 +464,11 @@ def defences(frame: pd.DataFrame) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]
         rec = {}
         if "clean" in scores.index and "none" in scores.columns:
             for cond in scores.index.drop("clean"):
-                base_clean, faulty = scores.loc["clean", "none"], scores.loc[cond, "none"]
+                base_clean, faulty = scores["none"]["clean"], scores["none"][cond]
                 rec[cond] = {
-                    d: recovery(base_clean, faulty, scores.loc[cond, d])
-                    for d in scores.columns
-                    if d != "none"
+                    d: recovery(base_clean, faulty, scores[d][cond]) for d in scores.columns if d != "none"
                 }
-        out[system] = (scores, pd.DataFrame(rec).T)
+        out[str(system)] = (scores, pd.DataFrame(rec).T)
     return out
 
 

@@ -100,7 +100,9 @@ def _count(value: Any) -> int:
 
 def _by_factor(frame: pd.DataFrame, kind: str, names: tuple[str, ...]) -> dict[str, dict[str, list[float]]]:
     part = frame[(frame["kind"] == kind) & frame["valid"]]
-    return {fid: {m: group[m].tolist() for m in names} for fid, group in part.groupby("factor", sort=False)}
+    return {
+        str(fid): {m: group[m].tolist() for m in names} for fid, group in part.groupby("factor", sort=False)
+    }
 
 
 def invalid_runs(frame: pd.DataFrame) -> dict[str, int]:
@@ -188,8 +190,8 @@ def analyze_record(task: EmotionBenchRun, record: RunRecord) -> list[Path]:
             entry = {"unit_id": unit.unit_id, **{k: unit.result.get(k) for k in ("kind", "factor", "text")}}
             call = last_calls.get(unit.unit_id)
             if call is not None:
-                reply = {"role": "assistant", "content": call["response"].get("text")}
-                entry["transcript"] = [*call["request"].get("messages", []), reply]
+                reply = {"role": "assistant", "content": call.response.get("text")}
+                entry["transcript"] = [*call.request.get("messages", []), reply]
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
     written.append(transcripts)
     written += write_transcripts(
@@ -318,8 +320,11 @@ def heldout_section(task: EmotionBenchRun, frame: pd.DataFrame) -> tuple[dict[st
 
     valid = frame[frame["valid"]]
     scores = {
-        kind: valid[valid["kind"] == kind][["positive", "negative"]].to_dict("records")
-        for kind in ("default", "evoked")
+        kind: [
+            {"positive": float(p), "negative": float(n)}
+            for p, n in zip(part["positive"], part["negative"], strict=True)
+        ]
+        for kind, part in ((k, valid[valid["kind"] == k]) for k in ("default", "evoked"))
     }
     test = task.heldout_split[1]
     cells = heldout_summary(scores["evoked"], scores["default"], human_heldout(test, task.scale))

@@ -8,13 +8,14 @@ Task options, analysis, plots, scoring and the leaderboard find a game here, by 
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Iterator, Mapping
+from typing import cast
 
 from pydantic import BaseModel
 
 from ..errors import LlmpsychError
+from ..registry import Registry
 from .engine import Game, SimultaneousGame
 
 
@@ -22,7 +23,6 @@ class GameDefinitionError(LlmpsychError):
     """A game class cannot be registered: a required piece is missing or a name is taken."""
 
 
-_GAMES: dict[str, type[Game]] = {}
 _BASES = (Game, SimultaneousGame)
 
 
@@ -62,52 +62,63 @@ def _problems(cls: type[Game]) -> list[str]:
     return problems
 
 
+def _check(target: object) -> list[str]:
+    if not (inspect.isclass(target) and issubclass(target, Game)):
+        return [f"{target!r} is not a Game class"]
+    problems = _problems(target)
+    return [f"it lacks {'; '.join(problems)}"] if problems else []
+
+
+#: The games by engine name (:mod:`llmpsych.registry`), in registration order.
+_GAMES: Registry[type[Game]] = Registry("game", _check, GameDefinitionError)
+
+
 def register(game: type[Game] | str) -> type[Game]:
     """Register a game class (or ``"module:Class"``); refused with a clear error when a piece is missing."""
-    if isinstance(game, str):
-        module_name, _, attr = game.partition(":")
-        game = getattr(importlib.import_module(module_name), attr)
-    if not (inspect.isclass(game) and issubclass(game, Game)):
-        raise GameDefinitionError(f"{game!r} is not a Game class")
-    problems = _problems(game)
-    label = getattr(game, "name", None) or game.__name__
-    if problems:
-        raise GameDefinitionError(f"game {label!r} cannot be registered: it lacks {'; '.join(problems)}")
-    for other in _GAMES.values():
-        if other is game:
-            return game
-        if game.name == other.name or game.scoring_name == other.scoring_name:
+    found = _GAMES.resolve(game)
+    label = str(getattr(found, "name", None) or getattr(found, "__name__", found))
+    cls = _GAMES.load(label, cast("type[Game]", found))
+    for other in _games():
+        if other is cls:
+            return cls
+        if cls.name == other.name or cls.scoring_name == other.scoring_name:
             raise GameDefinitionError(
                 f"game {label!r} cannot be registered: {other.__name__} already uses the name "
                 f"{other.name!r} / {other.scoring_name!r}"
             )
-    _GAMES[game.name] = game
-    return game
+    _GAMES.add(cls.name, cls)
+    return cls
+
+
+def _games() -> list[type[Game]]:
+    return [_GAMES.get(name) for name in _GAMES]
 
 
 def unregister(name: str) -> None:
     """Remove a registered game (for games defined at run time, e.g. in tests)."""
-    _GAMES.pop(name, None)
+    _GAMES.remove(name)
 
 
 def names() -> list[str]:
     """Engine names of the registered games, in registration order."""
-    return list(_GAMES)
+    return _GAMES.names()
 
 
 def games() -> list[type[Game]]:
     """The registered game classes, in registration order."""
-    return list(_GAMES.values())
+    return _games()
 
 
 def get(name: str) -> type[Game]:
     """The game registered as ``name`` (KeyError if none)."""
-    return _GAMES[name]
+    if name not in _GAMES:
+        raise KeyError(name)
+    return _GAMES.get(name)
 
 
 def by_scoring_name(scoring_name: str) -> type[Game]:
     """The game whose scoring name is ``scoring_name`` (KeyError if none)."""
-    for cls in _GAMES.values():
+    for cls in _games():
         if cls.scoring_name == scoring_name:
             return cls
     raise KeyError(scoring_name)
@@ -120,7 +131,7 @@ class _View(Mapping[str, str]):
         self._key, self._value = key, value
 
     def _items(self) -> dict[str, str]:
-        return {getattr(g, self._key): (getattr(g, self._value) or g.scoring_name) for g in _GAMES.values()}
+        return {getattr(g, self._key): (getattr(g, self._value) or g.scoring_name) for g in _games()}
 
     def __getitem__(self, key: str) -> str:
         return self._items()[key]
@@ -150,4 +161,4 @@ register("llmpsych.games.battle_royale:BattleRoyaleGame")
 register("llmpsych.games.pirate:PirateGame")
 
 #: The paper's eight games (scoring names), whose mean is the overall score.
-PAPER_GAMES: tuple[str, ...] = tuple(g.scoring_name for g in _GAMES.values() if g.in_overall)
+PAPER_GAMES: tuple[str, ...] = tuple(g.scoring_name for g in _games() if g.in_overall)

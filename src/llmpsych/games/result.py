@@ -13,11 +13,14 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..runs.provenance import UNKNOWN, call_provenance
+
+if TYPE_CHECKING:
+    from ..runs.calls import StoredCall
 
 #: Seat kinds a person answers for.
 PERSON_KINDS = frozenset({"human", "user", "web"})
@@ -192,7 +195,7 @@ class _Record(Protocol):
     """The part of a run record :func:`stored_results` reads."""
 
     @property
-    def calls(self) -> Iterable[Mapping[str, Any]]: ...
+    def calls(self) -> Iterable[StoredCall]: ...
 
     def results(self, model: type[GamaBenchResult]) -> list[tuple[Any, GamaBenchResult]]: ...
 
@@ -205,11 +208,11 @@ def stored_results(record: _Record) -> list[tuple[Any, GamaBenchResult]]:
     games = record.results(GamaBenchResult)
     found: dict[tuple[str, int, int], dict[str, tuple[int, str]]] = {}
     for call in record.calls:
-        match = _CALL_KEY.match(str(call.get("call_key", "")))
-        if call.get("role") != "web" or match is None:
+        match = _CALL_KEY.match(call.call_key)
+        if call.role != "web" or match is None:
             continue
         how = call_provenance(call)[0]
-        where = (str(call.get("unit_id")), int(match["player"]), int(match["round"]))
+        where = (call.unit_id, int(match["player"]), int(match["round"]))
         asked = found.setdefault(where, {})
         occurrence = int(match["occurrence"])
         if occurrence >= asked.get(match["base"], (-1, ""))[0]:

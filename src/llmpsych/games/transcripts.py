@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..models.cipher import DEFAULT_SHIFT
 from ..report.files import output_dir
-from ..report.transcripts import Call, StoredCall, Thread, UnitNotes, deciphered_notes, default_thread_title
+from ..report.transcripts import Thread, UnitNotes, deciphered_notes, default_thread_title
 from ..report.transcripts import write_transcripts as write_page
 from .result import GamaBenchResult, SeatInfo, stored_results
 
 if TYPE_CHECKING:
+    from ..runs.calls import StoredCall
     from ..runs.record import RunRecord
     from ..runs.store import UnitRow
 
@@ -41,7 +42,9 @@ def _is_model(seat: SeatInfo) -> bool:
     return seat.kind in ("llm", "model")
 
 
-def player_keys(result: GamaBenchResult, calls: list[Call], seats: list[SeatInfo]) -> dict[int, Hashable]:
+def player_keys(
+    result: GamaBenchResult, calls: list[StoredCall], seats: list[SeatInfo]
+) -> dict[int, Hashable]:
     """Call number -> the player (or, for a seat spec shared by several non-model seats, the spec) each
     stored call of one game belongs to. When the model calls do not match the recorded asks, only the
     non-model answers are named: the model calls keep the renderer's own grouping."""
@@ -185,7 +188,7 @@ def _write_game(record: RunRecord, unit: UnitRow, result: GamaBenchResult, path:
     options = record.config.options
     shift = int(options.get("cipher_shift") or DEFAULT_SHIFT) if options.get("cipher") else None
 
-    def keys(unit: UnitRow, calls: list[Call]) -> Callable[[StoredCall], Hashable | None]:
+    def keys(unit: UnitRow, calls: list[StoredCall]) -> Callable[[StoredCall], Hashable | None]:
         players = player_keys(result, calls, seats)
         return lambda call: players.get(call.seq)
 

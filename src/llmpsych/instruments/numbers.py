@@ -106,8 +106,8 @@ def checked_csv(
             text = cell.strip()
             if text not in {"", "nan", "NaN"} and finite_number(text) is None:
                 raise DataError(f"{path}: row {row}, column {column!r}: {text[:20]!r} is not a finite number")
-        blanks = {"": math.nan, "nan": math.nan, "NaN": math.nan}
-        frame[column] = pd.to_numeric(frame[column].str.strip().replace(blanks))
+        stripped = frame[column].str.strip()
+        frame[column] = pd.to_numeric(stripped.mask(stripped.isin(["", "nan", "NaN"])))
     for column in frame.columns:  # other blank cells read as pandas reads them: missing
         if column not in numeric:
             frame[column] = frame[column].replace("", math.nan)

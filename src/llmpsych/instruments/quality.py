@@ -468,7 +468,7 @@ def _weakest_item(items: pd.DataFrame, key: dict[str, Any]) -> str:
     part = items[match].dropna(subset=["item_total_r"])
     if part.empty:
         return "–"
-    row = part.loc[part["item_total_r"].idxmin()]
+    row = part.iloc[part["item_total_r"].argmin()]
     return f"item {int(row['item'])}: {row['item_total_r']:.2f}"
 
 
@@ -528,10 +528,13 @@ def scale_view(per_scale: pd.DataFrame, who: Respondents = RUNS, keys: tuple[str
             "scale": per_scale["scale"],
             who.many: per_scale["runs"],
             "valid rate [95% CI]": [
-                NOT_MEANINGFUL
-                if math.isnan(r.valid_rate)
-                else f"{r.valid_rate:.2f} [{r.valid_ci_low:.2f}, {r.valid_ci_high:.2f}]"
-                for r in per_scale.itertuples()
+                NOT_MEANINGFUL if math.isnan(rate) else f"{rate:.2f} [{low:.2f}, {high:.2f}]"
+                for rate, low, high in zip(
+                    per_scale["valid_rate"],
+                    per_scale["valid_ci_low"],
+                    per_scale["valid_ci_high"],
+                    strict=True,
+                )
             ],
             "reverse-keyed items": [f"{r.reverse_items} of {r.items}" for r in per_scale.itertuples()],
             "acquiescence (n)": [_acquiescence(r) for r in per_scale.itertuples()],
@@ -648,7 +651,7 @@ def grouped_quality_tables(
         tables = quality_tables(scales, answers[match], part, column=column, seed=seed, who=who)
         for name, frame in tables.items():
             for i, (key, value) in enumerate(zip(keys, values, strict=True)):
-                frame.insert(i, key, value)
+                frame.insert(i, key, [value] * len(frame))
             parts.setdefault(name, []).append(frame)
     if not parts:
         empty = quality_tables({}, answers, valid, column=column, seed=seed, who=who)

@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any, Protocol
 
 from ..errors import EndpointError, ModelSpecError
+from .backends import BACKENDS, ClientOptions
 from .cache import ResponseCache, cache_key
 from .canonical import canonical_json
 from .catalog import DEFAULT_EMBEDDED_MODEL, catalog_entry, model_file
@@ -256,8 +257,12 @@ class ModelClient:
         await self.backend.aclose()
 
 
+#: A backend's opener, as :data:`~llmpsych.models.backends.BACKENDS` holds it.
+Opener = Callable[[ModelSpec, ClientOptions], ModelClient]
+
+
 def open_client(
-    spec_text: str,
+    spec: ModelSpec | str,
     *,
     base_url: str | None = None,
     concurrency: int | None = None,
@@ -267,34 +272,53 @@ def open_client(
     embedded: EmbeddedSettings | None = None,
     url_source: str = "--base-url",
 ) -> ModelClient:
-    """Build a client from a model spec string (see :mod:`llmpsych.models.spec`).
+    """Build a client from a parsed model spec (text is parsed here, once: see :mod:`llmpsych.models.spec`),
+    by the opener its kind is registered with (:mod:`llmpsych.models.backends`).
 
     ``base_url`` is refused for an endpoint with its own URL (``openai/``, ``openrouter/``, named
     endpoints): see :func:`~llmpsych.models.spec.resolve_endpoint`. ``url_source`` names where it came from.
     """
-    spec = parse_model_spec(spec_text)
-    if spec.kind == "http":
-        endpoint = resolve_endpoint(spec, base_url, concurrency, timeout, max_retries, url_source=url_source)
-        backend = HttpBackend(endpoint)
-        ask = not endpoint.concurrency_set and spec.endpoint not in KEY_REQUIRED  # hosted APIs: no slots
-        source = "set" if endpoint.concurrency_set else "default"
-        limit = EndpointLimit(endpoint.concurrency, source, backend.server_slots if ask else None)
-        limit.on_slots.append(partial(setattr, backend, "concurrency"))
-        client = ModelClient(
-            spec,
-            backend,
-            endpoint.identity,
-            endpoint.model,
-            endpoint.concurrency,
-            RetryPolicy(max_retries=endpoint.max_retries),
-            cache,
-            limit,
-        )
-        client.endpoint_info = endpoint.describe()
-        return client
-    if base_url is not None:
-        raise ModelSpecError(f"{spec} is an embedded model: {url_source} does not apply to it")
-    settings = (embedded or EmbeddedSettings()).with_context(spec.ctx)
+    if isinstance(spec, str):
+        spec = parse_model_spec(spec)
+    options = ClientOptions(base_url, concurrency, timeout, max_retries, cache, embedded, url_source)
+    opener: Opener = BACKENDS.get(spec.kind)
+    return opener(spec, options)
+
+
+def open_http(spec: ModelSpec, options: ClientOptions) -> ModelClient:
+    """The client of an OpenAI-compatible endpoint (the ``http`` backend)."""
+    endpoint = resolve_endpoint(
+        spec,
+        options.base_url,
+        options.concurrency,
+        options.timeout,
+        options.max_retries,
+        url_source=options.url_source,
+    )
+    backend = HttpBackend(endpoint)
+    ask = not endpoint.concurrency_set and spec.endpoint not in KEY_REQUIRED  # hosted APIs: no slots
+    source = "set" if endpoint.concurrency_set else "default"
+    limit = EndpointLimit(endpoint.concurrency, source, backend.server_slots if ask else None)
+    limit.on_slots.append(partial(setattr, backend, "concurrency"))
+    client = ModelClient(
+        spec,
+        backend,
+        endpoint.identity,
+        endpoint.model,
+        endpoint.concurrency,
+        RetryPolicy(max_retries=endpoint.max_retries),
+        options.cache,
+        limit,
+    )
+    client.endpoint_info = endpoint.describe()
+    return client
+
+
+def open_embedded(spec: ModelSpec, options: ClientOptions) -> ModelClient:
+    """The client of a model llama.cpp runs in this process (the ``embedded`` backend)."""
+    if options.base_url is not None:
+        raise ModelSpecError(f"{spec} is an embedded model: {options.url_source} does not apply to it")
+    settings = (options.embedded or EmbeddedSettings()).with_context(spec.ctx)
     if spec.endpoint == "local":
         name = spec.model or DEFAULT_EMBEDDED_MODEL
         path = model_file(name)
@@ -304,14 +328,15 @@ def open_client(
         stat = path.stat()
         identity = f"embedded:{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
     model = load_embedded(path, settings)
+    concurrency = options.concurrency
     client = ModelClient(
         spec,
         EmbeddedBackend(model),
         identity,
         spec.model,
         concurrency or settings.n_parallel,
-        RetryPolicy(max_retries=2 if max_retries is None else max_retries),
-        cache,
+        RetryPolicy(max_retries=2 if options.max_retries is None else options.max_retries),
+        options.cache,
         EndpointLimit(concurrency or settings.n_parallel, "set" if concurrency else "slots (n_parallel)"),
     )
     client.endpoint_info = {"provider": "embedded", "endpoint": "in-process", "key_from": None}

@@ -33,6 +33,7 @@ from pydantic import SecretStr
 
 from ..config import EndpointSettings, UserConfig, user_config
 from ..errors import MissingKeyError, ModelSpecError
+from .backends import BACKENDS, BUILTIN_KINDS
 from .embedded import served_token
 from .urls import endpoint_address, query_secrets, redact_url, split_userinfo
 
@@ -57,7 +58,7 @@ DEFAULT_MAX_RETRIES = 6
 class ModelSpec:
     """A parsed model specification."""
 
-    kind: str  # "http" or "embedded"
+    kind: str  # its backend (:mod:`llmpsych.models.backends`): "http", "embedded" or a registered one
     endpoint: str  # endpoint name ("local" / "gguf" for embedded models)
     model: str  # model name sent to the endpoint, catalog name, or GGUF path
     text: str  # the spec as the user wrote it
@@ -178,6 +179,8 @@ def parse_model_spec(text: str, config: UserConfig | None = None) -> ModelSpec:
         if not name:
             raise ModelSpecError(f"model spec {text!r} names no model", "e.g. local/qwen2.5-0.5b?ctx=8192")
         return ModelSpec("embedded", "local", name, text, ctx)
+    if endpoint in BACKENDS and endpoint not in BUILTIN_KINDS:  # a registered backend's own prefix
+        return ModelSpec(endpoint, endpoint, model, text)
     if _split_ctx(text, model)[1] is not None:
         raise ModelSpecError(
             f"model spec {text!r}: ?ctx= applies to embedded models (local/..., gguf:...)",

@@ -586,8 +586,8 @@ def _sections(
         )
     sections = [("What was measured", measured), ("What n is", what_n)]
     sections.append(("Scores (mean ± sd over runs, ddof = 1)", table(_scores_view(summary))))
-    languages = summary["language"].dropna().unique() if "language" in summary else []
-    if len(languages) > 1:  # a run holding several languages (e.g. a scale and its translation)
+    languages = summary["language"].nunique(dropna=True) if "language" in summary else 0
+    if languages > 1:  # a run holding several languages (e.g. a scale and its translation)
         by_language = _scores_view(summary).assign(language=summary["language"].fillna("not given"))
         by_language = by_language.sort_values("language", kind="stable")
         sections.append(("Scores by language", table(by_language.set_index("language").reset_index())))

@@ -104,7 +104,7 @@ def classify_runs(scores: pd.DataFrame, scale_name: str, cut: Thresholds) -> pd.
     picked = scores[(scores["scale"] == scale_name) & scores["subscale"].isin([MASCULINE, FEMININE])]
     wide = picked.pivot_table(index="run", columns="subscale", values="score", aggfunc="first", dropna=False)
     rows = []
-    for run, row in wide.iterrows():
+    for run, row in zip(wide.index, wide.to_dict("records"), strict=True):
         m, f = float(row.get(MASCULINE, math.nan)), float(row.get(FEMININE, math.nan))
         label = classify(m, f, cut)
         rows.append(

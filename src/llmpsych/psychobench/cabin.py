@@ -104,7 +104,7 @@ def group_scores(
     rows = []
     for model, dims in groups.items():
         for dim, names in dims.items():
-            for run, row in wide.iterrows():
+            for run, row in zip(wide.index, wide.to_dict("records"), strict=True):
                 values = [float(row.get(name, math.nan)) for name in names]
                 value = math.nan if any(math.isnan(v) for v in values) else sum(values) / len(values)
                 rows.append(

@@ -254,7 +254,7 @@ def between_runs(tidy: pd.DataFrame, labels: list[str], run_dirs: list[Path]) ->
     for (scale, subscale), group in part.groupby(["scale", "subscale"], sort=False):
         if len(group) < 2:
             continue
-        high, low = group.loc[group["mean"].idxmax()], group.loc[group["mean"].idxmin()]
+        high, low = group.iloc[group["mean"].argmax()], group.iloc[group["mean"].argmin()]
         values = {}
         for side in (high, low):
             frame = scores[side["model"]]
@@ -308,7 +308,7 @@ def between_view(between: pd.DataFrame) -> pd.DataFrame:
                 + (" — **different**" if r.significant else " — not significant")
             )
         else:
-            result = r.note
+            result = str(r.note)
         rows.append(
             {
                 "Scale": r.scale,

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..report.files import atomic_write_text
 from ..report.html import fenced, slug
-from ..report.transcripts import Call, UnitNotes, deciphered_notes, transcripts_markdown
+from ..report.transcripts import UnitNotes, deciphered_notes, transcripts_markdown
 
 if TYPE_CHECKING:
+    from ..runs.calls import StoredCall
     from ..runs.record import RunRecord
     from ..runs.store import UnitRow
 
@@ -58,7 +59,7 @@ def _logprob_lines(result: dict[str, Any]) -> list[str]:
     ]
 
 
-def unit_notes(unit: UnitRow, calls: list[Call], cipher_shift: int | None) -> UnitNotes:
+def unit_notes(unit: UnitRow, calls: list[StoredCall], cipher_shift: int | None) -> UnitNotes:
     """What a (scale, run) adds to its calls: its item order and counts, the logprob values, and with the
     cipher (``cipher_shift`` set) each reply as deciphered for scoring."""
     result = unit.result if isinstance(unit.result, dict) else {}

@@ -438,7 +438,7 @@ def analyze_validity(record: RunRecord, labels: dict[str, str]) -> list[Path]:
             part = summary[summary["benchmark"] == benchmark].set_index("persona")
             if not part.empty:
                 series[title] = [
-                    (float(part.loc[p, "mean"]), float(part.loc[p, "sd"])) if p in part.index else None
+                    (float(part["mean"][p]), float(part["sd"][p])) if p in part.index else None
                     for p in present
                 ]
         chart = grouped_bar_chart(present, series, run_dir / "validity.png", "Validity per role", (0, 100))

@@ -209,11 +209,10 @@ class QuickstartTask(Task[QuickstartOptions]):
             positional_items += len(result.positional)
             for index in scale.item_indices:
                 answer_rows.append({"run": unit.unit_id, "item": index, "answer": result.answers.get(index)})
-            scores = scale.score(result.answers)
             score_rows.append(
                 {
                     "run": unit.unit_id,
-                    **scores,
+                    **scale.score(result.answers),
                     "valid_rate": result.valid_rate(scale),
                     "positional_items": len(result.positional),
                     "asks": result.asks,

@@ -152,7 +152,7 @@ def _print(result: Reanalysis) -> None:
     for dim in DIMENSIONS:
         summary.add_column(dim[0], justify="right")
     row = result.summary.set_index("dimension")
-    summary.add_row(*(_fmt(row.loc[d, "mean"], row.loc[d, "sd"]) for d in DIMENSIONS))
+    summary.add_row(*(_fmt(row["mean"][d], row["sd"][d]) for d in DIMENSIONS))
     console.print(summary)
     for line in missing_lines(result):
         console.print(line, markup=False)
@@ -170,7 +170,7 @@ def _print(result: Reanalysis) -> None:
             cells = part.set_index("dimension")
             table.add_row(
                 LEVEL_NAMES.get(str(level), str(level)),
-                *(f"{cells.loc[d, 'difference']:+.2f} ({cells.loc[d, 'p']:.2f})" for d in DIMENSIONS),
+                *(f"{cells['difference'][d]:+.2f} ({cells['p'][d]:.2f})" for d in DIMENSIONS),
             )
         console.print(table)
     if result.groups is not None:
@@ -372,9 +372,7 @@ def compare(
         table.add_column(dim[0], justify="right")
     for name, summary in summaries.items():
         rows = summary.set_index("dimension")
-        table.add_row(
-            name, str(rows["n"].min()), *(_fmt(rows.loc[d, "mean"], rows.loc[d, "sd"]) for d in DIMENSIONS)
-        )
+        table.add_row(name, str(rows["n"].min()), *(_fmt(rows["mean"][d], rows["sd"][d]) for d in DIMENSIONS))
     console.print(table)
     pairs = Table(title=f"p-values ({method} t-test; equal means rejected at 0.05?)")
     pairs.add_column("pair")
@@ -384,7 +382,7 @@ def compare(
         cells = part.set_index("dimension")
         pairs.add_row(
             f"{x} vs {y}",
-            *(f"{cells.loc[d, 'p']:.2f} ({'Yes' if cells.loc[d, 'p'] < 0.05 else 'No'})" for d in DIMENSIONS),
+            *(f"{cells['p'][d]:.2f} ({'Yes' if cells['p'][d] < 0.05 else 'No'})" for d in DIMENSIONS),
         )
     console.print(pairs)
 

@@ -31,7 +31,7 @@ def comparison_grid(comparisons: pd.DataFrame) -> pd.DataFrame:
         cells = part.set_index("dimension")
         row: dict[str, Any] = {"factor": factor, "level": LEVEL_NAMES.get(str(level), str(level))}
         for dim in DIMENSIONS:
-            row[dim[0]] = f"{cells.loc[dim, 'difference']:+.2f} ({cells.loc[dim, 'p']:.2f})"
+            row[dim[0]] = f"{cells['difference'][dim]:+.2f} ({cells['p'][dim]:.2f})"
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import LlmpsychError
 from ..instruments.numbers import finite_number
 from ..instruments.scale import STORED_HINT
-from ..report.transcripts import Call, threads
+from ..report.transcripts import threads
+from ..runs.calls import StoredCall
 from ..runs.store import STORE_FILE, RunStore, UnitRow
 from .published import DIMENSIONS
 from .saves import concat_saves, load_save
@@ -39,13 +40,13 @@ class ReliabilityResult(BaseModel):
     transcript: list[dict[str, Any]] = Field(default_factory=list)  # runs before calls were the only copy
 
 
-def kept_conversation(result: Mapping[str, Any], calls: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
+def kept_conversation(result: Mapping[str, Any], calls: Iterable[StoredCall]) -> list[dict[str, str]]:
     """The messages and replies of the scored attempt: the result's own copy (older runs), else the
     ``kept_attempt``-th thread of the unit's stored calls (``calls``: its rows of ``record.calls``, in
     completion order)."""
     if result.get("transcript"):
         return [{"role": str(m["role"]), "content": str(m["content"])} for m in result["transcript"]]
-    grouped = threads(Call.of(c) for c in calls)  # completion order: a unit asks one call at a time
+    grouped = threads(calls)  # completion order: a unit asks one call at a time
     kept = int(result.get("kept_attempt") or 1)
     if not 1 <= kept <= len(grouped):
         return []
@@ -112,7 +113,7 @@ def _stored_score(value: object, unit_id: str, dimension: str) -> float:
 
 
 def detail_frame(
-    run_dir: Path, units: list[UnitRow] | None = None, calls: Iterable[Mapping[str, Any]] | None = None
+    run_dir: Path, units: list[UnitRow] | None = None, calls: Iterable[StoredCall] | None = None
 ) -> pd.DataFrame:
     """Per configuration: the prompts, the raw replies (of the scored attempt) and the parsed vector.
 
@@ -123,9 +124,9 @@ def detail_frame(
     if calls is None:
         with RunStore.in_dir(run_dir, readonly=True) as store:
             calls = list(store.calls())
-    by_unit: dict[str, list[Mapping[str, Any]]] = {}
+    by_unit: dict[str, list[StoredCall]] = {}
     for call in calls:
-        by_unit.setdefault(str(call["unit_id"]), []).append(call)
+        by_unit.setdefault(call.unit_id, []).append(call)
     rows = []
     for unit in units:
         result = unit.result or {}

@@ -106,7 +106,7 @@ def load_measurements(paths: list[Path]) -> list[Measurement]:
             date = datetime.fromisoformat(created) if created else None
         except ValueError:
             raise LlmpsychError(f"{path}: the manifest's date {created[:40]!r} is not a date") from None
-        cached = sum(1 for call in record.calls if call.get("cached"))
+        cached = sum(1 for call in record.calls if call.cached)
         found.append(Measurement(path.name, date, points, cached))
     dated = [m for m in found if m.date is not None]
     if len(dated) == len(found):

@@ -142,8 +142,8 @@ def load_save(path: Path | str) -> ReleasedSave:
         repeated = frame.duplicated(list(FACTORS), keep="first")
         if repeated.any():  # a grid save holds each configuration once (save.json: 2,500 distinct)
             second = int(repeated.to_numpy().nonzero()[0][0])
-            key = frame.loc[second, list(FACTORS)]
-            first = int((frame[list(FACTORS)] == key).all(axis=1).to_numpy().nonzero()[0][0])
+            setting = frame.loc[second, list(FACTORS)]
+            first = int((frame[list(FACTORS)] == setting).all(axis=1).to_numpy().nonzero()[0][0])
             raise DataError(
                 f"{path}: data[{second}] repeats the configuration of data[{first}]", "give each once"
             )

@@ -20,74 +20,17 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .files import atomic_write_text
 from .html import fenced, write_html
 
 if TYPE_CHECKING:
+    from ..runs.calls import StoredCall
     from ..runs.record import RunRecord
     from ..runs.store import UnitRow
 
 TRANSCRIPTS = "transcripts.md"
-
-
-class StoredCall(Protocol):
-    """What the renderer reads of a stored call (a row of ``run.sqlite``'s ``calls`` table)."""
-
-    @property
-    def seq(self) -> int: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def model(self) -> str: ...
-    @property
-    def request(self) -> dict[str, Any]: ...
-    @property
-    def response(self) -> dict[str, Any]: ...
-    @property
-    def latency_s(self) -> float | None: ...
-    @property
-    def prompt_tokens(self) -> int | None: ...
-    @property
-    def completion_tokens(self) -> int | None: ...
-    @property
-    def attempts(self) -> int | None: ...
-    @property
-    def cached(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Call:
-    """A stored call as :class:`~llmpsych.runs.record.Calls` yields it (a dict), with attributes."""
-
-    seq: int
-    role: str
-    model: str
-    request: dict[str, Any]
-    response: dict[str, Any]
-    latency_s: float | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    attempts: int | None
-    cached: bool
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> Call:
-        """The call from one of ``record.calls``' dicts (request and response parsed)."""
-        request, response = row.get("request"), row.get("response")
-        return cls(
-            seq=int(row.get("seq") or 0),
-            role=str(row.get("role") or "?"),
-            model=str(row.get("model") or "?"),
-            request=request if isinstance(request, dict) else {"raw": request},
-            response=response if isinstance(response, dict) else {"text": response},
-            latency_s=row.get("latency_s"),
-            prompt_tokens=row.get("prompt_tokens"),
-            completion_tokens=row.get("completion_tokens"),
-            attempts=row.get("attempts"),
-            cached=bool(row.get("cached")),
-        )
 
 
 @dataclass(frozen=True)
@@ -305,8 +248,8 @@ def transcripts_markdown(
     unit_title: Callable[[UnitRow], str | None] | None = None,
     thread_title: Callable[[Thread, int], str] = default_thread_title,
     units: Iterable[UnitRow] | None = None,
-    notes: Callable[[UnitRow, list[Call]], UnitNotes | None] | None = None,
-    thread_key: Callable[[UnitRow, list[Call]], Callable[[StoredCall], Hashable | None]] | None = None,
+    notes: Callable[[UnitRow, list[StoredCall]], UnitNotes | None] | None = None,
+    thread_key: Callable[[UnitRow, list[StoredCall]], Callable[[StoredCall], Hashable | None]] | None = None,
 ) -> str:
     """A run's conversations as one Markdown page: per unit (creation order, or ``units``), per thread.
 
@@ -316,9 +259,9 @@ def transcripts_markdown(
     sat where, answers typed by people, deciphered replies); ``thread_key`` gives, from a unit and its
     calls, the ``key`` that groups them (:func:`threads`).
     """
-    by_unit: dict[str, list[Call]] = {}
-    for row in record.calls:
-        by_unit.setdefault(str(row["unit_id"]), []).append(Call.of(row))
+    by_unit: dict[str, list[StoredCall]] = {}
+    for call in record.calls:
+        by_unit.setdefault(call.unit_id, []).append(call)
     lines = [f"# {title}", ""]
     if intro:
         lines += [intro, ""]
@@ -349,8 +292,6 @@ def write_transcripts(
 
 __all__ = [
     "TRANSCRIPTS",
-    "Call",
-    "StoredCall",
     "Thread",
     "Turn",
     "UnitNotes",

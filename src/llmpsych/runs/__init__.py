@@ -8,6 +8,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .calls import (
+        StoredCall,
+    )
     from .config import (
         RunConfig,
         parse_run_config,
@@ -42,6 +45,7 @@ if TYPE_CHECKING:
 
 #: public name -> the submodule defining it
 _WHERE: dict[str, str] = {
+    "StoredCall": "calls",
     "RunConfig": "config",
     "load_run_config": "task",
     "parse_run_config": "config",
@@ -68,6 +72,7 @@ __all__ = [
     "RunOutcome",
     "RunRecord",
     "RunStore",
+    "StoredCall",
     "Task",
     "UnitContext",
     "WorkUnit",

@@ -9,44 +9,49 @@ import json
 from ..models.cache import ResponseCache
 from ..models.client import ModelClient, open_client
 from ..models.embedded import EmbeddedSettings
-from ..models.spec import accepts_base_url, parse_model_spec, refuse_redirect
+from ..models.spec import ModelSpec, accepts_base_url, parse_model_spec, refuse_redirect
 from ..models.types import GenerationParams
 from .config import RoleModel, RunConfig
 
 RUN_URL_SOURCE = "base_url of the run"  # where a role's URL came from when the run's base_url reached it
 
 
-def _plan_roles(config: RunConfig, roles: set[str] | None) -> dict[str, tuple[RoleModel, str | None, str]]:
-    """Each role's endpoint: (the role, the base URL it gets or None, where that URL came from).
+def _plan_roles(
+    config: RunConfig, roles: set[str] | None
+) -> dict[str, tuple[RoleModel, ModelSpec, str | None, str]]:
+    """Each role's endpoint: (the role, its model spec parsed, the base URL it gets or None, where that URL
+    came from). The spec is parsed here, once, and travels as that value to the client.
 
     A role's own ``base_url`` is its own (refused later for an endpoint with its own URL); the run's
     ``base_url`` goes only to roles naming an endpoint without a URL that set none themselves.
     """
-    plans: dict[str, tuple[RoleModel, str | None, str]] = {}
+    plans: dict[str, tuple[RoleModel, ModelSpec, str | None, str]] = {}
     for role, model in config.roles().items():
         if roles is not None and role not in roles:
             continue
+        spec = parse_model_spec(model.model)
         if model.base_url is not None:
-            plans[role] = (model, model.base_url, f"models.{role}.base_url")
-        elif config.base_url is not None and accepts_base_url(parse_model_spec(model.model)):
-            plans[role] = (model, config.base_url, RUN_URL_SOURCE)
+            plans[role] = (model, spec, model.base_url, f"models.{role}.base_url")
+        elif config.base_url is not None and accepts_base_url(spec):
+            plans[role] = (model, spec, config.base_url, RUN_URL_SOURCE)
         else:
-            plans[role] = (model, None, "")
+            plans[role] = (model, spec, None, "")
     return plans
 
 
 def base_url_roles(config: RunConfig, roles: set[str] | None = None) -> list[str]:
     """The roles the run's ``base_url`` applies to."""
-    return [r for r, (_, _, source) in _plan_roles(config, roles).items() if source == RUN_URL_SOURCE]
+    return [r for r, (_, _, _, source) in _plan_roles(config, roles).items() if source == RUN_URL_SOURCE]
 
 
-def _check_run_base_url(config: RunConfig, plans: dict[str, tuple[RoleModel, str | None, str]]) -> None:
+def _check_run_base_url(
+    config: RunConfig, plans: dict[str, tuple[RoleModel, ModelSpec, str | None, str]]
+) -> None:
     """Refuse a run-level base URL that would reach no role while an HTTP role has a URL of its own (a
     received config pairing ``openai/...`` with its own server), in one line naming that role."""
-    if config.base_url is None or any(src == RUN_URL_SOURCE for _, _, src in plans.values()):
+    if config.base_url is None or any(src == RUN_URL_SOURCE for _, _, _, src in plans.values()):
         return
-    for model, _, _ in plans.values():
-        spec = parse_model_spec(model.model)
+    for _, spec, _, _ in plans.values():
         if spec.kind == "http" and not accepts_base_url(spec):
             refuse_redirect(spec, config.base_url, "the run's base_url")
 
@@ -66,7 +71,7 @@ def open_clients(
     by_endpoint: dict[str, ModelClient] = {}
     by_role_endpoint: dict[str, ModelClient] = {}
     clients: dict[str, ModelClient] = {}
-    for role, (model, base_url, source) in plans.items():
+    for role, (model, spec, base_url, source) in plans.items():
         overrides = {
             k: v
             for k, v in GenerationParams.model_validate(model.params).model_dump(exclude_none=True).items()
@@ -80,7 +85,7 @@ def open_clients(
         key = json.dumps([model.model, base_url, overrides, limits], sort_keys=True)
         if key not in by_role_endpoint:
             client = open_client(
-                model.model,
+                spec,
                 base_url=base_url,
                 concurrency=limits[0],
                 timeout=limits[1],

@@ -25,18 +25,18 @@ def calls_frame(run: Path | RunRecord) -> pd.DataFrame:
         how, seconds, refused = call_provenance(call)
         rows.append(
             {
-                "unit_id": call["unit_id"],
-                "seq": call["seq"],
-                "role": call["role"],
-                "model": call["model"],
-                "messages": json.dumps(call["request"].get("messages"), ensure_ascii=False),
-                "answer": call["response"].get("text"),
-                "finish_reason": call["response"].get("finish_reason"),
-                "latency_s": call["latency_s"],
-                "prompt_tokens": call["prompt_tokens"],
-                "completion_tokens": call["completion_tokens"],
-                "attempts": call["attempts"],
-                "cached": call["cached"],
+                "unit_id": call.unit_id,
+                "seq": call.seq,
+                "role": call.role,
+                "model": call.model,
+                "messages": json.dumps(call.request.get("messages"), ensure_ascii=False),
+                "answer": call.response.get("text"),
+                "finish_reason": call.response.get("finish_reason"),
+                "latency_s": call.latency_s,
+                "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
+                "attempts": call.attempts,
+                "cached": call.cached,
                 "how": how,
                 "response_s": seconds,
                 "refused": len(refused),
@@ -84,7 +84,7 @@ def export_run(run_dir: Path, out_dir: Path | None = None) -> list[Path]:
         folder = output_dir(run_dir, "export") if out_dir is None else output_dir(out_dir)
         transcripts = write_lines(
             folder / "transcripts.jsonl",
-            (json.dumps(call, ensure_ascii=False) + "\n" for call in record.calls),
+            (json.dumps(call.as_dict(), ensure_ascii=False) + "\n" for call in record.calls),
         )
         calls_csv = write_csv(calls_frame(record), folder / "calls.csv")
         units_csv = write_csv(units_frame(record), folder / "units.csv")

@@ -154,8 +154,8 @@ def params_report(record: RunRecord) -> ParamsReport:
     differs: Counter[tuple[str, str, str, str]] = Counter()
     per_role: Counter[str] = Counter()
     for call in record.calls:
-        role, body = call["role"], call["request"]
-        if role not in roles or not isinstance(body, dict) or "messages" not in body:
+        role, body = call.role, call.request
+        if role not in roles or "messages" not in body:
             continue
         report.calls += 1
         per_role[role] += 1

@@ -30,8 +30,10 @@ a model call is ``model``; a recorded answer with the web seats' older ``answere
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .calls import StoredCall
 
 How = Literal["typed", "deadline", "never joined", "bot", "model", "strategy", "python", "unknown"]
 #: The provenance vocabulary, in this order in tables (``unknown``: an old store that did not record it).
@@ -43,10 +45,9 @@ DEFAULTED: frozenset[str] = frozenset({"deadline", "never joined"})
 _LEGACY_ANSWERED = {"typed": "typed", "deadline": "deadline", "bot": "never joined"}
 
 
-def call_provenance(call: Mapping[str, Any]) -> tuple[str, float | None, list[str]]:
-    """``(how, response_s, refused texts)`` of one stored call (a row of ``RunRecord.calls``)."""
-    request = _mapping(call.get("request"))
-    response = _mapping(call.get("response"))
+def call_provenance(call: StoredCall) -> tuple[str, float | None, list[str]]:
+    """``(how, response_s, refused texts)`` of one stored call (one of ``RunRecord.calls``)."""
+    request, response = call.request, call.response
     refused = response.get("refused")
     texts = [str(t) for t in refused] if isinstance(refused, list) else []
     how = response.get("how")
@@ -54,18 +55,14 @@ def call_provenance(call: Mapping[str, Any]) -> tuple[str, float | None, list[st
         seconds = response.get("response_s")
         return how, float(seconds) if isinstance(seconds, int | float) else None, texts
     if "messages" in request:  # a chat call: a model's reply
-        latency = call.get("latency_s")
+        latency = call.latency_s
         return "model", float(latency) if isinstance(latency, int | float) else None, texts
     legacy = _LEGACY_ANSWERED.get(str(request.get("answered")))
     if legacy is not None:
         return legacy, None, texts
-    if call.get("role") == "python":
+    if call.role == "python":
         return "python", None, texts
     return UNKNOWN, None, texts
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 __all__ = ["DEFAULTED", "HOW", "UNKNOWN", "How", "call_provenance"]

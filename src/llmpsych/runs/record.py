@@ -2,14 +2,14 @@
 
 :func:`read_run` opens the store once, read-only, and returns a :class:`RunRecord`; analysis receives
 that record instead of a path. Unit results come typed from :meth:`RunRecord.results` (each task names
-its result model), parsed once per model. Calls are held as stored rows and their request/response JSON
-is parsed only when a call is read: a store of 2,500 units and 50,000 calls is read in about a second,
-most of it SQLite handing over the rows.
+its result model), parsed once per model. Calls are held as stored rows and each becomes a
+:class:`~llmpsych.runs.calls.StoredCall` (its request and response JSON parsed) only when it is read:
+a store of 2,500 units and 50,000 calls is read in about a second, most of it SQLite handing over the
+rows.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import DataError
+from .calls import CALL_COLUMNS, StoredCall
 from .config import RunConfig, parse_run_config
 from .store import STORE_FILE, RunStore, UnitRow
 
@@ -26,29 +27,11 @@ if TYPE_CHECKING:
 
 ResultT = TypeVar("ResultT")
 
-#: The columns of a stored call, in the order :class:`Calls` holds them.
-CALL_COLUMNS = (
-    "unit_id",
-    "call_key",
-    "seq",
-    "role",
-    "model",
-    "request",
-    "response",
-    "latency_s",
-    "prompt_tokens",
-    "completion_tokens",
-    "attempts",
-    "cached",
-    "created",
-)
-_REQUEST, _RESPONSE, _CACHED = (CALL_COLUMNS.index(c) for c in ("request", "response", "cached"))
-
 RESULT_HINT = "was run.sqlite edited, or written by another llmpsych version?"
 
 
 class Calls:
-    """A run's model calls in completion order; each call's JSON is parsed when the call is read."""
+    """A run's model calls in completion order, each a :class:`StoredCall` parsed when it is read."""
 
     def __init__(self, rows: list[tuple[Any, ...]], store_path: Path) -> None:
         self._rows = rows
@@ -57,31 +40,20 @@ class Calls:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        return (self._call(row) for row in self._rows)
+    def __iter__(self) -> Iterator[StoredCall]:
+        return (StoredCall.parse(row, self._path) for row in self._rows)
 
-    def _call(self, row: tuple[Any, ...]) -> dict[str, Any]:
-        try:
-            request, response = json.loads(row[_REQUEST]), json.loads(row[_RESPONSE])
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
-            raise DataError(
-                f"run store {self._path}: {' '.join(str(exc).split())}", "is the file damaged?"
-            ) from None
-        call = dict(zip(CALL_COLUMNS, row, strict=True))
-        call.update(request=request, response=response, cached=bool(row[_CACHED]))
-        return call
-
-    def of_unit(self, unit_id: str) -> list[dict[str, Any]]:
+    def of_unit(self, unit_id: str) -> list[StoredCall]:
         """The calls of one unit, in completion order."""
-        return [self._call(row) for row in self._rows if row[0] == unit_id]
+        return [StoredCall.parse(row, self._path) for row in self._rows if row[0] == unit_id]
 
-    def last_by_unit(self) -> dict[str, dict[str, Any]]:
+    def last_by_unit(self) -> dict[str, StoredCall]:
         """Each unit's call with the highest sequence number (its last exchange)."""
         last: dict[str, tuple[Any, ...]] = {}
         for row in self._rows:
             if row[2] >= (last[row[0]][2] if row[0] in last else -1):
                 last[row[0]] = row
-        return {unit_id: self._call(row) for unit_id, row in last.items()}
+        return {unit_id: StoredCall.parse(row, self._path) for unit_id, row in last.items()}
 
     def frame(self) -> pd.DataFrame:
         """One row per call with the stored columns (request and response as their JSON text)."""
@@ -180,4 +152,4 @@ def record_from_store(store: RunStore, run_dir: Path) -> RunRecord:
     )
 
 
-__all__ = ["CALL_COLUMNS", "Calls", "RunRecord", "read_run", "record_from_store"]
+__all__ = ["CALL_COLUMNS", "Calls", "RunRecord", "StoredCall", "read_run", "record_from_store"]

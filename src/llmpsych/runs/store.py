@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 
 from ..errors import DataError, RunLockedError
+from .calls import StoredCall
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -485,26 +486,12 @@ class RunStore:
                 "completion_tokens, attempts, cached, created FROM calls ORDER BY created, unit_id, seq"
             ).fetchall()
 
-    def calls(self) -> Iterator[dict[str, Any]]:
+    def calls(self) -> Iterator[StoredCall]:
         """Every stored call, in completion order."""
         for row in self.call_rows():
             with self._guard():
                 request, response = json.loads(row[5]), json.loads(row[6])
-            yield {
-                "unit_id": row[0],
-                "call_key": row[1],
-                "seq": row[2],
-                "role": row[3],
-                "model": row[4],
-                "request": request,
-                "response": response,
-                "latency_s": row[7],
-                "prompt_tokens": row[8],
-                "completion_tokens": row[9],
-                "attempts": row[10],
-                "cached": bool(row[11]),
-                "created": row[12],
-            }
+            yield StoredCall.of(row, request, response)
 
     def call_count(self) -> int:
         """Number of stored calls."""

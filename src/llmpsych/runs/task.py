@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError
+from ..registry import Registry, subclass_check
 from .config import RunConfig, parse_run_config, read_config_file
 from .scores import ScoreTable
 
@@ -132,34 +132,30 @@ class Task(ABC, Generic[OptionsT]):
         return []
 
 
-#: Task name -> "module:Class"; imported lazily so the CLI starts fast.
-TASKS: dict[str, str] = {
-    "quickstart": "llmpsych.quickstart.task:QuickstartTask",
-    "echo": "llmpsych.testing.echo_task:EchoTask",
-    "psychobench": "llmpsych.psychobench.task:PsychoBenchTask",
-    "gamabench": "llmpsych.games.task:GamaBenchTask",
-    "gamabench-rephrase": "llmpsych.games.rephrase:RephraseTask",
-    "reliability": "llmpsych.reliability.task:ReliabilityTask",
-    "reliability-grid": "llmpsych.reliability.custom_grid:CustomGridTask",
-    "emotionbench": "llmpsych.emotion.task:EmotionBenchTask",
-    "mas": "llmpsych.collab.task:MasTask",
-    "validity": "llmpsych.psychobench.validity:ValidityTask",
-    "translate": "llmpsych.instruments.translate:TranslateTask",
-}
+#: The tasks by name, each imported when first asked for, so the CLI starts fast (:mod:`llmpsych.registry`).
+TASKS: Registry[type[Task[Any]]] = Registry("task", subclass_check(Task, "llmpsych.runs.Task", "name"))
+TASKS.add("quickstart", "llmpsych.quickstart.task:QuickstartTask")
+TASKS.add("echo", "llmpsych.testing.echo_task:EchoTask")
+TASKS.add("psychobench", "llmpsych.psychobench.task:PsychoBenchTask")
+TASKS.add("gamabench", "llmpsych.games.task:GamaBenchTask")
+TASKS.add("gamabench-rephrase", "llmpsych.games.rephrase:RephraseTask")
+TASKS.add("reliability", "llmpsych.reliability.task:ReliabilityTask")
+TASKS.add("reliability-grid", "llmpsych.reliability.custom_grid:CustomGridTask")
+TASKS.add("emotionbench", "llmpsych.emotion.task:EmotionBenchTask")
+TASKS.add("mas", "llmpsych.collab.task:MasTask")
+TASKS.add("validity", "llmpsych.psychobench.validity:ValidityTask")
+TASKS.add("translate", "llmpsych.instruments.translate:TranslateTask")
 
 
-def register_task(name: str, target: str) -> None:
-    """Make a task available under ``name`` (``target`` is ``module:Class``)."""
-    TASKS[name] = target
+def register_task(name: str, target: str | type[Task[Any]]) -> None:
+    """Make a task available under ``name`` (``target``: ``module:Class`` or the class); the class is
+    imported and checked now, so a task that is no :class:`Task` is refused here, in one line."""
+    TASKS.register(name, target)
 
 
 def task_class(name: str) -> type[Task[Any]]:
     """Resolve a task name to its class."""
-    try:
-        module_name, _, cls_name = TASKS[name].partition(":")
-    except KeyError:
-        raise ConfigError(f"unknown task {name!r}", f"available tasks: {', '.join(sorted(TASKS))}") from None
-    return cast("type[Task[Any]]", getattr(importlib.import_module(module_name), cls_name))
+    return TASKS.get(name)
 
 
 def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunConfig:

@@ -46,4 +46,4 @@ def first_request(run_dir: Path, unit_id: str) -> list[dict[str, Any]]:
     calls = read_run(run_dir).calls.of_unit(unit_id)
     if not calls:
         raise AssertionError(f"unit {unit_id} of {run_dir} has no stored call")
-    return list(min(calls, key=lambda c: c["seq"])["request"]["messages"])
+    return list(min(calls, key=lambda c: c.seq).request["messages"])

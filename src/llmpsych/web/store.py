@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
+from ..runs.calls import CALL_COLUMNS, StoredCall
 from ..runs.store import STORE_FILE
 
 #: How long a read waits for a writer's checkpoint before giving up (milliseconds).
@@ -52,24 +53,6 @@ class UnitSummary:
     started: float | None
     finished: float | None
     calls: int
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One stored model call."""
-
-    call_key: str
-    seq: int
-    role: str
-    model: str
-    request: dict[str, Any]
-    response: dict[str, Any]
-    latency_s: float | None
-    prompt_tokens: int | None
-    completion_tokens: int | None
-    attempts: int | None
-    cached: bool
-    created: float
 
 
 def check_store_files(run_dir: Path) -> Path:
@@ -230,7 +213,7 @@ def units_page(
         return [UnitSummary(*_typed("units", names, kinds, row)) for row in rows], total
 
 
-def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRecord], list[str]] | None:
+def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[StoredCall], list[str]] | None:
     """One unit (its row as a dict), its calls in order and its failure log; None if there is no such unit."""
     with connect(run_dir) as db:
         row = db.execute(
@@ -241,8 +224,7 @@ def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRec
         if row is None:
             return None
         calls = db.execute(
-            "SELECT call_key, seq, role, model, request, response, latency_s, prompt_tokens, "
-            "completion_tokens, attempts, cached, created FROM calls WHERE unit_id = ? ORDER BY created, seq",
+            f"SELECT {', '.join(CALL_COLUMNS)} FROM calls WHERE unit_id = ? ORDER BY created, seq",
             (unit_id,),
         ).fetchall()
         logged = db.execute("SELECT unit_id, error FROM failures WHERE unit_id = ? ORDER BY id", (unit_id,))
@@ -252,30 +234,8 @@ def read_unit(run_dir: Path, unit_id: str) -> tuple[dict[str, Any], list[CallRec
         )  # fmt: skip
         kinds = "text int text text text? text? int number? number?"
         unit = dict(zip(names, _typed("units", names, kinds, row), strict=True))
-        call_names = (
-            "call_key", "seq", "role", "model", "request", "response", "latency_s", "prompt_tokens",
-            "completion_tokens", "attempts", "cached", "created",
-        )  # fmt: skip
-        call_kinds = "text int text text text text number? int? int? int? int? number"
-        calls = [_typed("calls", call_names, call_kinds, call) for call in calls]
+        call_kinds = "text text int text text text text number? int? int? int? int? number"
+        calls = [_typed("calls", CALL_COLUMNS, call_kinds, call) for call in calls]
     unit["payload"], unit["result"] = _loads(unit["payload"]), _loads(unit["result"])
-    records = []
-    for key, seq, role, model, request, response, latency, p_tok, c_tok, attempts, cached, created in calls:
-        req, resp = _loads(request), _loads(response)
-        records.append(
-            CallRecord(
-                key,
-                seq,
-                role,
-                model,
-                req if isinstance(req, dict) else {"raw": req},
-                resp if isinstance(resp, dict) else {"text": str(resp)},
-                latency,
-                p_tok,
-                c_tok,
-                attempts,
-                bool(cached),
-                created,
-            )
-        )
+    records = [StoredCall.of(call, _loads(call[5]), _loads(call[6])) for call in calls]
     return unit, records, failures
