@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -404,38 +404,11 @@ def _games_list(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-@app.command("run")
-@kit.run_command
-def run_cmd(
-    ctx: typer.Context,
-    game: Annotated[
-        str, typer.Option("--game", help="A game, several comma-separated, or all, e.g. guessing,pirate.")
-    ] = "guessing",
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Games played per game.")] = 5,
-    players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 10,
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 20,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
-    published: kit.PublishedOpt = None,
-    *,
-    flags: kit.RunFlags,
-) -> None:
+@kit.task_command(app, "run", "gamabench")
+def run_cmd(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Play GAMA-Bench games with a model (the same as `llmpsych run --task gamabench`); writes scores,
-    plots and a report."""
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags))
-        return
-    games = [part.strip() for part in game.split(",") if part.strip()]
-    values = {
-        "game": games[0] if len(games) == 1 else games,
-        "runs": runs,
-        "players": players,
-        "rounds": rounds,
-        "max_tokens": max_tokens,
-        "published": published,
-    }
-    options = kit.task_options(ctx, values, flags)
-    cfg = kit.build_config("gamabench", flags, options=options, source="gamabench run")
-    kit.finish(kit.start(cfg, flags))
+    plots and a report. Each option of the task is a flag; a game's parameters: -O guessing.ratio=0.5."""
+    kit.run_task(ctx, "gamabench", flags, options, source="gamabench run")
 
 
 @app.command("host")
