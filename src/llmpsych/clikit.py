@@ -682,7 +682,7 @@ def _kebab(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _click_params(flags: Iterable[OptionFlag], panel: str) -> list[Any]:
+def _click_params(flags: Iterable[OptionFlag], panel: str, *, shown_defaults: bool = True) -> list[Any]:
     """typer's own options for ``flags`` (built as typer builds a declared ``Annotated`` parameter)."""
     from typer.main import _get_param
     from typer.models import ParamMeta
@@ -692,7 +692,7 @@ def _click_params(flags: Iterable[OptionFlag], panel: str) -> list[Any]:
         decl = f"{f.flag}/--{f.off or 'no-' + f.flag[2:]}" if f.annotation in (bool, bool | None) else f.flag
         metavar = "|".join(f.choices) if f.choices else None
         info = typer.Option(
-            f.default, decl, help=f.help, show_default=True, rich_help_panel=panel, metavar=metavar
+            f.default, decl, help=f.help, show_default=shown_defaults, rich_help_panel=panel, metavar=metavar
         )
         params.append(_get_param(ParamMeta(name=f.param, default=info, annotation=f.annotation)))
     return params
@@ -706,13 +706,16 @@ class TaskCommand(typer.core.TyperCommand):
     task: ClassVar[str] = ""
     #: Flags this command once had that named another option: old flag -> the flag of the option it set.
     moved: ClassVar[Mapping[str, str]] = {}
+    #: False: the command has defaults of its own (a preset's), so the fields' are not shown.
+    shown_defaults: ClassVar[bool] = True
     _generated: list[OptionFlag] | None = None
 
     def generated(self) -> list[OptionFlag]:
         """The task's option flags, added to this command's parameters on first use."""
         if self._generated is None:
             flags = option_flags(check_task(self.task).Options)
-            self.params.extend(_click_params(flags, f"Task options ({self.task}; also -O key=value)"))
+            panel = f"Task options ({self.task}; also -O key=value)"
+            self.params.extend(_click_params(flags, panel, shown_defaults=self.shown_defaults))
             self._generated = flags
         return self._generated
 
@@ -753,6 +756,7 @@ def task_command(
     without: Iterable[str] = (),
     local: bool = False,
     moved: Mapping[str, str] | None = None,
+    shown_defaults: bool = True,
 ) -> Callable[[CommandT], CommandT]:
     """Register ``func`` as ``app``'s command ``name`` running ``task``: every option of the task's
     ``Options`` model is a flag of it (:class:`OptionFlag`), next to the shared run flags
@@ -762,6 +766,8 @@ def task_command(
     given, then ``--task-config``, then ``-O`` (:func:`layer_options`); a flag of its own (a report
     setting, a model role) is declared as usual and must not be a task option. ``moved`` names the
     command's old flags that set an option of another name (each is refused with the new spelling).
+    ``shown_defaults=False``: the command has defaults of its own (a preset's values), so ``--help``
+    shows none of the fields'.
     """
 
     def decorate(func: CommandT) -> CommandT:
@@ -778,12 +784,104 @@ def task_command(
 
         params = [p for n, p in signature.parameters.items() if n != "options"]
         command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        cls = type(f"{task.title()}Command", (TaskCommand,), {"task": task, "moved": dict(moved or {})})
+        members = {"task": task, "moved": dict(moved or {}), "shown_defaults": shown_defaults}
+        cls = type(f"{task.title()}Command", (TaskCommand,), members)
         made = run_command(command, flags_type, local=local, without=without)
         app.command(name, cls=cls)(made)
         return cast("CommandT", made)
 
     return decorate
+
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: the preset's).")
+]
+
+
+def preset_command(
+    app: typer.Typer,
+    group: str,
+    task: str,
+    presets: Callable[[], Any],
+    *,
+    max_tokens: bool = False,
+    moved: Mapping[str, str] | None = None,
+) -> None:
+    """Give ``app`` the command ``preset NAME``: one of a paper's experiments, its runs (resumable in the
+    same ``--out``), then its summary. The one body of every benchmark's presets.
+
+    Each option of ``task`` is a flag, as on its run command (:func:`task_command`): what is given layers
+    over the preset's values (a preset's values are its own defaults, so the flags show none).
+    ``presets`` returns the benchmark's presets module (imported only when the command runs): its
+    ``get_preset``, ``PresetSettings``, ``expand``, ``describe``, ``execute``, ``summarize`` and, where it
+    has more to say about a plan, ``plan_note(planned)``. ``max_tokens``: the command takes
+    ``--max-tokens`` as a sampling parameter (for a task without such an option).
+    """
+
+    def preset(
+        ctx: typer.Context,
+        name: Annotated[str, typer.Argument(help="Preset name (the `presets` command lists them).")],
+        model: ModelsOpt = None,
+        dry_run: DryRunOpt = False,
+        max_tokens: MaxTokensOpt = None,
+        *,
+        flags: RunFlags,
+        options: dict[str, Any],
+    ) -> None:
+        """Run one of the paper's experiments: its runs (resumable in the same --out), then a summary in
+        --out. Each option of the task is a flag; what is given layers over the preset's values."""
+        from .paths import runs_dir
+        from .report.markdown import table as md_table
+        from .report.terminal import echo
+        from .runs.runner import new_run_dir
+
+        module = presets()
+        chosen = module.get_preset(name)
+        if flags.temperature is not None and chosen.name == "temperatures":
+            raise ConfigError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
+        from .runs.optionfields import comma_forms
+
+        check_options(task, options)
+        options = comma_forms(check_task(task).Options, options)
+        settings = module.PresetSettings(
+            models=list(model or []),
+            temperature=flags.temperature,
+            max_tokens=max_tokens,
+            base_url=flags.base_url,
+            concurrency=flags.concurrency,
+            data_dir=flags.data_dir,
+            seed=flags.seed or 0,
+            cache=not flags.no_cache,
+            options=options,
+        )
+        planned = module.expand(chosen, settings)
+        note = getattr(module, "plan_note", None)
+        size = note(planned) if callable(note) else f"{len(planned)} run directories"
+        if dry_run:
+            echo(f"preset {chosen.name}: {chosen.title} ({chosen.paper})")
+            echo(terminal_text(md_table(module.describe(planned), floatfmt="g"), markup=False))
+            echo(f"{size}; nothing was run (--dry-run).")
+            return
+        parent = flags.out or new_run_dir(runs_dir(), f"{group}-{chosen.name}")
+
+        def report(run: Any, outcome: RunOutcome) -> None:
+            console.print(outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
+
+        outcomes = module.execute(
+            planned, parent, progress=flags.progress, debug=state.debug, on_outcome=report
+        )
+        for path in module.summarize(chosen, planned, parent):
+            console.print(f"  wrote {terminal_text(path)}")
+        again = f"llmpsych {group} preset {terminal_text(chosen.name)} ... --out {terminal_text(parent)}"
+        exit_if_failed(summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
+
+    if not max_tokens:
+        signature = inspect.signature(preset, eval_str=True)
+        params = [p for n, p in signature.parameters.items() if n != "max_tokens"]
+        preset.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    # a sweep of runs: re-run into the same --out to resume
+    task_command(app, "preset", task, without={"resume"}, moved=moved, shown_defaults=False)(preset)
 
 
 def run_task(

@@ -440,71 +440,10 @@ def presets_cmd() -> None:
     )
 
 
-@app.command("preset")
-@kit.run_command(without={"resume"})  # its own --out resumes
-def preset_cmd(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Preset name (`llmpsych psychobench presets` lists them).")],
-    model: kit.ModelsOpt = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", "-o", help="Folder for the run directories and the summary; re-use it to resume."
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")
-    ] = False,
-    scales: Annotated[
-        str | None, typer.Option("--scales", help="Comma-separated scales (default BFI, the thesis's).")
-    ] = None,
-    runs: Annotated[
-        int | None, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale (default 10).")
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", help="Default 0, the thesis's (not for 'temperatures').")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: sized to the scale).")
-    ] = None,
-    *,
-    flags: kit.RunFlags,
-) -> None:
-    """Run one of the thesis's sensitivity experiments: its runs (resumable), then a comparison in --out."""
-    from ..paths import runs_dir
-    from ..report.markdown import table as md_table
-    from ..runs.runner import new_run_dir
-    from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
+def _presets() -> Any:
+    from . import presets
 
-    preset = get_preset(name)
-    options = kit.task_options(ctx, {}, flags)
-    kit.check_options("psychobench", options)
-    settings = PresetSettings(
-        models=list(model or []),
-        scales=parse_scales(scales),
-        runs=runs,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        base_url=flags.base_url,
-        concurrency=flags.concurrency,
-        data_dir=flags.data_dir,
-        seed=flags.seed or 0,
-        cache=not flags.no_cache,
-        options=options,
-    )
-    planned = expand(preset, settings)
-    if dry_run:
-        echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
-        echo(terminal_text(md_table(describe(planned), floatfmt="g"), markup=False))
-        echo(f"{len(planned)} run directories; nothing was run (--dry-run).")
-        return
-    parent = out or new_run_dir(runs_dir(), f"psychobench-{preset.name}")
+    return presets
 
-    def report(run: Any, outcome: RunOutcome) -> None:
-        console.print(kit.outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
 
-    outcomes = execute(planned, parent, progress=flags.progress, debug=kit.state.debug, on_outcome=report)
-    for path in summarize(preset, planned, parent):
-        console.print(f"  wrote {terminal_text(path)}")
-    again = f"llmpsych psychobench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
-    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
+kit.preset_command(app, "psychobench", "psychobench", _presets, max_tokens=True)
