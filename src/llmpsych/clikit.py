@@ -710,18 +710,29 @@ class TaskCommand(typer.core.TyperCommand):
     shown_defaults: ClassVar[bool] = True
     _generated: list[OptionFlag] | None = None
 
-    def generated(self) -> list[OptionFlag]:
-        """The task's option flags, added to this command's parameters on first use."""
+    _declared: list[Any]
+
+    @property  # type: ignore[override]
+    def params(self) -> list[Any]:
+        """The declared parameters, then the task's options (added on first read: that imports the
+        task's model)."""
         if self._generated is None:
+            self._generated = []  # being built (reading params below must not build them again)
             flags = option_flags(check_task(self.task).Options)
             panel = f"Task options ({self.task}; also -O key=value)"
-            self.params.extend(_click_params(flags, panel, shown_defaults=self.shown_defaults))
+            self._declared.extend(_click_params(flags, panel, shown_defaults=self.shown_defaults))
             self._generated = flags
-        return self._generated
+        return self._declared
 
-    def get_params(self, ctx: Any) -> list[Any]:
-        self.generated()
-        return super().get_params(ctx)  # type: ignore[no-any-return]
+    @params.setter
+    def params(self, value: list[Any]) -> None:
+        self._declared = value
+
+    def generated(self) -> list[OptionFlag]:
+        """The task's option flags."""
+        self.params  # noqa: B018 - reading them builds them
+        assert self._generated is not None
+        return self._generated
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """An old flag that renamed its option is one line naming the option's own flag."""
