@@ -651,7 +651,7 @@ def option_flags(model: type[Any]) -> list[OptionFlag]:
                 OptionFlag(
                     name,
                     _kebab(name),
-                    list[item] | None,
+                    list[item] | None,  # type: ignore[valid-type]  # a type read off the field
                     default,
                     (text + " Repeatable.").strip(),
                     choices=_choices(bare),
@@ -712,7 +712,7 @@ class TaskCommand(typer.core.TyperCommand):
 
     _declared: list[Any]
 
-    @property  # type: ignore[override]
+    @property
     def params(self) -> list[Any]:
         """The declared parameters, then the task's options (added on first read: that imports the
         task's model)."""
@@ -743,7 +743,7 @@ class TaskCommand(typer.core.TyperCommand):
                     f"{old} is now {self.moved[old]}: a flag is named after the option it sets",
                     f"see `{ctx.command_path} --help`",
                 )
-        return super().parse_args(ctx, args)  # type: ignore[no-any-return]
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
         """Take the generated values out of the call: those given (on the command line or from the

@@ -51,7 +51,7 @@ def comma_forms(model: type[Any], options: dict[str, Any]) -> dict[str, Any]:
             continue
         for meta in [*info.metadata, *_nested_metadata(info.annotation)]:
             if isinstance(meta, BeforeValidator) and meta.func in COMMA_FORMS:
-                out[name] = meta.func(out[name])  # type: ignore[operator]
+                out[name] = meta.func(out[name])
     return out
 
 
