@@ -238,3 +238,23 @@ def test_the_documented_nested_form_reaches_the_game(app: typer.Typer, tmp_path:
     assert result.exit_code == 0, result.output
     [played] = unit_results(tmp_path / "r").values()
     assert played["params"]["ratio"] == 0.5 and played["params"]["max"] == 50
+
+
+def test_a_dotted_key_keeps_the_config_files_other_keys(
+    app: typer.Typer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``llmpsych run game.toml -O guessing.ratio=0.5``: the file's ``[options.guessing]`` table keeps its
+    other keys (the override was a whole-table replacement)."""
+    started: list[Any] = []
+
+    def catch(config: Any, flags: Any) -> Any:
+        started.append(config)
+        raise Planned
+
+    monkeypatch.setattr(kit, "start", catch)
+    (tmp_path / "game.toml").write_text(
+        'task = "gamabench"\n[options]\nplayers = 2\n[options.guessing]\nmax = 50\n', encoding="utf-8"
+    )
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "game.toml"), "-O", "guessing.ratio=0.5"])
+    assert isinstance(result.exception, Planned), result.output or repr(result.exception)
+    assert started[0].options["guessing"] == {"max": 50, "ratio": 0.5}
