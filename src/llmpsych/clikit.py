@@ -638,7 +638,7 @@ def option_flags(model: type[Any]) -> list[OptionFlag]:
             raise ValueError(f"{model.__name__}.{name}: an option needs a default to be a flag")
         text = (info.description or "").strip()
         first = text.split(" ", 1)[0]
-        if first.isalpha() and first.islower() and len(first) > 2:  # a sentence, not a value (t1..t5)
+        if first.isalpha() and first.islower() and (len(first) > 2 or first in ("a", "an")):  # not t1..t5
             text = text[:1].upper() + text[1:]
         text = text.replace("[", "\\[")
         if text and not text.endswith("."):
