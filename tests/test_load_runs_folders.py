@@ -43,7 +43,7 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=players) as server:
         _invoke(
             "gamabench", "preset", "multiple-runs", "-m", MODEL, "-m", "openai-compatible/other",
-            "--games", "guessing", "--runs", 1, "--players", 3, "--rounds", 1,
+            "--game", "guessing", "--runs", 1, "--players", 3, "--rounds", 1,
             "--base-url", server.base_url, *quiet, "--out", out / "gamabench-preset",
         )  # fmt: skip
     with FaultServer(responder=Subject()) as server:
