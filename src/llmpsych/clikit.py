@@ -122,8 +122,8 @@ OptionOpt = Annotated[
     typer.Option(
         "--option",
         "-O",
-        help="Task option key=value (value read as YAML: 3, true, \\[a, b]); repeatable; wins over "
-        "--task-config.",
+        help="Task option key=value (value read as YAML: 3, true, \\[a, b]); a dotted key sets a key of a "
+        "table (guessing.ratio=0.5); repeatable; wins over --task-config.",
     ),
 ]
 TaskConfigOpt = Annotated[
