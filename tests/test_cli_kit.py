@@ -260,7 +260,6 @@ def test_gamabench_run_plays_through_the_kit_and_exits_1_when_games_failed(tmp_p
         "runs": 1,
         "players": 2,
         "rounds": 2,
-        "max_tokens": 1024,
         "max_reasks": 1,
         "language": "en",  # resolved by the task and recorded (the built-in prompts are English)
     }

@@ -23,7 +23,7 @@ def test_mas_run_compare_systems_and_preset(seed_data: Path, tmp_path: Path) -> 
                     "run",
                     "--system",
                     "mad",
-                    "--task",
+                    "--dataset",
                     "ciar",
                     "--items",
                     "2",
@@ -66,7 +66,7 @@ def test_mas_run_compare_systems_and_preset(seed_data: Path, tmp_path: Path) -> 
 
 
 def test_mas_run_bleurt_checkpoint_flag(seed_data: Path, tmp_path: Path) -> None:
-    base = ["run", "--system", "mad", "--task", "commonmt", "--items", "1", "--no-progress"]
+    base = ["run", "--system", "mad", "--dataset", "commonmt", "--items", "1", "--no-progress"]
     base += ["--model", "openai-compatible/scripted", "--base-url", "http://127.0.0.1:9/v1"]
     base += ["--data-dir", str(seed_data)]
     out = ["--out", str(tmp_path / "run")]

@@ -238,7 +238,7 @@ def test_select_from_a_real_panas_run_picks_the_extreme_situations(tmp_path: Pat
         ]
         first = llmpsych(
             "emotionbench", "run", *common, "--factors", "Anger-1", "--situations-per-factor", "0",
-            "--runs", "1", "--default-runs", "2", "--keep-order", "--data-dir", str(seed_data),
+            "--runs", "1", "--default-runs", "2", "--no-shuffle", "--data-dir", str(seed_data),
             "--out", str(panas_run),
         )  # fmt: skip
         assert first.returncode == 0, first.stderr

@@ -114,7 +114,7 @@ def test_a_contradictory_language_is_refused_before_any_request(tmp_path: Path, 
         with pytest.raises(ConfigError, match=r"language 'fr' contradicts the situations file \(de\)"):
             start_run(small(server, seed_data, situations_file=str(de), language="fr"), tmp_path / "r", False)
         args = ["run", "--model", "openai-compatible/scripted", "--base-url", server.base_url]
-        args += ["--situations", str(de), "-O", "language=fr", "--data-dir", str(seed_data)]
+        args += ["--situations-file", str(de), "-O", "language=fr", "--data-dir", str(seed_data)]
         result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "cli"), "--no-progress"])
         # files that name two languages are one run in no language
         scale = tmp_path / "mood.yaml"

@@ -190,7 +190,7 @@ def test_run_and_compare_commands(tmp_path: Path, seed_data: Path) -> None:
     with FaultServer(responder=make_responder(seed_data, bodies)) as server:
         args = ["run", "--model", "openai-compatible/scripted", "--base-url", server.base_url]
         args += ["--factors", "Fear-5", "--situations-per-factor", "1", "--runs", "2", "--default-runs", "2"]
-        args += ["--prompt", "v2", "--stable", "--keep-order", "--no-cache", "--no-progress"]
+        args += ["--prompt", "v2", "--stable", "--no-shuffle", "--no-cache", "--no-progress"]
         args += ["--data-dir", str(seed_data), "--out", str(tmp_path / "r")]
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

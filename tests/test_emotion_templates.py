@@ -195,7 +195,7 @@ def test_a_run_on_a_non_standard_file_says_so_in_one_console_line(tmp_path: Path
     bodies: list[dict[str, Any]] = []
     with FaultServer(responder=answer_all(bodies)) as server:
         args = ["emotionbench", "run", "-m", "openai-compatible/scripted", "--base-url", server.base_url]
-        args += ["--situations", str(path), "--situations-per-factor", "1", "--runs", "1"]
+        args += ["--situations-file", str(path), "--situations-per-factor", "1", "--runs", "1"]
         args += ["--default-runs", "2", "--no-cache", "--no-progress"]
         done = llmpsych(*args, "--data-dir", str(seed_data), "--out", str(out))
     assert done.returncode == 0, done.stderr

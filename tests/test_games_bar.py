@@ -41,5 +41,5 @@ def test_answers_must_be_go_or_stay() -> None:
         game(players=3, rounds=2), build_seats(["fixed:go", "fixed:stay", "fixed:maybe"], 3), max_reasks=1
     )
     record = table.game.records[0]
-    assert record["choices"] == ["go", "stay", "stay"]  # the unreadable seat fell back to staying home
-    assert record["decisions"][2]["fallback"] and record["decisions"][2]["asks"] == 2
+    assert record.choices == ["go", "stay", "stay"]  # the unreadable seat fell back to staying home
+    assert record.decisions[2].fallback and record.decisions[2].asks == 2

@@ -27,4 +27,4 @@ def test_dish_must_be_costly_or_cheap_and_equilibrium_is_costly() -> None:
     with pytest.raises(ValueError):
         game().decision(0, 1).validate({"chosen_dish": "steak"})
     table = play_offline(game(players=3, rounds=2), build_seats(None, 3, "strategy:ne"))
-    assert all(r["dishes"] == ["costly"] * 3 for r in table.game.records)
+    assert all(r.dishes == ["costly"] * 3 for r in table.game.records)

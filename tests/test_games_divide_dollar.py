@@ -31,4 +31,4 @@ def test_bids_are_validated_to_the_pot_and_report_own_bid() -> None:
 
 def test_equilibrium_bids_split_the_pot() -> None:
     table = play_offline(game(players=4, rounds=2), build_seats(None, 4, "strategy:ne"))
-    assert [r["bids"] for r in table.game.records] == [[25] * 4] * 2
+    assert [r.bids for r in table.game.records] == [[25] * 4] * 2

@@ -57,8 +57,8 @@ def test_range_is_the_game_range_and_equilibrium_is_the_minimum() -> None:
     with pytest.raises(ValueError):
         decision.validate({"chosen_number": "5"})
     table = play_offline(game(players=4, rounds=3), build_seats(None, 4, default="strategy:ne"))
-    assert all(r["choices"] == [0, 0, 0, 0] and r["winners"] == [0, 1, 2, 3] for r in table.game.records)
+    assert all(r.choices == [0, 0, 0, 0] and r.winners == [0, 1, 2, 3] for r in table.game.records)
     assert (
-        play_offline(game(ratio=1.5), build_seats(None, 3, "strategy:ne")).game.records[0]["choices"]
+        play_offline(game(ratio=1.5), build_seats(None, 3, "strategy:ne")).game.records[0].choices
         == [100] * 3
     )

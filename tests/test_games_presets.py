@@ -187,7 +187,7 @@ def test_dry_run_prints_the_runs_and_runs_nothing(tmp_path: Path) -> None:
             "temperatures",
             "--model",
             "openai/m",
-            "--games",
+            "--game",
             "guessing",
             "--out",
             str(tmp_path / "o"),
@@ -363,7 +363,7 @@ def test_leaderboard_preset_of_two_models_then_the_leaderboard_command(tmp_path:
 def test_tiny_preset_on_the_embedded_model(tmp_path: Path) -> None:
     out = tmp_path / "tiny"
     result = subprocess.run(
-        [sys.executable, "-m", "llmpsych", "gamabench", "preset", "multiple-runs", "--games", "guessing"]
+        [sys.executable, "-m", "llmpsych", "gamabench", "preset", "multiple-runs", "--game", "guessing"]
         + ["--runs", "2", "--players", "2", "--rounds", "1", "--max-tokens", "24", "--out", str(out)]
         + ["--no-progress"],
         capture_output=True,

@@ -43,7 +43,7 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=players) as server:
         _invoke(
             "gamabench", "preset", "multiple-runs", "-m", MODEL, "-m", "openai-compatible/other",
-            "--games", "guessing", "--runs", 1, "--players", 3, "--rounds", 1,
+            "--game", "guessing", "--runs", 1, "--players", 3, "--rounds", 1,
             "--base-url", server.base_url, *quiet, "--out", out / "gamabench-preset",
         )  # fmt: skip
     with FaultServer(responder=Subject()) as server:
@@ -60,7 +60,7 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=scale_answers) as server:
         _invoke(
             "psychobench", "run", "-m", MODEL, "-m", "openai-compatible/second",
-            "--scale-file", out.parent / "tidy.yaml", "--runs", 1,
+            "--scale-files", out.parent / "tidy.yaml", "--runs", 1,
             "--base-url", server.base_url, *quiet, "--out", out / "models",
         )  # fmt: skip
     with FaultServer(responder=ScriptedCollaborator({})) as server:

@@ -124,7 +124,7 @@ def test_scale_file_runs_end_to_end_without_official_data(app, server, tmp_path:
     scale_path = tidy_file(tmp_path / "mine", kind)
     out = tmp_path / "out"
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scale-file", str(scale_path), "--runs", "3",
+        app, "-m", "openai-compatible/scripted", "--scale-files", str(scale_path), "--runs", "3",
         "--base-url", server.base_url, "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -173,8 +173,8 @@ def test_mixed_with_official_scale_in_chunks_with_persona_and_cipher(
     scale_path = tidy_file(tmp_path, "yaml")
     out = tmp_path / "out"
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scales", "DTDD", "--scale-file", str(scale_path),
-        "--runs", "2", "--chunk-size", "4", "--persona", "hero", "--cipher", "caesar",
+        app, "-m", "openai-compatible/scripted", "--scales", "DTDD", "--scale-files", str(scale_path),
+        "--runs", "2", "--chunk-size", "4", "--persona", "hero", "--cipher",
         "--data-dir", str(seed_data), "--base-url", server.base_url, "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -202,7 +202,7 @@ def test_scale_file_in_logprob_mode(app, server, tmp_path: Path) -> None:
     scale_path = tidy_file(tmp_path, "yaml")
     out = tmp_path / "out"
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scale-file", str(scale_path), "--runs", "2",
+        app, "-m", "openai-compatible/scripted", "--scale-files", str(scale_path), "--runs", "2",
         "--mode", "logprob", "--base-url", server.base_url, "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -279,7 +279,7 @@ def finished_run(app, server, tmp_path_factory: pytest.TempPathFactory) -> tuple
     folder = tmp_path_factory.mktemp("own-run")
     scale_path = tidy_file(folder, "yaml")
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scale-file", str(scale_path), "--runs", "3",
+        app, "-m", "openai-compatible/scripted", "--scale-files", str(scale_path), "--runs", "3",
         "--base-url", server.base_url, "--out", str(folder / "out"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from llmpsych import cli
-from llmpsych.errors import LlmpsychError
 from llmpsych.psychobench.cipher import decipher
-from llmpsych.psychobench.cli import model_dir_name, parse_cipher, parse_scales
+from llmpsych.psychobench.cli import model_dir_name, parse_scales
+from llmpsych.psychobench.options import PsychoBenchOptions
 from llmpsych.runs import RunStore
 from llmpsych.testing.fault_server import FaultServer
 
@@ -37,10 +37,8 @@ def app():
 
 def test_option_parsing() -> None:
     assert parse_scales("all") is None and parse_scales("BFI, EPQ-R") == ["BFI", "EPQ-R"]
-    assert parse_cipher(None) == {} and parse_cipher("caesar") == {"cipher": True}
-    assert parse_cipher("caesar:5") == {"cipher": True, "cipher_shift": 5}
-    with pytest.raises(LlmpsychError):
-        parse_cipher("rot13")
+    # the run's --scales BFI,EPQ-R is the option's own comma form (the field splits it)
+    assert PsychoBenchOptions.model_validate({"scales": "BFI, EPQ-R"}).scales == ["BFI", "EPQ-R"]
     assert model_dir_name("openai-compatible/low") == "openai-compatible_low"
 
 
@@ -52,7 +50,7 @@ def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> No
             [
                 "psychobench", "run",
                 "--model", "openai-compatible/low", "--model", "openai-compatible/high",
-                "--scales", "BFI,DTDD", "--runs", "2", "--persona", "hero", "--cipher", "caesar",
+                "--scales", "BFI,DTDD", "--runs", "2", "--persona", "hero", "--cipher",
                 "--data-dir", str(seed_data), "--out", str(out), "--base-url", server.base_url,
                 "--no-cache", "--no-progress",
             ],
@@ -66,7 +64,7 @@ def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> No
         finally:
             store.close()
         assert config["options"] == {
-            "scales": ["BFI", "DTDD"], "runs": 2, "persona": "hero", "mode": "generate", "cipher": True,
+            "scales": ["BFI", "DTDD"], "runs": 2, "persona": "hero", "cipher": True,
         }  # fmt: skip
         assert config["cache"] is False and config["data_dir"] == str(seed_data)
         assert (run_dir / "report.md").is_file() and (run_dir / "norms.csv").is_file()

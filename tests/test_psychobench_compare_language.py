@@ -45,7 +45,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         for name, scale in (("en", "tidy.yaml"), ("en2", "tidy.yaml"), ("de", "tidy.de.yaml")):
             result = CliRunner().invoke(
                 cli.app,
-                ["psychobench", "run", "-m", "openai-compatible/a", "--scale-file", str(root / scale),
+                ["psychobench", "run", "-m", "openai-compatible/a", "--scale-files", str(root / scale),
                  "--runs", "3", "--base-url", server.base_url, "--out", str(root / name), "--no-cache",
                  "--no-progress"],
             )  # fmt: skip

@@ -118,7 +118,7 @@ def _normal(text: str, out: Path) -> str:
 def _preset(server: FaultServer, out: Path, *extra: str) -> Any:
     return run_cli(
         "gamabench", "preset", "temperatures", "--model", "openai-compatible/scripted",
-        "--games", "guessing", "--players", "3", "--rounds", "2", "--base-url", server.base_url,
+        "--game", "guessing", "--players", "3", "--rounds", "2", "--base-url", server.base_url,
         "--no-cache", "--no-progress", "--out", out, *extra,
     )  # fmt: skip
 
@@ -392,7 +392,7 @@ def test_ctrl_c_stops_a_sweep_on_ray_and_the_same_command_finishes_it(tmp_path: 
     out = tmp_path / "ray"
     with FaultServer(FaultRates(latency_s=0.3), responder=scripted) as server:
         args = [sys.executable, "-m", "llmpsych", "gamabench", "preset", "temperatures"]
-        args += ["--model", "openai-compatible/scripted", "--games", "guessing", "--players", "3"]
+        args += ["--model", "openai-compatible/scripted", "--game", "guessing", "--players", "3"]
         args += ["--rounds", "6", "--base-url", server.base_url, "--no-cache", "--no-progress"]
         args += ["--out", str(out), "--executor", "ray", "--actors", "2"]
         driver = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -198,7 +198,7 @@ def test_cli_run_then_analyze_the_run_directory(tmp_path: Path, seed_data: Path)
     with FaultServer(responder=respondent) as server:
         args = ["run", "-m", "openai-compatible/scripted", "--base-url", server.base_url]
         args += ["--languages", "En", "--templates", "t1,t2", "--versions", "v1", "--labels", "n,au"]
-        args += ["--steer", "personality:bio", "--target", profile, "--no-cache", "--no-progress"]
+        args += ["--steer", "personality:bio", "--targets", profile, "--no-cache", "--no-progress"]
         args += ["--data-dir", str(seed_data), "-o", str(tmp_path / "run")]
         result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

@@ -66,7 +66,6 @@ def test_psychobench_failed_model_is_counted_with_its_reason_and_exits_1(
                 "-m",
                 "openai-compatible/broken",
                 "--cipher",
-                "caesar",
             ]
             + ["--scales", "DTDD", "--runs", "2", "--data-dir", str(seed_data), "--out", str(out)]
             + ["--base-url", server.base_url, "--no-cache", "--no-progress"]
@@ -187,7 +186,7 @@ def test_mas_run_refused_items_fail_the_command_with_the_reason(tmp_path: Path, 
     out = tmp_path / "mas"
     with FaultServer(hostile=status_reply(400)) as server:
         result = invoke(
-            ["mas", "run", "--system", "mad", "--task", "ciar", "--items", "2", "--fault", "none"]
+            ["mas", "run", "--system", "mad", "--dataset", "ciar", "--items", "2", "--fault", "none"]
             + ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
             + ["--data-dir", str(seed_data), "--no-cache", "--no-progress", "--out", str(out)]
         )
@@ -227,7 +226,7 @@ def test_the_summary_neither_drives_the_terminal_nor_repeats_a_reason(
     out = tmp_path / "mas"
     with FaultServer(hostile=hostile) as server:
         result = invoke(
-            ["mas", "run", "--system", "mad", "--task", "ciar", "--items", "3", "--fault", "none"]
+            ["mas", "run", "--system", "mad", "--dataset", "ciar", "--items", "3", "--fault", "none"]
             + ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
             + ["--data-dir", str(seed_data), "--no-cache", "--no-progress", "--out", str(out)]
         )

@@ -38,7 +38,7 @@ def test_humaneval_refuses_without_bubblewrap_and_runs_with_the_unsafe_flag(
         return scripted(body)
 
     with FaultServer(responder=responder) as server:
-        base = ["--system", "camel", "--task", "humaneval50", "--items", "1", "--data-dir", str(seed_data)]
+        base = ["--system", "camel", "--dataset", "humaneval50", "--items", "1", "--data-dir", str(seed_data)]
         base += ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
         refused = _mas([*base, "--out", str(tmp_path / "refused")], tmp_path, "")
         assert refused.returncode == 2

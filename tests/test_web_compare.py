@@ -28,7 +28,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> tuple[
             start_run(emotion_config(server, seed_data, **options), emotion / name, False)
     with FaultServer(responder=ScriptedCollaborator({}, answers={"Alice": "1.5"})) as server:
         for fault in ("none", "autoinject"):
-            args = ["run", "--system", "mad", "--task", "ciar", "--items", "2", "--fault", fault]
+            args = ["run", "--system", "mad", "--dataset", "ciar", "--items", "2", "--fault", fault]
             args += ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
             args += ["--data-dir", str(seed_data), "--no-cache", "--no-progress", "--out", str(mas / fault)]
             result = CliRunner().invoke(mas_app, args)

@@ -298,7 +298,7 @@ def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path, seed_da
             start_run(parse_run_config(config), root / f"pb-{model}", False)
     with FaultServer(responder=ScriptedCollaborator({}, answers={"Alice": "1.5"})) as server:
         for fault in ("none", "autoinject"):
-            args = ["run", "--system", "mad", "--task", "ciar", "--items", "1", "--fault", fault]
+            args = ["run", "--system", "mad", "--dataset", "ciar", "--items", "1", "--fault", fault]
             args += ["--model", "openai-compatible/scripted", "--base-url", server.base_url]
             args += ["--data-dir", str(seed_data), "--no-cache", "--no-progress", "--out", str(root / fault)]
             result = CliRunner().invoke(mas_app, args)

@@ -90,8 +90,11 @@ def run(
 
         data = read_config_file(config)
         named = task or data.get("task")
-        if isinstance(named, str) and isinstance(data.get("options", {}), dict):
-            kit.check_options(named, {**data.get("options", {}), **options}, str(config))
+        if isinstance(data.get("options", {}), dict):  # -O guessing.ratio=0.5 keeps the file's other keys
+            in_file = data.get("options", {})
+            options = {k: kit.merge_option(in_file.get(k), v, k) for k, v in options.items()}
+            if isinstance(named, str):
+                kit.check_options(named, {**in_file, **options}, str(config))
 
         overrides: dict[str, Any] = {
             "task": task,

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, cast, overload
 
 import typer
+import typer.core
 
 from . import userfiles
 from .errors import ConfigError, terminal_text
@@ -120,8 +122,8 @@ OptionOpt = Annotated[
     typer.Option(
         "--option",
         "-O",
-        help="Task option key=value (value read as YAML: 3, true, \\[a, b]); repeatable; wins over "
-        "--task-config.",
+        help="Task option key=value (value read as YAML: 3, true, \\[a, b]); a dotted key sets a key of a "
+        "table (guessing.ratio=0.5); repeatable; wins over --task-config.",
     ),
 ]
 TaskConfigOpt = Annotated[
@@ -409,25 +411,56 @@ def sweep_command(func: CommandT) -> CommandT:
 # -- task options --------------------------------------------------------------------------------------
 def parse_options(pairs: Iterable[str]) -> dict[str, Any]:
     """``["runs=3", "scales=[BFI, EPQ-R]"]`` -> ``{"runs": 3, "scales": ["BFI", "EPQ-R"]}``: each value is
-    read as a YAML scalar or flow collection (as inspect_ai's ``-T``)."""
+    read as a YAML scalar or flow collection (as inspect_ai's ``-T``).
+
+    A dotted key sets a key of a table: ``guessing.ratio=0.5`` -> ``{"guessing": {"ratio": 0.5}}``
+    (gamabench's per-game parameters), merged with the table's other keys however they are given; a key
+    given as a value and as a table is one error line."""
     import yaml
 
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
+        key = key.strip()
+        if not sep or not key:
             raise ConfigError(f"--option expects key=value, got {pair!r}")
         try:
-            options[key.strip()] = yaml.safe_load(value)
+            parsed = yaml.safe_load(value)
         except yaml.YAMLError as exc:
             reason = " ".join(str(exc).split())
-            raise ConfigError(f"--option {key.strip()}: the value is not valid YAML: {reason}") from None
+            raise ConfigError(f"--option {key}: the value is not valid YAML: {reason}") from None
         except (RecursionError, ValueError) as exc:  # nested too deeply; an integer of 4,300+ digits
             raise ConfigError(
-                f"--option {key.strip()}: the value is not valid YAML: {userfiles.reason(exc)}"
+                f"--option {key}: the value is not valid YAML: {userfiles.reason(exc)}"
             ) from None
-        userfiles.check_shape(options[key.strip()], f"--option {key.strip()}", error=ConfigError)
+        userfiles.check_shape(parsed, f"--option {key}", error=ConfigError)
+        path = [part.strip() for part in key.split(".")]
+        if not all(path):
+            raise ConfigError(f"--option {key!r}: an empty part in the dotted key", "e.g. guessing.ratio=0.5")
+        for part in reversed(path[1:]):
+            parsed = {part: parsed}
+        options[path[0]] = merge_option(options.get(path[0], _ABSENT), parsed, path[0])
     return options
+
+
+_ABSENT: Any = object()
+
+
+def merge_option(old: Any, new: Any, key: str) -> Any:
+    """``new`` over ``old``: two tables merge key by key (``-O guessing.ratio=0.5`` keeps the file's
+    ``guessing.rounds``); a table over a value, or a value over a table, is one error line."""
+    if old is _ABSENT or old is None:
+        return new
+    if isinstance(old, dict) and isinstance(new, dict):
+        merged = dict(old)
+        for name, value in new.items():
+            merged[name] = merge_option(merged.get(name, _ABSENT), value, f"{key}.{name}")
+        return merged
+    if isinstance(old, dict) != isinstance(new, dict):
+        raise ConfigError(
+            f"option {key!r} is given both as a value and as a table ({key}.KEY=...)", "keep one"
+        )
+    return new
 
 
 def read_task_config(path: Path) -> dict[str, Any]:
@@ -468,17 +501,418 @@ def task_options(
     """
     explicit = {(aliases or {}).get(name, name): name for name in given(ctx)}
     options = {k: v for k, v in values.items() if v is not None}
+    return layer_options(ctx, options, {k: n for k, n in explicit.items() if k in values}, run)
+
+
+def layer_options(
+    ctx: typer.Context, values: dict[str, Any], flags_of: dict[str, str], run: RunFlags
+) -> dict[str, Any]:
+    """``values`` (the command's flags), then the ``--task-config`` file, then the ``-O`` pairs, each layer
+    winning over the one before and tables merged key by key; ``flags_of`` maps each option given as a
+    flag on the command line to that flag's parameter: it wins over the file, and ``-O`` for it too is an
+    error."""
+    options = dict(values)
     if run.task_config is not None:
         for key, value in read_task_config(run.task_config).items():
-            if not (key in explicit and key in values):  # a flag given on the command line wins
-                options[key] = value
+            if key not in flags_of:  # a flag given on the command line wins
+                options[key] = merge_option(options.get(key, _ABSENT), value, key)
     for key, value in parse_options(run.option).items():
-        if key in explicit and key in values:
+        if key in flags_of:
             raise ConfigError(
-                f"option {key!r} is given twice: as {flag_name(ctx, explicit[key])} and as -O", "keep one"
+                f"option {key!r} is given twice: as {flag_name(ctx, flags_of[key])} and as -O", "keep one"
             )
-        options[key] = value
+        options[key] = merge_option(options.get(key, _ABSENT), value, key)
     return options
+
+
+# -- commands generated from a task's Options model -----------------------------------------------------
+#: Generated parameters are named ``option__<field>`` inside the command (never a clash with its own).
+OPTION_PARAM = "option__"
+#: Where :class:`TaskCommand` leaves the options given as flags for the command body (``ctx.meta``).
+GIVEN_OPTIONS = "llmpsych.given_options"
+#: Field types a flag carries as they are; every other type is read from YAML, as ``-O`` reads it.
+_PLAIN = (str, int, float)
+
+
+@dataclass(frozen=True)
+class OptionFlag:
+    """One option of a task's ``Options`` model as a flag of its command, everything read off the field.
+
+    The rule, the same for every task (docs/cli.md, "Task options are flags"):
+
+    - the flag is the field's name in kebab-case (``situations_per_factor`` -> ``--situations-per-factor``):
+      a flag never names anything but the option it sets;
+    - its help is the field's ``description``, its default the field's default (shown in ``--help``);
+    - a ``Literal`` field shows its values (``<generate|logprob>``) and the model checks the value given,
+      as it checks ``-O`` (so its validators' aliases hold: ``--method paper``); a bool is ``--x/--no-x``
+      (a field may name its off switch: ``published`` is ``--published/--corrected``);
+    - a list is a repeatable flag (``--scale-files a.yaml --scale-files b.yaml``); a list of names declared
+      as :data:`~llmpsych.runs.optionfields.CommaList` also takes ``--scales BFI,EPQ-R`` (the field splits
+      it, so ``-O`` and config files take that spelling too);
+    - a model-typed field (a scale file, a template set) takes its text form (a path);
+    - any other type (a table, a union of shapes) takes a YAML value, as ``-O`` does;
+    - only flags given on the command line (or from the environment) become options; the rest is left to
+      the model, so the one default is the field's.
+    """
+
+    name: str
+    flag: str
+    annotation: Any
+    default: Any
+    help: str
+    yaml: bool = False
+    off: str | None = None
+    choices: tuple[str, ...] = ()
+
+    @property
+    def param(self) -> str:
+        """The parameter's name inside the command."""
+        return OPTION_PARAM + self.name
+
+    def value(self, given: Any) -> Any:
+        """The option's value from what click parsed (a YAML text read as ``-O`` reads it)."""
+        if self.yaml and isinstance(given, str):
+            return parse_options([f"{self.name}={given}"])[self.name]
+        if isinstance(given, tuple):
+            return list(given)
+        return given
+
+
+def _bare(annotation: Any) -> tuple[Any, bool]:
+    """The annotation without ``Annotated`` and ``None``; whether ``None`` was one of its members."""
+    import types
+    from typing import Union, get_args, get_origin
+
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        optional = len(members) < len(get_args(annotation))
+        if len(members) == 1:
+            return _bare(members[0])[0], optional
+        return annotation, optional
+    return annotation, False
+
+
+def _flag_type(annotation: Any) -> Any:
+    """The flag's type for a field's bare type (None: the value is read as YAML)."""
+    from typing import Literal, get_args, get_origin
+
+    from pydantic import BaseModel
+
+    if annotation in _PLAIN or annotation is bool:
+        return annotation
+    if isinstance(annotation, type) and issubclass(annotation, Path | BaseModel):
+        return str  # a path, or a model's text form (a scale file, PATH#VERSION)
+    if get_origin(annotation) is Literal and all(isinstance(v, str) for v in get_args(annotation)):
+        return str  # the model checks the value: its validators also take aliases (method: paper)
+    return None
+
+
+def _choices(annotation: Any) -> tuple[str, ...]:
+    """The values of a ``Literal`` (or a list of one), shown as the flag's metavar."""
+    from typing import Literal, get_args, get_origin
+
+    if get_origin(annotation) is list:
+        annotation = _bare(get_args(annotation)[0])[0]
+    if get_origin(annotation) is Literal:
+        return tuple(str(v) for v in get_args(annotation))
+    return ()
+
+
+def option_flags(model: type[Any]) -> list[OptionFlag]:
+    """The flags of a task's ``Options`` model, one per field (fields marked
+    :func:`~llmpsych.runs.optionfields.no_flag` left out), by the rule of :class:`OptionFlag`."""
+    from typing import get_args, get_origin
+
+    from pydantic_core import PydanticUndefined
+
+    flags: list[OptionFlag] = []
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        if extra.get("flag") is False:
+            continue
+        bare, optional = _bare(info.annotation)
+        default = info.get_default(call_default_factory=True)
+        if default is PydanticUndefined:
+            raise ValueError(f"{model.__name__}.{name}: an option needs a default to be a flag")
+        text = (info.description or "").strip()
+        first = text.split(" ", 1)[0]
+        if first.isalpha() and first.islower() and (len(first) > 2 or first in ("a", "an")):  # not t1..t5
+            text = text[:1].upper() + text[1:]
+        text = text.replace("[", "\\[")
+        if text and not text.endswith("."):
+            text += "."
+        kind = _flag_type(bare)
+        many = get_origin(bare) is list and _flag_type(_bare(get_args(bare)[0])[0]) not in (None, bool)
+        if many:
+            item = _flag_type(_bare(get_args(bare)[0])[0])
+            flags.append(
+                OptionFlag(
+                    name,
+                    _kebab(name),
+                    list[item] | None,  # type: ignore[valid-type]  # a type read off the field
+                    default,
+                    (text + " Repeatable.").strip(),
+                    choices=_choices(bare),
+                )
+            )
+        elif kind is None:  # a table, a union of shapes: YAML, as -O reads it
+            shown = default if isinstance(default, str) or default is None else json.dumps(default)
+            help_text = (text + " A YAML value, as -O reads it.").strip()
+            flags.append(OptionFlag(name, _kebab(name), str | None, shown, help_text, yaml=True))
+        elif kind is bool:
+            off = extra.get("off")
+            flags.append(
+                OptionFlag(
+                    name,
+                    _kebab(name),
+                    bool | None if optional else bool,
+                    default,
+                    text,
+                    off=str(off) if off else None,
+                )
+            )
+        else:
+            flags.append(OptionFlag(name, _kebab(name), kind | None, default, text, choices=_choices(bare)))
+    return flags
+
+
+def _kebab(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _click_params(flags: Iterable[OptionFlag], panel: str, *, shown_defaults: bool = True) -> list[Any]:
+    """typer's own options for ``flags`` (built as typer builds a declared ``Annotated`` parameter)."""
+    from typer.main import _get_param
+    from typer.models import ParamMeta
+
+    params = []
+    for f in flags:
+        decl = f"{f.flag}/--{f.off or 'no-' + f.flag[2:]}" if f.annotation in (bool, bool | None) else f.flag
+        metavar = "|".join(f.choices) if f.choices else None
+        info = typer.Option(
+            f.default, decl, help=f.help, show_default=shown_defaults, rich_help_panel=panel, metavar=metavar
+        )
+        params.append(_get_param(ParamMeta(name=f.param, default=info, annotation=f.annotation)))
+    return params
+
+
+class TaskCommand(typer.core.TyperCommand):
+    """A run command whose task options are generated from its task's ``Options`` model
+    (:func:`task_command`). The model is imported when the command's parameters are first needed (its
+    ``--help``, or running it), never for ``llmpsych --help`` or the group's help."""
+
+    task: ClassVar[str] = ""
+    #: Flags this command once had that named another option: old flag -> the flag of the option it set.
+    moved: ClassVar[Mapping[str, str]] = {}
+    #: False: the command has defaults of its own (a preset's), so the fields' are not shown.
+    shown_defaults: ClassVar[bool] = True
+    _generated: list[OptionFlag] | None = None
+
+    _declared: list[Any]
+
+    @property
+    def params(self) -> list[Any]:
+        """The declared parameters, then the task's options (added on first read: that imports the
+        task's model)."""
+        if self._generated is None:
+            self._generated = []  # being built (reading params below must not build them again)
+            flags = option_flags(check_task(self.task).Options)
+            panel = f"Task options ({self.task}; also -O key=value)"
+            self._declared.extend(_click_params(flags, panel, shown_defaults=self.shown_defaults))
+            self._generated = flags
+        return self._declared
+
+    @params.setter
+    def params(self, value: list[Any]) -> None:
+        self._declared = value
+
+    def generated(self) -> list[OptionFlag]:
+        """The task's option flags."""
+        self.params  # noqa: B018 - reading them builds them
+        assert self._generated is not None
+        return self._generated
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """An old flag that renamed its option is one line naming the option's own flag."""
+        for arg in args[: args.index("--")] if "--" in args else args:
+            old = arg.split("=", 1)[0]
+            if old in self.moved:
+                raise ConfigError(
+                    f"{old} is now {self.moved[old]}: a flag is named after the option it sets",
+                    f"see `{ctx.command_path} --help`",
+                )
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Take the generated values out of the call: those given (on the command line or from the
+        environment) go to the body through ``ctx.meta``, the rest is the model's default."""
+        given_options: dict[str, Any] = {}
+        for f in self.generated():
+            value = ctx.params.pop(f.param, None)
+            source = ctx.get_parameter_source(f.param)
+            if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+                given_options[f.name] = f.value(value)
+        ctx.meta[GIVEN_OPTIONS] = given_options
+        return super().invoke(ctx)
+
+
+def task_command(
+    app: typer.Typer,
+    name: str,
+    task: str,
+    *,
+    flags_type: type[ExecutorFlags] = RunFlags,
+    without: Iterable[str] = (),
+    local: bool = False,
+    moved: Mapping[str, str] | None = None,
+    shown_defaults: bool = True,
+) -> Callable[[CommandT], CommandT]:
+    """Register ``func`` as ``app``'s command ``name`` running ``task``: every option of the task's
+    ``Options`` model is a flag of it (:class:`OptionFlag`), next to the shared run flags
+    (:func:`run_command`; ``without``/``local`` as there).
+
+    ``func`` takes ``ctx``, ``flags`` and ``options``: the task options of the command line, the flags
+    given, then ``--task-config``, then ``-O`` (:func:`layer_options`); a flag of its own (a report
+    setting, a model role) is declared as usual and must not be a task option. ``moved`` names the
+    command's old flags that set an option of another name (each is refused with the new spelling).
+    ``shown_defaults=False``: the command has defaults of its own (a preset's values), so ``--help``
+    shows none of the fields'.
+    """
+
+    def decorate(func: CommandT) -> CommandT:
+        signature = inspect.signature(func, eval_str=True)
+        if not {"ctx", "flags", "options"} <= signature.parameters.keys():
+            raise ValueError(f"{func.__name__}: a task command takes ctx, flags and options")
+
+        @functools.wraps(func)
+        def command(*args: Any, flags: RunFlags, **kwargs: Any) -> Any:
+            ctx = kwargs["ctx"]
+            values = dict(ctx.meta.get(GIVEN_OPTIONS, {}))
+            options = layer_options(ctx, values, {k: OPTION_PARAM + k for k in values}, flags)
+            return func(*args, flags=flags, options=options, **kwargs)
+
+        params = [p for n, p in signature.parameters.items() if n != "options"]
+        command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        members = {"task": task, "moved": dict(moved or {}), "shown_defaults": shown_defaults}
+        cls = type(f"{task.title()}Command", (TaskCommand,), members)
+        made = run_command(command, flags_type, local=local, without=without)
+        app.command(name, cls=cls)(made)
+        return cast("CommandT", made)
+
+    return decorate
+
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: the preset's).")
+]
+
+
+def preset_command(
+    app: typer.Typer,
+    group: str,
+    task: str,
+    presets: Callable[[], Any],
+    *,
+    max_tokens: bool = False,
+    moved: Mapping[str, str] | None = None,
+) -> None:
+    """Give ``app`` the command ``preset NAME``: one of a paper's experiments, its runs (resumable in the
+    same ``--out``), then its summary. The one body of every benchmark's presets.
+
+    Each option of ``task`` is a flag, as on its run command (:func:`task_command`): what is given layers
+    over the preset's values (a preset's values are its own defaults, so the flags show none).
+    ``presets`` returns the benchmark's presets module (imported only when the command runs): its
+    ``get_preset``, ``PresetSettings``, ``expand``, ``describe``, ``execute``, ``summarize`` and, where it
+    has more to say about a plan, ``plan_note(planned)``. ``max_tokens``: the command takes
+    ``--max-tokens`` as a sampling parameter (for a task without such an option).
+    """
+
+    def preset(
+        ctx: typer.Context,
+        name: Annotated[str, typer.Argument(help="Preset name (the `presets` command lists them).")],
+        model: ModelsOpt = None,
+        dry_run: DryRunOpt = False,
+        max_tokens: MaxTokensOpt = None,
+        *,
+        flags: RunFlags,
+        options: dict[str, Any],
+    ) -> None:
+        """Run one of the paper's experiments: its runs (resumable in the same --out), then a summary in
+        --out. Each option of the task is a flag; what is given layers over the preset's values."""
+        from .paths import runs_dir
+        from .report.markdown import table as md_table
+        from .report.terminal import echo
+        from .runs.runner import new_run_dir
+
+        module = presets()
+        chosen = module.get_preset(name)
+        if flags.temperature is not None and chosen.name == "temperatures":
+            raise ConfigError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
+        from .runs.optionfields import comma_forms
+
+        check_options(task, options)
+        options = comma_forms(check_task(task).Options, options)
+        settings = module.PresetSettings(
+            models=list(model or []),
+            temperature=flags.temperature,
+            max_tokens=max_tokens,
+            base_url=flags.base_url,
+            concurrency=flags.concurrency,
+            data_dir=flags.data_dir,
+            seed=flags.seed or 0,
+            cache=not flags.no_cache,
+            options=options,
+        )
+        planned = module.expand(chosen, settings)
+        note = getattr(module, "plan_note", None)
+        size = note(planned) if callable(note) else f"{len(planned)} run directories"
+        if dry_run:
+            echo(f"preset {chosen.name}: {chosen.title} ({chosen.paper})")
+            echo(terminal_text(md_table(module.describe(planned), floatfmt="g"), markup=False))
+            echo(f"{size}; nothing was run (--dry-run).")
+            return
+        parent = flags.out or new_run_dir(runs_dir(), f"{group}-{chosen.name}")
+
+        def report(run: Any, outcome: RunOutcome) -> None:
+            console.print(outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
+
+        outcomes = module.execute(
+            planned, parent, progress=flags.progress, debug=state.debug, on_outcome=report
+        )
+        for path in module.summarize(chosen, planned, parent):
+            console.print(f"  wrote {terminal_text(path)}")
+        again = f"llmpsych {group} preset {terminal_text(chosen.name)} ... --out {terminal_text(parent)}"
+        exit_if_failed(summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
+
+    if not max_tokens:
+        signature = inspect.signature(preset, eval_str=True)
+        params = [p for n, p in signature.parameters.items() if n != "max_tokens"]
+        preset.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    # a sweep of runs: re-run into the same --out to resume
+    task_command(app, "preset", task, without={"resume"}, moved=moved, shown_defaults=False)(preset)
+
+
+def run_task(
+    ctx: typer.Context,
+    task: str,
+    flags: RunFlags,
+    options: dict[str, Any],
+    *,
+    source: str,
+    models: dict[str, Any] | None = None,
+    n_parallel: int | None = None,
+    again: str | None = None,
+) -> None:
+    """A run command's body: resume the run ``--resume`` names, or start one of ``task`` with these
+    options; print the outcome and exit 1 when units failed."""
+    if flags.resume is not None:
+        finish(resume(ctx, flags), again)
+        return
+    cfg = build_config(task, flags, options=options, models=models, n_parallel=n_parallel, source=source)
+    finish(start(cfg, flags), again)
 
 
 def check_task(task: str) -> Any:
@@ -518,8 +952,10 @@ def build_config(
     """The run config of a command from its shared ``flags`` and task ``options`` (checked against the
     task first); ``models`` maps further model roles, ``params`` adds sampling parameters."""
     from .runs import parse_run_config
+    from .runs.optionfields import comma_forms
 
     check_options(task, options)
+    options = comma_forms(check_task(task).Options, options)
     temperature = flags.temperature
     all_params = {**(params or {}), **({"temperature": temperature} if temperature is not None else {})}
     data: dict[str, Any] = {
@@ -646,5 +1082,8 @@ __all__ = [
     "state",
     "summarize",
     "sweep_command",
+    "option_flags",
+    "run_task",
+    "task_command",
     "task_options",
 ]

@@ -34,16 +34,14 @@ def _parse_models(pairs: list[str] | None) -> dict[str, str]:
     return models
 
 
-@app.command("run")
-@kit.run_command
+@kit.task_command(
+    app,
+    "run",
+    "mas",
+    moved={"--task": "--dataset", "--pm": "--p-m", "--pe": "--p-e", "--error": "--error-type"},
+)
 def run(
     ctx: typer.Context,
-    system: Annotated[
-        str, typer.Option(help="metagpt, selfcollab, camel, spp, mad or agentverse.")
-    ] = "camel",
-    task: Annotated[
-        str, typer.Option(help="humaneval, humaneval50, ciar, commonmt or faireval.")
-    ] = "humaneval50",
     agent_model: Annotated[
         list[str] | None,
         typer.Option(
@@ -51,78 +49,18 @@ def run(
             "inspector). Repeatable."
         ),
     ] = None,
-    fault: Annotated[str, typer.Option(help="none, autotransform or autoinject.")] = "none",
-    pm: Annotated[
-        float, typer.Option(help="AutoInject: share of the faulty agent's messages corrupted.")
-    ] = 1.0,
-    pe: Annotated[float, typer.Option(help="AutoInject: share of lines/sentences corrupted.")] = 0.2,
-    error: Annotated[str, typer.Option(help="AutoInject error type: semantic or syntactic.")] = "semantic",
-    unit_mode: Annotated[
-        str, typer.Option(help="exact (round(pe x lines)) or bernoulli (per-line coin flip, reference code).")
-    ] = "exact",
-    defence: Annotated[str, typer.Option(help="Comma-separated: challenger, inspector.")] = "",
-    challenge_policy: Annotated[
-        str, typer.Option(help="After an 'unsafe' verdict: self_correct or request_revision.")
-    ] = "self_correct",
-    faulty_agent: Annotated[str | None, typer.Option(help="Override the default faulty agent.")] = None,
-    items: Annotated[int | None, typer.Option(help="Only the first N items.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
-    max_messages: Annotated[int | None, typer.Option(help="Message limit per item.")] = None,
-    max_rounds: Annotated[int | None, typer.Option(help="Round limit per item.")] = None,
-    metric: Annotated[
-        str, typer.Option(help="CommonMT: auto (BLEURT if --bleurt-checkpoint, else chrF), chrf or bleurt.")
-    ] = "auto",
-    bleurt_checkpoint: Annotated[
-        Path | None,
-        typer.Option(
-            help="CommonMT: a local bleurt-pytorch checkpoint folder (pip install 'llmpsych\\[bleurt]')."
-        ),
-    ] = None,
-    extraction: Annotated[
-        str,
-        typer.Option(
-            help="HumanEval: paper (as is if it compiles, else the last fenced block) or strict (as is)."
-        ),
-    ] = "paper",
-    unsafe_local_exec: Annotated[
-        bool,
-        typer.Option(
-            "--unsafe-local-exec",
-            help="Run model-written code WITHOUT isolation when bubblewrap is missing (dangerous; recorded "
-            "in the manifest).",
-        ),
-    ] = False,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
-    """Run one system on one task under one condition and write its report."""
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags))
-        return
-    values: dict[str, Any] = {
-        "system": system,
-        "dataset": task,
-        "fault": fault,
-        "p_m": pm,
-        "p_e": pe,
-        "error_type": error,
-        "unit_mode": unit_mode,
-        "defence": [d.strip() for d in defence.split(",") if d.strip()],
-        "challenge_policy": challenge_policy,
-        "metric": metric,
-        "extraction": extraction,
-        "unsafe_local_exec": True if unsafe_local_exec else None,
-        "bleurt_checkpoint": str(bleurt_checkpoint) if bleurt_checkpoint else None,
-        "faulty_agent": faulty_agent,
-        "items": items,
-        "max_tokens": max_tokens,
-        "max_messages": max_messages,
-        "max_rounds": max_rounds,
-    }
-    aliases = {"task": "dataset", "pm": "p_m", "pe": "p_e", "error": "error_type"}
-    options = kit.task_options(ctx, values, flags, aliases=aliases)
-    cfg = kit.build_config("mas", flags, options=options, models=_parse_models(agent_model), source="mas run")
-    kit.finish(kit.start(cfg, flags.but(name=f"mas-{system}-{task}")))
+    """Run one system on one task (--dataset) under one condition and write its report. Each option of
+    the task is a flag."""
+    kit.check_options("mas", options)  # an unknown key named with the valid ones, before the name is read
+    chosen: Any = kit.check_task("mas").validate_options(options)
+    name = f"mas-{chosen.system}-{chosen.dataset}"
+    kit.run_task(
+        ctx, "mas", flags.but(name=name), options, models=_parse_models(agent_model), source="mas run"
+    )
 
 
 @app.command("systems")

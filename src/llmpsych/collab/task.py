@@ -10,13 +10,14 @@ from __future__ import annotations
 import sys
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..errors import ConfigError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
+from ..runs.optionfields import split_commas
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -46,26 +47,51 @@ class MasOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    system: str = "camel"
-    dataset: Literal["humaneval", "humaneval50", "ciar", "commonmt", "faireval"] = "humaneval50"
+    system: str = Field(default="camel", description="metagpt, selfcollab, camel, spp, mad or agentverse")
+    dataset: Literal["humaneval", "humaneval50", "ciar", "commonmt", "faireval"] = Field(
+        default="humaneval50", description="the task the system solves"
+    )
     items: int | None = Field(default=None, ge=1, description="only the first N items")
     item_ids: list[str] = Field(default_factory=list, description="only these items")
-    fault: Literal["none", "autotransform", "autoinject"] = "none"
-    faulty_agent: str | None = None
-    p_m: float = Field(default=1.0, ge=0.0, le=1.0)
-    p_e: float = Field(default=0.2, ge=0.0, le=1.0)
-    error_type: Literal["semantic", "syntactic"] = "semantic"
+    fault: Literal["none", "autotransform", "autoinject"] = Field(
+        default="none", description="how the faulty agent is made faulty"
+    )
+    faulty_agent: str | None = Field(default=None, description="the faulty agent (default: the system's)")
+    p_m: float = Field(
+        default=1.0, ge=0.0, le=1.0, description="AutoInject: share of the faulty agent's messages corrupted"
+    )
+    p_e: float = Field(
+        default=0.2, ge=0.0, le=1.0, description="AutoInject: share of lines/sentences corrupted"
+    )
+    error_type: Literal["semantic", "syntactic"] = Field(
+        default="semantic", description="AutoInject: the kind of error injected"
+    )
     distraction: bool = Field(
         default=False, description="AutoInject: mark each corrupted line as corrected (the Fig. 7.6b probe)"
     )
-    unit_mode: Literal["exact", "bernoulli"] = "exact"
-    defence: list[Literal["challenger", "inspector"]] = Field(default_factory=list)
-    challenge_policy: Literal["self_correct", "request_revision"] = "self_correct"
-    max_rounds: int | None = Field(default=None, ge=1, le=20)
-    max_messages: int | None = Field(default=None, ge=2, le=200)
-    max_tokens: int | None = Field(default=None, ge=16)
-    sandbox_timeout: float = Field(default=3.0, gt=0, le=60)
-    sandbox_workers: int | None = Field(default=None, ge=1, le=64)
+    unit_mode: Literal["exact", "bernoulli"] = Field(
+        default="exact",
+        description="AutoInject: exact (round(p_e x lines)) or bernoulli (a coin flip per line, the "
+        "reference code)",
+    )
+    defence: Annotated[list[Literal["challenger", "inspector"]], BeforeValidator(split_commas)] = Field(
+        default_factory=list, description="defences: challenger, inspector (both: challenger,inspector)"
+    )
+    challenge_policy: Literal["self_correct", "request_revision"] = Field(
+        default="self_correct", description="after an 'unsafe' verdict"
+    )
+    max_rounds: int | None = Field(default=None, ge=1, le=20, description="round limit per item")
+    max_messages: int | None = Field(default=None, ge=2, le=200, description="message limit per item")
+    max_tokens: int | None = Field(default=None, ge=16, description="maximum tokens per answer")
+    sandbox_timeout: float = Field(
+        default=3.0,
+        gt=0,
+        le=60,
+        description="HumanEval: wall-time limit of a program in the sandbox, seconds",
+    )
+    sandbox_workers: int | None = Field(
+        default=None, ge=1, le=64, description="HumanEval: warm sandbox workers (default two per core)"
+    )
     extraction: Literal["paper", "strict"] = Field(
         default="paper",
         description="HumanEval: paper runs a completion as it is when it compiles, else its last fenced "

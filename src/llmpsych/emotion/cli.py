@@ -191,70 +191,13 @@ def crowd(
         )
 
 
-@app.command("run")
-@kit.run_command
-def run(
-    ctx: typer.Context,
-    scale: Annotated[
-        str, typer.Option("--scale", help="PANAS or AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS, BFNE.")
-    ] = ("PANAS"),
-    situations_per_factor: Annotated[
-        int, typer.Option("--situations-per-factor", min=0, help="Situations per factor (0: all).")
-    ] = 5,
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Runs per situation.")] = 10,
-    default_runs: Annotated[
-        int | None, typer.Option("--default-runs", min=2, help="Default runs (50 for PANAS, else 10).")
-    ] = None,
-    emotions: Annotated[
-        str | None, typer.Option("--emotions", help="Comma-separated emotions (default: all).")
-    ] = None,
-    factors: Annotated[
-        str | None, typer.Option("--factors", help="Comma-separated factor ids, e.g. Anger-1.")
-    ] = None,
-    prompt: Annotated[
-        str, typer.Option("--prompt", help="official (the released code's) or v2.")
-    ] = "official",
-    stable: Annotated[
-        bool, typer.Option("--stable", help="Ask the model to keep its emotions stable.")
-    ] = False,
-    template: Annotated[
-        str | None,
-        typer.Option(
-            "--template",
-            help="Built-in alternative wording: romero, serapio-1 or serapio-2 (our own words; see docs).",
-        ),
-    ] = None,
-    positive: Annotated[Path | None, typer.Option("--positive", help="Positive rewrites file (RQ2).")] = None,
-    situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
-    scale_file: Annotated[
-        Path | None, typer.Option("--scale-file", help="Your own scale file as the emotion measure.")
-    ] = None,
-    keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
-    published: EmotionPublishedOpt = None,
-    alpha: AlphaOpt = 0.01,
-    *,
-    flags: kit.RunFlags,
-) -> None:
-    """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report."""
-    values: dict[str, Any] = {
-        "scale": scale,
-        "situations_per_factor": situations_per_factor,
-        "runs": runs,
-        "default_runs": default_runs,
-        "emotions": _split(emotions),
-        "factors": _split(factors),
-        "prompt": prompt,
-        "stable": stable,
-        "template": template,
-        "positive": str(positive) if positive else None,
-        "situations_file": str(situations) if situations else None,
-        "scale_file": str(scale_file) if scale_file else None,
-        "shuffle": not keep_order,
-        "published": published,
-        "alpha": alpha,
-    }
-    aliases = {"situations": "situations_file", "keep_order": "shuffle"}
-    _start_run(ctx, values, flags, source="emotionbench run", aliases=aliases)
+@kit.task_command(
+    app, "run", "emotionbench", moved={"--keep-order": "--no-shuffle", "--situations": "--situations-file"}
+)
+def run(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
+    """Run EmotionBench on a model: default runs, then runs per situation; writes tables and a report.
+    Each option of the task is a flag (--experiment describe / heldout: the thesis's two experiments)."""
+    kit.run_task(ctx, "emotionbench", flags, options, source="emotionbench run")
 
 
 def _start_run(
@@ -270,7 +213,7 @@ def _start_run(
     if flags.resume is not None:
         kit.finish(kit.resume(ctx, flags))
         return
-    options = _all_situations(kit.task_options(ctx, values, flags, aliases=aliases))
+    options = kit.task_options(ctx, values, flags, aliases=aliases)
     cfg = kit.build_config("emotionbench", flags, options=options, source=source)
     kit.finish(kit.start(cfg, flags))
 
@@ -509,14 +452,6 @@ def compare(
         )
     else:
         echo(text)
-
-
-def _all_situations(options: dict[str, Any]) -> dict[str, Any]:
-    """``--situations-per-factor 0`` means every situation (the option's ``None``; a ``None`` flag would
-    be dropped as not given and the default of 5 would apply)."""
-    if options.get("situations_per_factor") == 0:
-        options["situations_per_factor"] = None
-    return options
 
 
 def _split(value: str | None) -> list[str] | None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import LlmpsychError
 from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFile
 from ..instruments.official import read_json
 from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
+from ..runs.optionfields import CommaList, off_switch
 
 
 class EmotionBenchOptions(BaseModel):
@@ -19,29 +20,45 @@ class EmotionBenchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scale: str = Field(default="PANAS", description="PANAS or one of the eight emotion-specific scales")
+    scale: str = Field(
+        default="PANAS",
+        description="PANAS or AGQ, DASS-21, BDI, FDS, MJS, GASP, FSS, BFNE (the emotion measure)",
+    )
     scale_file: ScaleFile | None = Field(
         default=None, description="your own scale file as the emotion measure (its scale, or `scale` of it)"
     )
-    emotions: list[str] | None = Field(
+    emotions: CommaList | None = Field(
         default=None, description="emotions to test (default: all for PANAS, the scale's own otherwise)"
     )
-    factors: list[str] | None = Field(default=None, description="only these factor ids, e.g. Anger-1")
-    situations_per_factor: int | None = Field(default=5, ge=1, description="None: every situation")
+    factors: CommaList | None = Field(default=None, description="only these factor ids, e.g. Anger-1")
+    situations_per_factor: int | None = Field(
+        default=5, ge=1, description="situations per factor (0 or None: every situation)"
+    )
     runs: int = Field(default=10, ge=1, le=1000, description="evoked runs per situation")
     default_runs: int | None = Field(
         default=None, ge=2, le=10_000, description="default runs (None: 50 for PANAS, else 10)"
     )
     shuffle: bool = Field(default=True, description="shuffle items per run (False: original order)")
-    prompt: Literal["official", "v2"] = "official"
+    prompt: Literal["official", "v2"] = Field(
+        default="official", description="official (the released code's wording) or v2"
+    )
     template: Literal["romero", "serapio-1", "serapio-2"] | None = Field(
         default=None,
         description="a built-in alternative wording (000:2004; llmpsych's own words), instead of prompt",
     )
     stable: bool = Field(default=False, description="ask the model to keep its emotions stable")
-    situation_template: str | None = None
-    system_template: str | None = None
-    instructions_template: str | None = None
+    situation_template: str | None = Field(
+        default=None,
+        description="your own situation sentence (placeholder {situation}); wins over template's",
+    )
+    system_template: str | None = Field(
+        default=None, description="your own system message (placeholders {min}, {max}, {levels})"
+    )
+    instructions_template: str | None = Field(
+        default=None,
+        description="your own instructions (placeholders {situation}, {min}, {max}, {levels}); wins over "
+        "template's",
+    )
     situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
     positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
     language: str | None = Field(
@@ -55,7 +72,7 @@ class EmotionBenchOptions(BaseModel):
         description="scales: the questionnaire benchmark; describe: beyond questionnaires (refusals to "
         "describe demographic groups, Fig. 5.8); heldout: the 400 held-out humans' situations (Table 5.9)",
     )
-    groups: list[str] | None = Field(
+    groups: CommaList | None = Field(
         default=None, description="describe: the groups to describe (default: the thesis's 20)"
     )
     select_from: str | None = Field(
@@ -69,13 +86,20 @@ class EmotionBenchOptions(BaseModel):
     )
     split_seed: int = Field(default=0, ge=0, description="heldout: seed of the 866/400 split of crowd.xlsx")
     test_size: int = Field(default=400, ge=1, description="heldout: people held out (400 in the thesis)")
-    max_reasks: int = Field(default=2, ge=0, le=10)
-    alpha: float = Field(default=0.01, gt=0, lt=1)
+    max_reasks: int = Field(default=2, ge=0, le=10, description="re-asks of an unreadable answer")
+    alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level")
     published: bool = Field(
         default=False,
-        description="score and test as the original code did (plain sums, no reverse keys, the F-test with "
-        "1e-8); default: corrected (see docs/statistics.md, 'Published or corrected')",
+        description="published: score and test as the original code did (plain sums, no reverse keys, the "
+        "F-test with 1e-8); corrected (the default): see docs/statistics.md, 'Published or corrected'",
+        json_schema_extra=off_switch("corrected"),
     )
+
+    @field_validator("situations_per_factor", mode="before")
+    @classmethod
+    def _zero_is_every(cls, value: Any) -> Any:
+        """0 situations per factor means every situation (the flag's spelling of None)."""
+        return None if value == 0 and not isinstance(value, bool) else value
 
     @model_validator(mode="before")
     @classmethod

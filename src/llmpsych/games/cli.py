@@ -6,7 +6,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from ..runs.runner import RunOutcome
-    from .presets import PresetRun
     from .scoring import RunSummary, ScoringVersion
     from .variant_logs import VariantTable
 
@@ -404,38 +403,11 @@ def _games_list(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-@app.command("run")
-@kit.run_command
-def run_cmd(
-    ctx: typer.Context,
-    game: Annotated[
-        str, typer.Option("--game", help="A game, several comma-separated, or all, e.g. guessing,pirate.")
-    ] = "guessing",
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Games played per game.")] = 5,
-    players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 10,
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 20,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
-    published: kit.PublishedOpt = None,
-    *,
-    flags: kit.RunFlags,
-) -> None:
+@kit.task_command(app, "run", "gamabench")
+def run_cmd(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Play GAMA-Bench games with a model (the same as `llmpsych run --task gamabench`); writes scores,
-    plots and a report."""
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags))
-        return
-    games = [part.strip() for part in game.split(",") if part.strip()]
-    values = {
-        "game": games[0] if len(games) == 1 else games,
-        "runs": runs,
-        "players": players,
-        "rounds": rounds,
-        "max_tokens": max_tokens,
-        "published": published,
-    }
-    options = kit.task_options(ctx, values, flags)
-    cfg = kit.build_config("gamabench", flags, options=options, source="gamabench run")
-    kit.finish(kit.start(cfg, flags))
+    plots and a report. Each option of the task is a flag; a game's parameters: -O guessing.ratio=0.5."""
+    kit.run_task(ctx, "gamabench", flags, options, source="gamabench run")
 
 
 @app.command("host")
@@ -507,96 +479,13 @@ def host_cmd(
     kit.finish(outcome)
 
 
-@app.command("preset")
-@kit.run_command(without={"resume"})  # its own --out resumes
-def preset_cmd(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Preset name (`llmpsych gamabench presets` lists them).")],
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            "-m",
-            help="Model spec; repeat for several models (default local/qwen2.5-0.5b; for the leaderboard "
-            "preset the paper's 13 models, which need endpoints).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", "-o", help="Folder for the run directories and the summary; re-use it to resume."
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")
-    ] = False,
-    games: Annotated[
-        str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
-    ] = None,
-    runs: Annotated[
-        int | None, typer.Option("--runs", min=1, help="Runs per setting (default: the paper's).")
-    ] = None,
-    players: Annotated[int | None, typer.Option("--players", min=2, help="Players (default 10).")] = None,
-    rounds: Annotated[int | None, typer.Option("--rounds", min=1, help="Rounds (default 20).")] = None,
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", help="Default 1.0, the paper's (not for 'temperatures').")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default 1024).")
-    ] = None,
-    *,
-    flags: kit.RunFlags,
-) -> None:
-    """Run one of the paper's experiments: its runs (resumable), then a summary in --out."""
-    from ..paths import runs_dir
-    from ..report.markdown import table as md_table
-    from ..runs.runner import new_run_dir
-    from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
+def _presets() -> Any:
+    from . import presets
 
-    preset = get_preset(name)
-    options = kit.task_options(ctx, {}, flags)
-    kit.check_options("gamabench", options)
-    if temperature is not None and preset.name == "temperatures":
-        raise LlmpsychError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
-    settings = PresetSettings(
-        models=list(model or []),
-        games=_games_list(games),
-        runs=runs,
-        players=players,
-        rounds=rounds,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        base_url=flags.base_url,
-        concurrency=flags.concurrency,
-        data_dir=flags.data_dir,
-        seed=flags.seed or 0,
-        cache=not flags.no_cache,
-        options=options,
-    )
-    planned = expand(preset, settings)
-    console = InertConsole(soft_wrap=True, highlight=False)
-    if dry_run:
-        echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
-        echo(md_table(describe(planned)))
-        plays = sum(r.n_games for r in planned)
-        echo(f"{len(planned)} run directories, {plays} games; nothing was run (--dry-run).")
-        return
-    parent = out or new_run_dir(runs_dir(), f"gamabench-{preset.name}")
+    return presets
 
-    def report(run: PresetRun, outcome: RunOutcome) -> None:
-        s = outcome.summary
-        console.print(
-            f"[bold]{escape(run.setting)}[/bold] {escape(str(outcome.run_dir))}: "
-            f"{s.done + s.skipped}/{s.total} games done"
-            + (f", [red]{s.failed} failed[/red]" if s.failed else "")
-            + f"; {s.calls_sent} requests sent; {s.seconds:.1f} s"
-        )
 
-    outcomes = execute(planned, parent, progress=flags.progress, on_outcome=report)
-    for path in summarize(preset, planned, parent):
-        console.print(f"  wrote {escape(str(path))}")
-    again = f"llmpsych gamabench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
-    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
+kit.preset_command(app, "gamabench", "gamabench", _presets, moved={"--games": "--game"})
 
 
 @app.command("leaderboard")

@@ -304,6 +304,10 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     """The run configs of ``preset`` for the given models and settings (nothing is run)."""
     models = settings.models or (list(PAPER_MODELS) if preset.name == "leaderboard" else [DEFAULT_MODEL])
     games = settings.games
+    given = settings.options.get("game")
+    if games is None and given is not None and given != "all":  # --game: the preset's games to play
+        games = [given] if isinstance(given, str) else list(given)
+    user_options = {k: v for k, v in settings.options.items() if k != "game"}
     for game in games or []:
         if game not in ENGINE_GAMES:
             raise ConfigError(f"unknown game {game!r}", f"games: {', '.join(ENGINE_GAMES)}")
@@ -322,7 +326,7 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     base_params = settings.params(temperature=1.0)
 
     def config(model: str, variant: shared.Variant) -> dict[str, Any]:
-        options = _merge(_merge(base_options, settings.options), variant.options)
+        options = _merge(_merge(base_options, user_options), variant.options)
         if options.get("template_set", "") is None:  # the built-in setting of the rephrased preset
             del options["template_set"]
         elif isinstance(options.get("template_set"), str):  # the texts go into the plan and the store
@@ -330,6 +334,11 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
         return settings.run_config("gamabench", model, {**base_params, **variant.params}, options)
 
     return shared.plan(models, variants, config, run_class=PresetRun)
+
+
+def plan_note(runs: Sequence[PresetRun]) -> str:
+    """How much a plan plays (under ``--dry-run``)."""
+    return f"{len(runs)} run directories, {sum(r.n_games for r in runs)} games"
 
 
 def _template_set(name: str) -> dict[str, Any]:

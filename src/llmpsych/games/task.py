@@ -16,6 +16,7 @@ from ..models.chat_context import ChatContext
 from ..models.cipher import DEFAULT_SHIFT, CipherContext
 from ..models.types import GenerationParams
 from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
+from ..runs.optionfields import NameOrNames, off_switch
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable, range_text, require_columns
 from ..runs.task import Task, WorkUnit
@@ -64,19 +65,53 @@ def game_class(name: str) -> type[Game]:
 class GamaBenchOptions(BaseModel):
     """Options of the gamabench task (``-O key=value``)."""
 
-    game: str | list[str] = "guessing"
-    runs: int = Field(default=5, ge=1, le=1000)
-    players: int = Field(default=10, ge=2, le=100)
-    rounds: int = Field(default=20, ge=1, le=1000)
-    seats: list[str] | dict[int, str] | None = None
-    prompts: Literal["builtin", "official"] = "builtin"
-    prompt_version: int = Field(default=1, ge=1, le=5)
-    persona: int | None = Field(default=None, ge=1, le=3)
-    cot: int | None = Field(default=None, ge=1, le=5)
+    game: NameOrNames = Field(
+        default="guessing",
+        description="a game, several (a list or comma-separated, e.g. guessing,pirate), or all",
+    )
+    runs: int = Field(
+        default=5, ge=1, le=1000, description="independent games per game name (one work unit each)"
+    )
+    players: int = Field(default=10, ge=2, le=100, description="seats at the table")
+    rounds: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="rounds of the simultaneous games; the shot cap of Battle Royale; unused by the "
+        "Pirate Game",
+    )
+    seats: list[str] | dict[int, str] | None = Field(
+        default=None,
+        description="a list with one seat per player (llm, web[:NAME], python:MODULE:FUNCTION), or "
+        "{index: seat} (the others stay llm); default: every seat llm",
+    )
+    prompts: Literal["builtin", "official"] = Field(
+        default="builtin",
+        description="builtin (our wording) or official (the authors' templates, read from the data "
+        "directory)",
+    )
+    prompt_version: int = Field(
+        default=1,
+        ge=1,
+        le=5,
+        description="official template version 1-5 (the GPT-4 rephrasings of the robustness study)",
+    )
+    persona: int | None = Field(
+        default=None,
+        ge=1,
+        le=3,
+        description="1 cooperative, 2 selfish, 3 game theorist (a sentence before the rules)",
+    )
+    cot: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="1-5: chain-of-thought trigger; the JSON then also asks for explanation",
+    )
     cipher: bool = Field(
         default=False, description="CipherChat-style Caesar-cipher jailbreak (thesis §6.6.2)"
     )
-    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25)
+    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25, description="the cipher's shift, 1-25")
     template_set: TemplateSetOption | None = Field(
         default=None, description="a rephrased template set (`gamabench rephrase`): PATH or PATH#VERSION"
     )
@@ -86,13 +121,26 @@ class GamaBenchOptions(BaseModel):
         description="the run's language (default: the template set's; en for the built-in and official "
         "prompts); one that contradicts the template set or the English prompts is refused",
     )
-    max_reasks: int = Field(default=10, ge=0, le=100)
-    reask: Literal["repeat", "feedback"] = "repeat"
-    max_tokens: int | None = Field(default=1024, ge=1)
+    max_reasks: int = Field(
+        default=10,
+        ge=0,
+        le=100,
+        description="re-asks of an unreadable or invalid answer before the logged fallback",
+    )
+    reask: Literal["repeat", "feedback"] = Field(
+        default="repeat",
+        description="repeat sends the same request again (as the reference did); feedback shows the model "
+        "its answer and why it was rejected",
+    )
+    max_tokens: int | None = Field(
+        default=1024, ge=1, description="answer limit per decision when the run's params.max_tokens is unset"
+    )
     published: bool = Field(
         default=False,
-        description="score Pirate votes and Diner answers as the published code did; default: llmpsych's "
-        "documented corrections (a game you run is measured, not a published table reproduced)",
+        description="published: score Pirate votes and Diner answers as the published code did; corrected "
+        "(the default): llmpsych's documented corrections (a game you run is measured, not a published "
+        "table reproduced)",
+        json_schema_extra=off_switch("corrected"),
     )
     # Each game's parameters: ``-O guessing.ratio=0.5`` (a table named after a registered game, checked
     # against the game's Params when the task is built).

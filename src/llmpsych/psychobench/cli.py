@@ -35,16 +35,6 @@ def parse_scales(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
-def parse_cipher(value: str | None) -> dict[str, Any]:
-    """``caesar`` or ``caesar:N`` -> task options; ``none``/absent -> no cipher."""
-    if value is None or value.strip().lower() in ("", "none", "off"):
-        return {}
-    match = re.fullmatch(r"caesar(?::(\d+))?", value.strip().lower())
-    if not match:
-        raise LlmpsychError(f"unknown --cipher {value!r}", "use caesar or caesar:SHIFT")
-    return {"cipher": True, **({"cipher_shift": int(match.group(1))} if match.group(1) else {})}
-
-
 def parse_thresholds(value: str | None) -> dict[str, float]:
     """``4.9,4.76`` -> masculine and feminine thresholds; absent -> {}."""
     if value is None:
@@ -129,58 +119,21 @@ CABIN_GROUPINGS = typer.Option(
 )
 
 
-@app.command("run")
-@kit.run_command(without={"resume"})  # a sweep of runs: re-run into the same --out to resume
+# a sweep of runs: re-run into the same --out to resume
+@kit.task_command(app, "run", "psychobench", without={"resume"}, moved={"--scale-file": "--scale-files"})
 def run(
     ctx: typer.Context,
     model: kit.ModelsOpt = None,
-    scales: Annotated[
-        str | None,
-        typer.Option("--scales", help="Comma-separated scales, or all (the default without --scale-file)."),
-    ] = None,
-    scale_file: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--scale-file", help="Your own scale file (YAML/JSON, docs/own-instruments.md); repeatable."
-        ),
-    ] = None,
-    runs: Annotated[int, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale.")] = 10,
-    persona: Annotated[
-        str, typer.Option("--persona", help="default, psychopath, liar, ordinary, hero, or role text.")
-    ] = "default",
-    cipher: Annotated[
-        str | None, typer.Option("--cipher", help="caesar (shift 3) or caesar:SHIFT; the GPT-4-JB setting.")
-    ] = None,
-    mode: Annotated[str, typer.Option("--mode", help="generate (the paper) or logprob.")] = "generate",
-    template: Annotated[
-        str | None,
-        typer.Option(
-            "--template", help="Prompt template v1 (the scale's own, default) to v5 (thesis Table 4.9)."
-        ),
-    ] = None,
-    cot: Annotated[
-        bool,
-        typer.Option(
-            "--cot",
-            help="Chain-of-thought: the thesis's V1 + CoT sentence (Table 4.9), verbatim; "
-            "-O cot_wording=llmpsych for llmpsych's own wording.",
-        ),
-    ] = False,
-    system_prompt: Annotated[
-        str | None,
-        typer.Option("--system-prompt", help="assistant (default), no-assistant (without the role) or none."),
-    ] = None,
-    chunk_size: Annotated[
-        int | None, typer.Option("--chunk-size", min=1, help="Statements per turn (default whole scale).")
-    ] = None,
     bsri_thresholds: Annotated[str | None, BSRI_THRESHOLDS] = None,
     bsri_rule: Annotated[str | None, BSRI_RULE] = None,
     bsri_order: Annotated[str | None, BSRI_ORDER] = None,
     cabin_groupings: Annotated[Path | None, CABIN_GROUPINGS] = None,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
-    """Run PsychoBench on each model (one run directory per model), then compare them in one table."""
+    """Run PsychoBench on each model (one run directory per model), then compare them in one table. Each
+    option of the task is a flag (--scales BFI,EPQ-R; --cipher --cipher-shift 5)."""
     from ..paths import runs_dir
     from ..runs import analyze_run
     from ..runs.config import DEFAULT_MODEL
@@ -193,22 +146,6 @@ def run(
     custom = report_settings(None, **changes) if any(v is not None for v in changes.values()) else None
 
     models = list(flags.models) or [DEFAULT_MODEL]
-    chosen = parse_scales(scales)
-    if scale_file and scales is not None and chosen is None:
-        chosen = ["all"]  # --scales all next to a scale file: every official scale as well
-    values: dict[str, Any] = {
-        "scales": chosen,
-        "scale_files": [str(p) for p in scale_file] if scale_file else None,
-        "runs": runs,
-        "persona": persona,
-        "mode": mode,
-        "chunk_size": chunk_size,
-        "template": template,
-        "system_prompt": system_prompt,
-        **({"cot": True} if cot else {}),
-        **parse_cipher(cipher),
-    }
-    options = kit.task_options(ctx, values, flags, aliases={"scale_file": "scale_files"})
     configs = [
         kit.build_config("psychobench", flags.but(models=(spec,)), options=options, source="psychobench run")
         for spec in models
@@ -503,71 +440,10 @@ def presets_cmd() -> None:
     )
 
 
-@app.command("preset")
-@kit.run_command(without={"resume"})  # its own --out resumes
-def preset_cmd(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Preset name (`llmpsych psychobench presets` lists them).")],
-    model: kit.ModelsOpt = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out", "-o", help="Folder for the run directories and the summary; re-use it to resume."
-        ),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the runs it would make, run nothing.")
-    ] = False,
-    scales: Annotated[
-        str | None, typer.Option("--scales", help="Comma-separated scales (default BFI, the thesis's).")
-    ] = None,
-    runs: Annotated[
-        int | None, typer.Option("--runs", min=1, max=1000, help="Runs (item orders) per scale (default 10).")
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option("--temperature", help="Default 0, the thesis's (not for 'temperatures').")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Answer limit (default: sized to the scale).")
-    ] = None,
-    *,
-    flags: kit.RunFlags,
-) -> None:
-    """Run one of the thesis's sensitivity experiments: its runs (resumable), then a comparison in --out."""
-    from ..paths import runs_dir
-    from ..report.markdown import table as md_table
-    from ..runs.runner import new_run_dir
-    from .presets import PresetSettings, describe, execute, expand, get_preset, summarize
+def _presets() -> Any:
+    from . import presets
 
-    preset = get_preset(name)
-    options = kit.task_options(ctx, {}, flags)
-    kit.check_options("psychobench", options)
-    settings = PresetSettings(
-        models=list(model or []),
-        scales=parse_scales(scales),
-        runs=runs,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        base_url=flags.base_url,
-        concurrency=flags.concurrency,
-        data_dir=flags.data_dir,
-        seed=flags.seed or 0,
-        cache=not flags.no_cache,
-        options=options,
-    )
-    planned = expand(preset, settings)
-    if dry_run:
-        echo(f"preset {preset.name}: {preset.title} ({preset.paper})")
-        echo(terminal_text(md_table(describe(planned), floatfmt="g"), markup=False))
-        echo(f"{len(planned)} run directories; nothing was run (--dry-run).")
-        return
-    parent = out or new_run_dir(runs_dir(), f"psychobench-{preset.name}")
+    return presets
 
-    def report(run: Any, outcome: RunOutcome) -> None:
-        console.print(kit.outcome_line(outcome, f"{run.model} | {run.setting}"), soft_wrap=True)
 
-    outcomes = execute(planned, parent, progress=flags.progress, debug=kit.state.debug, on_outcome=report)
-    for path in summarize(preset, planned, parent):
-        console.print(f"  wrote {terminal_text(path)}")
-    again = f"llmpsych psychobench preset {terminal_text(preset.name)} ... --out {terminal_text(parent)}"
-    kit.exit_if_failed(kit.summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
+kit.preset_command(app, "psychobench", "psychobench", _presets, max_tokens=True)

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from ..errors import ConfigError
 from ..instruments.native import ScaleFile
+from ..runs.optionfields import CommaList, no_flag, off_switch
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
 from .variants import CotWording, SystemPrompt, Template
@@ -19,7 +20,7 @@ class PsychoBenchOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scales: list[str] | None = Field(
+    scales: CommaList | None = Field(
         default=None,
         description="scale names ('all': every scored official scale); default: every scored official "
         "scale, or only the scale files' scales when scale_files is given",
@@ -31,21 +32,28 @@ class PsychoBenchOptions(BaseModel):
     imported: dict[str, Any] | None = Field(
         default=None,
         description="set by `psychobench import-answers`: the answers file these results came from",
+        json_schema_extra=no_flag(),
     )
     runs: int = Field(default=10, ge=1, le=1000, description="independent runs (item orders) per scale")
     chunk_size: int | None = Field(
         default=None, ge=1, description="statements per turn (None: whole scale; the official code used 30)"
     )
-    max_reasks: int = Field(default=2, ge=0, le=10)
+    max_reasks: int = Field(default=2, ge=0, le=10, description="re-asks of an unreadable answer")
     persona: str = Field(default="default", description="default, psychopath, liar, ordinary, hero, or text")
-    cipher: bool = Field(default=False, description="Caesar-cipher jailbreak (shift 3)")
-    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25)
+    cipher: bool = Field(
+        default=False, description="Caesar-cipher jailbreak (the GPT-4-JB setting; shift: cipher_shift)"
+    )
+    cipher_shift: int = Field(default=DEFAULT_SHIFT, ge=1, le=25, description="the cipher's shift, 1-25")
     template: Template = Field(
         default="v1",
         description="prompt template: v1 the scale's own prompt; v2-v5 the thesis's Table 4.9 variants "
         "(read from the LLMPersonality data)",
     )
-    cot: bool = Field(default=False, description="chain-of-thought: reason first, then score")
+    cot: bool = Field(
+        default=False,
+        description="chain-of-thought: reason first, then score (cot_wording: the thesis's V1 + CoT "
+        "sentence, or llmpsych's)",
+    )
     cot_wording: CotWording = Field(
         default="thesis",
         description="thesis: Table 4.9's V1 + CoT sentence, verbatim; llmpsych: our own chain-of-thought "
@@ -56,8 +64,11 @@ class PsychoBenchOptions(BaseModel):
         description="assistant: the scale's system prompt; no-assistant: without its helpful-assistant "
         "role; none: no system message",
     )
-    mode: Literal["generate", "logprob"] = "generate"
-    top_logprobs: int = Field(default=20, ge=1, le=20)
+    mode: Literal["generate", "logprob"] = Field(
+        default="generate",
+        description="generate (the paper: written answers) or logprob (label probabilities)",
+    )
+    top_logprobs: int = Field(default=20, ge=1, le=20, description="label probabilities asked for (logprob)")
     alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level (the paper's 0.01)")
     method: Literal["f-test", "welch", "student"] = Field(
         default="f-test",
@@ -66,8 +77,9 @@ class PsychoBenchOptions(BaseModel):
     )
     published: bool = Field(
         default=False,
-        description="the original code's test details (+1e-8 on both SDs, uncapped F-test p); "
-        "default: corrected (see docs/statistics.md, 'Published or corrected')",
+        description="published: the original code's test details (+1e-8 on both SDs, uncapped F-test p); "
+        "corrected (the default): see docs/statistics.md, 'Published or corrected'",
+        json_schema_extra=off_switch("corrected"),
     )
 
     @field_validator("method", mode="before")

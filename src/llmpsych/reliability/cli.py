@@ -219,115 +219,28 @@ def _print(result: Reanalysis) -> None:
     console.print(variance)
 
 
-def _split(values: list[str] | None) -> list[str] | None:
-    """``["En,Zh", "Ko"]`` -> ``["En", "Zh", "Ko"]``; ``None`` stays ``None``."""
-    if not values:
-        return None
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
-
-
-def run_options(
-    *,
-    languages: list[str] | None = None,
-    templates: list[str] | None = None,
-    versions: list[str] | None = None,
-    labels: list[str] | None = None,
-    orders: list[str] | None = None,
-    steer: str | None = None,
-    cot: bool = False,
-    targets: list[str] | None = None,
-    source: str = "dataset",
-    repeats: int = 1,
-    default: list[Path] | None = None,
-) -> dict[str, object]:
-    """Task options from command-line values (``--steer personality:POR`` sets kind and style)."""
-    options: dict[str, object] = {
-        "languages": _split(languages),
-        "templates": _split(templates),
-        "versions": _split(versions),
-        "labels": _split(labels),
-        "orders": _split(orders),
-        "cot": cot,
-        "targets": targets or None,
-        "source": source,
-        "repeats": repeats,
-        "default_data": [str(p) for p in default] if default else None,
-    }
-    if steer:
-        kind, _, style = steer.partition(":")
-        options["steer"] = kind.strip().lower()
-        if style:
-            options["style"] = style.strip().upper()
-    return {k: v for k, v in options.items() if v is not None}
-
-
-@app.command()
-@kit.run_command
+@kit.task_command(
+    app,
+    "run",
+    "reliability",
+    moved={"--target": "--targets", "--default": "--default-data", "--logprobs": "--mode logprob"},
+)
 def run(
     ctx: typer.Context,
-    languages: Annotated[list[str] | None, typer.Option(help="e.g. En,Zh (default: all ten).")] = None,
-    templates: Annotated[list[str] | None, typer.Option(help="e.g. t1,t2 (default: all five).")] = None,
-    versions: Annotated[list[str] | None, typer.Option(help="Item versions v1..v5.")] = None,
-    labels: Annotated[list[str] | None, typer.Option(help="Label formats n, al, au, rl, ru.")] = None,
-    orders: Annotated[list[str] | None, typer.Option(help="f (ascending), r (descending).")] = None,
-    steer: Annotated[
-        str | None,
-        typer.Option(help="environment, personality:QA|BIO|POR, character, or persona (with --target)."),
-    ] = None,
-    cot: Annotated[bool, typer.Option("--cot", help="Keep a description of the target in context.")] = False,
-    target: Annotated[
-        list[str] | None, typer.Option("--target", help="Steering target (repeatable).")
-    ] = None,
-    source: Annotated[str, typer.Option(help="Stories/descriptions: dataset or generate.")] = "dataset",
-    repeats: Annotated[int, typer.Option(min=1, help="Units per configuration and target.")] = 1,
-    default: Annotated[
-        list[Path] | None, typer.Option("--default", help="Unsteered results to draw steering against.")
-    ] = None,
-    item_order: Annotated[str, typer.Option(help="random, fixed or original (item-order test).")] = "random",
-    tokens_per_item: Annotated[
-        int | None, typer.Option(help="Cap each answer at 32 + this x statements (small models).")
-    ] = None,
-    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
-    logprobs: Annotated[
-        bool, typer.Option("--logprobs", help="Also score by label probabilities (endpoints with logprobs).")
-    ] = False,
-    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per chunk answer.")] = 512,
     n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
-    """Run (part of) the 2,500-configuration grid, optionally steered, and write the report.
+    """Run (part of) the 2,500-configuration grid, optionally steered, and write the report. Each option
+    of the task is a flag (--steer personality:POR sets steer and style).
 
     The temperature is 0 unless given (the thesis's)."""
-    again = "llmpsych reliability run --resume {run_dir}"
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags), again)
-        return
-    values: dict[str, Any] = run_options(
-        languages=languages,
-        templates=templates,
-        versions=versions,
-        labels=labels,
-        orders=orders,
-        steer=steer,
-        cot=cot,
-        targets=target,
-        source=source,
-        repeats=repeats,
-        default=default,
-    )
-    values.update(max_tokens=max_tokens, item_order=item_order, max_attempts=max_attempts)
-    if logprobs:
-        values["mode"] = "logprob"
-    if tokens_per_item:
-        values["tokens_per_item"] = tokens_per_item
-    aliases = {"target": "targets", "default": "default_data", "logprobs": "mode"}
-    options = kit.task_options(ctx, values, flags, aliases=aliases)
     thesis = flags.but(temperature=0.0 if flags.temperature is None else flags.temperature)
-    cfg = kit.build_config(
-        "reliability", thesis, options=options, n_parallel=n_parallel, source="reliability run"
+    again = "llmpsych reliability run --resume {run_dir}"
+    kit.run_task(
+        ctx, "reliability", thesis, options, n_parallel=n_parallel, source="reliability run", again=again
     )
-    kit.finish(kit.start(cfg, flags), again)
 
 
 def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:

@@ -25,6 +25,7 @@ from ..models.chat_context import ChatContext
 from ..models.types import CallParams, GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
+from ..runs.optionfields import CommaList, off_switch
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable, require_columns
 from ..runs.task import Task, WorkUnit
@@ -58,15 +59,28 @@ class ReliabilityOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    templates: list[str] | None = Field(default=None, description="t1..t5 (default: all)")
-    versions: list[str] | None = Field(default=None, description="item versions v1..v5 (default: all)")
-    languages: list[str] | None = Field(default=None, description="En, Zh, Ko, Es, Fr, De, It, Ar, Ru, Ja")
-    labels: list[str] | None = Field(default=None, description="n, al, au, rl, ru (default: all)")
-    orders: list[str] | None = Field(default=None, description="f (ascending), r (descending)")
-    steer: Literal["environment", "personality", "character", "persona"] | None = None
+    templates: CommaList | None = Field(default=None, description="t1..t5 (default: all)")
+    versions: CommaList | None = Field(default=None, description="item versions v1..v5 (default: all)")
+    languages: CommaList | None = Field(
+        default=None, description="En, Zh, Ko, Es, Fr, De, It, Ar, Ru, Ja (default: all ten)"
+    )
+    labels: CommaList | None = Field(
+        default=None,
+        description="label formats n, al, au, rl, ru (Arabic numerals, lower/upper Latin, lower/upper "
+        "Roman; default: all)",
+    )
+    orders: CommaList | None = Field(default=None, description="f (ascending), r (descending)")
+    steer: Literal["environment", "personality", "character", "persona"] | None = Field(
+        default=None,
+        description="environment, personality (personality:QA|BIO|POR also sets style), character, or "
+        "persona (with targets)",
+    )
     style: Literal["QA", "BIO", "POR"] = Field(default="POR", description="personality assignment style")
     cot: bool = Field(default=False, description="a description of the target stays in context")
-    targets: list[str] | None = Field(default=None, description="emotions / profiles / characters / personas")
+    targets: list[str] | None = Field(
+        default=None,
+        description="emotions / profiles / characters / persona texts (default: all in the data)",
+    )
     source: Literal["dataset", "generate"] = Field(
         default="dataset", description="stories, descriptions, biographies: official files or the model"
     )
@@ -79,18 +93,24 @@ class ReliabilityOptions(BaseModel):
         default="generate",
         description="logprob: also score by the expected level under the label probabilities",
     )
-    top_logprobs: int = Field(default=20, ge=1, le=20)
-    max_attempts: int = Field(default=3, ge=1, le=10)
-    max_tokens: int = Field(default=512, ge=32)
+    top_logprobs: int = Field(default=20, ge=1, le=20, description="label probabilities asked for (logprob)")
+    max_attempts: int = Field(
+        default=3, ge=1, le=10, description="tries per configuration when labels are missing or invalid"
+    )
+    max_tokens: int = Field(default=512, ge=32, description="maximum tokens per chunk answer")
     tokens_per_item: int | None = Field(
         default=None, ge=1, description="cap each answer at 32 + this × statements (small local models)"
     )
-    story_tokens: int = Field(default=256, ge=16)
-    chunk_min: int = Field(default=CHUNK_MIN, ge=1)
-    chunk_max: int = Field(default=CHUNK_MAX, ge=1)
-    fit_on: Literal["data", "full-grid"] = "data"
-    eps: float = Field(default=EPS, gt=0)
-    min_pts: int = Field(default=MIN_PTS, ge=1)
+    story_tokens: int = Field(
+        default=256, ge=16, description="answer limit of a generated story (source generate)"
+    )
+    chunk_min: int = Field(default=CHUNK_MIN, ge=1, description="fewest statements per prompt")
+    chunk_max: int = Field(default=CHUNK_MAX, ge=1, description="most statements per prompt")
+    fit_on: Literal["data", "full-grid"] = Field(
+        default="data", description="the map's PCA fit: the data, or all 5^5 vectors (the released code)"
+    )
+    eps: float = Field(default=EPS, gt=0, description="DBSCAN radius on the 2-D map (outliers)")
+    min_pts: int = Field(default=MIN_PTS, ge=1, description="DBSCAN minPts, self included (outliers)")
     method: Literal["f-test", "welch", "student"] = Field(
         default="f-test",
         description="t-test of Tables 3.3 and 3.10: f-test (the authors' F-test chooses Student or Welch), "
@@ -98,8 +118,9 @@ class ReliabilityOptions(BaseModel):
     )
     published: bool = Field(
         default=False,
-        description="the original code's test details (population SDs + 1e-8); default: corrected "
-        "(see docs/statistics.md, 'Published or corrected')",
+        description="published: the original code's test details (population SDs + 1e-8); corrected (the "
+        "default): see docs/statistics.md, 'Published or corrected'",
+        json_schema_extra=off_switch("corrected"),
     )
     default_data: list[str] | None = Field(
         default=None, description="unsteered results (save files or run dirs) to compare steering with"
@@ -109,6 +130,15 @@ class ReliabilityOptions(BaseModel):
     @classmethod
     def _method_name(cls, value: Any) -> Any:
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _steer_style(cls, data: Any) -> Any:
+        """``steer: personality:POR`` sets steer and style at once (the command line's short form)."""
+        if isinstance(data, dict) and isinstance(data.get("steer"), str):
+            kind, colon, style = data["steer"].partition(":")
+            data = {**data, "steer": kind.strip().lower(), **({"style": style.strip()} if colon else {})}
+        return data
 
     @field_validator("style", mode="before")
     @classmethod

@@ -1,0 +1,88 @@
+"""Field types a task's ``Options`` model declares once, read alike from a flag, ``-O`` and a config file.
+
+A convenience of the command line (``--scales BFI,EPQ-R``) is a property of the option, not of one
+command: declared here on the field, it holds for ``--scales``, ``-O scales=BFI,EPQ-R`` and
+``scales = "BFI,EPQ-R"`` in a config file, and the command generated from the model
+(:func:`llmpsych.clikit.task_command`) needs no second declaration.
+"""
+
+from __future__ import annotations
+
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BeforeValidator
+
+
+def split_commas(value: Any) -> Any:
+    """``"BFI,EPQ-R"`` -> ``["BFI", "EPQ-R"]``; in a list, each text is split the same way
+    (``["En,Zh", "Ko"]`` -> ``["En", "Zh", "Ko"]``); empty parts are dropped; anything else is left to
+    the field's own validation."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list | tuple):
+        out: list[Any] = []
+        for item in value:
+            out.extend(split_commas(item) if isinstance(item, str) else [item])
+        return out
+    return value
+
+
+def split_several(value: Any) -> Any:
+    """``"guessing,pirate"`` -> ``["guessing", "pirate"]``; a text without a comma stays one name."""
+    return split_commas(value) if isinstance(value, str) and "," in value else value
+
+
+#: A list of names or ids (none of which holds a comma): each text given may list several, comma-separated.
+CommaList = Annotated[list[str], BeforeValidator(split_commas)]
+#: One name, or several as a list or comma-separated.
+NameOrNames = Annotated[str | list[str], BeforeValidator(split_several)]
+#: The comma forms, applied to an option's value before it is stored (:func:`comma_forms`).
+COMMA_FORMS = (split_commas, split_several)
+
+
+def comma_forms(model: type[Any], options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with each comma form written out as the list it means (``scales: "BFI,EPQ-R"`` ->
+    ``["BFI", "EPQ-R"]``), so a run config stores one spelling whether the value came from a flag, ``-O``
+    or a file (runs then compare by their settings, not by how they were typed)."""
+    out = dict(options)
+    for name, info in getattr(model, "model_fields", {}).items():
+        if name not in out:
+            continue
+        for meta in [*info.metadata, *_nested_metadata(info.annotation)]:
+            if isinstance(meta, BeforeValidator) and meta.func in COMMA_FORMS:
+                out[name] = meta.func(out[name])
+    return out
+
+
+def _nested_metadata(annotation: Any) -> list[Any]:
+    """The ``Annotated`` metadata of the members of a union (``CommaList | None``)."""
+    found: list[Any] = []
+    for member in get_args(annotation) if get_origin(annotation) in (Union, UnionType) else ():
+        if get_origin(member) is Annotated:
+            found.extend(get_args(member)[1:])
+    return found
+
+
+def no_flag() -> dict[str, Any]:
+    """``json_schema_extra`` of an option that is set by a command, never typed (it gets no flag of its
+    own; ``-O`` and a config file still reach it)."""
+    return {"flag": False}
+
+
+def off_switch(name: str) -> dict[str, Any]:
+    """``json_schema_extra`` of a bool option whose off switch has its own name (``published``: the flag is
+    ``--published/--corrected``, the one spelling of the two scorings)."""
+    return {"off": name}
+
+
+__all__ = [
+    "COMMA_FORMS",
+    "CommaList",
+    "NameOrNames",
+    "comma_forms",
+    "no_flag",
+    "off_switch",
+    "split_commas",
+    "split_several",
+]
