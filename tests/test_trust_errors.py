@@ -254,7 +254,7 @@ def test_a_malformed_gamabench_log_is_one_line(tmp_path: Path, case: str) -> Non
 def test_a_malformed_reliability_save_file_is_one_line(tmp_path: Path, case: str) -> None:
     save = tmp_path / "results.json"
     save.write_bytes(RELEASED[case])
-    _one_clear_line(_cli("reliability", "analyze", str(save)), str(save))
+    _one_clear_line(_cli("reliability", "rescore", str(save)), str(save))
 
 
 @pytest.mark.parametrize("case", sorted(RELEASED))

@@ -309,7 +309,7 @@ def test_a_hostile_save_is_one_error_line_naming_the_record(
     seed_data: Path, tmp_path: Path, mutate, expected: str
 ) -> None:
     path = _save(seed_data, tmp_path, mutate)
-    line = one_error_line(cli("reliability", "analyze", path, "--json"))
+    line = one_error_line(cli("reliability", "rescore", path, "--json"))
     assert str(path) in line and expected in line, line
 
 
