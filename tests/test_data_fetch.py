@@ -167,7 +167,7 @@ def test_fetch_psychobench_verifies_and_resumes(server: SeedServer, tmp_path: Pa
 
 def test_fetch_emotionbench_via_cli_with_renamed_folders(server: SeedServer, tmp_path: Path) -> None:
     result = CliRunner().invoke(
-        app, ["fetch", "EmotionBench", "--base-url", server.url, "--dest", str(tmp_path)]
+        app, ["fetch", "EmotionBench", "--base-url", server.url, "--data-dir", str(tmp_path)]
     )
     assert result.exit_code == 0, (result.output, result.exception)
     assert "EmotionBench: 14 downloaded" in result.output
@@ -320,7 +320,7 @@ def test_unknown_dataset_and_bad_base_url(tmp_path: Path) -> None:
     assert all(name in str(err.value) for name in DATASETS)
     with pytest.raises(DataError, match="http"):
         fetch_dataset("PsychoBench", base_url="ftp://example.org", dest=tmp_path)
-    result = CliRunner().invoke(app, ["fetch", "NoSuchBench", "--dest", str(tmp_path)])
+    result = CliRunner().invoke(app, ["fetch", "NoSuchBench", "--data-dir", str(tmp_path)])
     assert isinstance(result.exception, DataError)
 
 

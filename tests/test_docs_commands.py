@@ -122,7 +122,7 @@ def check_llmpsych_command(root: Any, words: list[str]) -> None:  # noqa: ANN401
     while _is_group(command) and rest and not rest[0].startswith("-"):
         sub = command.get_command(None, rest[0])
         if sub is None:
-            break  # an argument of a group that runs by itself, e.g. `llmpsych report RUN_DIR`
+            break  # an argument of a group that runs by itself, e.g. `llmpsych web RUNS_DIR`
         command, path, rest = sub, [*path, rest[0]], rest[1:]
     if _is_group(command) and not command.invoke_without_command and rest and not rest[0].startswith("-"):
         raise AssertionError(f"`{' '.join(path)}` has no sub-command {rest[0]!r}")

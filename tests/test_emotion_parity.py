@@ -117,7 +117,7 @@ def test_score_results_command_prints_the_documented_json(seed_data: Path) -> No
 
     path = seed_data / "EmotionBench/results/PANAS_Test/gpt-3.5-turbo-PANAS-testing.csv"
     result = CliRunner().invoke(
-        app, ["score-results", str(path), "--scale", "PANAS", "--json", "--data-dir", str(seed_data)]
+        app, ["rescore", str(path), "--scale", "PANAS", "--json", "--data-dir", str(seed_data)]
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -127,7 +127,7 @@ def test_score_results_command_prints_the_documented_json(seed_data: Path) -> No
     assert set(data["emotions"]) == set(CHALLENGING_DEFAULT[n][0] for n in CHALLENGING_DEFAULT)
     assert data["overall"]["negative"]["mark"] == "—"
     bdi = seed_data / "EmotionBench/results/Challenging_Bench/gpt-3.5-turbo-BDI-testing.csv"
-    result = CliRunner().invoke(app, ["score-results", str(bdi), "--json", "--data-dir", str(seed_data)])
+    result = CliRunner().invoke(app, ["rescore", str(bdi), "--json", "--data-dir", str(seed_data)])
     assert result.exit_code == 0, result.output
     assert "total" in json.loads(result.output)["default"]
 

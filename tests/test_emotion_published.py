@@ -102,7 +102,8 @@ def test_rescore_defaults_to_published_and_the_old_verb_is_a_hidden_alias(seed_d
     old = CliRunner().invoke(app, ["score-results", *args])
     corrected = CliRunner().invoke(app, ["rescore", *args, "--corrected"])
     assert new.exit_code == old.exit_code == corrected.exit_code == 0, new.output
-    assert json.loads(new.output) == json.loads(old.output)
+    assert json.loads(new.stdout) == json.loads(old.stdout)
+    assert "is now `llmpsych emotionbench rescore`" in old.stderr
     assert json.loads(new.output)["published"] is True and json.loads(corrected.output)["published"] is False
     listing = CliRunner().invoke(app, ["--help"]).output
     assert "rescore" in listing and "score-results" not in listing

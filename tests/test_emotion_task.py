@@ -196,13 +196,13 @@ def test_run_and_compare_commands(tmp_path: Path, seed_data: Path) -> None:
     assert result.exit_code == 0, result.output
     assert len(bodies) == 4 and all("steady" in b["messages"][1]["content"] for b in bodies)
     released = seed_data / "EmotionBench/results/PANAS_Test/gpt-3.5-turbo-PANAS-testing.csv"
-    out = tmp_path / "compare.md"
+    out = tmp_path / "compare"  # --out is the output folder, as everywhere
     args = ["compare", str(tmp_path / "r"), str(released), "--data-dir", str(seed_data), "--out", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    text = out.read_text()
+    text = (out / "comparison.md").read_text()
     assert "gpt-3.5-turbo P" in text and "Crowd N" in text and "openai-compatible/scripted" in text
-    assert "![shifts](compare.png)" in text and (tmp_path / "compare.png").is_file()
+    assert "![shifts](comparison.png)" in text and (out / "comparison.png").is_file()
 
 
 def test_transcripts_hold_the_whole_conversation_with_reasks(tmp_path: Path, seed_data: Path) -> None:

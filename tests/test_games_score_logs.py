@@ -1,4 +1,5 @@
-"""``llmpsych gamabench score-logs``: official GAMA-Bench logs scored through the real command line.
+"""``llmpsych gamabench rescore PATHS`` (formerly ``score-logs``): official GAMA-Bench logs scored through the
+real command line.
 
 Expected values: thesis Tables 6.8/6.9, the same ``PUBLISHED`` numbers test_games_scoring.py checks the
 library against (kept once, in ``llmpsych.games.released_logs``).
@@ -40,7 +41,7 @@ def raw_results(seed_data: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def folder_result(raw_results: Path) -> subprocess.CompletedProcess[str]:
-    return cli("gamabench", "score-logs", raw_results, "--json")
+    return cli("gamabench", "rescore", raw_results, "--json")
 
 
 def _copy(raw_results: Path, relpath: str, target: Path) -> Path:
@@ -86,7 +87,7 @@ def test_folder_scores_the_explicit_and_second_price_logs_as_variants(folder_res
 
 def test_single_file(raw_results: Path) -> None:
     path = raw_results / "pirate_game" / "gpt-4o_pirate_game_v1_1.json"
-    result = cli("gamabench", "score-logs", path, "--json")
+    result = cli("gamabench", "rescore", path, "--json")
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert list(scores) == ["gpt-4o"]
@@ -104,7 +105,7 @@ def test_default_model_is_the_prefixless_files(raw_results: Path, tmp_path: Path
     _copy(raw_results, "guessing_game/guessing_game_v1_1.json", tmp_path / "a" / "guessing_game_v1_1.json")
     _copy(raw_results, "guessing_game/gpt-4o_guessing_game_v1_1.json", tmp_path / "b" / "c" / "x.json")
     (tmp_path / "b" / "c" / "x.json").rename(tmp_path / "b" / "c" / "gpt-4o_guessing_game_v1_1.json")
-    result = cli("gamabench", "score-logs", tmp_path, "--json")
+    result = cli("gamabench", "rescore", tmp_path, "--json")
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     assert sorted(scores) == sorted([DEFAULT_MODEL, "gpt-4o"]) and DEFAULT_MODEL == "gpt-3.5-turbo-0125"
@@ -118,14 +119,14 @@ def test_malformed_file_is_one_error_line_naming_it(raw_results: Path, tmp_path:
     data = json.loads(bad.read_text())
     data["round_records"][3]["responses"][0] = "fifty"
     bad.write_text(json.dumps(data))
-    result = cli("gamabench", "score-logs", tmp_path, "--json")
+    result = cli("gamabench", "rescore", tmp_path, "--json")
     assert result.returncode != 0
     assert result.stdout == ""
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
     assert "divide_dollar_v1_2.json" in lines[0] and "round 4 player 1: bid is not a number" in lines[0]
     # --skip-malformed: a warning naming the file, the other log is scored
-    result = cli("gamabench", "score-logs", tmp_path, "--json", "--skip-malformed")
+    result = cli("gamabench", "rescore", tmp_path, "--json", "--skip-malformed")
     assert result.returncode == 0, result.stderr
     assert "warning:" in result.stderr and "divide_dollar_v1_2.json" in result.stderr
     assert json.loads(result.stdout)[DEFAULT_MODEL]["divide_dollar"]["runs"] == 1
@@ -142,7 +143,7 @@ def test_variant_logs_are_scored_apart_and_unnamed_logs_skipped(raw_results: Pat
     data["meta"]["ratio"] = 0.5
     sweep.write_text(json.dumps(data))
     out = tmp_path / "out"
-    result = cli("gamabench", "score-logs", tmp_path, "--json", "--verbose", "--out", out)
+    result = cli("gamabench", "rescore", tmp_path, "--json", "--verbose", "--out", out)
     assert result.returncode == 0, result.stderr
     # only run 1 is a leaderboard run; the three others are variant logs, not leaderboard runs
     assert json.loads(result.stdout)[DEFAULT_MODEL]["guess_2_3"]["runs"] == 1
@@ -159,18 +160,18 @@ def test_variant_logs_are_scored_apart_and_unnamed_logs_skipped(raw_results: Pat
 
 def test_table_arxiv_scoring_and_aliases(raw_results: Path, seed_data: Path) -> None:
     folder = raw_results / "sealed_bid_auction"
-    result = cli("games", "score-logs", folder, "--scoring", "arxiv_v4", "--json")  # old group name
+    result = cli("games", "score-logs", folder, "--scoring", "arxiv_v4", "--json")  # old names, hidden
     assert result.returncode == 0, result.stderr
     scores = json.loads(result.stdout)
     mean, _ = PUBLISHED_ARXIV[DEFAULT_MODEL]["sealed_bid_auction"]
     assert abs(scores[DEFAULT_MODEL]["sealed_bid_auction"]["mean"] - mean) <= TOL
-    result = cli("gamabench", "score-logs", raw_results / "guessing_game")
+    result = cli("gamabench", "rescore", raw_results / "guessing_game")
     assert result.returncode == 0, result.stderr
     assert "Guess 2/3 of the Average" in result.stdout and "63.4 ± 3.4" in result.stdout
-    result = cli("gamabench", "score-released", "--data-dir", seed_data, "--model", "gpt-4o")
+    result = cli("gamabench", "rescore", "--data-dir", seed_data, "--model", "gpt-4o")
     assert result.returncode == 0, result.stderr
     assert "66.7±4.7" in result.stdout
-    result = cli("gamabench", "score-logs", raw_results / "nope")
+    result = cli("gamabench", "rescore", raw_results / "nope")
     assert result.returncode != 0 and "nope not found" in result.stderr
 
 
@@ -181,6 +182,6 @@ def test_log_the_scorer_rejects_is_an_error(raw_results: Path, tmp_path: Path) -
     for record in data["round_records"]:
         record["valuations"] = [0] * len(record["valuations"])
     path.write_text(json.dumps(data))
-    result = cli("gamabench", "score-logs", path, "--scoring", "arxiv_v4", "--json")
+    result = cli("gamabench", "rescore", path, "--method", "arxiv_v4", "--json")
     assert result.returncode != 0
     assert "sealed_bid_auction_v1_1.json cannot be scored: the arXiv auction score needs" in result.stderr

@@ -419,12 +419,12 @@ runner = CliRunner()
 
 
 def test_cli_leaderboard_and_detail(data_dir: Path) -> None:
-    result = runner.invoke(app, ["score-released", "--data-dir", str(data_dir)], env={"COLUMNS": "250"})
+    result = runner.invoke(app, ["rescore", "--data-dir", str(data_dir)], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
     assert "gpt-3.5-turbo-0125" in result.output and "44.4±2.1" in result.output
     assert "pub." not in result.output  # every cell equals the published value
     result = runner.invoke(
-        app, ["score-released", "--data-dir", str(data_dir), "--model", "llama-3.1-70b", "--corrected"],
+        app, ["rescore", "--data-dir", str(data_dir), "--model", "llama-3.1-70b", "--corrected"],
         env={"COLUMNS": "250"},
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -432,11 +432,11 @@ def test_cli_leaderboard_and_detail(data_dir: Path) -> None:
 
 
 def test_cli_user_errors(data_dir: Path) -> None:
-    result = runner.invoke(app, ["score-released", "--data-dir", str(data_dir), "--model", "nope"])
+    result = runner.invoke(app, ["rescore", "--data-dir", str(data_dir), "--model", "nope"])
     assert result.exit_code != 0
     assert "no released logs for model 'nope'" in str(result.exception)
-    result = runner.invoke(app, ["score-released", "--data-dir", str(data_dir), "--scoring", "v9"])
-    assert "unknown --scoring" in str(result.exception)
+    result = runner.invoke(app, ["rescore", "--data-dir", str(data_dir), "--method", "v9"])
+    assert "unknown --method" in str(result.exception)
 
 
 def test_published_tables_are_complete() -> None:

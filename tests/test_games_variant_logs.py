@@ -1,4 +1,4 @@
-"""The released GAMA-Bench variant logs scored by ``gamabench score-logs`` and compared with the thesis.
+"""The released GAMA-Bench variant logs scored by ``gamabench rescore`` and compared with the thesis.
 
 Expected values: the thesis's variant tables as printed (``llmpsych.games.published_variants``, each row
 checked here against its seed line), recomputed from the authors' logs (CUHK-ARISE/GAMABench @ 41ebccf).
@@ -180,7 +180,7 @@ def test_explicit_and_second_price_logs_are_scored_as_their_own_tables(
     out = tmp_path / "out"
     files = _numbered_runs(raw_results)
     assert len(files) == 280
-    result = cli("gamabench", "score-logs", *files, "--out", out)
+    result = cli("gamabench", "rescore", *files, "--out", out)
     assert result.returncode == 0, result.stderr
     assert "gemini-1.5-pro: multiple runs, El Farol explicit" in result.stdout
     assert "mixtral-8x7b: multiple runs, second-price auction" in result.stdout
@@ -215,15 +215,15 @@ def test_seed_data_reproduces_the_multiple_runs_tables(raw_results: Path) -> Non
 def test_variant_logs_alone_are_scored_not_refused(raw_results: Path, tmp_path: Path) -> None:
     """A folder with only variant logs is no longer 'no leaderboard runs found'."""
     folder = raw_results / "bar_game_explicit"
-    result = cli("gamabench", "score-logs", folder, "--thesis")
+    result = cli("gamabench", "rescore", folder, "--thesis")
     assert result.returncode == 0, result.stderr
     assert "no leaderboard runs" not in result.stderr + result.stdout
     assert "gpt-3.5-turbo-1106: multiple runs, El Farol explicit" in result.stdout
     assert "thesis variant tables: 0 of 1039 printed cells reproduced" in result.stdout
-    assert json.loads(cli("gamabench", "score-logs", folder, "--json").stdout) == {}
-    assert cli("gamabench", "score-logs", tmp_path).returncode != 0  # nothing at all is still an error
+    assert json.loads(cli("gamabench", "rescore", folder, "--json").stdout) == {}
+    assert cli("gamabench", "rescore", tmp_path).returncode != 0  # nothing at all is still an error
     (tmp_path / "a-file").write_text("keep me")
-    on_file = cli("gamabench", "score-logs", folder, "--out", tmp_path / "a-file")
+    on_file = cli("gamabench", "rescore", folder, "--out", tmp_path / "a-file")
     assert on_file.returncode != 0 and "is a file; give a folder" in on_file.stderr
     assert (tmp_path / "a-file").read_text() == "keep me"
 
@@ -237,7 +237,7 @@ def test_a_variant_log_is_validated_like_a_leaderboard_log(raw_results: Path, tm
     bad.parent.mkdir()
     data["round_records"][2]["responses"][4] = -5
     bad.write_text(json.dumps(data))
-    result = cli("gamabench", "score-logs", bad.parent)
+    result = cli("gamabench", "rescore", bad.parent)
     assert result.returncode != 0
     assert "llama-3.1-70b_sealed_bid_auction_v1_t2.json" in result.stderr
     assert "round 3 player 5: bid -5 is negative" in result.stderr
@@ -249,7 +249,7 @@ def test_a_variant_log_is_validated_like_a_leaderboard_log(raw_results: Path, tm
     kept.parent.mkdir()
     kept.write_text(json.dumps(data))
     out = tmp_path / "out"
-    result = cli("gamabench", "score-logs", kept.parent, "--out", out)
+    result = cli("gamabench", "rescore", kept.parent, "--out", out)
     assert result.returncode == 0, result.stderr
     assert "1 answer(s) above the asked range kept" in result.stderr
     with (out / "variant_scores.csv").open(newline="") as f:
@@ -267,7 +267,7 @@ def test_two_logs_of_one_setting_are_an_error(raw_results: Path, tmp_path: Path)
     for sub in ("a", "b"):
         (tmp_path / sub).mkdir()
         shutil.copy(source, tmp_path / sub / source.name)
-    result = cli("gamabench", "score-logs", tmp_path)
+    result = cli("gamabench", "rescore", tmp_path)
     assert result.returncode != 0
     assert "two logs for mixtral-8x7b bar_game runs T3 (explicit)" in result.stderr
 
@@ -316,7 +316,7 @@ def test_full_logs_reproduce_every_reachable_thesis_cell(full_logs: Path) -> Non
 
 def test_full_logs_through_the_command(full_logs: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    result = cli("gamabench", "score-logs", full_logs, "--thesis", "--out", out)
+    result = cli("gamabench", "rescore", full_logs, "--thesis", "--out", out)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     summary = lines.index(
@@ -348,7 +348,7 @@ def test_full_logs_through_the_command(full_logs: Path, tmp_path: Path) -> None:
     # one game only: the same cells, the others of that table are "no log"
     one = tmp_path / "one"
     shutil.copytree(full_logs / "pirate_game", one)
-    result = cli("gamabench", "score-logs", one, "--thesis")
+    result = cli("gamabench", "rescore", one, "--thesis")
     assert result.returncode == 0, result.stderr
     assert "gpt-3.5-turbo-0125: temperatures" in result.stdout
     assert GAMES[-1] == "pirate_game"

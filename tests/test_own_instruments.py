@@ -318,9 +318,9 @@ def test_imported_answers_give_the_same_analysis_as_the_run(
     report = (out / "report.md").read_text()
     assert f"imported from `{source.name}`" in report and "no model was called" in report
 
-    # an imported run is a run folder: `llmpsych report` rebuilds it, resume refuses it in one line
+    # an imported run is a run folder: `llmpsych analyze` rebuilds it, resume refuses it in one line
     (out / "summary.csv").unlink()
-    rebuilt = CliRunner().invoke(app, ["report", str(out)])
+    rebuilt = CliRunner().invoke(app, ["analyze", str(out)])
     assert rebuilt.exit_code == 0 and (out / "summary.csv").is_file()
     with pytest.raises(ConfigError, match="was imported from .*there is no model to run"):
         resume_run(out, False)
@@ -516,7 +516,7 @@ def test_import_answers_to_an_official_scale(app, tmp_path: Path, seed_data: Pat
     out = tmp_path / "out"
     result = CliRunner().invoke(
         app,
-        ["psychobench", "import-answers", str(source), "--scales", "BFI", "--data-dir", str(seed_data),
+        ["psychobench", "import-answers", str(source), "--scale", "BFI", "--data-dir", str(seed_data),
          "--out", str(out), "--label", "two people"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -93,10 +93,10 @@ def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> No
     missing = CliRunner().invoke(app, ["psychobench", "compare", str(tmp_path)])
     assert missing.exit_code != 0 and "no summary.csv" in str(missing.exception)
 
-    # `llmpsych report RUN_DIR` (alias of analyze) rebuilds the report from the store alone
+    # `llmpsych analyze RUN_DIR` rebuilds the report from the store alone
     (low / "report.md").unlink()
     (low / "summary.csv").unlink()
-    rebuilt = CliRunner().invoke(app, ["report", str(low)])
+    rebuilt = CliRunner().invoke(app, ["analyze", str(low)])
     assert rebuilt.exit_code == 0, rebuilt.output
     assert (low / "report.md").is_file() and (low / "summary.csv").is_file() and "wrote" in rebuilt.output
 

@@ -243,7 +243,7 @@ def test_run_report_tables_bsri_cabin_transcripts_html_and_rebuild(app, tmp_path
     )
     changed = CliRunner().invoke(
         app,
-        ["psychobench", "report", str(run_dir), "--bsri-thresholds", "1,7", "--bsri-order", "A,F,M,U"]
+        ["psychobench", "analyze", str(run_dir), "--bsri-thresholds", "1,7", "--bsri-order", "A,F,M,U"]
         + ["--cabin-groupings", str(mapping)],
     )
     assert changed.exit_code == 0, changed.output
@@ -254,11 +254,11 @@ def test_run_report_tables_bsri_cabin_transcripts_html_and_rebuild(app, tmp_path
     things = (cabin_scores["Mechanics/Electronics"] + cabin_scores["Construction/WoodWork"]) / 2
     assert groups.loc["Things", "mean"] == pytest.approx(things) and groups.loc["People", "n"] == 3
 
-    # `llmpsych report` rebuilds everything from the store with the stored settings
+    # `llmpsych analyze` rebuilds everything from the store with the stored settings
     for path in run_dir.glob("*.*"):
         if path.suffix in (".md", ".html", ".csv", ".parquet", ".png"):
             path.unlink()
-    rebuilt = CliRunner().invoke(app, ["report", str(run_dir)])
+    rebuilt = CliRunner().invoke(app, ["analyze", str(run_dir)])
     assert rebuilt.exit_code == 0, rebuilt.output
     report = (run_dir / "report.md").read_text()
     assert "masculine 1 (given); feminine 7 (given)" in report
@@ -270,7 +270,7 @@ def test_run_report_tables_bsri_cabin_transcripts_html_and_rebuild(app, tmp_path
     assert store.call_count() == calls
     store.close()
 
-    bad = CliRunner().invoke(app, ["psychobench", "report", str(run_dir), "--bsri-order", "U,M"])
+    bad = CliRunner().invoke(app, ["psychobench", "analyze", str(run_dir), "--bsri-order", "U,M"])
     assert bad.exit_code != 0 and "label_order must list each of" in str(bad.exception)
     assert ReportSettings.model_validate(load_settings(run_dir).model_dump()).bsri.label_order[0] == (
         "Androgynous"

@@ -175,14 +175,14 @@ def test_table_3_10_welch_is_the_alternative_and_reproduces_no_printed_t(
 
 def test_cli_method_governs_the_default_table(saves: Path) -> None:
     base = [
-        "analyze",
+        "rescore",
         *(str(saves / f"{f}.json") for f in PERSONALITY),
         "--default",
         str(saves / "save.json"),
     ]
     t: dict[str, dict[tuple[str, str], str]] = {}
     for method in ("", "paper", "welch"):
-        chosen = ["--method", method] if method else []
+        chosen = ["--test", method] if method else []
         if method == "welch":
             chosen.append("--corrected")
         result = CliRunner().invoke(app, [*base, "--json", *chosen])
@@ -192,24 +192,24 @@ def test_cli_method_governs_the_default_table(saves: Path) -> None:
         t[method] = {(r["dimension"], r["side"]): f"{r['t']:.2f}" for r in payload["extremes"]}
     assert t[""] == t["paper"] and t["paper"][("Extraversion", "min")] == "-59.34"
     assert t["welch"][("Extraversion", "min")] == "-58.84"
-    shown = CliRunner().invoke(app, [*base, "--method", "welch", "--corrected"])
-    assert shown.exit_code == 0 and "--method welch: Welch's test" in shown.output
+    shown = CliRunner().invoke(app, [*base, "--test", "welch", "--corrected"])
+    assert shown.exit_code == 0 and "--test welch: Welch's test" in shown.output
     assert "corrected: sample SDs" in shown.output
-    bad = CliRunner().invoke(app, [*base, "--method", "Welch"])
-    assert isinstance(bad.exception, LlmpsychError) and "--method must be f-test, welch or student" in str(
+    bad = CliRunner().invoke(app, [*base, "--test", "Welch"])
+    assert isinstance(bad.exception, LlmpsychError) and "--test must be f-test, welch or student" in str(
         bad.exception
     )
 
 
 def test_cli_analyze_json(saves: Path) -> None:
-    result = CliRunner().invoke(app, ["analyze", str(saves / "save.json"), "--json"])
+    result = CliRunner().invoke(app, ["rescore", str(saves / "save.json"), "--json"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert payload["n"] == 2500
     assert round(payload["dimensions"]["Openness"]["mean"], 2) == 4.31
     assert payload["outliers"]["count"] == 76 and payload["outliers"]["rate"] == pytest.approx(0.0304)
     assert len(payload["factor_comparisons"]) == 135
-    text = CliRunner().invoke(app, ["analyze", str(saves / "environment.json")])
+    text = CliRunner().invoke(app, ["rescore", str(saves / "environment.json")])
     assert text.exit_code == 0 and "happiness" in text.output
 
 
@@ -233,7 +233,7 @@ def test_dbscan_agrees_with_scikit_learn(grid: pd.DataFrame) -> None:
 
 
 def test_cli_fit_with_other_results_changes_only_the_projection(saves: Path) -> None:
-    args = ["analyze", str(saves / "save.json"), "--fit-with", str(saves / "character.json"), "--json"]
+    args = ["rescore", str(saves / "save.json"), "--fit-with", str(saves / "character.json"), "--json"]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)

@@ -63,4 +63,4 @@ def test_steering_report_has_maps_and_extremes(tmp_path: Path, seed_data: Path) 
     names = {p.name for p in write_reanalysis(result, tmp_path, default)}
     assert {"map_density.png", "map_steering.png", "map_extremes.png", "extremes.csv", "report.md"} <= names
     report = (tmp_path / "report.md").read_text()
-    assert "Table 3.10" in report and "`--method f-test`: the authors' procedure" in report
+    assert "Table 3.10" in report and "t-test `f-test`: the authors' procedure" in report

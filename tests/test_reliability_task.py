@@ -204,7 +204,7 @@ def test_cli_run_then_analyze_the_run_directory(tmp_path: Path, seed_data: Path)
     assert result.exit_code == 0, result.output
     assert len(respondent.bodies) == 16  # 2 templates x 2 labels x 2 orders, two chunks each
     assert all("Description: I see myself as" in b["messages"][1]["content"] for b in respondent.bodies)
-    analysed = CliRunner().invoke(app, ["analyze", str(tmp_path / "run"), "--json"])
+    analysed = CliRunner().invoke(app, ["rescore", str(tmp_path / "run"), "--json"])
     assert analysed.exit_code == 0, analysed.output
     payload = json.loads(analysed.output)
     assert payload["n"] == 8 and payload["groups"][0]["n"] == 8
@@ -252,7 +252,7 @@ def test_compare_and_retest_commands(seed_data: Path) -> None:
 
 
 def test_run_option_method_governs_the_report_of_a_steered_run(tmp_path: Path, seed_data: Path) -> None:
-    """A run's ``method`` reaches Table 3.10 of its report, as ``analyze --method`` does."""
+    """A run's ``method`` reaches Table 3.10 of its report, as ``rescore --test`` does."""
     save = seed_data / "LLMPersonality" / "Analysis" / "save" / "save.json"
     profile = next(iter(load_steering("personality", seed_data)))  # "routine": the Openness minimum
     grid = {
@@ -271,6 +271,6 @@ def test_run_option_method_governs_the_report_of_a_steered_run(tmp_path: Path, s
         (row,) = pd.read_csv(tmp_path / method / "extremes.csv").to_dict("records")
         assert (row["dimension"], row["side"], row["method"]) == ("Openness", "min", method)
         assert row["sd_ddof"] == (0 if method == "f-test" else 1) and row["test"] == "welch"
-        assert f"`--method {method}`" in (tmp_path / method / "report.md").read_text()
+        assert f"t-test `{method}`" in (tmp_path / method / "report.md").read_text()
     with pytest.raises(ValidationError, match="method"):
         ReliabilityOptions(method="Welch")  # type: ignore[arg-type]

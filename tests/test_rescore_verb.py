@@ -31,7 +31,8 @@ def test_gamabench_rescore_without_paths_is_the_released_leaderboard(seed_data: 
     new = runner.invoke(games_app, ["rescore", *args], env={"COLUMNS": "250"})
     old = runner.invoke(games_app, ["score-released", *args], env={"COLUMNS": "250"})
     assert new.exit_code == old.exit_code == 0, new.output
-    assert new.output == old.output and "70.4±12.8" in new.output
+    assert new.stdout == old.stdout and "70.4±12.8" in new.stdout
+    assert "is now `llmpsych gamabench rescore`" in old.stderr  # the old name says what replaced it
 
 
 def test_gamabench_rescore_with_paths_is_score_logs(seed_data: Path) -> None:
@@ -59,5 +60,6 @@ def test_reliability_rescore_equals_the_old_analyze(seed_data: Path) -> None:
     new = runner.invoke(reliability_app, ["rescore", save, "--json"])
     old = runner.invoke(reliability_app, ["analyze", save, "--json"])
     assert new.exit_code == old.exit_code == 0, new.output
-    assert json.loads(new.output) == json.loads(old.output)
-    assert json.loads(new.output)["settings"]["published"] is True
+    assert json.loads(new.stdout) == json.loads(old.stdout)
+    assert json.loads(new.stdout)["settings"]["published"] is True
+    assert "is now `llmpsych reliability rescore`" in old.stderr

@@ -247,14 +247,14 @@ RELEASED = {
 def test_a_malformed_gamabench_log_is_one_line(tmp_path: Path, case: str) -> None:
     log = tmp_path / "guessing_game_v1_1.json"
     log.write_bytes(RELEASED[case])
-    _one_clear_line(_cli("gamabench", "score-logs", str(log)), str(log))
+    _one_clear_line(_cli("gamabench", "rescore", str(log)), str(log))
 
 
 @pytest.mark.parametrize("case", sorted(RELEASED))
 def test_a_malformed_reliability_save_file_is_one_line(tmp_path: Path, case: str) -> None:
     save = tmp_path / "results.json"
     save.write_bytes(RELEASED[case])
-    _one_clear_line(_cli("reliability", "analyze", str(save)), str(save))
+    _one_clear_line(_cli("reliability", "rescore", str(save)), str(save))
 
 
 @pytest.mark.parametrize("case", sorted(RELEASED))
@@ -270,9 +270,7 @@ def test_a_malformed_emotionbench_results_file_is_one_line(
 ) -> None:
     results = tmp_path / "gpt-3.5-turbo-PANAS-testing.csv"
     results.write_bytes(RELEASED[case])
-    result = _cli(
-        "emotionbench", "score-results", str(results), "--scale", "PANAS", "--data-dir", str(seed_data)
-    )
+    result = _cli("emotionbench", "rescore", str(results), "--scale", "PANAS", "--data-dir", str(seed_data))
     _one_clear_line(result, str(results))
 
 

@@ -1,6 +1,6 @@
 """Issue 14, a gap of class 6: a preset's run folders are llmpsych's own.
 
-``llmpsych games preset`` and ``llmpsych mas preset`` name a run folder per run below ``--out`` and resume
+``llmpsych gamabench preset`` and ``llmpsych mas preset`` name a run folder per run below ``--out`` and resume
 whatever run they find there. A symbolic link planted at such a folder (or at the model folder between)
 made the run write into, or resume, the link's target; now it is one line naming the link, exit 2, before
 anything is sent, and the target is left untouched.
@@ -23,8 +23,8 @@ def _llmpsych(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _games(server: FaultServer, out: Path) -> subprocess.CompletedProcess[str]:
     return _llmpsych(
-        "games", "preset", "multiple-runs", "--model", "openai-compatible/m", "--base-url", server.base_url,
-        "--game", "guessing", "--runs", "1", "--players", "2", "--rounds", "1", "--no-cache",
+        "gamabench", "preset", "multiple-runs", "--model", "openai-compatible/m",
+        "--base-url", server.base_url, "--game", "guessing", "--runs", "1", "--players", "2", "--rounds", "1", "--no-cache",
         "--no-progress", "--out", str(out),
     )  # fmt: skip
 

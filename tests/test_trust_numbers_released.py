@@ -105,7 +105,7 @@ def test_hostile_game_log_is_one_error_line_naming_file_round_and_player(
     seed_data: Path, tmp_path: Path, relpath: str, mutate: Callable[[dict[str, Any]], None], expected: str
 ) -> None:
     path = _log(seed_data, tmp_path, relpath, mutate)
-    line = one_error_line(cli("gamabench", "score-logs", path, "--json"))
+    line = one_error_line(cli("gamabench", "rescore", path, "--json"))
     assert path.name in line and expected in line, line
 
 
@@ -114,13 +114,13 @@ def test_answers_above_the_asked_range_are_kept_and_counted(seed_data: Path, tmp
     and the published figure reproduced; a contribution of 10**300 tokens cannot give a 0-100 score."""
     source = seed_data / "GAMABench/raw_results/divide_dollar/mixtral-8x7b_divide_dollar_v1_2.json"
     shutil.copy(source, tmp_path / source.name)
-    result = cli("gamabench", "score-logs", tmp_path / source.name, "--json")
+    result = cli("gamabench", "rescore", tmp_path / source.name, "--json")
     assert result.returncode == 0, result.stderr
     entry = json.loads(result.stdout)["mixtral-8x7b"]["divide_dollar"]
     assert entry["above_range"] == 1 and entry["runs"] == 1
     assert "1 answer(s) above the asked range kept" in result.stderr and "bid 187 > 100" in result.stderr
     path = _log(seed_data, tmp_path, "public_goods/public_goods_v1_1.json", _set(2, 1, 10**300))
-    line = one_error_line(cli("gamabench", "score-logs", path, "--json"))
+    line = one_error_line(cli("gamabench", "rescore", path, "--json"))
     assert (
         path.name in line and "outside 0-100" in line and "round 2 player 1: contribution 1e+300 > 20" in line
     )
@@ -167,7 +167,7 @@ def _csv(seed_data: Path, tmp_path: Path, mutate: Callable[[list[list[str]]], No
 
 
 def _score_results(seed_data: Path, path: Path) -> subprocess.CompletedProcess[str]:
-    return cli("emotionbench", "score-results", path, "--json", "--data-dir", seed_data)
+    return cli("emotionbench", "rescore", path, "--json", "--data-dir", seed_data)
 
 
 @pytest.fixture(scope="module")
@@ -309,7 +309,7 @@ def test_a_hostile_save_is_one_error_line_naming_the_record(
     seed_data: Path, tmp_path: Path, mutate, expected: str
 ) -> None:
     path = _save(seed_data, tmp_path, mutate)
-    line = one_error_line(cli("reliability", "analyze", path, "--json"))
+    line = one_error_line(cli("reliability", "rescore", path, "--json"))
     assert str(path) in line and expected in line, line
 
 

@@ -230,7 +230,7 @@ def test_a_planted_lock_file_link_is_refused_and_its_target_untouched(game_run: 
 
 @pytest.mark.parametrize(
     "args",
-    [["analyze"], ["report"], ["export"], ["run", "--resume"], ["psychobench", "report"]],
+    [["analyze"], ["export"], ["run", "--resume"], ["psychobench", "analyze"]],
     ids=lambda a: " ".join(a),
 )
 def test_a_missing_or_empty_run_folder_is_an_error_and_nothing_is_created(

@@ -112,7 +112,10 @@ def run(
 
 @app.command()
 def analyze(run_dir: Annotated[Path, typer.Argument(help="A run directory.")]) -> None:
-    """Re-analyse a run from its store (no model is called)."""
+    """Re-analyse a run from its store: its tables and reports again, no model called.
+
+    Every Markdown report gets its HTML page beside it. Report settings stored in the run (e.g.
+    PsychoBench's BSRI thresholds) are used again."""
     from .runs import analyze_run
 
     for path in analyze_run(run_dir):
@@ -326,17 +329,18 @@ def cache_clear(
     console.print(f"removed {removed} cached responses")
 
 
-#: Sub-commands owned by other layers: (module, command name, help).
+#: Sub-commands owned by other layers: (module, command name, help); a name of
+#: :data:`~llmpsych.clinames.RETIRED_COMMANDS` is mounted hidden (an old spelling, accepted one release).
 SUBCOMMANDS = (
     ("llmpsych.data.cli", "data", "Official datasets: list and fetch."),
     ("llmpsych.instruments.cli", "scales", "Psychometric scales: list, show, corrections, validate."),
     ("llmpsych.games.cli", "gamabench", "GAMA-Bench games: score official logs, recompute the leaderboard."),
-    ("llmpsych.games.cli", "games", "Alias of `gamabench` (GAMA-Bench games)."),
+    ("llmpsych.games.cli", "games", "Old name of `llmpsych gamabench`."),
     ("llmpsych.collab.cli", "mas", "MAS-Resilience: multi-agent systems with faulty agents, and defences."),
     ("llmpsych.emotion.cli", "emotionbench", "EmotionBench: emotions evoked by situations, against humans."),
     ("llmpsych.psychobench.cli", "psychobench", "PsychoBench: run several models, compare runs with norms."),
     ("llmpsych.reliability.cli", "reliability", "Scale reliability: BFI perturbation grid, steering, maps."),
-    ("llmpsych.report.cli", "report", "Rebuild a run's report from its store, no model called (= analyze)."),
+    ("llmpsych.report.cli", "report", "Old name of `llmpsych analyze`."),
     (
         "llmpsych.validity.cli",
         "validity",
@@ -375,10 +379,13 @@ def _mount_subcommands(argv: list[str] | None = None) -> None:
     """
     import importlib
 
+    from .clinames import RETIRED_COMMANDS
+
     wanted = _invoked(argv) if argv is not None else None
     for module_name, name, help_text in SUBCOMMANDS:
+        hidden = name in RETIRED_COMMANDS
         if argv is not None and name != wanted:
-            app.add_typer(typer.Typer(add_completion=False), name=name, help=help_text)
+            app.add_typer(typer.Typer(add_completion=False), name=name, help=help_text, hidden=hidden)
             continue
         try:
             module = importlib.import_module(module_name)
@@ -387,7 +394,7 @@ def _mount_subcommands(argv: list[str] | None = None) -> None:
                 raise
             continue
         _wire_layers(module_name)
-        app.add_typer(module.app, name=name, help=help_text)
+        app.add_typer(module.app, name=name, help=help_text, hidden=hidden)
     _one_line_summaries(app)
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .. import clikit as kit
+from ..clinames import renamed, retired_option
 from ..report.terminal import InertConsole
 
 app = typer.Typer(
@@ -108,9 +109,9 @@ def fetch_cmd(
             "else https://raw.githubusercontent.com).",
         ),
     ] = None,
-    dest: Annotated[
+    data_dir: Annotated[
         Path | None,
-        typer.Option("--dest", help="Data directory to fetch into (default: the user cache)."),
+        typer.Option("--data-dir", help="Data directory to fetch into (default: the user cache)."),
     ] = None,
     trust_unpinned: Annotated[
         bool,
@@ -120,6 +121,7 @@ def fetch_cmd(
             "printed).",
         ),
     ] = False,
+    dest: Annotated[Path | None, retired_option("--dest", "--data-dir")] = None,
 ) -> None:
     """Download a dataset at its pinned commit, verify every file's sha256, and resume if interrupted."""
     from rich.progress import (
@@ -137,6 +139,7 @@ def fetch_cmd(
     from .sources import ENV_DATA_DIR, default_data_dir
 
     console = _console()
+    dest = renamed(data_dir, dest, default=None, names=("--data-dir", "--dest"))
     names = resolve_names(dataset)
     tasks: dict[str, TaskID] = {}
     with Progress(

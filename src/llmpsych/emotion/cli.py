@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import clikit as kit
+from ..clinames import notice, retired_command
 from ..errors import LlmpsychError, terminal_text
 from ..instruments.cli import translate_situations
 from ..report.terminal import InertConsole, echo
@@ -105,7 +106,7 @@ def rescore(
             console.print(f"  e.g. {example}", markup=False)
 
 
-app.command("score-results", hidden=True, help="Old name of `rescore`.")(rescore)
+retired_command(app, "emotionbench score-results", rescore)
 
 
 @app.command("human")
@@ -435,7 +436,10 @@ def compare(
     ] = True,
     data_dir: DataDirOpt = None,
     published: EmotionPublishedOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the Markdown table here.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Folder for comparison.md and its heatmap comparison.png."),
+    ] = None,
 ) -> None:
     """Several models side by side in the papers' layout (from run directories or released CSVs).
 
@@ -446,12 +450,26 @@ def compare(
 
     text, columns = comparison_table(sources, scale, humans=humans, data_dir=data_dir, published=published)
     if out is not None:
+        out = _comparison_file(out)
         png = write_comparison(out, text, columns)
         console.print(
             f"wrote {terminal_text(out)}" + (f" and {terminal_text(png)}" if png is not None else "")
         )
     else:
         echo(text)
+
+
+def _comparison_file(out: Path) -> Path:
+    """Where ``compare --out`` writes its Markdown table: ``OUT/comparison.md`` (its heatmap beside it).
+
+    ``--out`` named the Markdown file itself before; a path ending in ``.md`` that is not a folder is still
+    taken as that file for one release, with a one-line notice."""
+    from ..report.files import output_dir
+
+    if out.suffix.lower() == ".md" and not out.is_dir():
+        notice("--out FILE.md", "--out FOLDER (FOLDER/comparison.md)")
+        return out
+    return output_dir(out) / "comparison.md"
 
 
 def _split(value: str | None) -> list[str] | None:

@@ -1,4 +1,5 @@
-"""``llmpsych gamabench ...`` (alias ``games``): score official GAMA-Bench logs, recompute the leaderboard."""
+"""``llmpsych gamabench ...``: score official GAMA-Bench logs, recompute the leaderboard (``games`` is the old
+name, hidden, accepted one release)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from .. import clikit as kit
+from ..clinames import renamed, retired_command, retired_option
 from ..errors import LlmpsychError, terminal_text
 from ..instruments.cli import translate_command
 from ..report.terminal import InertConsole, echo
@@ -38,15 +40,34 @@ ModelOpt = Annotated[
         help="Model as named in the released files, e.g. gpt-3.5-turbo-0125, gpt-4o (default: all found).",
     ),
 ]
-ScoringOpt = Annotated[
+MethodOpt = Annotated[
     str,
-    typer.Option("--scoring", help="Formulas: thesis (the leaderboard) or arxiv_v4 (the arXiv v4 paper)."),
+    typer.Option(
+        "--method",
+        help="Scoring method: thesis (the leaderboard's formulas) or arxiv_v4 (the arXiv v4 paper).",
+    ),
 ]
+#: ``--scoring``: the old spelling of ``--method`` (hidden, accepted one release).
+ScoringOpt = Annotated[str | None, retired_option("--scoring", "--method")]
+
+
+def _method(method: str, scoring: str | None) -> ScoringVersion:
+    """The scoring method ``--method`` (or the old ``--scoring``) names, checked."""
+    from .scoring import VERSIONS
+
+    method = renamed(method, scoring, default="thesis", names=("--method", "--scoring"))
+    if method not in VERSIONS:
+        raise LlmpsychError(f"unknown --method {method!r}", f"use one of {', '.join(VERSIONS)}")
+    return method
 
 
 @app.callback()
-def games(debug: kit.DebugOpt = False) -> None:
+def games(ctx: typer.Context, debug: kit.DebugOpt = False) -> None:
     """GAMA-Bench games: scoring of official logs and of the released leaderboard."""
+    if ctx.info_name == "games":
+        from ..clinames import notice
+
+        notice("llmpsych games", "llmpsych gamabench")
 
 
 #: Published values agree when they are within half a unit of the last printed digit.
@@ -125,19 +146,17 @@ def _detail(model: str, data_dir: Path | None, version: ScoringVersion, publishe
     return table
 
 
-@app.command("score-released", hidden=True)
 def score_released_cmd(
     data_dir: DataDirOpt = None,
     model: ModelOpt = None,
-    scoring: ScoringOpt = "thesis",
+    method: MethodOpt = "thesis",
     published: kit.PublishedOpt = True,
+    scoring: ScoringOpt = None,
 ) -> None:
     """Score the released leaderboard logs (5 runs per game) and compare them with the published table."""
     from .released_logs import RELEASED_RUNS, released_gaps, released_models
-    from .scoring import VERSIONS
 
-    if scoring not in VERSIONS:
-        raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
+    version = _method(method, scoring)
     models = released_models(data_dir)
     if not models:
         raise LlmpsychError("no released GAMA-Bench leaderboard logs found in the data directory")
@@ -146,9 +165,9 @@ def score_released_cmd(
     console = InertConsole()
     published = published is not False
     if model is None:
-        console.print(_leaderboard(models, data_dir, scoring, published))
+        console.print(_leaderboard(models, data_dir, version, published))
     else:
-        console.print(_detail(model, data_dir, scoring, published))
+        console.print(_detail(model, data_dir, version, published))
     gaps = [gap for m in ([model] if model else models) for gap in released_gaps(m, data_dir)]
     if gaps:  # the n of those cells are smaller than the released design's
         console.print(f"missing from the released design ({RELEASED_RUNS} runs of each game):", markup=False)
@@ -168,14 +187,13 @@ def _mean_sd(mean: float | None, sd: float | None) -> str:
     return format_mean_sd(mean, sd)
 
 
-@app.command("score-logs", hidden=True)
 def score_logs_cmd(
     paths: Annotated[
         list[Path],
         typer.Argument(help="Log files (raw_results format) or folders searched recursively for *.json."),
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON on stdout.")] = False,
-    scoring: ScoringOpt = "thesis",
+    method: MethodOpt = "thesis",
     published: kit.PublishedOpt = True,
     skip_malformed: Annotated[
         bool,
@@ -193,9 +211,10 @@ def score_logs_cmd(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", help="Write variant_tables.md, variant_scores.csv and thesis_variants.csv here."
+            "--out", "-o", help="Folder for variant_tables.md, variant_scores.csv and thesis_variants.csv."
         ),
     ] = None,
+    scoring: ScoringOpt = None,
 ) -> None:
     """Score official GAMA-Bench logs as finished games: the leaderboard and the variant tables.
 
@@ -211,12 +230,10 @@ def score_logs_cmd(
     from rich.table import Table
 
     from .score_logs import GAME_KEYS, collect, score_runs, to_json
-    from .scoring import GAME_TITLES, GAMES, VERSIONS
+    from .scoring import GAME_TITLES, GAMES
     from .variant_logs import as_variant_runs, build_tables, compare, comparison_lines, write_outputs
 
-    if scoring not in VERSIONS:
-        raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
-    version: ScoringVersion = scoring
+    version = _method(method, scoring)
     found = collect(paths, version=version, published=published is not False, skip_malformed=skip_malformed)
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     for exc in found.malformed:
@@ -274,7 +291,7 @@ def score_logs_cmd(
         echo(json.dumps(to_json(scores), indent=2))
         return
     # games as rows and models as columns, as in the thesis Tables 6.8/6.9
-    table = Table(title=f"GAMA-Bench scores of {len(found.runs)} logs ({scoring} scoring)")
+    table = Table(title=f"GAMA-Bench scores of {len(found.runs)} logs ({version} scoring)")
     table.add_column("game", style="bold")
     for model, s in scores.items():
         counts = sorted({v.n for v in s.games.values()})
@@ -309,7 +326,7 @@ def rescore_cmd(
     data_dir: DataDirOpt = None,
     model: ModelOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the scores as JSON (with paths).")] = False,
-    scoring: ScoringOpt = "thesis",
+    method: MethodOpt = "thesis",
     published: kit.PublishedOpt = True,
     skip_malformed: Annotated[
         bool, typer.Option("--skip-malformed", help="With paths: skip malformed logs with a warning.")
@@ -321,8 +338,9 @@ def rescore_cmd(
         bool, typer.Option("--thesis", help="With paths: compare the variant tables with the thesis.")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option("--out", help="With paths: write the variant tables here.")
+        Path | None, typer.Option("--out", "-o", help="With paths: the folder for the variant tables.")
     ] = None,
+    scoring: ScoringOpt = None,
 ) -> None:
     """Re-score released GAMA-Bench logs (published scoring unless --corrected).
 
@@ -335,20 +353,27 @@ def rescore_cmd(
         given = [name for name, value in with_paths.items() if value]
         if given:
             raise LlmpsychError(f"{given[0]} needs log paths", "give log files or folders, or leave it out")
-        score_released_cmd(data_dir=data_dir, model=model, scoring=scoring, published=published)
+        score_released_cmd(
+            data_dir=data_dir, model=model, method=method, published=published, scoring=scoring
+        )
         return
     if model is not None:
         raise LlmpsychError("--model chooses a model of the released leaderboard", "leave out the paths")
     score_logs_cmd(
         paths,
         as_json=as_json,
-        scoring=scoring,
+        method=method,
         published=published,
         skip_malformed=skip_malformed,
         verbose=verbose,
         thesis=thesis,
         out=out,
+        scoring=scoring,
     )
+
+
+retired_command(app, "gamabench score-released", score_released_cmd)
+retired_command(app, "gamabench score-logs", score_logs_cmd)
 
 
 def _print_variants(tables: list[VariantTable], lines: list[str]) -> None:
@@ -500,9 +525,10 @@ def leaderboard_cmd(
             "--out", "-o", help="Folder for leaderboard.md/.csv/.json/.png (default ./gamabench-leaderboard)."
         ),
     ] = None,
-    scoring: ScoringOpt = "thesis",
+    method: MethodOpt = "thesis",
     published: kit.PublishedOpt = False,
     pool_settings: kit.PoolSettingsOpt = False,
+    scoring: ScoringOpt = None,
 ) -> None:
     """Leaderboard across gamabench runs: per model and setting, each game's mean ± SD over runs and the
     overall."""
@@ -516,12 +542,10 @@ def leaderboard_cmd(
         write_leaderboard,
     )
     from .score_logs import to_json
-    from .scoring import VERSIONS
 
-    if scoring not in VERSIONS:
-        raise LlmpsychError(f"unknown --scoring {scoring!r}", f"use one of {', '.join(VERSIONS)}")
+    version = _method(method, scoring)
     published = published is True
-    scores, infos = leaderboard(run_dirs, version=scoring, published=published, pool_settings=pool_settings)
+    scores, infos = leaderboard(run_dirs, version=version, published=published, pool_settings=pool_settings)
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):
         raise LlmpsychError(
@@ -545,7 +569,7 @@ def leaderboard_cmd(
             echo(f"note: {note}")
     rules = "published Pirate/Diner rules" if published else "llmpsych's corrected Pirate/Diner rules"
     for path in write_leaderboard(
-        scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{scoring} scoring, {rules}"
+        scores, infos, out or Path("gamabench-leaderboard"), scoring_note=f"{version} scoring, {rules}"
     ):
         err.print(f"wrote {escape(str(path))}")
 

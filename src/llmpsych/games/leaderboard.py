@@ -2,7 +2,7 @@
 
 Every finished game of the given ``gamabench`` runs is scored with :func:`llmpsych.games.scoring.score` on
 the record :func:`llmpsych.games.analysis.scoring_log` builds (the scorer of the live games' report and of
-``score-logs``), then summarised per model with :func:`llmpsych.games.score_logs.score_runs`: each game's
+``rescore PATHS``), then summarised per model with :func:`llmpsych.games.score_logs.score_runs`: each game's
 mean ± sample SD over runs, and the overall (mean of the eight games; SD over the per-run overall scores,
 run *i* paired across games). Several directories of one model and setting pool their runs; runs of one
 model made with different settings are separate rows, each naming its settings
@@ -457,7 +457,7 @@ def write_leaderboard(
         f"Each game's 0-100 score (higher is closer to equilibrium play; {scoring_note}) as mean ± sample "
         "SD (ddof = 1) over runs; Overall is the mean of the eight game scores, its SD that of the per-run "
         "overall scores (run i paired across games). Games scored with `llmpsych.games.scoring`, "
-        "the scorer of the live report and of `score-logs`."
+        "the scorer of the live report and of `rescore PATHS`."
     )
     pooled = pooled_settings(infos, label)
     scores_text = table(frame)

@@ -1,4 +1,5 @@
-"""Official GAMA-Bench log files (the ``raw_results`` format) scored as finished games (``score-logs``).
+"""Official GAMA-Bench log files (the ``raw_results`` format) scored as finished games
+(``llmpsych gamabench rescore PATHS``).
 
 Each ``.json`` log is one finished game played by ten agents. Files and folders (searched recursively)
 are collected, each log is read with :mod:`llmpsych.games.released_logs` (the game is detected from its

@@ -5,7 +5,7 @@ Reads only the run store and the data file (for keys and norms). Every subscale 
 runs is compared with every human norm group of the data file by the paper's procedure (F-test, then
 Student's or Welch's t-test, alpha 0.01 by default) through :mod:`llmpsych.stats`, with Hedges' g and its
 95 % CI, and Holm's correction across the whole family of comparisons in the run. Report settings (BSRI
-thresholds and label order, a CABIN mapping) are stored in the run, so ``llmpsych report RUN_DIR``
+thresholds and label order, a CABIN mapping) are stored in the run, so ``llmpsych analyze RUN_DIR``
 rebuilds the same report without calling a model.
 """
 
@@ -98,7 +98,7 @@ def load_settings(run_dir: Path) -> ReportSettings:
 
 
 def save_settings(run_dir: Path, settings: ReportSettings) -> None:
-    """Store report settings in a run, for every later ``llmpsych report``."""
+    """Store report settings in a run, for every later ``llmpsych analyze``."""
     with RunStore.in_dir(run_dir) as store:
         store.set_meta(SETTINGS_KEY, settings.model_dump(mode="json"))
 
@@ -458,7 +458,7 @@ class Extras:
             "PsychoBench prints such counts as 'Undifferentiated : Masculinity : Femininity : "
             "Androgynous' but never gives its medians, and several of its published count strings "
             "contradict its own means under that order; published counts are therefore not comparable "
-            "with these. Change the thresholds or the order with `llmpsych psychobench report RUN_DIR "
+            "with these. Change the thresholds or the order with `llmpsych psychobench analyze RUN_DIR "
             "--bsri-thresholds M,F --bsri-order U,M,F,A`.",
             table(pd.DataFrame([counted])),
             table(view),
@@ -639,7 +639,7 @@ def _sections(
             else ""
         )
         + f". {TRANSCRIPTS} (and .html): every run's conversation. run.sqlite: every request and answer "
-        "exactly as sent; `llmpsych report RUN_DIR` rebuilds all of this without calling a model."
+        "exactly as sent; `llmpsych analyze RUN_DIR` rebuilds all of this without calling a model."
     )
     if parquet_note:
         files += f"\n\n{parquet_note}"

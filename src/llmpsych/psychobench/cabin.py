@@ -35,7 +35,7 @@ ABSENT = (
     "CABIN's 8-dimension (SETPOINT) and 6-dimension (RIASEC) groupings are **not reported**: neither the "
     "PsychoBench paper/thesis nor its questionnaires.json says which of the 41 basic interests form each "
     "dimension, and llmpsych does not guess. Give a documented mapping with "
-    "`llmpsych psychobench report RUN_DIR --cabin-groupings FILE` (format: docs/psychobench.md) to add them."
+    "`llmpsych psychobench analyze RUN_DIR --cabin-groupings FILE` (format: docs/psychobench.md) to add them."
 )
 
 

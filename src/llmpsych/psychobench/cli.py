@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 import typer
 
 from .. import clikit as kit
+from ..clinames import retired_command, retired_option
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
 
@@ -33,6 +34,24 @@ def parse_scales(value: str | None) -> list[str] | None:
     if value is None or value.strip().lower() in ("", "all"):
         return None
     return [part.strip() for part in value.split(",") if part.strip()]
+
+
+#: ``--scale``: the scale(s), repeatable (a value may also list several, comma-separated).
+ScaleOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scale", help="A PsychoBench scale, e.g. BFI; repeat it (or separate with commas) for several."
+    ),
+]
+#: ``--scales``: the old spelling of ``--scale`` (hidden, accepted one release).
+ScalesOpt = Annotated[str | None, retired_option("--scales", "--scale")]
+
+
+def scale_names(scale: list[str] | None, scales: str | None) -> list[str] | None:
+    """The scales ``--scale`` (or the old ``--scales``) names: a list, or None for all (``all``/none)."""
+    if scale and scales is not None:
+        raise LlmpsychError("--scales is the old spelling of --scale", "give --scale only")
+    return parse_scales(",".join(scale) if scale else scales)
 
 
 def parse_thresholds(value: str | None) -> dict[str, float]:
@@ -218,8 +237,8 @@ def compare(
     echo(terminal_text(table(settings_frame(run_dirs, run_labels(run_dirs)), floatfmt="g"), markup=False))
 
 
-@app.command("report")
-def report(
+@app.command("analyze")
+def analyze(
     run_dirs: Annotated[list[Path], typer.Argument(help="PsychoBench run directories.")],
     bsri_thresholds: Annotated[str | None, BSRI_THRESHOLDS] = None,
     bsri_rule: Annotated[str | None, BSRI_RULE] = None,
@@ -233,9 +252,9 @@ def report(
     ] = None,
     html: Annotated[bool | None, typer.Option("--html/--no-html", help="Also write HTML pages.")] = None,
 ) -> None:
-    """Rebuild each run's tables and reports from its store (no model call), changing report settings.
+    """Re-analyse PsychoBench runs from their stores (no model call), changing report settings.
 
-    The settings are stored in the run, so a later `llmpsych report RUN_DIR` gives the same report.
+    The settings are stored in the run, so a later `llmpsych analyze RUN_DIR` gives the same report.
     """
     from ..runs import RunStore, analyze_run
     from ..runs.store import run_lock
@@ -246,7 +265,7 @@ def report(
             task = (store.get_meta("config") or {}).get("task")
         if task != "psychobench":
             raise LlmpsychError(
-                f"{run_dir} is a {task!r} run, not PsychoBench", "use `llmpsych report RUN_DIR`"
+                f"{run_dir} is a {task!r} run, not PsychoBench", "use `llmpsych analyze RUN_DIR`"
             )
         settings = report_settings(
             run_dir,
@@ -264,6 +283,9 @@ def report(
                 console.print(f"wrote {terminal_text(path)}")
 
 
+retired_command(app, "psychobench report", analyze)
+
+
 @app.command("import-answers")
 def import_answers_command(
     answers: Annotated[
@@ -274,24 +296,26 @@ def import_answers_command(
         list[Path] | None,
         typer.Option("--scale-file", help="The scale file the answers belong to; repeatable."),
     ] = None,
-    scales: Annotated[
-        str | None, typer.Option("--scales", help="Official PsychoBench scales the answers belong to.")
+    scale: Annotated[
+        list[str] | None,
+        typer.Option("--scale", help="The official PsychoBench scale the answers belong to; repeatable."),
     ] = None,
     data_dir: kit.DataDirOpt = None,
     label: Annotated[
         str | None, typer.Option("--label", help="Name of the answerer in tables (default imported:FILE).")
     ] = None,
+    scales: ScalesOpt = None,
 ) -> None:
     """Check answers produced elsewhere against their scale and write a run folder analysed like a run."""
     from .imports import import_answers
 
-    if not scale_file and scales is None:
-        raise LlmpsychError("name the answers' scale", "use --scale-file my.yaml or --scales BFI")
+    if not scale_file and not scale and scales is None:
+        raise LlmpsychError("name the answers' scale", "use --scale-file my.yaml or --scale BFI")
     paths = import_answers(
         answers,
         out,
         scale_files=list(scale_file or []),
-        scales=parse_scales(scales),
+        scales=scale_names(scale, scales),
         data_dir=data_dir,
         label=label,
     )
@@ -345,9 +369,9 @@ def validity(
         int | None,
         typer.Option("--questions", min=1, help="Questions per set, a seeded sample (default all)."),
     ] = None,
-    scales: Annotated[
-        str | None,
-        typer.Option("--scales", help="Also run these PsychoBench scales per persona and put them beside."),
+    scale: Annotated[
+        list[str] | None,
+        typer.Option("--scale", help="Also run this PsychoBench scale per persona, beside; repeatable."),
     ] = None,
     preset: Annotated[
         str | None,
@@ -361,6 +385,7 @@ def validity(
             "head); the report then says the thesis figures are not comparable.",
         ),
     ] = False,
+    scales: ScalesOpt = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -387,8 +412,8 @@ def validity(
     elif judge_base_url is not None:
         raise LlmpsychError("--judge-base-url needs --judge MODEL")
     cfg = kit.build_config("validity", flags, options=options, models=models, source="psychobench validity")
-    scale_names = parse_scales(scales) if scales is not None else chosen.get("scales")
-    if not scale_names:
+    named = scale_names(scale, scales) if scale or scales is not None else chosen.get("scales")
+    if not named:
         kit.finish(kit.start(cfg, flags.but(name="validity")))
         return
     from ..paths import runs_dir
@@ -403,7 +428,7 @@ def validity(
         scale_cfg = kit.build_config(
             "psychobench",
             flags,
-            options={"scales": scale_names, "persona": persona, "runs": chosen.get("scale_runs", 10)},
+            options={"scales": named, "persona": persona, "runs": chosen.get("scale_runs", 10)},
             source="psychobench validity",
         )
         planned.append(PlannedRun(f"scales-{labels[persona]}", scale_cfg, {"persona": labels[persona]}))

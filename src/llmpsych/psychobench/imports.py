@@ -14,7 +14,7 @@ empty answer cell (JSON ``null``) is an item without a valid answer, as in a run
 that file imports back unchanged.
 
 The result is an ordinary run folder (``run.sqlite`` with the config, one done unit per (scale, run),
-``manifest.json``) analysed by the PsychoBench analysis itself, so ``llmpsych report`` and
+``manifest.json``) analysed by the PsychoBench analysis itself, so ``llmpsych analyze`` and
 ``psychobench compare`` treat it exactly like a run. Its config records the answers file's sha256 and
 the scale files' text; it cannot be resumed (there is no model).
 """

@@ -210,7 +210,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         if self.options.imported:
             raise ConfigError(
                 f"this run was imported from {self.options.imported.get('file')!r}; there is no model to run",
-                "rebuild its report with `llmpsych report RUN_DIR`",
+                "rebuild its report with `llmpsych analyze RUN_DIR`",
             )
         self.check_scale_files()  # units() starts every run and resume; analysis never calls it
         return [

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import clikit as kit
+from ..clinames import notice, renamed, retired_command, retired_option
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole, echo
 
@@ -51,9 +52,13 @@ def rescore(
             help="Mean ± sd per value of a column: source (one row per file, Table 3.6), language, ..."
         ),
     ] = None,
-    scoring: Annotated[
+    method: Annotated[
         str,
-        typer.Option(help="Own runs: text (written labels) or expected (label probabilities, mode=logprob)."),
+        typer.Option(
+            "--method",
+            help="Scoring method of own runs: text (written labels) or expected (label probabilities, "
+            "mode=logprob).",
+        ),
     ] = "text",
     eps: Annotated[
         float | None, typer.Option(help="DBSCAN radius on the 2-D map (default: the thesis's, docs).")
@@ -61,12 +66,13 @@ def rescore(
     min_pts: Annotated[
         int | None, typer.Option(help="DBSCAN minPts, self included (default: the thesis's, docs).")
     ] = None,
-    method: Annotated[
+    test: Annotated[
         str,
         typer.Option(
+            "--test",
             help="t-test of the factor-level table and the --default min/max table: f-test (the authors' "
             "F-test chooses Student or Welch; with --published it reproduces Tables 3.3 and 3.10), welch "
-            "or student ('paper' is accepted for f-test)."
+            "or student ('paper' is accepted for f-test).",
         ),
     ] = "f-test",
     published: kit.PublishedOpt = None,
@@ -76,6 +82,7 @@ def rescore(
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Write tables, map and report.md into this folder.")
     ] = None,
+    scoring: Annotated[str | None, retired_option("--scoring", "--method")] = None,
 ) -> None:
     """Re-score released saves (published unless --corrected) or own run directories (corrected).
 
@@ -91,12 +98,16 @@ def rescore(
 
     if fit_on not in ("data", "full-grid"):
         raise LlmpsychError(f"--fit-on must be data or full-grid, got {fit_on!r}")
-    if METHOD_ALIASES.get(method, method) not in METHODS:
-        raise LlmpsychError(f"--method must be f-test, welch or student, got {method!r}")
-    if scoring not in ("text", "expected"):
-        raise LlmpsychError(f"--scoring must be text or expected, got {scoring!r}")
+    if METHOD_ALIASES.get(method, method) in METHODS:  # the old --method, which named the t-test
+        notice(f"--method {method}", f"--test {method}")
+        test, method = renamed(test, method, default="f-test", names=("--test", "--method")), "text"
+    method = renamed(method, scoring, default="text", names=("--method", "--scoring"))
+    if METHOD_ALIASES.get(test, test) not in METHODS:
+        raise LlmpsychError(f"--test must be f-test, welch or student, got {test!r}")
+    if method not in ("text", "expected"):
+        raise LlmpsychError(f"--method must be text or expected, got {method!r}")
     missing: list[str] = []
-    frame = load_points(paths, scoring, missing)
+    frame = load_points(paths, method, missing)
     default_frame = load_points(default, missing=missing) if default else None
     fit: object = fit_on
     if fit_with:
@@ -107,7 +118,7 @@ def rescore(
         fit_on=fit,  # type: ignore[arg-type]
         eps=EPS if eps is None else eps,
         min_pts=MIN_PTS if min_pts is None else min_pts,
-        method=method,
+        method=test,
         # released saves: published by default; only own run directories: corrected
         published=not all(p.is_dir() for p in paths) if published is None else published,
         keep_outliers=keep_outliers,
@@ -131,7 +142,7 @@ def rescore(
         console.print(f"  wrote {terminal_text(path)}")
 
 
-app.command("analyze", hidden=True, help="Old name of `rescore`.")(rescore)
+retired_command(app, "reliability analyze", rescore)
 
 
 def _fmt(mean: float, sd: float) -> str:
@@ -188,7 +199,7 @@ def _print(result: Reanalysis) -> None:
     if result.extremes is not None:
         method = result.settings["method"]
         table = Table(
-            title=f"steering extremes vs default (Table 3.10), --method {method}: {METHOD_NOTES[method]}; "
+            title=f"steering extremes vs default (Table 3.10), --test {method}: {METHOD_NOTES[method]}; "
             f"{PUBLISHED_NOTES[bool(result.settings['published'])]}"
         )
         for col in ("dimension", "side", "profile", "assigned", "difference", "t", "p", "test"):
@@ -258,9 +269,12 @@ def _groups(paths: list[Path]) -> dict[str, pd.DataFrame]:
 @app.command()
 def compare(
     paths: Annotated[list[Path], typer.Argument(help="Two or more save files or run directories.")],
-    method: Annotated[str, typer.Option(help="student (thesis), welch or f-test.")] = "student",
+    test: Annotated[
+        str, typer.Option("--test", help="t-test: student (thesis), welch or f-test.")
+    ] = "student",
     published: kit.PublishedOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    method: Annotated[str | None, retired_option("--method", "--test")] = None,
 ) -> None:
     """Pairwise t-tests between groups of runs, e.g. the item-order experiment (Tables 3.4-3.5)."""
     from rich.table import Table
@@ -268,8 +282,9 @@ def compare(
     from .analysis import describe, paired_group_tests
     from .published import DIMENSIONS
 
+    test = renamed(test, method, default="student", names=("--test", "--method"))
     groups = _groups(paths)
-    tests = paired_group_tests(groups, method=method, published=bool(published))
+    tests = paired_group_tests(groups, method=test, published=bool(published))
     summaries = {name: describe(frame) for name, frame in groups.items()}
     if as_json:
         payload = {
@@ -287,7 +302,7 @@ def compare(
         rows = summary.set_index("dimension")
         table.add_row(name, str(rows["n"].min()), *(_fmt(rows["mean"][d], rows["sd"][d]) for d in DIMENSIONS))
     console.print(table)
-    pairs = Table(title=f"p-values ({method} t-test; equal means rejected at 0.05?)")
+    pairs = Table(title=f"p-values ({test} t-test; equal means rejected at 0.05?)")
     pairs.add_column("pair")
     for dim in DIMENSIONS:
         pairs.add_column(dim[0], justify="right")
@@ -410,11 +425,12 @@ def grid(
         Path | None, typer.Option("--grid", help="The grid file: templates, framings, personas (YAML/JSON).")
     ] = None,
     scale: Annotated[str | None, typer.Option(help="The scale's name when a file holds several.")] = None,
-    repeats: Annotated[int, typer.Option(min=1, max=1000, help="Units per configuration.")] = 1,
+    runs: Annotated[int, typer.Option("--runs", min=1, max=1000, help="Units per configuration.")] = 1,
     item_order: Annotated[str, typer.Option(help="random (a new order per unit) or original.")] = "random",
     max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
     max_tokens: Annotated[int, typer.Option(help="Maximum tokens per answer.")] = 512,
     n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
+    repeats: Annotated[int | None, retired_option("--repeats", "--runs", min=1, max=1000)] = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -430,12 +446,12 @@ def grid(
         "scale_files": [str(p) for p in scale_file] if scale_file else None,
         "grid": str(grid_file) if grid_file else None,
         "scale": scale,
-        "repeats": repeats,
+        "repeats": renamed(runs, repeats, default=1, names=("--runs", "--repeats")),
         "item_order": item_order,
         "max_attempts": max_attempts,
         "max_tokens": max_tokens,
     }
-    aliases = {"scale_file": "scale_files", "grid_file": "grid"}
+    aliases = {"scale_file": "scale_files", "grid_file": "grid", "runs": "repeats"}
     options = kit.task_options(ctx, values, flags, aliases=aliases)
     if not options.get("scale_files"):
         raise LlmpsychError(

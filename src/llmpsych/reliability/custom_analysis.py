@@ -249,7 +249,7 @@ def write_grid_report(
         ),
         (
             f"Level minus the rest, {settings['tests_on']}",
-            f"`--method {settings['method']}`: {METHOD_NOTES[settings['method']]}; "
+            f"t-test `{settings['method']}`: {METHOD_NOTES[settings['method']]}; "
             f"{PUBLISHED_NOTES[bool(settings['published'])]}.\n\n" + table(result.comparisons, ".3g"),
         ),
     ]

@@ -139,7 +139,7 @@ def write_reanalysis(
         sections.append(
             (
                 "Minimum and maximum profiles against the default (Table 3.10)",
-                f"`--method {method}`: {METHOD_NOTES[method]}; "
+                f"t-test `{method}`: {METHOD_NOTES[method]}; "
                 f"{PUBLISHED_NOTES[bool(result.settings['published'])]}; "
                 "column `test` names each row's test.\n\n" + table(result.extremes),
             )

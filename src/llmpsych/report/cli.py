@@ -1,4 +1,4 @@
-"""``llmpsych report RUN_DIR``: rebuild a run's tables and report from its store (alias of ``analyze``)."""
+"""``llmpsych report RUN_DIR``: the old name of ``llmpsych analyze`` (hidden, accepted one release)."""
 
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ def report(
     run_dir: Annotated[Path, typer.Argument(help="A run directory.")],
     debug: kit.DebugOpt = False,
 ) -> None:
-    """Rebuild a run's tables and report from its store; no model is called (same as `llmpsych analyze`).
-
-    Every Markdown report gets its HTML page beside it. Report settings stored in the run (e.g.
-    PsychoBench's BSRI thresholds) are used again.
-    """
+    """Old name of `llmpsych analyze`: rebuild a run's tables and report from its store, no model called."""
+    from ..clinames import notice
     from ..runs import analyze_run
 
+    notice("llmpsych report", "llmpsych analyze")
     for path in analyze_run(run_dir):  # HTML beside every Markdown report, as after a run
         console.print(f"wrote {terminal_text(path)}")

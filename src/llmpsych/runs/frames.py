@@ -387,7 +387,7 @@ def _read_table(path: Path) -> pd.DataFrame:
     if size > MAX_SCORE_TABLE_BYTES:
         raise DataError(
             f"{path}: {size:,} bytes, more than any score table ({MAX_SCORE_TABLE_BYTES:,})",
-            "re-run `llmpsych report RUN_DIR`",
+            "re-run `llmpsych analyze RUN_DIR`",
         )
     if path.suffix == ".json":
         data = parse_json(read_text(path, "score table", MAX_SCORE_TABLE_BYTES), str(path))
@@ -414,7 +414,7 @@ def _score_rows(
         keys = [c for c in table.columns if c in spec.keys or c == "range"]
         measures = [c for c in table.columns if c not in keys]
         if not measures:
-            raise DataError(f"{path}: no score column", "re-run `llmpsych report RUN_DIR`")
+            raise DataError(f"{path}: no score column", "re-run `llmpsych analyze RUN_DIR`")
         table = table.melt(id_vars=keys, value_vars=measures, var_name="\0measure", value_name="\0score")
         measure, value = table["\0measure"], table["\0score"]
     else:

@@ -61,7 +61,7 @@ def require_columns(table: pd.DataFrame, path: Path, columns: Iterable[str]) -> 
     """DataError naming the file and the first of ``columns`` it lacks."""
     absent = [c for c in columns if c not in table.columns]
     if absent:
-        raise DataError(f"{path}: no column {absent[0]!r}", "re-run `llmpsych report RUN_DIR`")
+        raise DataError(f"{path}: no column {absent[0]!r}", "re-run `llmpsych analyze RUN_DIR`")
 
 
 def whole_numbers(values: pd.Series, path: Path, column: str) -> pd.Series:
