@@ -139,14 +139,17 @@ def summary_lines(tallies: Sequence[RunTally], resume: str | None = None) -> lis
 
 def headline(run_dir: Path) -> Table | None:
     """The run's headline table: the first rows of its ``summary.csv`` (label columns, n, mean ± sd), or
-    None when the task writes none (or no mean)."""
-    import pandas as pd
+    None when the task writes none (or no mean).
 
-    from ..stats import format_mean_sd
-
+    pandas is imported only when there is a ``summary.csv``: a run whose task writes none (``echo``) ends
+    without it (importing pandas and the statistics' scipy took about 1 s of CPU after the last answer)."""
     path = Path(run_dir) / "summary.csv"
     if not path.is_file():
         return None
+    import pandas as pd
+
+    from ..stats.descriptive import format_mean_sd
+
     try:
         frame = pd.read_csv(path)
     except (ValueError, OSError):
