@@ -30,6 +30,10 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
@@ -52,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             return await send_encoded(self, payload)
         finally:
             clock.update(last_answer=time.monotonic(), cpu_at_last_answer=_cpu())
+            clock["peak_rss_mb_at_last_answer"] = _peak_rss_mb()
 
     http_backend.HttpBackend.send_encoded = timed  # type: ignore[method-assign]
     from llmpsych.cli import main as cli_main
