@@ -516,7 +516,8 @@ class RunStore:
         ``chunk`` at a time: memory stays that of one chunk, whatever the run's size (SQLite's sorter
         spills to a temporary file beyond its page cache). The store must not be written meanwhile
         through this connection (another connection may: the read sees one snapshot)."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if up_to is not None:
             where.append("rowid <= ?")
             args.append(up_to)
