@@ -60,12 +60,13 @@ def _store_with_calls(run_dir: Path, units: int, calls_per_unit: int, text: str)
         store.add_units((f"u{u:04d}", {"index": u}) for u in range(units))
         for u in range(units):
             statements = []
+            unit_id = f"u{u:04d}"
             for seq in range(calls_per_unit):
                 request = {"model": "m", "messages": [{"role": "user", "content": f"{u} {seq} {text}"}]}
                 stored += len(json.dumps(request))
                 response = {"text": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
-                statements += put_call_statements(f"u{u:04d}", f"k{seq}", seq, "subject", "m", request, response)
-            store.write(statements + finish_unit_statements(f"u{u:04d}", [["ok"]]))
+                statements += put_call_statements(unit_id, f"k{seq}", seq, "subject", "m", request, response)
+            store.write(statements + finish_unit_statements(unit_id, [["ok"]]))
     return stored
 
 

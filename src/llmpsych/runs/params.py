@@ -153,8 +153,7 @@ def params_report(record: RunRecord) -> ParamsReport:
     asked = {role: asked_fields(record.config.params, model.params) for role, model in roles.items()}
     differs: Counter[tuple[str, str, str, str]] = Counter()
     per_role: Counter[str] = Counter()
-    for call in record.calls:
-        role, body = call["role"], call["request"]
+    for role, body in record.calls.requests():
         if role not in roles or not isinstance(body, dict) or "messages" not in body:
             continue
         report.calls += 1

@@ -42,7 +42,9 @@ CALL_COLUMNS = (
     "cached",
     "created",
 )
-_REQUEST, _RESPONSE, _CACHED = (CALL_COLUMNS.index(c) for c in ("request", "response", "cached"))
+_ROLE, _REQUEST, _RESPONSE, _CACHED = (
+    CALL_COLUMNS.index(c) for c in ("role", "request", "response", "cached")
+)
 
 RESULT_HINT = "was run.sqlite edited, or written by another llmpsych version?"
 
@@ -89,6 +91,17 @@ class Calls:
         call = dict(zip(CALL_COLUMNS, row, strict=True))
         call.update(request=request, response=response, cached=bool(row[_CACHED]))
         return call
+
+    def requests(self) -> Iterator[tuple[str, Any]]:
+        """Each call's (role, request body), in completion order, without parsing the responses (half the
+        JSON of a pass over the calls; for readers of what was sent, such as ``params_report``)."""
+        for row in self._rows():
+            try:
+                yield row[_ROLE], json.loads(row[_REQUEST])
+            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+                raise DataError(
+                    f"run store {self._path}: {' '.join(str(exc).split())}", "is the file damaged?"
+                ) from None
 
     def of_unit(self, unit_id: str) -> list[dict[str, Any]]:
         """The calls of one unit, in completion order."""
