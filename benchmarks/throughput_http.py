@@ -22,10 +22,14 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 * diagnostics: ``httpx2`` (httpx's API-compatible fork, bare),
   ``llmpsych+httpx`` and ``llmpsych+httpx2`` (the run engine with ``HttpBackend.send`` replaced by the
   previous httpx-based implementation, on ``httpx`` or ``httpx2``) and ``llmpsych+nohttp``
-  (``HttpBackend.send`` replaced by a 100 ms sleep: the run engine's own cost).
+  (``HttpBackend.send_encoded`` replaced by a 100 ms sleep and the server-slots question skipped: no
+  HTTP request at all, counted to make sure: the run engine's own cost).
 
 Reported: wall time, ideal time (requests x latency / concurrency), ideal/wall, CPU time per request of
-the client process and of the server process, and the client's peak RSS (``ru_maxrss``). Results go to
+the client process and of the server process, and the client's peak RSS (``ru_maxrss``); with both
+``llmpsych`` and ``llmpsych+nohttp`` in the plan, their difference: the **HTTP layer's CPU per request**
+(aiohttp, the response bounds, JSON parsing). ``--reps N`` measures each pair N times and keeps the one
+with the least client CPU time (the least disturbed by other work). Results go to
 ``benchmarks/results/throughput_http.json`` (``throughput_http.sweep.json`` for ``--sweep``).
 """
 
@@ -178,8 +182,11 @@ def use_httpx_backend(backend_class: Any, module: str) -> None:
         return self._httpx
 
     async def send(self: Any, body: dict[str, Any]) -> dict[str, Any]:
+        return await send_encoded(self, json.dumps(body).encode())
+
+    async def send_encoded(self: Any, payload: bytes) -> dict[str, Any]:
         try:
-            response = await client(self).post("/chat/completions", json=body)
+            response = await client(self).post("/chat/completions", content=payload)
         except httpx.TimeoutException:
             raise RetryableError(f"timeout after {self.endpoint.timeout:g} s") from None
         except httpx.TransportError as exc:
@@ -204,6 +211,7 @@ def use_httpx_backend(backend_class: Any, module: str) -> None:
             await self.__dict__.pop("_httpx").aclose()
 
     backend_class.send = send
+    backend_class.send_encoded = send_encoded  # the one the run engine calls
     backend_class.aclose = aclose
 
 
@@ -214,23 +222,40 @@ def measure_llmpsych(
 
     ``transport=""`` is llmpsych as it is. Diagnostics: ``"httpx"`` / ``"httpx2"`` put the previous
     httpx-based ``HttpBackend.send`` back (see :func:`use_httpx_backend`);
-    ``transport="nohttp"`` replaces ``HttpBackend.send`` by ``asyncio.sleep(latency)`` and a canned
-    answer, which leaves the cost of the run engine alone (store, unit context, client, task).
+    ``transport="nohttp"`` replaces ``HttpBackend.send`` and ``HttpBackend.send_encoded`` (the one the
+    run engine calls) by ``asyncio.sleep(latency)`` and a canned answer: no socket is opened and nothing is
+    sent, which leaves the cost of the run engine alone (store, unit context, client, task). llmpsych
+    minus llmpsych+nohttp is the HTTP layer's own cost (aiohttp, the response bounds, JSON parsing).
+    Until November 2026 only ``send`` was replaced, which the engine no longer calls: the diagnostic sent
+    real HTTP.
     """
     import llmpsych.models.http_backend as http_backend
     from llmpsych.runs import parse_run_config, start_run
     from llmpsych.runs.store import RunStore
 
+    sent = [0]
     if transport == "nohttp":
 
-        async def send(self: Any, body: dict[str, Any]) -> dict[str, Any]:
+        async def send(self: Any, body: Any) -> dict[str, Any]:
             await asyncio.sleep(LATENCY_S)
             return {
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"content": "ok"}}],
                 "usage": {"prompt_tokens": 12, "completion_tokens": 1},
             }
 
+        async def no_slots(self: Any) -> None:
+            return None
+
+        aiohttp_request = http_backend.aiohttp.ClientSession._request
+
+        async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+            sent[0] += 1  # the proof that nothing is sent: counted, and the run refused if not 0
+            return await aiohttp_request(self, *args, **kwargs)
+
         http_backend.HttpBackend.send = send  # type: ignore[method-assign]
+        http_backend.HttpBackend.send_encoded = send  # type: ignore[method-assign]
+        http_backend.HttpBackend.server_slots = no_slots  # type: ignore[method-assign]
+        http_backend.aiohttp.ClientSession._request = counted  # type: ignore[method-assign]
     elif transport:
         use_httpx_backend(http_backend.HttpBackend, transport)
     config = parse_run_config(
@@ -264,6 +289,7 @@ def measure_llmpsych(
         "failed": summary.failed,
         "stored_calls": stored_calls,
         "peak_rss_mb": peak_rss_mb(),
+        **({"http_requests_sent": sent[0]} if transport == "nohttp" else {}),
     }
 
 
@@ -275,7 +301,8 @@ CLIENTS = {
     "llmpsych+httpx": "full run engine with the previous httpx-based HttpBackend.send (diagnostic)",
     "httpx2": "bare httpx2.AsyncClient (diagnostic: fork with a linear-time connection pool)",
     "llmpsych+httpx2": "full run engine with the previous HttpBackend.send on httpx2 (diagnostic)",
-    "llmpsych+nohttp": "full run engine, HttpBackend.send replaced by a 100 ms sleep (diagnostic: no HTTP)",
+    "llmpsych+nohttp": "full run engine, HttpBackend.send_encoded replaced by a 100 ms sleep (diagnostic: "
+    "no HTTP request at all)",
 }
 FULL_PLAN = (
     "asyncio:raw,asyncio:llmpsych,asyncio:aiohttp,asyncio:httpx,asyncio:llmpsych+httpx,"
@@ -304,7 +331,8 @@ def run_child(
     cmd += ["--requests", str(requests), "--concurrency", str(concurrency)]
     if profile:
         cmd += ["--profile", profile]
-    env = {**os.environ, "LLMPSYCH_CONFIG": os.devnull}
+    # no user config (a missing file; os.devnull is refused as not a regular file)
+    env = {**os.environ, "LLMPSYCH_CONFIG": str(Path(tempfile.gettempdir()) / "llmpsych-no-config.toml")}
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -328,6 +356,9 @@ def main() -> None:
         help="comma-separated concurrencies, e.g. 8,16,32,64: 40 x concurrency requests each (unless "
         f"--requests), plan {SWEEP_PLAN}; writes throughput_http.sweep.json",
     )
+    parser.add_argument(
+        "--reps", type=int, default=1, help="measure each pair this many times; the least CPU time counts"
+    )
     parser.add_argument("--child", choices=list(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -345,7 +376,7 @@ def main() -> None:
     with LoadMonitor() as load:
         for concurrency in sweep or [args.concurrency]:
             n = args.requests or 40 * concurrency if sweep else requests
-            runs += run_plan(args.plan, n, concurrency, args.profile)
+            runs += run_plan(args.plan, n, concurrency, args.profile, args.reps)
 
     headers = ["server", "client", "wall s", "ideal s", "ideal/wall", "client CPU ms/req"]
     headers += ["server CPU ms/req", "client peak RSS MiB"]
@@ -376,6 +407,12 @@ def main() -> None:
             f"server latency {LATENCY_S * 1000:.0f} ms\n"
         )
     print(markdown_table(headers, rows))
+    layers = http_layer(runs)
+    for (concurrency, server), ms in layers.items():
+        print(
+            f"HTTP layer (llmpsych - llmpsych+nohttp), {server}, concurrency {concurrency}: "
+            f"{ms:.3f} ms CPU per request"
+        )
     name = "throughput_http.sweep" if sweep else "throughput_http"
     path = write_results(
         name + (".profiled" if args.profile else ""),
@@ -385,6 +422,9 @@ def main() -> None:
             "latency_s": LATENCY_S,
             "clients": CLIENTS,
             "runs": runs,
+            "http_layer_cpu_ms_per_request": [
+                {"concurrency": c, "server": server, "ms": ms} for (c, server), ms in layers.items()
+            ],
             "busy_cores_before": busy_before,
             "other_cores_busy_during": load.other_cores,
         },
@@ -395,8 +435,21 @@ def main() -> None:
     print(f"\nresults: {path}")
 
 
-def run_plan(plan: str, requests: int, concurrency: int, profile_prefix: str | None) -> list[dict[str, Any]]:
-    """Measure each server:client pair of ``plan``, each with a fresh server and client process."""
+def http_layer(runs: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
+    """The HTTP layer's CPU ms per request: llmpsych minus llmpsych+nohttp, per concurrency and server."""
+    by = {(r["concurrency"], r["server"], r["client"]): r["cpu_ms_per_request"] for r in runs}
+    return {
+        (c, server): ms - by[(c, server, "llmpsych+nohttp")]
+        for (c, server, client), ms in by.items()
+        if client == "llmpsych" and (c, server, "llmpsych+nohttp") in by
+    }
+
+
+def run_plan(
+    plan: str, requests: int, concurrency: int, profile_prefix: str | None, reps: int = 1
+) -> list[dict[str, Any]]:
+    """Measure each server:client pair of ``plan``, each with a fresh server and client process
+    (``reps`` times: the measurement with the least client CPU time counts)."""
     ideal = requests * LATENCY_S / concurrency
     runs = []
     for pair in plan.split(","):
@@ -408,10 +461,17 @@ def run_plan(plan: str, requests: int, concurrency: int, profile_prefix: str | N
             profile = (
                 f"{profile_prefix}.{client}.txt" if profile_prefix and client.startswith("llmpsych") else None
             )
-            result = run_child(client, server.base_url, requests, concurrency, profile)
-            server_cpu = (server.cpu_seconds() or 0.0) - server_cpu0
+            result: dict[str, Any] = {}
+            for _ in range(reps):
+                once = run_child(client, server.base_url, requests, concurrency, profile)
+                if not result or once["cpu_s"] < result["cpu_s"]:
+                    result = once
+            server_cpu = ((server.cpu_seconds() or 0.0) - server_cpu0) / reps
         if result["ok"] != requests:
             raise SystemExit(f"{client} vs {server_kind}: only {result['ok']} of {requests} answered")
+        if result.get("http_requests_sent"):
+            sent = result["http_requests_sent"]
+            raise SystemExit(f"{client}: sent {sent} HTTP requests; it must send none")
         runs.append(
             {
                 "server": server_kind,

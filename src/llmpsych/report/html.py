@@ -14,11 +14,12 @@ import html
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from markdown_it import MarkdownIt
+from typing import TYPE_CHECKING, Any
 
 from .files import atomic_write_text
+
+if TYPE_CHECKING:  # imported where a page is rendered: a run imports this module before its first request
+    from markdown_it import MarkdownIt
 
 _STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72rem;margin:2rem auto;
@@ -55,6 +56,8 @@ def _heading_ids(md: MarkdownIt) -> None:
 
 def markdown_parser() -> MarkdownIt:
     """CommonMark with tables and strikethrough, raw HTML off, heading ids on."""
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     _heading_ids(md)
     return md

@@ -14,12 +14,15 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from ..errors import LlmpsychError, terminal_text
+
+if TYPE_CHECKING:
+    from ..runs.store import UnitRow
 
 HEADLINE_ROWS = 12  # rows of a run's summary.csv shown; the rest are in the file
 MAX_REASONS = 3  # distinct failure reasons shown; the rest are in the store (`llmpsych export`)
@@ -72,15 +75,24 @@ def reason_line(error: str) -> str:
 
 
 def tally(run_dir: Path) -> RunTally:
-    """Read one run directory's store (never calls a model, never writes)."""
+    """Read one run directory's store (never calls a model, never writes), one unit at a time: the memory
+    it takes does not grow with the run (it held every unit's row, 30 MiB for 50,000 units)."""
     from ..runs.store import RunStore
 
     with RunStore.in_dir(run_dir) as store:
         task = str((store.get_meta("config") or {}).get("task") or "?")
-        units = store.units()
-    out = RunTally(run_dir=Path(run_dir), task=task, total=len(units))
+        out = RunTally(run_dir=Path(run_dir), task=task)
+        distinct = _count_units(out, store.iter_units())
+    out.reasons = distinct[:MAX_REASONS]
+    out.failed_reasons = len(distinct)
+    return out
+
+
+def _count_units(out: RunTally, units: Iterable[UnitRow]) -> list[str]:
+    """Count ``units`` into ``out``; the distinct failure reasons, in order."""
     distinct: list[str] = []
     for unit in units:
+        out.total += 1
         if unit.status == "done":
             out.done += 1
             counts = _answer_counts(unit.result)
@@ -94,9 +106,7 @@ def tally(run_dir: Path) -> RunTally:
             reason = reason_line(unit.error or "no reason stored")
             if reason not in distinct:
                 distinct.append(reason)
-    out.reasons = distinct[:MAX_REASONS]
-    out.failed_reasons = len(distinct)
-    return out
+    return distinct
 
 
 def run_dirs_under(parent: Path) -> list[Path]:
@@ -150,14 +160,17 @@ def summary_lines(tallies: Sequence[RunTally], resume: str | None = None) -> lis
 
 def headline(run_dir: Path) -> Table | None:
     """The run's headline table: the first rows of its ``summary.csv`` (label columns, n, mean ± sd), or
-    None when the task writes none (or no mean)."""
-    import pandas as pd
+    None when the task writes none (or no mean).
 
-    from ..stats import format_mean_sd
-
+    pandas is imported only when there is a ``summary.csv``: a run whose task writes none (``echo``) ends
+    without it (importing pandas and the statistics' scipy took about 1 s of CPU after the last answer)."""
     path = Path(run_dir) / "summary.csv"
     if not path.is_file():
         return None
+    import pandas as pd
+
+    from ..stats.descriptive import format_mean_sd
+
     try:
         frame = pd.read_csv(path)
     except (ValueError, OSError):

@@ -153,9 +153,8 @@ def params_report(record: RunRecord) -> ParamsReport:
     asked = {role: asked_fields(record.config.params, model.params) for role, model in roles.items()}
     differs: Counter[tuple[str, str, str, str]] = Counter()
     per_role: Counter[str] = Counter()
-    for call in record.calls:
-        role, body = call.role, call.request
-        if role not in roles or "messages" not in body:
+    for role, body in record.calls.requests():
+        if role not in roles or not isinstance(body, dict) or "messages" not in body:
             continue
         report.calls += 1
         per_role[role] += 1

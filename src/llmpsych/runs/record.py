@@ -2,14 +2,14 @@
 
 :func:`read_run` opens the store once, read-only, and returns a :class:`RunRecord`; analysis receives
 that record instead of a path. Unit results come typed from :meth:`RunRecord.results` (each task names
-its result model), parsed once per model. Calls are held as stored rows and each becomes a
-:class:`~llmpsych.runs.calls.StoredCall` (its request and response JSON parsed) only when it is read:
-a store of 2,500 units and 50,000 calls is read in about a second, most of it SQLite handing over the
-rows.
+its result model), parsed once per model. Calls are read from the store when they are read, a chunk at a
+time, and each becomes a :class:`~llmpsych.runs.calls.StoredCall` (its request and response JSON parsed)
+only then (:class:`Calls`): the memory a record holds does not grow with its calls.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,30 +27,62 @@ if TYPE_CHECKING:
 
 ResultT = TypeVar("ResultT")
 
+_ROLE, _REQUEST = CALL_COLUMNS.index("role"), CALL_COLUMNS.index("request")
+
 RESULT_HINT = "was run.sqlite edited, or written by another llmpsych version?"
 
 
 class Calls:
-    """A run's model calls in completion order, each a :class:`StoredCall` parsed when it is read."""
+    """A run's model calls in completion order, read from the run store when they are read, a chunk at a
+    time (:meth:`RunStore.iter_call_rows`); each is a :class:`StoredCall` parsed when it is read.
 
-    def __init__(self, rows: list[tuple[Any, ...]], store_path: Path) -> None:
-        self._rows = rows
+    The calls are those stored when the record was made (calls are only ever added: those up to the newest
+    row id then), so a record of a run still being written keeps its length. Until November 2026 every
+    row was held in memory from the start: the end of a 50,000-request run held them all (about 50 MB).
+    """
+
+    def __init__(self, store_path: Path, count: int, up_to: int) -> None:
         self._path = store_path
+        self._count = count
+        self._up_to = up_to
+
+    @classmethod
+    def of_store(cls, store: RunStore) -> Calls:
+        """The calls ``store`` holds now (read later, through a connection of their own)."""
+        up_to = store.last_call_rowid()
+        return cls(store.path, store.call_count() if up_to else 0, up_to)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
+
+    def _rows(self, unit_id: str | None = None) -> Iterator[tuple[Any, ...]]:
+        if not self._count:
+            return
+        with RunStore(self._path, readonly=True) as store:
+            yield from store.iter_call_rows(self._up_to, unit_id)
 
     def __iter__(self) -> Iterator[StoredCall]:
-        return (StoredCall.parse(row, self._path) for row in self._rows)
+        return (StoredCall.parse(row, self._path) for row in self._rows())
+
+    def requests(self) -> Iterator[tuple[str, Any]]:
+        """Each call's (role, request body), in completion order, without parsing the responses (half the
+        JSON of a pass over the calls; for readers of what was sent, such as ``params_report``)."""
+        for row in self._rows():
+            try:
+                yield row[_ROLE], json.loads(row[_REQUEST])
+            except (json.JSONDecodeError, UnicodeDecodeError, TypeError) as exc:
+                raise DataError(
+                    f"run store {self._path}: {' '.join(str(exc).split())}", "is the file damaged?"
+                ) from None
 
     def of_unit(self, unit_id: str) -> list[StoredCall]:
         """The calls of one unit, in completion order."""
-        return [StoredCall.parse(row, self._path) for row in self._rows if row[0] == unit_id]
+        return [StoredCall.parse(row, self._path) for row in self._rows(unit_id)]
 
     def last_by_unit(self) -> dict[str, StoredCall]:
         """Each unit's call with the highest sequence number (its last exchange)."""
         last: dict[str, tuple[Any, ...]] = {}
-        for row in self._rows:
+        for row in self._rows():
             if row[2] >= (last[row[0]][2] if row[0] in last else -1):
                 last[row[0]] = row
         return {unit_id: StoredCall.parse(row, self._path) for unit_id, row in last.items()}
@@ -59,7 +91,7 @@ class Calls:
         """One row per call with the stored columns (request and response as their JSON text)."""
         import pandas as pd  # only here: reading a run needs no pandas
 
-        frame = pd.DataFrame(self._rows, columns=list(CALL_COLUMNS))
+        frame = pd.DataFrame(list(self._rows()), columns=list(CALL_COLUMNS))
         frame["cached"] = frame["cached"].astype(bool)
         return frame
 
@@ -148,7 +180,7 @@ def record_from_store(store: RunStore, run_dir: Path) -> RunRecord:
         manifest=meta.get("manifest") or {},
         meta=meta,
         units=store.units(),
-        calls=Calls(store.call_rows(), store.path),
+        calls=Calls.of_store(store),
     )
 
 

@@ -23,6 +23,7 @@ import json
 import os
 import sqlite3
 import stat
+import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -74,6 +75,8 @@ CREATE TABLE IF NOT EXISTS failures (
 """
 
 STORE_FILE = "run.sqlite"
+#: Stored calls fetched at once when they are read in turn (:meth:`RunStore.iter_call_rows`).
+CALL_CHUNK = 1000
 LOCK_FILE = "run.lock"
 
 #: The store layout this llmpsych writes (``PRAGMA user_version``). 0 is a store written before the
@@ -278,9 +281,9 @@ def check_store_file(store_path: Path, create: bool = False) -> None:
             raise DataError(f"{path} is not a regular file, so not a run store")
 
 
-@dataclass
+@dataclass(slots=True)
 class UnitRow:
-    """A work unit as stored."""
+    """A work unit as stored (slots: a run's record holds one per unit, 50,000 for a large run)."""
 
     unit_id: str
     payload: dict[str, Any]
@@ -288,6 +291,13 @@ class UnitRow:
     result: Any
     error: str | None
     attempts: int
+
+
+def _unit_rows(rows: Iterable[tuple[Any, ...]]) -> Iterator[UnitRow]:
+    """Stored unit rows as :class:`UnitRow` (read from the cursor as they come: the raw rows are never all
+    held beside the parsed ones; statuses interned: four strings, not one per unit)."""
+    for uid, p, s, r, e, a in rows:
+        yield UnitRow(uid, json.loads(p), sys.intern(s), json.loads(r) if r is not None else None, e, a)
 
 
 class RunStore:
@@ -424,11 +434,19 @@ class RunStore:
             query += " WHERE status = ?"
             args = (status,)
         with self._locked():
-            rows = self._db.execute(query + " ORDER BY position", args).fetchall()
-            return [
-                UnitRow(uid, json.loads(p), s, json.loads(r) if r is not None else None, e, a)
-                for uid, p, s, r, e, a in rows
-            ]
+            return list(_unit_rows(self._db.execute(query + " ORDER BY position", args)))
+
+    def iter_units(self, chunk: int = CALL_CHUNK) -> Iterator[UnitRow]:
+        """:meth:`units`, all of them, fetched ``chunk`` at a time (for one pass that keeps none of them:
+        the end-of-run summary). Not while another thread uses this store."""
+        query = "SELECT unit_id, payload, status, result, error, attempts FROM units ORDER BY position"
+        with self._guard():
+            cursor = self._db.execute(query)
+            try:
+                while rows := cursor.fetchmany(chunk):
+                    yield from _unit_rows(rows)
+            finally:
+                cursor.close()
 
     def unit_counts(self) -> dict[str, int]:
         """How many units have each status."""
@@ -485,6 +503,41 @@ class RunStore:
                 "SELECT unit_id, call_key, seq, role, model, request, response, latency_s, prompt_tokens, "
                 "completion_tokens, attempts, cached, created FROM calls ORDER BY created, unit_id, seq"
             ).fetchall()
+
+    def last_call_rowid(self) -> int:
+        """The newest call's row id (0 with none): calls are only ever added, so the calls up to it are the
+        store's calls at this moment (a :class:`~llmpsych.runs.record.Calls` reads exactly those)."""
+        with self._locked():
+            return int(self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM calls").fetchone()[0])
+
+    def iter_call_rows(
+        self, up_to: int | None = None, unit_id: str | None = None, chunk: int = CALL_CHUNK
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of :meth:`call_rows` (only those up to row id ``up_to``, only ``unit_id``'s), fetched
+        ``chunk`` at a time: memory stays that of one chunk, whatever the run's size (SQLite's sorter
+        spills to a temporary file beyond its page cache). The store must not be written meanwhile
+        through this connection (another connection may: the read sees one snapshot)."""
+        where: list[str] = []
+        args: list[Any] = []
+        if up_to is not None:
+            where.append("rowid <= ?")
+            args.append(up_to)
+        if unit_id is not None:
+            where.append("unit_id = ?")
+            args.append(unit_id)
+        query = (
+            "SELECT unit_id, call_key, seq, role, model, request, response, latency_s, prompt_tokens, "
+            "completion_tokens, attempts, cached, created FROM calls"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY created, unit_id, seq"
+        )
+        with self._guard():
+            cursor = self._db.execute(query, args)
+            try:
+                while rows := cursor.fetchmany(chunk):
+                    yield from rows
+            finally:
+                cursor.close()
 
     def calls(self) -> Iterator[StoredCall]:
         """Every stored call, in completion order."""

@@ -1,0 +1,101 @@
+"""The fixed cost of ``llmpsych run``: what it loads before its first request and after its last answer.
+
+A run of the ``echo`` task (it writes no table) against a real loopback server, in a fresh process, with
+:mod:`llmpsych.testing.request_clock` noting the modules loaded when the first request leaves and when the
+command ends. Times are measured by ``benchmarks/fixed_cost.py``, never asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from llmpsych.testing.fault_server import FaultServer
+
+#: The analysis stack: ~1 s of CPU and ~140 MiB to import, which a run needs only for its tables.
+ANALYSIS_STACK = ("pandas", "scipy", "numpy", "matplotlib")
+
+
+def clocked_run(tmp_path: Path, *args: str) -> dict[str, object]:
+    """``llmpsych run ARGS`` through the request clock against a fault server; the clock's record."""
+    out = tmp_path / "clock.json"
+    with FaultServer() as server:
+        cmd = [sys.executable, "-m", "llmpsych.testing.request_clock", str(out), "run", "--task", "echo"]
+        cmd += ["-m", "openai-compatible/bench", "--base-url", server.base_url, "--no-cache"]
+        cmd += ["--out", str(tmp_path / "run"), *args]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert result.returncode == 0, result.stderr
+    clock: dict[str, object] = json.loads(out.read_text())
+    return clock
+
+
+def loaded(modules: object) -> list[str]:
+    assert isinstance(modules, list)
+    return [name for name in ANALYSIS_STACK if name in modules]
+
+
+def test_a_run_without_tables_never_imports_the_analysis_stack(tmp_path: Path) -> None:
+    """Neither before the first request nor at the end: the end-of-run summary imported pandas and scipy
+    (for a headline table from ``summary.csv``) even when the run wrote no ``summary.csv``: ~1 s of CPU
+    and ~140 MiB after the last answer of a 5-request run."""
+    clock = clocked_run(tmp_path, "-O", "units=3")
+    assert clock["requests"] == 3
+    assert loaded(clock["modules_at_first_request"]) == []
+    assert loaded(clock["modules_at_exit"]) == []
+    assert (tmp_path / "run" / "echo-summary.json").is_file()
+
+
+def _store_with_calls(run_dir: Path, units: int, calls_per_unit: int, text: str) -> int:
+    """A finished run store whose calls each carry ``text``; the bytes of request JSON stored."""
+    from llmpsych.runs import parse_run_config
+    from llmpsych.runs.store import RunStore, finish_unit_statements, put_call_statements
+
+    config = parse_run_config({"task": "echo", "model": "openai-compatible/m", "base_url": "http://x:1/v1"})
+    stored = 0
+    with RunStore.in_dir(run_dir, create=True) as store:
+        store.set_meta("config", config.stored())
+        store.add_units((f"u{u:04d}", {"index": u}) for u in range(units))
+        for u in range(units):
+            statements = []
+            unit_id = f"u{u:04d}"
+            for seq in range(calls_per_unit):
+                request = {"model": "m", "messages": [{"role": "user", "content": f"{u} {seq} {text}"}]}
+                stored += len(json.dumps(request))
+                response = {"text": "ok", "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+                statements += put_call_statements(unit_id, f"k{seq}", seq, "subject", "m", request, response)
+            store.write(statements + finish_unit_statements(unit_id, [["ok"]]))
+    return stored
+
+
+def test_a_run_record_reads_its_calls_in_chunks_not_all_at_once(tmp_path: Path) -> None:
+    """A run's record held every stored call row from the moment it was read (the end of a 50,000-request
+    run: ~50 MB). Now the record holds none, iterating the calls holds one chunk, and a record keeps the
+    calls that were stored when it was made."""
+    import tracemalloc
+
+    from llmpsych.runs.record import read_run
+    from llmpsych.runs.store import RunStore, put_call_statements
+
+    run_dir = tmp_path / "run"
+    stored = _store_with_calls(run_dir, units=200, calls_per_unit=50, text="x" * 1000)  # 10,000 calls, ~11 MB
+    tracemalloc.start()
+    try:
+        record = read_run(run_dir)
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        seen = sum(len(call["request"]["messages"][0]["content"]) for call in record.calls)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(record.calls) == 10_000 and seen > 10_000_000
+    assert held < stored / 10, f"the record holds {held} bytes for {stored} bytes of stored requests"
+    assert peak < stored / 3, f"iterating the calls held {peak} bytes at once"
+    assert [c["seq"] for c in record.calls.of_unit("u0007")] == list(range(50))
+
+    with RunStore.in_dir(run_dir) as store:  # a call stored after the record was made
+        store.write(put_call_statements("u0001", "late", 99, "subject", "m", {"messages": []}, {"text": "x"}))
+    assert len(record.calls) == 10_000 and sum(1 for _ in record.calls) == 10_000
+    assert len(read_run(run_dir).calls) == 10_001
