@@ -17,12 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from llmpsych import cli
+from llmpsych.cli_docs import cli_root
 from llmpsych.clinames import (
     CONCEPTS,
     RETIRED_COMMANDS,
     RETIRED_FLAGS,
     RETIRED_FLAGS_OF,
-    cli_root,
     command_table,
     documented_table,
     visible_commands,
@@ -60,7 +60,7 @@ def root() -> Any:
 
 def test_docs_table_equals_the_cli(root: Any) -> None:
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    assert documented_table(page) == command_table(root), "run `python -m llmpsych.clinames docs/cli.md`"
+    assert documented_table(page) == command_table(root), "run `python -m llmpsych.cli_docs docs/cli.md`"
 
 
 def test_no_visible_command_or_flag_uses_an_old_spelling(root: Any) -> None:

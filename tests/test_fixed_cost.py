@@ -86,14 +86,14 @@ def test_a_run_record_reads_its_calls_in_chunks_not_all_at_once(tmp_path: Path) 
         record = read_run(run_dir)
         held = tracemalloc.get_traced_memory()[0]
         tracemalloc.reset_peak()
-        seen = sum(len(call["request"]["messages"][0]["content"]) for call in record.calls)
+        seen = sum(len(call.request["messages"][0]["content"]) for call in record.calls)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert len(record.calls) == 10_000 and seen > 10_000_000
     assert held < stored / 10, f"the record holds {held} bytes for {stored} bytes of stored requests"
     assert peak < stored / 3, f"iterating the calls held {peak} bytes at once"
-    assert [c["seq"] for c in record.calls.of_unit("u0007")] == list(range(50))
+    assert [c.seq for c in record.calls.of_unit("u0007")] == list(range(50))
 
     with RunStore.in_dir(run_dir) as store:  # a call stored after the record was made
         store.write(put_call_statements("u0001", "late", 99, "subject", "m", {"messages": []}, {"text": "x"}))

@@ -24,7 +24,8 @@ def _llmpsych(*args: str) -> subprocess.CompletedProcess[str]:
 def _games(server: FaultServer, out: Path) -> subprocess.CompletedProcess[str]:
     return _llmpsych(
         "gamabench", "preset", "multiple-runs", "--model", "openai-compatible/m",
-        "--base-url", server.base_url, "--game", "guessing", "--runs", "1", "--players", "2", "--rounds", "1", "--no-cache",
+        "--base-url", server.base_url, "--game", "guessing", "--runs", "1", "--players", "2",
+        "--rounds", "1", "--no-cache",
         "--no-progress", "--out", str(out),
     )  # fmt: skip
 
