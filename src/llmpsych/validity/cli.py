@@ -154,7 +154,7 @@ SourcesArg = Annotated[
     list[Path],
     typer.Argument(help="Item tables (CSV or Parquet in the long layout, docs/validity.md) or run folders."),
 ]
-ValidityOutOpt = Annotated[
+ReportOutOpt = Annotated[
     Path | None, typer.Option("--out", "-o", help="Folder for the report (Markdown) and its CSV tables.")
 ]
 
@@ -188,7 +188,7 @@ def invariance(
     per_subscale: Annotated[
         bool, typer.Option("--per-subscale", help="Also test each subscale alone (a one-factor model each).")
     ] = False,
-    out: ValidityOutOpt = None,
+    out: ReportOutOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: kit.DebugOpt = False,
 ) -> None:
@@ -264,7 +264,7 @@ def people(
     dif: Annotated[
         bool, typer.Option("--dif/--no-dif", help="Item-level DIF (ordinal logistic regression).")
     ] = True,
-    out: ValidityOutOpt = None,
+    out: ReportOutOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: kit.DebugOpt = False,
 ) -> None:
@@ -316,7 +316,7 @@ def behaviour(
             "--sweep", help="A `psychobench validity --scales ...` folder (--preset thesis: Fig. 4.2 rerun)."
         ),
     ] = None,
-    out: ValidityOutOpt = None,
+    out: ReportOutOpt = None,
     debug: kit.DebugOpt = False,
 ) -> None:
     """Does each construct's scale score go with its behavioural counterpart across personas and models?
