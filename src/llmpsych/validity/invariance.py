@@ -157,30 +157,37 @@ class InvarianceResult:
         flagged = [d.item for d in self.dif if d.flagged]
         items = f"; items that function differently: {', '.join(flagged)}" if flagged else ""
         metric, scalar = steps.get("metric"), steps.get("scalar")
+        configural = steps.get("configural")
+        fit = next((f for f in self.fits if f.level == "configural" and f.converged), None)
+        # A structure that fits poorly in every group makes the levels above it only indicative: said first,
+        # so that the sentence never reads as a finding it is not.
         caveat = (
             ""
-            if steps.get("configural") and steps["configural"].holds
-            else " (the structure itself fits poorly)"
+            if configural is not None and configural.holds
+            else "Only indicative, as the subscale structure itself fits poorly"
+            + (f" (CFI {fit.cfi:.3f}, RMSEA {fit.rmsea:.3f}): " if fit is not None else ": ")
         )
+        if caveat:
+            what = what[0].lower() + what[1:]
         if metric is None or metric.holds is None:
-            why = metric.reason if metric else (steps["configural"].reason if "configural" in steps else "")
-            return f"{what} {across}: invariance not established ({why}){items}."
+            why = metric.reason if metric else (configural.reason if configural is not None else "")
+            return f"{caveat}{what} {across}: invariance not established ({why}){items}."
         if not metric.holds:
             return (
-                f"{what} do not measure the same construct {across} (metric invariance does not hold)"
-                f"{caveat}{items}."
+                f"{caveat}{what} do not measure the same construct {across} (metric invariance does not hold)"
+                f"{items}."
             )
         if scalar is not None and scalar.holds:
             return (
-                f"{what} measure the same construct with the same origin {across} (scalar invariance holds: "
-                f"means comparable){caveat}{items}."
+                f"{caveat}{what} measure the same construct with the same origin {across} (scalar invariance "
+                f"holds: means comparable){items}."
             )
         tail = (
             "scalar not tested"
             if scalar is None or scalar.holds is None
             else "but not scalar: means not comparable"
         )
-        return f"{what} measure the same construct {across} (metric invariance holds, {tail}){caveat}{items}."
+        return f"{caveat}{what} measure the same construct {across} (metric invariance holds, {tail}){items}."
 
     def summary_lines(self) -> list[str]:
         """A report a researcher can read without knowing SEM."""
