@@ -1,6 +1,6 @@
 """``llmpsych reproduce``: the published tables recomputed from the released data, cell by cell.
 
-The whole command runs on ``../shared/seed-data`` (GAMA-Bench and LLMPersonality: about 5 s of work);
+The whole command runs on ``../shared/seed-data`` (GAMA-Bench, LLMPersonality, EmotionBench: about 6 s);
 a planted change to one printed value, or one recomputed value, makes it exit 1 naming the cell."""
 
 from __future__ import annotations
@@ -38,8 +38,13 @@ def test_seed_data_every_covered_table_and_the_total(command: tuple[str, Path]) 
     assert "LLMPersonality Table 3.13: 160 of 160 printed cells reproduced; 0 unexplained" in lines
     assert "LLMPersonality Table 3.14: 100 of 100 printed cells reproduced; 0 unexplained" in lines
     assert "LLMPersonality Table 3.15: 160 of 160 printed cells reproduced; 0 unexplained" in lines
-    total = next(line for line in lines if line.startswith("total: "))
-    assert total.endswith("; 0 unexplained") and "4 misprints" in total, total
+    assert (
+        "EmotionBench Table 5.10 (humans): 52 of 90 printed cells reproduced; 38 misprints; 0 unexplained"
+    ) in lines
+    assert (
+        "total: 1,207 of 2,369 printed cells reproduced; 49 misprints; 80 not released; "
+        "1,033 not in the data folder; 0 unexplained"
+    ) in lines
     # tables that need model calls are listed with their command, not run
     assert any("needs model calls (skipped)" in line and "llmpsych run --task" in line for line in lines)
 
@@ -89,6 +94,21 @@ def test_a_moved_recomputation_exits_1(seed_data: Path, monkeypatch: pytest.Monk
     monkeypatch.setattr(reliability_published, "TABLE_3_10", table)
     code, output = _invoke("LLMPersonality", "--data-dir", str(seed_data))
     assert code == 1 and "Table 3.10 | Openness max | t: printed 19.00" in output, output
+
+
+def test_a_documented_misprint_holds_only_for_its_documented_recomputation(
+    seed_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cause is tied to the value it documents: if llmpsych's recomputation moves, the cell is
+    unexplained again instead of staying excused."""
+    from llmpsych.emotion import published as emotion_published
+
+    crowd = dict(emotion_published.CROWD_CORRECTED)
+    crowd["Guilt-4"] = (*crowd["Guilt-4"][:10], -4.8, *crowd["Guilt-4"][11:])  # documented -4.9
+    monkeypatch.setattr(emotion_published, "CROWD_CORRECTED", crowd)
+    code, output = _invoke("emotionbench", "--data-dir", str(seed_data))
+    assert code == 1, output
+    assert "Table 5.10 | Guilt-4 | positive change: printed -5.4" in output and "[unexplained]" in output
 
 
 def test_comparison_rules() -> None:

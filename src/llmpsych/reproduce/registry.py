@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gamabench, reliability
+from . import emotionbench, gamabench, reliability
 from .cells import Recomputed
 
 
@@ -45,6 +45,9 @@ REPRODUCERS: tuple[Reproducer, ...] = (
     Reproducer(reliability.SYSTEM, "Table 3.13", reliability.DATASET, reliability.table_3_13),
     Reproducer(reliability.SYSTEM, "Table 3.14", reliability.DATASET, reliability.table_3_14),
     Reproducer(reliability.SYSTEM, "Table 3.15", reliability.DATASET, reliability.table_3_15),
+    Reproducer(emotionbench.SYSTEM, "Table 5.11 (GPT-3.5)", emotionbench.DATASET, emotionbench.table_5_11),
+    Reproducer(emotionbench.SYSTEM, "Tables 5.7/5.15", emotionbench.DATASET, emotionbench.tables_5_7_5_15),
+    Reproducer(emotionbench.SYSTEM, "Table 5.10 (humans)", emotionbench.DATASET, emotionbench.table_5_10),
 )
 
 #: Tables whose numbers need new model answers (the released data do not hold them): skipped, with the
@@ -55,6 +58,12 @@ NEEDS_MODELS: tuple[Uncovered, ...] = (
         "Table 3.6 (GPT-4-Turbo, Gemini-1.0-Pro, Llama-3.1-8B rows)",
         "only GPT-3.5-Turbo's 2,500-configuration grid is released",
         "llmpsych run --task reliability --model <model>",
+    ),
+    Uncovered(
+        emotionbench.SYSTEM,
+        "Table 5.11 for a new model",
+        "a column is a model's answers to every situation",
+        "llmpsych run --task emotionbench --model <model>",
     ),
     Uncovered(
         gamabench.SYSTEM,
@@ -79,10 +88,14 @@ NOT_YET_COVERED: tuple[Uncovered, ...] = (
         "recomputation from PsychoBench/results is `llmpsych psychobench compare`, not yet wired here",
     ),
     Uncovered(
-        "EmotionBench",
-        "paper Tables 3-6 (PANAS and challenging scales per factor)",
-        "`llmpsych emotionbench rescore` recomputes them from EmotionBench/results; the printed cells "
-        "are not yet held as cited facts",
+        emotionbench.SYSTEM,
+        "significance marks (↑ ↓ —) of Tables 5.7, 5.10, 5.11, 5.15",
+        "cells here are numbers; the marks are checked by tests/test_emotion_parity.py",
+    ),
+    Uncovered(
+        emotionbench.SYSTEM,
+        "Table 5.11 columns of the other models; Table 5.9; the V1 paper's Table 3",
+        "their released answer files are not in the seed data, or the split is the authors' own (5.9)",
     ),
     Uncovered(
         "MAS-Resilience",
