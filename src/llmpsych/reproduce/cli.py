@@ -14,7 +14,9 @@ from ..errors import terminal_text
 def reproduce(
     systems: Annotated[
         list[str] | None,
-        typer.Argument(help="Systems to reproduce (default: all covered): GAMA-Bench, LLMPersonality."),
+        typer.Argument(
+            help="Systems to reproduce (default: all covered): GAMA-Bench, LLMPersonality, EmotionBench."
+        ),
     ] = None,
     data_dir: DataDirOpt = None,
     out: Annotated[
@@ -40,6 +42,8 @@ def reproduce(
         console.print(
             f"needs model calls (skipped): {item.system} {item.table}: `{item.command}`", highlight=False
         )
+    for item in result.not_covered:
+        console.print(f"not yet covered: {item.system} {item.table}", highlight=False, soft_wrap=True)
     if out is not None:
         for path in write(result, out):
             console.print(f"wrote {terminal_text(path)}", highlight=False)

@@ -60,6 +60,18 @@ NEEDS_MODELS: tuple[Uncovered, ...] = (
         "llmpsych run --task reliability --model <model>",
     ),
     Uncovered(
+        "PsychoBench",
+        "thesis Tables 4.3-4.8, model columns",
+        "the authors released the questionnaires, not the models' answers",
+        "llmpsych psychobench run --model <model>",
+    ),
+    Uncovered(
+        "MAS-Resilience",
+        "thesis Tables 7.2-7.6 for a new model",
+        "a cell is a multi-agent system's answers to a task, clean and with faulty agents",
+        "llmpsych mas preset main --model <model>",
+    ),
+    Uncovered(
         emotionbench.SYSTEM,
         "Table 5.11 for a new model",
         "a column is a model's answers to every situation",
@@ -83,25 +95,16 @@ NOT_YET_COVERED: tuple[Uncovered, ...] = (
     ),
     Uncovered(
         "PsychoBench",
-        "thesis Tables 4.3-4.8 (scale means ± SD per model)",
-        "the printed values live in tests/test_psychobench_fidelity.py as significance checks; their "
-        "recomputation from PsychoBench/results is `llmpsych psychobench compare`, not yet wired here",
-    ),
-    Uncovered(
-        emotionbench.SYSTEM,
-        "significance marks (↑ ↓ —) of Tables 5.7, 5.10, 5.11, 5.15",
-        "cells here are numbers; the marks are checked by tests/test_emotion_parity.py",
-    ),
-    Uncovered(
-        emotionbench.SYSTEM,
-        "Table 5.11 columns of the other models; Table 5.9; the V1 paper's Table 3",
-        "their released answer files are not in the seed data, or the split is the authors' own (5.9)",
+        "thesis Tables 4.3-4.8, human-norm columns",
+        "questionnaires.json holds other norm samples than the printed ones (BFI n = 6,076 vs 1,221; "
+        "EPQ-R, DTDD, BSRI, LMS differ too); the printed norms are still in "
+        "tests/test_psychobench_fidelity.py, not yet cited facts of the package",
     ),
     Uncovered(
         "MAS-Resilience",
-        "thesis Tables 7.2-7.6",
-        "`llmpsych mas compare` recomputes them from MAS-Resilience-Experiments; the printed cells "
-        "(collab/reference.py) are not yet compared here",
+        "thesis Tables 7.2-7.6, Fig. 7.4",
+        "llmpsych has no reader yet for the released MAS-Resilience-Experiments logs (*_results.jsonl); "
+        "the printed Tables 7.2-7.3 are in llmpsych.collab.reference",
     ),
 )
 

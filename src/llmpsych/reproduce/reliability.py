@@ -20,7 +20,7 @@ PERSONALITY = (
     "personality_portray",
     "personality_portray_cot",
 )
-CITE = "thesis ch. 3 = specs/psychobench-and-reliability.md §1.1.6, §1.2.5"
+CITE = "thesis ch. 3 (= EMNLP 2024 paper)"
 #: Table 3.3 and the outlier count come from a PCA map the thesis fitted on four models' 10,000 points;
 #: only GPT-3.5-Turbo's 2,500 are released, so the outliers (76 here, 77 printed) and the differences of
 #: the inliers move by up to 0.02; a larger difference is not explained by this.

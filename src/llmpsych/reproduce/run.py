@@ -44,7 +44,7 @@ class Reproduction:
 
     @property
     def needs_models(self) -> list[Uncovered]:
-        return [u for u in NEEDS_MODELS if u.system in self.systems]
+        return list(NEEDS_MODELS)
 
     @property
     def not_covered(self) -> list[Uncovered]:
