@@ -21,7 +21,7 @@ from llmpsych.testing.runs import run_cli
 
 @pytest.fixture(scope="module")
 def command(seed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    out = tmp_path_factory.mktemp("reproduce")
+    out = tmp_path_factory.mktemp("runs") / "reproduce"  # where the web page looks in a runs folder
     result = run_cli("reproduce", "--data-dir", seed_data, "--out", out)
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout, out
@@ -150,3 +150,30 @@ def test_variant_misprints_are_the_documented_ones() -> None:
     assert len(named) == len(MISPRINTS) == 12
     for table, row, column in VARIANT_MISPRINTS:
         assert any(m.startswith(f"{table} {row} {column}: printed") for m in MISPRINTS), (table, row, column)
+
+
+def test_the_web_page_shows_the_report_and_follows_no_link(command: tuple[str, Path], tmp_path: Path) -> None:
+    from test_web_security import WebServer
+
+    _, out = command
+    linked = tmp_path / "linked"
+    (linked / "reproduce").mkdir(parents=True)
+    (linked / "reproduce" / "reproduce.md").symlink_to(out / "reproduce.md")
+    server = WebServer(out.parent, linked)
+    try:
+        status, _, body = server.request("/reproduce")
+        page = body.decode()
+        assert status == 200 and "Every difference and its cause" in page
+        assert "1,207 of 2,369 printed cells reproduced" in page and str(out / "reproduce.md") in page
+        status, _, body = server.request("/")
+        assert status == 200 and 'href="/reproduce"' in body.decode()
+    finally:
+        server.stop()
+    server = WebServer(linked)  # a report reached through a link is not shown
+    try:
+        status, _, body = server.request("/reproduce")
+        page = body.decode()
+        assert status == 200 and "No reproduction report in the runs folder" in page
+        assert "printed cells reproduced" not in page
+    finally:
+        server.stop()
