@@ -8,7 +8,7 @@ reproduce --data-dir DIR`` (imports included); each table's is its reproducer's 
 run (the first table of a system also pays that system's imports). Nothing here asserts a time.
 
 Measured on the 2-core development machine (seed data, one core busy with other work; best of 2): the
-command 5.4 s wall, 5.4 s CPU for 2,369 printed cells in 12 tables; the slowest table LLMPersonality's
+command 5.4 s wall, 5.4 s CPU for 2,379 printed cells in 13 tables; the slowest table LLMPersonality's
 Table 3.3 (1.4 s, its first table: the reliability imports and the PCA/DBSCAN map), then EmotionBench's
 Table 5.10 (0.7 s, reading crowd.xlsx); every other table under 0.5 s.
 

@@ -38,6 +38,7 @@ class Uncovered:
 REPRODUCERS: tuple[Reproducer, ...] = (
     Reproducer(gamabench.SYSTEM, "Tables 6.8-6.9", gamabench.DATASET, gamabench.leaderboard_thesis),
     Reproducer(gamabench.SYSTEM, "arXiv v4 Table 1", gamabench.DATASET, gamabench.leaderboard_arxiv),
+    Reproducer(gamabench.SYSTEM, "arXiv v4 Table 4", gamabench.DATASET, gamabench.arxiv_table_4),
     Reproducer(gamabench.SYSTEM, "Tables 6.2-6.18, §6.6.2", gamabench.DATASET, gamabench.variant_tables),
     Reproducer(reliability.SYSTEM, "Table 3.3", reliability.DATASET, reliability.table_3_3),
     Reproducer(reliability.SYSTEM, "Table 3.6", reliability.DATASET, reliability.table_3_6),
