@@ -6,6 +6,7 @@ a planted change to one printed value, or one recomputed value, makes it exit 1 
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,18 @@ def test_the_web_page_shows_the_report_and_follows_no_link(command: tuple[str, P
         assert "printed cells reproduced" not in page
     finally:
         server.stop()
+
+
+def test_a_malformed_released_file_is_one_error_line_not_a_skipped_table(
+    seed_data: Path, tmp_path: Path
+) -> None:
+    source = seed_data / "GAMABench" / "raw_results" / "guessing_game" / "guessing_game_v1_1.json"
+    target = tmp_path / "GAMABench" / "raw_results" / "guessing_game" / source.name
+    target.parent.mkdir(parents=True)
+    data = json.loads(source.read_text())
+    data["round_records"][0]["responses"][2] = "fifty"
+    target.write_text(json.dumps(data))
+    result = run_cli("reproduce", "--data-dir", tmp_path)
+    assert result.returncode not in (0, 1) and result.stdout == "", result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "guessing_game_v1_1.json" in lines[0], lines

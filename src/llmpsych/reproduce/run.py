@@ -51,9 +51,20 @@ class Reproduction:
         return list(NOT_YET_COVERED)
 
 
+def _present(dataset: str, data_dir: Path | None) -> bool:
+    from ..data.sources import dataset_path
+
+    try:
+        dataset_path(dataset, data_dir)
+    except DataError:
+        return False
+    return True
+
+
 def reproduce(systems: Sequence[str] = (), data_dir: Path | None = None) -> Reproduction:
     """Recompute every covered table of ``systems`` (all when empty). A table whose dataset is not in
-    the data folder is skipped, saying so; DataError when none could be recomputed."""
+    the data folder is skipped, saying so; DataError when none could be recomputed, or when a dataset
+    that is there cannot be read (a malformed file is named, never skipped)."""
     chosen = tuple(systems) or SYSTEMS
     results = []
     for reproducer in REPRODUCERS:
@@ -64,6 +75,8 @@ def reproduce(systems: Sequence[str] = (), data_dir: Path | None = None) -> Repr
         try:
             result.outcomes = compare(reproducer.run(data_dir))
         except DataError as exc:
+            if _present(reproducer.dataset, data_dir):
+                raise  # the data is there but unreadable or malformed: said, never skipped
             result.skipped = str(exc)
         result.seconds = time.perf_counter() - start
         results.append(result)
