@@ -14,6 +14,7 @@ from . import __version__
 from . import clikit as kit
 from .clikit import BaseUrlOpt
 from .errors import LlmpsychError, RunInterrupted, terminal_text
+from .reproduce.cli import reproduce as _reproduce
 
 if TYPE_CHECKING:
     from .games.hosting import PeopleHost
@@ -134,6 +135,9 @@ def export(
 
     for path in export_run(run_dir, out):
         console.print(f"wrote {terminal_text(path)}")
+
+
+app.command("reproduce")(_reproduce)  # the published tables from the released data (lazy imports)
 
 
 @app.command()

@@ -30,11 +30,14 @@ from starlette.templating import Jinja2Templates
 
 from ..errors import LlmpsychError
 from . import store
-from .catalog import CONTENT_TYPES, STATUSES, Catalog, RunInfo, links_in
+from .catalog import CONTENT_TYPES, STATUSES, Catalog, RunInfo, links_in, read_inside
 from .compare import COMPARISONS, compare_html
-from .render import run_fragment
+from .render import markdown_fragment, run_fragment
 from .security import Gate
 from .transcript import threads
+
+#: Where ``/reproduce`` finds ``llmpsych reproduce``'s report: ``--out <runs folder>/reproduce``.
+REPRODUCE_REPORT = "reproduce/reproduce.md"
 
 UNITS_PER_PAGE = 50
 RUNS_PER_PAGE = 200
@@ -316,6 +319,19 @@ class Pages:
                     context["error"] = str(exc)
         return self._render(request, "compare.html", **context)
 
+    # -- reproduce -------------------------------------------------------------------------------------
+    def reproduce(self, request: Request) -> Response:
+        """The report of ``llmpsych reproduce --out <runs folder>/reproduce`` (published tables
+        recomputed from the released data), read like a run's file: no link is followed."""
+        for root in self.catalog.roots:
+            data = read_inside(root, REPRODUCE_REPORT)
+            if data is not None:
+                text = data.decode("utf-8", errors="replace")
+                body = markdown_fragment(text, image_src=lambda _t: None, link_href=lambda _t: None)
+                return self._render(request, "reproduce.html", body=body, source=str(root / REPRODUCE_REPORT))
+        roots = [str(r) for r in self.catalog.roots]
+        return self._render(request, "reproduce.html", body=None, source=None, roots=roots)
+
 
 @functools.lru_cache(maxsize=64)
 def _rendered(run_id: str, name: str, data: bytes, files: tuple[str, ...]) -> str:
@@ -348,6 +364,7 @@ def create_app(
         Route("/", pages.runs),
         Route("/api/runs", pages.runs_json),
         Route("/compare", pages.compare),
+        Route("/reproduce", pages.reproduce),
         Route("/run/{run_id}", pages.run),
         Route("/api/run/{run_id}", pages.run_json),
         Route("/run/{run_id}/unit", pages.unit),

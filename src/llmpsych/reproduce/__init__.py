@@ -1,0 +1,16 @@
+"""``llmpsych reproduce``: the published tables recomputed from the authors' released data.
+
+Each printed number is a :class:`~llmpsych.reproduce.cells.PrintedCell` with its citation; each
+published table has a reproducer (:mod:`llmpsych.reproduce.registry`) that recomputes its cells with the
+library's own code from the released data; :func:`~llmpsych.reproduce.compare.compare` decides, cell by
+cell, whether the recomputation equals the printed value at its printed precision and, where it does
+not, gives the documented cause (a misprint, a convention and the switch that reproduces it, data not
+released) or calls the difference unexplained. See ``docs/reproduce.md``.
+"""
+
+from __future__ import annotations
+
+from .cells import Cause, Outcome, PrintedCell, Recomputed
+from .compare import Summary, compare, summarize
+
+__all__ = ["Cause", "Outcome", "PrintedCell", "Recomputed", "Summary", "compare", "summarize"]
