@@ -51,13 +51,13 @@ def test_bids_are_capped_at_the_valuation_and_reports_are_private() -> None:
         game().decision(2, 1).validate({"bid": "1"})  # player 2 values the item at 0
     table = play_offline(game(players=3, rounds=1), build_seats(["fixed:150", "fixed:20", "fixed:0"], 3))
     record = table.game.records[0]
-    assert record["valuations"] == [200, 30, 0] and record["winner"] == 0 and record["utility"] == [50, 0, 0]
+    assert record.valuations == [200, 30, 0] and record.winner == 0 and record.utility == [50, 0, 0]
     assert "150" in table.histories[1][-1]["content"]  # everyone learns the winning bid ...
     assert "200" not in "".join(m["content"] for m in table.histories[1])  # ... not others' valuations
 
 
 def test_equilibrium_strategy_shades_first_price_and_bids_value_in_second_price() -> None:
     first = play_offline(game(players=4, rounds=1), build_seats(None, 4, "strategy:ne")).game.records[0]
-    assert first["bids"] == [v * 3 // 4 for v in first["valuations"]]
+    assert first.bids == [v * 3 // 4 for v in first.valuations]
     second = play_offline(game(players=4, rounds=1, mode="second"), build_seats(None, 4, "strategy:ne")).game
-    assert second.records[0]["bids"] == second.records[0]["valuations"]
+    assert second.records[0].bids == second.records[0].valuations

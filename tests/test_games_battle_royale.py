@@ -52,7 +52,7 @@ def test_sure_shots_eliminate_in_order_and_the_last_survivor_wins() -> None:
     # everyone hits (100%, so all equally strong: the first other survivor is "the strongest")
     g = game(players=4, base_hit_rate=100, interval=0)
     table = play_offline(g, build_seats(None, 4, "strategy:ne"))
-    shots = [(r["shooter"], r["target"], r["hit"]) for r in g.records]
+    shots = [(r.shooter, r.target, r.hit) for r in g.records]
     assert shots == [(0, 1, True), (2, 0, True), (3, 2, True)]  # player 1 is out, so 2 shoots next
     assert g.summary() == {"turns": 3, "strongest_target_rate": 1.0, "winner": 3}
     # the shooter gets a three-turn report of its own shot; others a one-line report
@@ -64,12 +64,12 @@ def test_sure_shots_eliminate_in_order_and_the_last_survivor_wins() -> None:
 def test_intentional_misses_run_to_the_turn_cap_and_hits_are_seeded() -> None:
     g = game(players=3, rounds=5)
     play_offline(g, build_seats(None, 3, "fixed:null"))
-    assert len(g.records) == 5 and [r["shooter"] for r in g.records] == [0, 1, 2, 0, 1]
-    assert all(r["hit"] is None for r in g.records) and g.summary()["strongest_target_rate"] == 0
+    assert len(g.records) == 5 and [r.shooter for r in g.records] == [0, 1, 2, 0, 1]
+    assert all(r.hit is None for r in g.records) and g.summary()["strongest_target_rate"] == 0
 
     def hits(seed: int) -> list[bool | None]:
         played = game(players=5, rounds=8)
         play_offline(played, build_seats(None, 5, "fixed:player_4/player_3"), seed=seed)
-        return [r["hit"] for r in played.records]
+        return [r.hit for r in played.records]
 
     assert hits(1) == hits(1)

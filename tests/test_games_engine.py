@@ -123,11 +123,11 @@ def test_fixed_callable_and_human_seats_play_a_game() -> None:
     ]
     table = play_offline(_guessing(), seats)
     records = table.game.records
-    assert [r["choices"] for r in records] == [[60, 10, 40], [0, 20, 30]]
-    assert records[1]["decisions"][2]["asks"] == 2  # the human's unreadable answer was asked again
+    assert [r.choices for r in records] == [[60, 10, 40], [0, 20, 30]]
+    assert records[1].decisions[2].asks == 2  # the human's unreadable answer was asked again
     assert "Round 1 begins" in human.stdout.getvalue()
     # round 1: mean 110/3, target 24.44 -> 10 wins; round 2: mean 50/3, target 11.11 -> 20 wins
-    assert records[0]["winners"] == [1] and records[1]["winners"] == [1]
+    assert records[0].winners == [1] and records[1].winners == [1]
 
 
 def test_conversation_protocol_request_is_temporary_and_reports_are_three_turns() -> None:
@@ -211,7 +211,7 @@ def test_strategy_seats_use_seeded_randomness() -> None:
     def play(seed: int) -> list[list[str]]:
         game = BarGame(BarParams(), 5, 6, PromptSet(BarGame.folder, BarGame.builtin), random.Random)
         table = play_offline(game, build_seats(None, 5, default="strategy:ne"), seed=seed)
-        return [r["choices"] for r in table.game.records]
+        return [r.choices for r in table.game.records]
 
     assert play(1) == play(1) and play(1) != play(2)
 

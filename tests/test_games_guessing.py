@@ -6,7 +6,7 @@ import pytest
 
 from llmpsych.errors import ConfigError
 from llmpsych.games.engine import OfflineContext, play_offline
-from llmpsych.games.guessing import GuessingGame, GuessingParams, ratio_text, resolve_guesses
+from llmpsych.games.guessing import GuessingGame, GuessingParams, GuessingRound, ratio_text, resolve_guesses
 from llmpsych.games.prompts import PromptSet
 from llmpsych.games.seats import build_seats
 
@@ -44,7 +44,7 @@ def test_ratio_strings_follow_the_reference() -> None:
 
 def test_report_shows_mean_target_and_own_result_only() -> None:
     g = game()
-    outcome = resolve_guesses([50, 60, 20], 2 / 3)
+    outcome = GuessingRound(round=1, **resolve_guesses([50, 60, 20], 2 / 3))
     user, assistant, result = g.report(2, 1, [50, 60, 20], outcome)
     assert "43.33" in user and "28.89" in user and "20" in user and "60" not in user
     assert assistant == '{"chosen_number": "20"}' and "won" in result
@@ -57,8 +57,8 @@ def test_range_is_the_game_range_and_equilibrium_is_the_minimum() -> None:
     with pytest.raises(ValueError):
         decision.validate({"chosen_number": "5"})
     table = play_offline(game(players=4, rounds=3), build_seats(None, 4, default="strategy:ne"))
-    assert all(r["choices"] == [0, 0, 0, 0] and r["winners"] == [0, 1, 2, 3] for r in table.game.records)
+    assert all(r.choices == [0, 0, 0, 0] and r.winners == [0, 1, 2, 3] for r in table.game.records)
     assert (
-        play_offline(game(ratio=1.5), build_seats(None, 3, "strategy:ne")).game.records[0]["choices"]
+        play_offline(game(ratio=1.5), build_seats(None, 3, "strategy:ne")).game.records[0].choices
         == [100] * 3
     )

@@ -51,8 +51,8 @@ def test_optimal_players_accept_the_first_plan() -> None:
     g = game()
     play_offline(g, build_seats(None, 10, "strategy:ne"))
     (record,) = g.records
-    assert record["plan"] == [96, 0, 1, 0, 1, 0, 1, 0, 1, 0] and record["accepted"]
-    assert record["accepted_count"] == 5 and g.summary()["vote_accuracy"] == 1.0
+    assert record.plan == [96, 0, 1, 0, 1, 0, 1, 0, 1, 0] and record.accepted
+    assert record.accepted_count == 5 and g.summary()["vote_accuracy"] == 1.0
 
 
 def test_rejecting_crew_throws_proposers_overboard_until_two_remain() -> None:
@@ -60,9 +60,9 @@ def test_rejecting_crew_throws_proposers_overboard_until_two_remain() -> None:
     seats = build_seats(None, 5, "fixed:reject")
     seats[0:3] = build_seats(["fixed:100,0,0,0,0", "fixed:100,0,0,0", "fixed:100,0,0"], 3)
     table = play_offline(g, seats)
-    assert [r["accepted"] for r in g.records] == [False, False, False, True]  # 2 pirates left: 1 of 2 passes
-    assert g.records[-1]["plan"] == [50, 50]  # a fixed seat with no valid plan falls back to an equal split
-    assert g.records[-1]["proposal"]["fallback"]
+    assert [r.accepted for r in g.records] == [False, False, False, True]  # 2 pirates left: 1 of 2 passes
+    assert g.records[-1].plan == [50, 50]  # a fixed seat with no valid plan falls back to an equal split
+    assert g.records[-1].proposal.fallback
     last = table.histories[4][-1]["content"]
     assert "50 golds" in last  # each pirate is told their own share
 

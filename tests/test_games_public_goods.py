@@ -24,12 +24,12 @@ def test_pot_is_multiplied_and_shared_equally() -> None:
 def test_reset_gives_fresh_tokens_each_round_and_carry_keeps_balances() -> None:
     seats = build_seats(["fixed:20", "fixed:0", "fixed:0", "fixed:0"], 4)
     reset = play_offline(game(), seats).game
-    assert reset.records[1]["tokens_after"] == reset.records[0]["tokens_after"] == [10, 30, 30, 30]
+    assert reset.records[1].tokens_after == reset.records[0].tokens_after == [10, 30, 30, 30]
     carry = play_offline(
         game(reset=False), build_seats(["fixed:10", "fixed:0", "fixed:0", "fixed:0"], 4)
     ).game
-    assert carry.records[0]["tokens_after"] == [15, 25, 25, 25]
-    assert carry.records[1]["tokens_after"] == [10, 30, 30, 30]
+    assert carry.records[0].tokens_after == [15, 25, 25, 25]
+    assert carry.records[1].tokens_after == [10, 30, 30, 30]
     with pytest.raises(ValueError):
         carry.decision(0, 3).validate({"tokens_contributed": "11"})  # only 10 tokens left
 
@@ -38,4 +38,4 @@ def test_random_endowment_is_seeded_and_equilibrium_contributes_nothing() -> Non
     a = play_offline(game(endowment="random"), build_seats(None, 4, "strategy:ne"), seed=3).game
     b = play_offline(game(endowment="random"), build_seats(None, 4, "strategy:ne"), seed=3).game
     assert a.initial == b.initial and all(11 <= t <= 20 for t in a.initial)
-    assert all(c == 0 for r in a.records for c in r["contributions"])
+    assert all(c == 0 for r in a.records for c in r.contributions)

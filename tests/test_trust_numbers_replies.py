@@ -256,7 +256,7 @@ def test_fixed_seats_with_hostile_values_never_reach_resolve() -> None:
     ]
     table = play_offline(game, seats)
     (record,) = table.game.records
-    assert record["choices"] == [50, 50, 20]  # the two hostile seats fell back to the documented 50
+    assert record.choices == [50, 50, 20]  # the two hostile seats fell back to the documented 50
     assert table.fallbacks == 2
 
 

@@ -285,7 +285,7 @@ def test_a_decision_keeps_every_refused_answer_and_the_seconds_of_all_its_asks()
     cls = game_class("guessing")
     game = cls(cls.Params(), 2, 1, PromptSet(cls.folder, cls.builtin), lambda *a: None)  # type: ignore[arg-type]
     play_offline(game, [Rambling("llm"), *build_seats(["fixed:7"], 1)])
-    first, fixed = game.records[0]["decisions"]
+    first, fixed = game.stored_rounds()[0]["decisions"]  # as the run store keeps it
     assert first["how"] == "model" and first["asks"] == 2 and first["response_s"] == 3.0
     assert first["refused"] == ["x" * (REFUSED_CHARS - 1) + "…"]
     assert fixed == {"player": 1, "seat": "fixed:7", "action": 7, "asks": 1, "how": "bot", "response_s": None}

@@ -11,18 +11,19 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from pydantic import BaseModel
 
 from ..errors import LlmpsychError
-from .engine import Game, SimultaneousGame
+from .engine import Game, GameRound, SimultaneousGame
 
 
 class GameDefinitionError(LlmpsychError):
     """A game class cannot be registered: a required piece is missing or a name is taken."""
 
 
-_GAMES: dict[str, type[Game]] = {}
+_GAMES: dict[str, type[Game[Any]]] = {}
 _BASES = (Game, SimultaneousGame)
 
 
@@ -31,7 +32,7 @@ def _defines(cls: type, attr: str) -> bool:
     return any(attr in vars(k) for k in cls.__mro__ if k not in _BASES and k is not object)
 
 
-def _problems(cls: type[Game]) -> list[str]:
+def _problems(cls: type[Game[Any]]) -> list[str]:
     problems = []
     for attr in ("name", "title", "scoring_name", "folder"):
         value = getattr(cls, attr, None)
@@ -43,6 +44,9 @@ def _problems(cls: type[Game]) -> list[str]:
     params = getattr(cls, "Params", None)
     if not (inspect.isclass(params) and issubclass(params, BaseModel)):
         problems.append("Params (a pydantic model of the game's options)")
+    round_model = getattr(cls, "Round", None)
+    if not (inspect.isclass(round_model) and issubclass(round_model, GameRound)):
+        problems.append("Round (a GameRound model of one round's record)")
     builtin = getattr(cls, "builtin", None)
     if not isinstance(builtin, dict) or not builtin:
         problems.append("builtin (the game's prompt templates)")
@@ -62,7 +66,7 @@ def _problems(cls: type[Game]) -> list[str]:
     return problems
 
 
-def register(game: type[Game] | str) -> type[Game]:
+def register(game: type[Game[Any]] | str) -> type[Game[Any]]:
     """Register a game class (or ``"module:Class"``); refused with a clear error when a piece is missing."""
     if isinstance(game, str):
         module_name, _, attr = game.partition(":")
@@ -95,17 +99,17 @@ def names() -> list[str]:
     return list(_GAMES)
 
 
-def games() -> list[type[Game]]:
+def games() -> list[type[Game[Any]]]:
     """The registered game classes, in registration order."""
     return list(_GAMES.values())
 
 
-def get(name: str) -> type[Game]:
+def get(name: str) -> type[Game[Any]]:
     """The game registered as ``name`` (KeyError if none)."""
     return _GAMES[name]
 
 
-def by_scoring_name(scoring_name: str) -> type[Game]:
+def by_scoring_name(scoring_name: str) -> type[Game[Any]]:
     """The game whose scoring name is ``scoring_name`` (KeyError if none)."""
     for cls in _GAMES.values():
         if cls.scoring_name == scoring_name:

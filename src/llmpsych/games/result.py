@@ -13,11 +13,15 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import DataError
 from ..runs.provenance import UNKNOWN, call_provenance
+from .engine import GameRound
+
+RoundT = TypeVar("RoundT", bound=GameRound)
 
 #: Seat kinds a person answers for.
 PERSON_KINDS = frozenset({"human", "user", "web"})
@@ -64,8 +68,34 @@ class GamaBenchResult(BaseModel):
     rounds: list[dict[str, Any]] = Field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        """The result as the plain mapping a game's ``scoring_log`` and ``plot_points`` read."""
+        """The result as the plain mapping the run store keeps."""
         return self.model_dump()
+
+    def rounds_as(self, model: type[RoundT]) -> list[RoundT]:
+        """The stored rounds parsed as the game's ``Round`` (``model``), the boundary between the stored
+        mapping and the typed record: a round that does not fit is a :class:`DataError` naming the game,
+        the run, the round and the field."""
+        out = []
+        for k, record in enumerate(self.rounds, 1):
+            try:
+                out.append(model.model_validate(record))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "round"
+                raise DataError(
+                    f"{self.game} run {self.run}: stored round {k} does not fit {model.__name__} "
+                    f"({where}: {first['msg']})",
+                    "was run.sqlite edited, or written by another llmpsych version?",
+                ) from None
+        return out
+
+    def game_rounds(self) -> list[GameRound]:
+        """The stored rounds parsed as the registered game's ``Round`` (:meth:`rounds_as`); a game no
+        longer registered gets the base :class:`GameRound` (its fields kept, no payoffs)."""
+        from . import registry  # the games import this module
+
+        model = registry.get(self.game).Round if self.game in registry.names() else GameRound
+        return self.rounds_as(model)
 
     def seat_info(self, role_specs: Mapping[str, str]) -> list[SeatInfo]:
         """Each player's seat, with the model of a model seat's role (from the run config's roles)."""
