@@ -73,8 +73,8 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     rounds = pd.DataFrame([row for r in results for row in r.round_rows()])
     game_rows = []
     for r in results:
-        mine = r.decisions()
-        first_try = sum(1 for d in mine if d["asks"] == 1 and not d["fallback"])
+        mine = r.answers()
+        first_try = sum(1 for d in mine if d.answer.asks == 1 and not d.answer.fallback)
         game_rows.append(
             {
                 "game": r.game,
@@ -92,7 +92,7 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     plots = write_plots(results, run_dir / "plots", titles)
     transcripts = write_transcripts(record, run_dir / "transcripts", titles)
     # answers of human and python: seats are stored beside the model calls (so a resume replays them)
-    human = sum(d["asks"] for r in results for d in r.decisions() if _recorded_seat(d["seat"]))
+    human = sum(d.answer.asks or 0 for r in results for d in r.answers() if _recorded_seat(d.answer.seat))
     n_calls = len(record.calls)
     sections = _sections(task, games, results, failed, n_calls - human, record.manifest, plots, transcripts)
     people = people_text(results, task)
@@ -163,13 +163,13 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
     people = any(seat.person for r in results for seat in r.seat_info(specs))
     rows = []
     for r in results:
-        decisions = r.decisions()
+        decisions = r.answers()
         rounds = r.game_rounds()
         for seat in r.seat_info(specs):
             player = seat.player
-            mine = [d for d in decisions if d["player"] == player]
-            counted = [d for d in mine if d["how"] == "typed"] if seat.person else mine
-            numbers = [float(d["action"]) for d in counted if isinstance(d["action"], int | float)]
+            mine = [d for d in decisions if d.answer.player == player]
+            counted = [d for d in mine if d.how == "typed"] if seat.person else mine
+            numbers = [float(d.answer.action) for d in counted if isinstance(d.answer.action, int | float)]
             row: dict[str, Any] = {
                 "game": r.game,
                 "run": r.run,
@@ -177,18 +177,18 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
                 "seat": seat.spec,
                 "who": seat.who,
                 "decisions": len(mine),
-                "fallbacks": sum(d["fallback"] for d in mine),
+                "fallbacks": sum(d.answer.fallback for d in mine),
                 "mean action": sum(numbers) / len(numbers) if numbers else math.nan,
                 "mean action n": len(numbers),
             }
             if seat.person:
-                untyped = {d["round"] for d in mine if d["how"] != "typed"}
-                typed_rounds = {d["round"] for d in mine} - untyped
+                untyped = {d.round for d in mine if d.how != "typed"}
+                typed_rounds = {d.round for d in mine} - untyped
                 row.update(_payoffs(rounds, player, typed_rounds))
             else:
                 row.update(_payoffs(rounds, player, None))
             if people:
-                hows = Counter(str(d["how"]) for d in mine)
+                hows = Counter(d.how for d in mine)
                 row[ANSWERS] = answers_text(hows) if seat.person else ""
                 if seat.person:
                     row[TYPED] = hows["typed"]
@@ -242,7 +242,7 @@ def people_text(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> str:
     hows: Counter[str] = Counter()
     for r in results:
         persons = {seat.player for seat in r.seat_info(specs) if seat.person}
-        hows.update(str(d["how"]) for d in r.decisions() if d["player"] in persons)
+        hows.update(d.how for d in r.answers() if d.answer.player in persons)
     if not hows:
         return ""
     return (
