@@ -95,9 +95,10 @@ class AnswerRecord(BaseModel):
     and how many asks it took, with the refused texts, the errors and whether it was the fallback.
 
     Stored as the mapping it was built from (:meth:`GameRound.stored`: the fields set, nothing added), so
-    stores written before a field existed load with its default and are written back unchanged."""
+    stores written before a field existed load with its default and are written back unchanged. Frozen,
+    as the round holding it is: a record says what happened."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     player: int
     seat: str | None = None
@@ -128,7 +129,7 @@ class GameRound(BaseModel):
     A stored round is parsed into the game's ``Round`` where it is read
     (:meth:`~llmpsych.games.result.GamaBenchResult.rounds_as`); fields it does not declare are kept."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     round: int
 
