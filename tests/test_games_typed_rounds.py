@@ -100,7 +100,7 @@ def test_a_stored_round_that_does_not_fit_its_game_is_named_and_left_out(tmp_pat
 def test_a_decision_is_asked_by_keyword_only() -> None:
     fields: dict[str, Any] = dict(request="?", fields=["n"], validate=lambda d: d["n"], fallback=0)
     with pytest.raises(TypeError):
-        Decision(0, 1, "number", **fields)  # type: ignore[misc]
+        Decision(0, 1, "number", **fields)  # type: ignore[call-arg]
     decision = Decision(player=0, round=1, kind="number", **fields)
     assert decision.primary == "n" and decision.info == {}
 
@@ -108,5 +108,5 @@ def test_a_decision_is_asked_by_keyword_only() -> None:
 def test_an_answer_record_keeps_only_what_was_set() -> None:
     stored = {"player": 1, "seat": "fixed:7", "action": 7, "asks": 1, "how": "bot", "response_s": None}
     assert AnswerRecord.model_validate(stored).model_dump(exclude_unset=True) == stored
-    played = SimultaneousRound(round=1, decisions=[AnswerRecord.model_validate(stored)], extra=[1])
+    played = SimultaneousRound.model_validate({"round": 1, "decisions": [stored], "extra": [1]})
     assert played.stored() == {"round": 1, "decisions": [stored], "extra": [1]}
