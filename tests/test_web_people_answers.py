@@ -184,7 +184,8 @@ def old(how: dict[str, Any] | None = None) -> dict[str, Any]:
         {"player": 2, "seat": "llm", "action": 20, "asks": 1},
         {"player": 3, "seat": "fixed:50", "action": 50, "asks": 1},
     ]
-    return {"round": 1, "decisions": items, "winners": [0], "mean": 20.5, "target": 13.7}
+    outcome = {"choices": [0, 12, 20, 50], "mean": 20.5, "target": 13.7, "winning": [0], "winners": [0]}
+    return {"round": 1, "decisions": items, **outcome}  # every field a stored Guess 2/3 round has had
 
 
 def test_a_store_written_before_provenance_reads_as_unknown_never_as_typed(tmp_path: Path) -> None:
