@@ -8,9 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llmpsych.games.engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from llmpsych.games.engine import Decision, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound
 from llmpsych.games.parsing import as_int
 from llmpsych.games.prompts import echo
+from llmpsych.games.result import GamaBenchResult
 from llmpsych.games.scorekit import every_round, finite, mean
 
 
@@ -20,6 +21,17 @@ class LowestParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max: int = Field(default=10, ge=1)
+
+
+class LowestRound(SimultaneousRound):
+    """One round as it is stored (after ``round`` and the ``decisions``): the picks, the lowest, who won."""
+
+    picks: list[int]
+    lowest: int
+    winners: list[int]
+
+    def payoff(self, player: int) -> Payoff:
+        return Payoff(won=player in self.winners)  # "rounds won" in seats.csv
 
 
 @dataclass(frozen=True)
@@ -38,7 +50,7 @@ def lowest_score(log: LowestLog) -> float:
     return (log.max - mean([p for row in log.picks for p in row])) / log.max * 100
 
 
-class LowestGame(SimultaneousGame):
+class LowestGame(SimultaneousGame[LowestRound]):
     """Each round every player picks a whole number from 0 to ``max``; the lowest number wins."""
 
     name = "lowest"
@@ -46,6 +58,7 @@ class LowestGame(SimultaneousGame):
     scoring_name = "lowest_number"
     folder = "lowest_number"
     Params = LowestParams
+    Round = LowestRound
     builtin = {
         "description": "A game for @0 players over @1 rounds. Each round everyone picks a whole number "
         "from 0 to @2, and the lowest number wins.",
@@ -63,41 +76,38 @@ class LowestGame(SimultaneousGame):
         request = self.prompts.text("request", [round_no, self.fmt(fields)])
         top = self.p.max
         return Decision(
-            player,
-            round_no,
-            "number",
-            request,
-            list(fields),
-            lambda data: as_int(data["number"], 0, top),
-            top,
+            player=player,
+            round=round_no,
+            kind="number",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_int(data["number"], 0, top),
+            fallback=top,
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+    def resolve(self, round_no: int, actions: list[Any]) -> LowestRound:
         lowest = min(actions)
-        return {
-            "picks": actions,
-            "lowest": lowest,
-            "winners": [i for i, a in enumerate(actions) if a == lowest],
-        }
+        winners = [i for i, a in enumerate(actions) if a == lowest]
+        return LowestRound(round=round_no, picks=actions, lowest=lowest, winners=winners)
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
-        verdict = "You won." if player in outcome["winners"] else "You did not win."
-        return self.prompts.parts("report", [round_no, outcome["lowest"], actions[player], verdict])
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: LowestRound) -> list[str]:
+        verdict = "You won." if player in outcome.winners else "You did not win."
+        return self.prompts.parts("report", [round_no, outcome.lowest, actions[player], verdict])
 
     def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
         return 0 if name == "ne" else super().strategy(name, decision, rng)
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> LowestLog:
-        return LowestLog([round_actions(r) for r in result["rounds"]], result["params"]["max"])
+    def scoring_log(cls, result: GamaBenchResult) -> LowestLog:
+        return LowestLog([r.actions() for r in result.rounds_as(LowestRound)], result.params["max"])
 
     @staticmethod
     def score_log(log: Any, *, version: str = "thesis", published: bool = False) -> float:
         return lowest_score(log)
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        for r in result["rounds"]:
-            for player, pick in enumerate(r["picks"]):
-                add("picks", "pick", r["round"], pick, player)
-            add("picks", "lowest", r["round"], r["lowest"])
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        for r in result.rounds_as(LowestRound):
+            for player, pick in enumerate(r.picks):
+                add("picks", "pick", r.round, pick, player)
+            add("picks", "lowest", r.round, r.lowest)

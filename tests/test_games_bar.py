@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llmpsych.games.bar import BarGame, BarParams, resolve_bar
+from llmpsych.games.bar import BarGame, BarParams, BarRound, resolve_bar
 from llmpsych.games.engine import OfflineContext, play_offline
 from llmpsych.games.prompts import PromptSet
 from llmpsych.games.seats import build_seats
@@ -25,7 +25,7 @@ def test_exactly_the_threshold_is_still_fun() -> None:
 def test_implicit_feedback_hides_the_bar_from_stayers() -> None:
     g = game()
     actions = ["go"] * 7 + ["stay"] * 3
-    outcome = resolve_bar(actions, 0.6, 0, 10, 5)
+    outcome = BarRound(round=1, **resolve_bar(actions, 0.6, 0, 10, 5))
     goer = g.report(0, 1, actions, outcome)
     stayer = g.report(9, 1, actions, outcome)
     assert "7" in goer[0] and "60%" in goer[0] and goer[2].endswith("0.")

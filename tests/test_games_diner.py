@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmpsych.games.diner import DinerGame, DinerParams, resolve_diner
+from llmpsych.games.diner import DinerGame, DinerParams, DinerRound, resolve_diner
 from llmpsych.games.engine import OfflineContext, play_offline
 from llmpsych.games.prompts import PromptSet
 from llmpsych.games.seats import build_seats
@@ -19,7 +19,7 @@ def test_bill_is_split_equally() -> None:
     out = resolve_diner(["costly"] + ["cheap"] * 9, DinerParams())
     assert out["total"] == 110 and out["share"] == 11
     assert out["utility"][0] == 9 and out["utility"][1] == 4
-    user, assistant, result = game().report(0, 1, out["dishes"], out)
+    user, assistant, result = game().report(0, 1, out["dishes"], DinerRound(round=1, **out))
     assert "1 * 20 + 9 * 10 = 110" in user and "11" in user and result.endswith("20 - 110/10 = 9.00.")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmpsych.games.divide_dollar import DivideDollarGame, DivideDollarParams, resolve_dollar
+from llmpsych.games.divide_dollar import DivideDollarGame, DivideDollarParams, DollarRound, resolve_dollar
 from llmpsych.games.engine import OfflineContext, play_offline
 from llmpsych.games.prompts import PromptSet
 from llmpsych.games.seats import build_seats
@@ -25,7 +25,9 @@ def test_bids_are_validated_to_the_pot_and_report_own_bid() -> None:
     g = game(golds=50)
     with pytest.raises(ValueError):
         g.decision(0, 1).validate({"bid_amount": "51"})
-    user, assistant, result = g.report(1, 1, [10, 20, 30, 0], resolve_dollar([10, 20, 30, 0], 50))
+    user, assistant, result = g.report(
+        1, 1, [10, 20, 30, 0], DollarRound(round=1, **resolve_dollar([10, 20, 30, 0], 50))
+    )
     assert assistant == '{"bid_amount": "20"}' and "60" in result and "0 golds" in result
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from llmpsych.errors import ConfigError
 from llmpsych.games.engine import OfflineContext, play_offline
-from llmpsych.games.guessing import GuessingGame, GuessingParams, ratio_text, resolve_guesses
+from llmpsych.games.guessing import GuessingGame, GuessingParams, GuessingRound, ratio_text, resolve_guesses
 from llmpsych.games.prompts import PromptSet
 from llmpsych.games.seats import build_seats
 
@@ -44,7 +44,7 @@ def test_ratio_strings_follow_the_reference() -> None:
 
 def test_report_shows_mean_target_and_own_result_only() -> None:
     g = game()
-    outcome = resolve_guesses([50, 60, 20], 2 / 3)
+    outcome = GuessingRound(round=1, **resolve_guesses([50, 60, 20], 2 / 3))
     user, assistant, result = g.report(2, 1, [50, 60, 20], outcome)
     assert "43.33" in user and "28.89" in user and "20" in user and "60" not in user
     assert assistant == '{"chosen_number": "20"}' and "won" in result

@@ -37,7 +37,7 @@ def offline_result(
         "params": game.info(),
         "prompts": "builtin-v1",
         "seats": seats,
-        "rounds": game.records,
+        "rounds": game.stored_rounds(),
     }
 
 

@@ -99,6 +99,7 @@ def test_a_game_missing_a_piece_is_refused_at_registration() -> None:
         (("panels",), "panels"),
         (("title",), "title"),
         (("Params",), "Params"),
+        (("Round",), "Round"),
         (("resolve",), "rules"),
     ]:
         with pytest.raises(

@@ -31,7 +31,7 @@ def play(name: str, seats: list[str], rounds: int = 3, **params: Any) -> tuple[d
         "players": len(seats),
         "params": game.info(),
         "seats": seats,
-        "rounds": game.records,
+        "rounds": game.stored_rounds(),
     }
     assert table.fallbacks == 0
     return result, table

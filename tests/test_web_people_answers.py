@@ -184,7 +184,8 @@ def old(how: dict[str, Any] | None = None) -> dict[str, Any]:
         {"player": 2, "seat": "llm", "action": 20, "asks": 1},
         {"player": 3, "seat": "fixed:50", "action": 50, "asks": 1},
     ]
-    return {"round": 1, "decisions": items, "winners": [0], "mean": 20.5, "target": 13.7}
+    outcome = {"choices": [0, 12, 20, 50], "mean": 20.5, "target": 13.7, "winning": [0], "winners": [0]}
+    return {"round": 1, "decisions": items, **outcome}  # every field a stored Guess 2/3 round has had
 
 
 def test_a_store_written_before_provenance_reads_as_unknown_never_as_typed(tmp_path: Path) -> None:
@@ -289,7 +290,7 @@ def test_a_decision_keeps_every_refused_answer_and_the_seconds_of_all_its_asks()
     cls = game_class("guessing")
     game = cls(cls.Params(), 2, 1, PromptSet(cls.folder, cls.builtin), lambda *a: None)  # type: ignore[arg-type]
     play_offline(game, [Rambling("llm"), *build_seats(["fixed:7"], 1)])
-    first, fixed = game.records[0]["decisions"]
+    first, fixed = game.stored_rounds()[0]["decisions"]  # as the run store keeps it
     assert first["how"] == "model" and first["asks"] == 2 and first["response_s"] == 3.0
     assert first["refused"] == ["x" * (REFUSED_CHARS - 1) + "…"]
     assert fixed == {"player": 1, "seat": "fixed:7", "action": 7, "asks": 1, "how": "bot", "response_s": None}

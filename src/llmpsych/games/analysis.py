@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
 
+from ..errors import DataError
 from ..report.files import write_csv
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from . import registry, scoring
+from .engine import GameRound
 from .plots import write_plots
 from .result import GamaBenchResult, answers_text, as_result, stored_results
 from .seats import LLMSeat, build_seats
@@ -81,12 +83,12 @@ def round_rows(result: GamaBenchResult | Mapping[str, Any]) -> list[dict[str, An
 def scoring_log(result: GamaBenchResult | Mapping[str, Any], scoring: Any = None) -> Any:
     """The scoring record of one engine result, built by its registered game (``scoring`` is unused and
     kept for callers that pass the module)."""
-    record = result.record() if isinstance(result, GamaBenchResult) else dict(result)
+    typed = as_result(result)
     try:
-        game = registry.get(record["game"])
+        game = registry.get(typed.game)
     except KeyError:
-        raise ValueError(f"no scoring record for game {record['game']!r}") from None
-    return game.scoring_log(record)
+        raise ValueError(f"no scoring record for game {typed.game!r}") from None
+    return game.scoring_log(typed)
 
 
 def game_score(result: GamaBenchResult | Mapping[str, Any], published: bool = False) -> float | None:
@@ -94,7 +96,7 @@ def game_score(result: GamaBenchResult | Mapping[str, Any], published: bool = Fa
     (e.g. too few rounds); ``published=False`` applies llmpsych's documented corrections."""
     try:
         return float(scoring.score(scoring_log(result), published=published))
-    except (ValueError, TypeError, ZeroDivisionError, KeyError):
+    except (ValueError, TypeError, ZeroDivisionError, KeyError, DataError):
         return None
 
 
@@ -107,8 +109,8 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     rounds = pd.DataFrame([row for r in results for row in r.round_rows()])
     game_rows = []
     for r in results:
-        mine = r.decisions()
-        first_try = sum(1 for d in mine if d["asks"] == 1 and not d["fallback"])
+        mine = r.answers()
+        first_try = sum(1 for d in mine if d.answer.asks == 1 and not d.answer.fallback)
         game_rows.append(
             {
                 "game": r.game,
@@ -123,10 +125,10 @@ def analyze_record(record: RunRecord, task: GamaBenchTask) -> list[Path]:
     games = pd.DataFrame(game_rows)
     seat_files = write_seat_scores(results, task, run_dir)  # per seat and per kind (mixed tables)
     titles = {game: registry.get(game).title for game in task.params if game in registry.names()}
-    plots = write_plots([r.record() for r in results], run_dir / "plots", titles)
+    plots = write_plots(results, run_dir / "plots", titles)
     transcripts = write_transcripts(record, run_dir / "transcripts", titles)
     # answers of human and python: seats are stored beside the model calls (so a resume replays them)
-    human = sum(d["asks"] for r in results for d in r.decisions() if _recorded_seat(d["seat"]))
+    human = sum(d.answer.asks or 0 for r in results for d in r.answers() if _recorded_seat(d.answer.seat))
     n_calls = len(record.calls)
     sections = _sections(task, games, results, failed, n_calls - human, record.manifest, plots, transcripts)
     people = people_text(results, task)
@@ -163,18 +165,19 @@ UNKNOWN_HOW = "answers of unrecorded origin"
 COUNTS = ("mean action n", TYPED, DEFAULTS, DEADLINE, NEVER_JOINED, UNKNOWN_HOW)
 
 
-def _payoffs(rounds: Sequence[dict[str, Any]], player: int, kept: set[Any] | None) -> dict[str, Any]:
-    """A player's payoffs from the round records: rounds won (``winners``), total gain and final tokens
-    (``gain`` / ``tokens_after``); with ``kept``, over those rounds only (final tokens only when every
-    round is kept: they carry every earlier round)."""
+def _payoffs(rounds: Sequence[GameRound], player: int, kept: set[Any] | None) -> dict[str, Any]:
+    """A player's payoffs from the typed rounds (:meth:`GameRound.payoff`): rounds won, total gain and
+    final tokens, where every round of the game has them; with ``kept``, over those rounds only (final
+    tokens only when every round is kept: they carry every earlier round)."""
     out: dict[str, Any] = {}
-    chosen = [x for x in rounds if kept is None or x.get("round") in kept]
-    if rounds and all("winners" in x for x in rounds):
-        out["rounds won"] = sum(player in x["winners"] for x in chosen)
-    if rounds and all(isinstance(x.get("gain"), list) for x in rounds):
-        out["total gain"] = round(sum(x["gain"][player] for x in chosen), 2)
+    paid = [x.payoff(player) for x in rounds]
+    chosen = [p for x, p in zip(rounds, paid, strict=True) if kept is None or x.round in kept]
+    if paid and all(p.won is not None for p in paid):
+        out["rounds won"] = sum(bool(p.won) for p in chosen)
+    if paid and all(p.gain is not None for p in paid):
+        out["total gain"] = round(sum(p.gain or 0 for p in chosen), 2)
         whole = kept is None or len(chosen) == len(rounds)
-        out["final tokens"] = rounds[-1]["tokens_after"][player] if whole else math.nan
+        out["final tokens"] = paid[-1].tokens if whole else math.nan
     return out
 
 
@@ -196,12 +199,13 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
     people = any(seat.person for r in results for seat in r.seat_info(specs))
     rows = []
     for r in results:
-        decisions = r.decisions()
+        decisions = r.answers()
+        rounds = registry.rounds_of(r)
         for seat in r.seat_info(specs):
             player = seat.player
-            mine = [d for d in decisions if d["player"] == player]
-            counted = [d for d in mine if d["how"] == "typed"] if seat.person else mine
-            numbers = [float(d["action"]) for d in counted if isinstance(d["action"], int | float)]
+            mine = [d for d in decisions if d.answer.player == player]
+            counted = [d for d in mine if d.how == "typed"] if seat.person else mine
+            numbers = [float(d.answer.action) for d in counted if isinstance(d.answer.action, int | float)]
             row: dict[str, Any] = {
                 "game": r.game,
                 "run": r.run,
@@ -209,18 +213,18 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
                 "seat": seat.spec,
                 "who": seat.who,
                 "decisions": len(mine),
-                "fallbacks": sum(d["fallback"] for d in mine),
+                "fallbacks": sum(d.answer.fallback for d in mine),
                 "mean action": sum(numbers) / len(numbers) if numbers else math.nan,
                 "mean action n": len(numbers),
             }
             if seat.person:
-                untyped = {d["round"] for d in mine if d["how"] != "typed"}
-                typed_rounds = {d["round"] for d in mine} - untyped
-                row.update(_payoffs(r.rounds, player, typed_rounds))
+                untyped = {d.round for d in mine if d.how != "typed"}
+                typed_rounds = {d.round for d in mine} - untyped
+                row.update(_payoffs(rounds, player, typed_rounds))
             else:
-                row.update(_payoffs(r.rounds, player, None))
+                row.update(_payoffs(rounds, player, None))
             if people:
-                hows = Counter(str(d["how"]) for d in mine)
+                hows = Counter(d.how for d in mine)
                 row[ANSWERS] = answers_text(hows) if seat.person else ""
                 if seat.person:
                     row[TYPED] = hows["typed"]
@@ -228,7 +232,7 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
                     row[NEVER_JOINED] = hows["never joined"]
                     row[DEFAULTS] = hows["deadline"] + hows["never joined"]
                     row[UNKNOWN_HOW] = hows["unknown"]
-                    defaulted = _payoffs(r.rounds, player, untyped)
+                    defaulted = _payoffs(rounds, player, untyped)
                     for name in ("rounds won", "total gain"):
                         if name in defaulted:
                             row[f"{name} of default rounds"] = defaulted[name]
@@ -274,7 +278,7 @@ def people_text(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> str:
     hows: Counter[str] = Counter()
     for r in results:
         persons = {seat.player for seat in r.seat_info(specs) if seat.person}
-        hows.update(str(d["how"]) for d in r.decisions() if d["player"] in persons)
+        hows.update(d.how for d in r.answers() if d.answer.player in persons)
     if not hows:
         return ""
     return (

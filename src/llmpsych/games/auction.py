@@ -24,9 +24,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
 from .parsing import as_int
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, above_bound, check_version, every_round, finite, mean
 
 BUILTIN = {
@@ -92,6 +93,19 @@ def resolve_auction(
     }
 
 
+class AuctionRound(SimultaneousRound):
+    """One round of the sealed-bid auction: the valuations and bids, the winner (drawn among ``tied``
+    top bidders), the winning bid, the price paid and each player's utility."""
+
+    valuations: list[int | float]
+    bids: list[int | float]
+    winner: int
+    tied: list[int]
+    winning_bid: int | float
+    price: int | float
+    utility: list[int | float]
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class AuctionLog:
@@ -134,12 +148,13 @@ def auction_score(log: AuctionLog, *, version: ScoringVersion = "thesis") -> flo
     return mean([max(0.0, (v - b) / max(v, 1)) for v, b in pairs]) * 100
 
 
-class AuctionGame(SimultaneousGame):
+class AuctionGame(SimultaneousGame[AuctionRound]):
     """Sealed-Bid Auction."""
 
     name = "auction"
     folder = "sealed_bid_auction"
     Params = AuctionParams
+    Round = AuctionRound
     builtin = BUILTIN
     title = "Sealed-Bid Auction"
     scoring_name = "sealed_bid_auction"
@@ -170,30 +185,31 @@ class AuctionGame(SimultaneousGame):
         fields = {"bid": f"integer_between_0_and_{value}"}
         request = self.prompts.text("request", [round_no, value, self.fmt(fields)])
         return Decision(
-            player,
-            round_no,
-            "bid",
-            request,
-            list(fields),
-            lambda data: as_int(data["bid"], 0, value),
-            0,
-            {"valuation": value, "mode": self.p.mode},
+            player=player,
+            round=round_no,
+            kind="bid",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_int(data["bid"], 0, value),
+            fallback=0,
+            info={"valuation": value, "mode": self.p.mode},
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+    def resolve(self, round_no: int, actions: list[Any]) -> AuctionRound:
         rng = self.rng("auction-tie", round_no)
-        return resolve_auction(actions, self.valuations(round_no), self.p.mode, rng)
+        outcome = resolve_auction(actions, self.valuations(round_no), self.p.mode, rng)
+        return AuctionRound(round=round_no, **outcome)
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
-        won = outcome["winner"] == player
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: AuctionRound) -> list[str]:
+        won = outcome.winner == player
         inputs = [
             round_no,
-            outcome["valuations"][player],
+            outcome.valuations[player],
             actions[player],
-            outcome["winning_bid"],
-            outcome["price"],
+            outcome.winning_bid,
+            outcome.price,
             "won" if won else "lost",
-            outcome["utility"][player],
+            outcome.utility[player],
         ]
         return self.prompts.parts("report", inputs)
 
@@ -207,17 +223,17 @@ class AuctionGame(SimultaneousGame):
         terms = [
             max(0.0, (v - b) / max(v, 1))
             for r in self.records
-            for v, b in zip(r["valuations"], r["bids"], strict=True)
+            for v, b in zip(r.valuations, r.bids, strict=True)
         ]
         return {"mean_relative_shading": sum(terms) / len(terms) if terms else None}
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> AuctionLog:
-        rounds = result["rounds"]
+    def scoring_log(cls, result: GamaBenchResult) -> AuctionLog:
+        rounds = result.rounds_as(AuctionRound)
         mode: Literal["first_price", "second_price"] = (
-            "first_price" if result["params"]["mode"] == "first" else "second_price"
+            "first_price" if result.params["mode"] == "first" else "second_price"
         )
-        return AuctionLog([r["valuations"] for r in rounds], [round_actions(r) for r in rounds], mode)
+        return AuctionLog([r.valuations for r in rounds], [r.actions() for r in rounds], mode)
 
     @staticmethod
     def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
@@ -237,13 +253,14 @@ class AuctionGame(SimultaneousGame):
         )
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        for r in result["rounds"]:
-            for i, (v, b) in enumerate(zip(r["valuations"], r["bids"], strict=True)):
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        rounds = result.rounds_as(AuctionRound)
+        for r in rounds:
+            for i, (v, b) in enumerate(zip(r.valuations, r.bids, strict=True)):
                 add("bids", "bid", v, b, i)
-            ratios = [b / v for v, b in zip(r["valuations"], r["bids"], strict=True) if v > 0]
-            add("shading", "mean", r["round"], sum(ratios) / len(ratios) if ratios else math.nan)
-        values = sorted({v for r in result["rounds"] for v in r["valuations"]})
+            ratios = [b / v for v, b in zip(r.valuations, r.bids, strict=True) if v > 0]
+            add("shading", "mean", r.round, sum(ratios) / len(ratios) if ratios else math.nan)
+        values = sorted({v for r in rounds for v in r.valuations})
         if values:  # the diagonal, once per run over the valuations seen
             add("bids", "bid = valuation", values[0], values[0])
             add("bids", "bid = valuation", values[-1], values[-1])

@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
 from .guessing import number_text
 from .parsing import as_choice
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, every_round, mean
 
 BUILTIN = {
@@ -84,6 +85,17 @@ def resolve_bar(decisions: list[str], ratio: float, low: float, high: float, hom
     return {"choices": decisions, "go": go, "go_ratio": go_ratio, "good": good, "utility": utility}
 
 
+class BarRound(SimultaneousRound):
+    """One round of El Farol: each player's choice (``go`` / ``stay``), how many went and what fraction,
+    whether going paid off, and each player's utility."""
+
+    choices: list[str]
+    go: int
+    go_ratio: int | float
+    good: bool
+    utility: list[int | float]
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BarLog:
@@ -108,12 +120,13 @@ def bar_score(log: BarLog) -> float:
     return (worst - s2) / worst * 100
 
 
-class BarGame(SimultaneousGame):
+class BarGame(SimultaneousGame[BarRound]):
     """El Farol Bar."""
 
     name = "bar"
     folder = "bar_game"
     Params = BarParams
+    Round = BarRound
     builtin = BUILTIN
     title = "El Farol Bar"
     scoring_name = "bar_game"
@@ -139,33 +152,33 @@ class BarGame(SimultaneousGame):
         fields = {"decision": "go_or_stay"}
         request = self.prompts.text("request", [round_no, self.ratio_str, self.fmt(fields)])
         return Decision(
-            player,
-            round_no,
-            "go_or_stay",
-            request,
-            list(fields),
-            lambda data: as_choice(data["decision"], ("go", "stay")),
-            "stay",
-            {"ratio": self.p.ratio},
+            player=player,
+            round=round_no,
+            kind="go_or_stay",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_choice(data["decision"], ("go", "stay")),
+            fallback="stay",
+            info={"ratio": self.p.ratio},
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+    def resolve(self, round_no: int, actions: list[Any]) -> BarRound:
         p = self.p
-        return resolve_bar(actions, p.ratio, p.min, p.max, p.home)
+        return BarRound(round=round_no, **resolve_bar(actions, p.ratio, p.min, p.max, p.home))
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: BarRound) -> list[str]:
         choice = actions[player]
-        gained = _n(outcome["utility"][player])
+        gained = _n(outcome.utility[player])
         if self.p.mode == "implicit" and choice == "stay":
             return self.prompts.parts("report_implicit", [round_no, choice, gained])
-        go = outcome["go"]
+        go = outcome.go
         inputs = [
             round_no,
             go,
             self.players - go,
             self.players,
-            "equal or less" if outcome["good"] else "more",
-            "more" if outcome["good"] else "less",
+            "equal or less" if outcome.good else "more",
+            "more" if outcome.good else "less",
             self.ratio_str,
             choice,
             gained,
@@ -178,23 +191,23 @@ class BarGame(SimultaneousGame):
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:
-        ratios = [r["go_ratio"] for r in self.records]
+        ratios = [r.go_ratio for r in self.records]
         return {"mean_go_ratio": sum(ratios) / len(ratios) if ratios else None}
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> BarLog:
-        went = [[a == "go" for a in round_actions(r)] for r in result["rounds"]]
-        return BarLog(went, result["params"]["ratio"])
+    def scoring_log(cls, result: GamaBenchResult) -> BarLog:
+        went = [[a == "go" for a in r.actions()] for r in result.rounds_as(BarRound)]
+        return BarLog(went, result.params["ratio"])
 
     @staticmethod
     def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return bar_score(log)
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        for r in result["rounds"]:
-            add("attendance", "went", r["round"], r["go"])
-            add("attendance", "capacity", r["round"], result["params"]["ratio"] * result["players"])
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        for r in result.rounds_as(BarRound):
+            add("attendance", "went", r.round, r.go)
+            add("attendance", "capacity", r.round, result.params["ratio"] * result.players)
 
 
 def _n(value: float) -> str:

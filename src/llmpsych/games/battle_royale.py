@@ -27,9 +27,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from .engine import Decision, Game, PlotAdd, Table
+from .engine import AnswerRecord, Decision, Game, GameRound, PlotAdd, Table
 from .parsing import InvalidAnswer
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion
 
 BUILTIN = {
@@ -154,12 +155,28 @@ def battle_score(log: BattleLog) -> float:
     return correct / len(log.turns) * 100
 
 
-class BattleRoyaleGame(Game):
+class BattleRound(GameRound):
+    """One turn of Battle Royale: who shot, their answer, the target (None: an intentional miss), whether
+    it hit, who was eliminated, the survivors before the shot, the strongest other survivor (the
+    optimal target) and the survivors after."""
+
+    shooter: int
+    shot: AnswerRecord
+    target: int | None
+    hit: bool | None
+    eliminated: int | None
+    survivors_before: list[int]
+    strongest_other: int | None
+    survivors: list[int]
+
+
+class BattleRoyaleGame(Game[BattleRound]):
     """Battle Royale."""
 
     name = "battle_royale"
     folder = "battle_royale"
     Params = BattleRoyaleParams
+    Round = BattleRound
     builtin = BUILTIN
     title = "Battle Royale"
     scoring_name = "battle_royale"
@@ -218,14 +235,14 @@ class BattleRoyaleGame(Game):
             self.fmt(fields),
         ]
         return Decision(
-            shooter,
-            round_no,
-            "shoot",
-            self.prompts.text("request", inputs),
-            ["target", "action"],
-            lambda data: read_target(data.get("target"), shooter, survivors),
-            None,
-            {"survivors": list(survivors), "hit_rates": self.hit_rates},
+            player=shooter,
+            round=round_no,
+            kind="shoot",
+            request=self.prompts.text("request", inputs),
+            fields=["target", "action"],
+            validate=lambda data: read_target(data.get("target"), shooter, survivors),
+            fallback=None,
+            info={"survivors": list(survivors), "hit_rates": self.hit_rates},
         )
 
     async def play(self, table: Table) -> None:
@@ -245,17 +262,17 @@ class BattleRoyaleGame(Game):
             self._report(table, round_no, shooter, target, hit, survivors)
             table.end_round(round_no)
             self.records.append(
-                {
-                    "round": round_no,
-                    "shooter": shooter,
-                    "shot": answer.record(shooter, table.seats[shooter]),
-                    "target": target,
-                    "hit": hit,
-                    "eliminated": target if hit else None,
-                    "survivors_before": before,
-                    "strongest_other": strongest_other(shooter, before, rates),
-                    "survivors": list(survivors),
-                }
+                BattleRound(
+                    round=round_no,
+                    shooter=shooter,
+                    shot=answer.record(shooter, table.seats[shooter]),
+                    target=target,
+                    hit=hit,
+                    eliminated=target if hit else None,
+                    survivors_before=before,
+                    strongest_other=strongest_other(shooter, before, rates),
+                    survivors=list(survivors),
+                )
             )
             if len(survivors) >= 2:
                 shooter = next_shooter(shooter, survivors)
@@ -296,10 +313,8 @@ class BattleRoyaleGame(Game):
 
     def summary(self) -> dict[str, Any]:
         k = len(self.records)
-        correct = sum(
-            1 for r in self.records if r["target"] is not None and r["target"] == r["strongest_other"]
-        )
-        survivors = self.records[-1]["survivors"] if self.records else list(range(self.players))
+        correct = sum(1 for r in self.records if r.target is not None and r.target == r.strongest_other)
+        survivors = self.records[-1].survivors if self.records else list(range(self.players))
         return {
             "turns": k,
             "strongest_target_rate": correct / k if k else None,
@@ -307,16 +322,16 @@ class BattleRoyaleGame(Game):
         }
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> BattleLog:
-        p = result["params"]
-        rates = [p["base_hit_rate"] + i * p["interval"] for i in range(result["players"])]
+    def scoring_log(cls, result: GamaBenchResult) -> BattleLog:
+        p = result.params
+        rates = [p["base_hit_rate"] + i * p["interval"] for i in range(result.players)]
         turns = [
             BattleTurn(
-                f"player_{r['shooter']}",
-                {f"player_{s}": rates[s] for s in r["survivors_before"]},
-                None if r["target"] is None else f"player_{r['target']}",
+                f"player_{r.shooter}",
+                {f"player_{s}": rates[s] for s in r.survivors_before},
+                None if r.target is None else f"player_{r.target}",
             )
-            for r in result["rounds"]
+            for r in result.rounds_as(BattleRound)
         ]
         return BattleLog(turns)
 
@@ -325,15 +340,15 @@ class BattleRoyaleGame(Game):
         return battle_score(log)
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        for r in result["rounds"]:
-            j = r["round"]
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        for r in result.rounds_as(BattleRound):
+            j = r.round
             if j == 1:
-                add("survivors", "players left", 0, len(r["survivors_before"]))
-            add("survivors", "players left", j, len(r["survivors"]))
-            if r["target"] is None:
-                add("shots", "intentional miss", j, r["shooter"], r["shooter"])
+                add("survivors", "players left", 0, len(r.survivors_before))
+            add("survivors", "players left", j, len(r.survivors))
+            if r.target is None:
+                add("shots", "intentional miss", j, r.shooter, r.shooter)
             else:
-                add("shots", "hit" if r["hit"] else "missed", j, r["target"], r["shooter"])
-            if r["strongest_other"] is not None:
-                add("shots", "strongest other", j, r["strongest_other"], r["shooter"])
+                add("shots", "hit" if r.hit else "missed", j, r.target, r.shooter)
+            if r.strongest_other is not None:
+                add("shots", "strongest other", j, r.strongest_other, r.shooter)

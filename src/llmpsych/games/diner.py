@@ -16,10 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
 from .guessing import number_text
 from .parsing import as_choice
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, every_round, mean
 
 BUILTIN = {
@@ -79,6 +80,18 @@ def resolve_diner(dishes: list[str], p: DinerParams) -> dict[str, Any]:
     }
 
 
+class DinerRound(SimultaneousRound):
+    """One round of the Diner's Dilemma: each player's dish, how many ordered each, the bill, each
+    player's share of it and each player's utility."""
+
+    dishes: list[str]
+    costly: int
+    cheap: int
+    total: int | float
+    share: int | float
+    utility: list[int | float]
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DinerLog:
@@ -127,12 +140,13 @@ def diner_score(log: DinerLog, *, published: bool = False) -> float:
     return (1 - mean([float(c) for c in cheap])) * 100
 
 
-class DinerGame(SimultaneousGame):
+class DinerGame(SimultaneousGame[DinerRound]):
     """Diner's Dilemma."""
 
     name = "diner"
     folder = "diner_dilemma"
     Params = DinerParams
+    Round = DinerRound
     builtin = BUILTIN
     title = "Diner's Dilemma"
     scoring_name = "diner_dilemma"
@@ -158,32 +172,32 @@ class DinerGame(SimultaneousGame):
         fields = {"chosen_dish": "costly_or_cheap"}
         request = self.prompts.text("request", [round_no, self.fmt(fields)])
         return Decision(
-            player,
-            round_no,
-            "dish",
-            request,
-            list(fields),
-            lambda data: as_choice(data["chosen_dish"], ("costly", "cheap")),
-            "cheap",
+            player=player,
+            round=round_no,
+            kind="dish",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_choice(data["chosen_dish"], ("costly", "cheap")),
+            fallback="cheap",
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
-        return resolve_diner(actions, self.p)
+    def resolve(self, round_no: int, actions: list[Any]) -> DinerRound:
+        return DinerRound(round=round_no, **resolve_diner(actions, self.p))
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: DinerRound) -> list[str]:
         p, n = self.p, self.players
         dish = actions[player]
         own = p.exp_utility if dish == "costly" else p.cheap_utility
-        total = number_text(outcome["total"])
+        total = number_text(outcome.total)
         inputs = [
             round_no,
-            outcome["costly"],
-            outcome["cheap"],
-            f"{outcome['costly']} * {number_text(p.exp_cost)} + {outcome['cheap']} * "
+            outcome.costly,
+            outcome.cheap,
+            f"{outcome.costly} * {number_text(p.exp_cost)} + {outcome.cheap} * "
             f"{number_text(p.cheap_cost)} = {total}",
-            number_text(outcome["share"]),
+            number_text(outcome.share),
             dish,
-            f"{number_text(own)} - {total}/{n} = {outcome['utility'][player]:.2f}",
+            f"{number_text(own)} - {total}/{n} = {outcome.utility[player]:.2f}",
         ]
         return self.prompts.parts("report", inputs)
 
@@ -193,14 +207,14 @@ class DinerGame(SimultaneousGame):
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:
-        n = sum(len(r["dishes"]) for r in self.records)
-        cheap = sum(r["cheap"] for r in self.records)
+        n = sum(len(r.dishes) for r in self.records)
+        cheap = sum(r.cheap for r in self.records)
         return {"cheap_rate": cheap / n if n else None}
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> DinerLog:
-        p = result["params"]
-        dishes = [round_actions(r) for r in result["rounds"]]
+    def scoring_log(cls, result: GamaBenchResult) -> DinerLog:
+        p = result.params
+        dishes = [r.actions() for r in result.rounds_as(DinerRound)]
         return DinerLog(dishes, p["cheap_cost"], p["cheap_utility"], p["exp_cost"], p["exp_utility"])
 
     @staticmethod
@@ -208,8 +222,8 @@ class DinerGame(SimultaneousGame):
         return diner_score(log, published=published)
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        n = result["players"]
-        for r in result["rounds"]:
-            add("orders", "cheap", r["round"], r["cheap"] / n)
-            add("orders", "costly", r["round"], r["costly"] / n)
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        n = result.players
+        for r in result.rounds_as(DinerRound):
+            add("orders", "cheap", r.round, r.cheap / n)
+            add("orders", "costly", r.round, r.costly / n)

@@ -17,9 +17,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
 from .parsing import as_int
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, above_bound, every_round, finite, mean
 
 BUILTIN = {
@@ -62,6 +63,16 @@ def resolve_dollar(bids: list[int], golds: int) -> dict[str, Any]:
     return {"bids": bids, "total": total, "within": ok, "received": [b if ok else 0 for b in bids]}
 
 
+class DollarRound(SimultaneousRound):
+    """One round of Divide the Dollar: the bids, their total, whether it stayed within the golds and
+    what each player received."""
+
+    bids: list[int | float]
+    total: int | float
+    within: bool
+    received: list[int | float]
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class DollarLog:
@@ -87,12 +98,13 @@ def dollar_score(log: DollarLog) -> float:
     return max((log.golds - s3) / log.golds * 100, 0.0)
 
 
-class DivideDollarGame(SimultaneousGame):
+class DivideDollarGame(SimultaneousGame[DollarRound]):
     """Divide the Dollar."""
 
     name = "divide_dollar"
     folder = "divide_dollar"
     Params = DivideDollarParams
+    Round = DollarRound
     builtin = BUILTIN
     title = "Divide the Dollar"
     scoring_name = "divide_dollar"
@@ -112,27 +124,27 @@ class DivideDollarGame(SimultaneousGame):
         fields = {"bid_amount": f"integer_between_0_and_{golds}"}
         request = self.prompts.text("request", [round_no, golds, self.fmt(fields)])
         return Decision(
-            player,
-            round_no,
-            "bid",
-            request,
-            list(fields),
-            lambda data: as_int(data["bid_amount"], 0, golds),
-            0,
-            {"golds": golds},
+            player=player,
+            round=round_no,
+            kind="bid",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_int(data["bid_amount"], 0, golds),
+            fallback=0,
+            info={"golds": golds},
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
-        return resolve_dollar(actions, self.p.golds)
+    def resolve(self, round_no: int, actions: list[Any]) -> DollarRound:
+        return DollarRound(round=round_no, **resolve_dollar(actions, self.p.golds))
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: DollarRound) -> list[str]:
         inputs = [
             round_no,
             actions[player],
-            outcome["total"],
-            "does not exceed" if outcome["within"] else "exceeds",
+            outcome.total,
+            "does not exceed" if outcome.within else "exceeds",
             self.p.golds,
-            outcome["received"][player],
+            outcome.received[player],
         ]
         return self.prompts.parts("report", inputs)
 
@@ -142,12 +154,12 @@ class DivideDollarGame(SimultaneousGame):
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:
-        totals = [r["total"] for r in self.records]
+        totals = [r.total for r in self.records]
         return {"mean_total_bid": sum(totals) / len(totals) if totals else None}
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> DollarLog:
-        return DollarLog([round_actions(r) for r in result["rounds"]], result["params"]["golds"])
+    def scoring_log(cls, result: GamaBenchResult) -> DollarLog:
+        return DollarLog([r.actions() for r in result.rounds_as(DollarRound)], result.params["golds"])
 
     @staticmethod
     def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
@@ -160,13 +172,13 @@ class DivideDollarGame(SimultaneousGame):
         )
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        p, n = result["params"], result["players"]
-        for r in result["rounds"]:
-            j = r["round"]
-            for i, b in enumerate(r["bids"]):
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        golds, n = result.params["golds"], result.players
+        for r in result.rounds_as(DollarRound):
+            j = r.round
+            for i, b in enumerate(r.bids):
                 add("bids", "bid", j, b, i)
-            add("bids", "mean", j, r["total"] / n)
-            add("bids", "equal split", j, p["golds"] / n)
-            add("total", "sum of bids", j, r["total"])
-            add("total", "pot", j, p["golds"])
+            add("bids", "mean", j, r.total / n)
+            add("bids", "equal split", j, golds / n)
+            add("total", "sum of bids", j, r.total)
+            add("total", "pot", j, golds)

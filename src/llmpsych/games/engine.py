@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -31,13 +31,18 @@ from ..runs.provenance import UNKNOWN
 from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
+from .rounds import AnswerRecord as AnswerRecord  # the round records, re-exported: the games' API
+from .rounds import GameRound as GameRound
+from .rounds import Payoff as Payoff
+from .rounds import SimultaneousRound as SimultaneousRound
 from .scorekit import ScoringVersion
 from .seats import Seat
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Decision:
-    """One thing one player is asked to decide."""
+    """One thing one player is asked to decide (keyword arguments only: eight fields, three of them ints
+    or lists that a positional call could swap unnoticed)."""
 
     player: int
     round: int
@@ -75,8 +80,8 @@ class Answer:
     response_s: float | None = None
     refused: list[str] = field(default_factory=list)
 
-    def record(self, player: int, seat: Seat) -> dict[str, Any]:
-        """JSON-ready record of this answer (stored in the round record: how it came travels with it)."""
+    def record(self, player: int, seat: Seat) -> AnswerRecord:
+        """The record of this answer kept in its round (how it came travels with it)."""
         out: dict[str, Any] = {"player": player, "seat": seat.spec, "action": self.action, "asks": self.asks}
         out["how"] = self.how
         out["response_s"] = None if self.response_s is None else round(self.response_s, 3)
@@ -86,13 +91,18 @@ class Answer:
             out["fallback"] = True
         if self.errors:
             out["errors"] = self.errors
-        return out
+        return AnswerRecord.model_validate(out)
+
+
+RoundT = TypeVar("RoundT", bound=GameRound)
+SimRoundT = TypeVar("SimRoundT", bound=SimultaneousRound)
 
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from ..models.client import ModelClient
+    from .result import GamaBenchResult
 
 
 @runtime_checkable
@@ -130,7 +140,7 @@ class Table:
 
     def __init__(
         self,
-        game: Game,
+        game: Game[Any],
         seats: list[Seat],
         ctx: TableContext,
         params: GenerationParams,
@@ -212,7 +222,7 @@ class Table:
             "run": self.label,
             "players": len(self.seats),
             "seats": [seat.spec for seat in self.seats],
-            "rounds": list(self.game.records),
+            "rounds": self.game.stored_rounds(),
         }
 
     async def ask(self, decisions: list[Decision]) -> list[Answer]:
@@ -281,17 +291,13 @@ class Table:
 PlotAdd = Callable[..., None]
 
 
-def round_actions(record: dict[str, Any]) -> list[Any]:
-    """The actions of a simultaneous round's record, in player order."""
-    return [d["action"] for d in record["decisions"]]
-
-
-class Game(ABC):
+class Game(ABC, Generic[RoundT]):
     """A game: everything about it lives in its class, registered by :func:`.registry.register`.
 
     Required (checked at registration): ``name``, ``title``, ``scoring_name``, ``folder``, ``Params``
-    (its options), ``builtin`` (its prompts), :meth:`play` (its rules), :meth:`scoring_log` and
-    :meth:`score_log` (its 0-100 score), ``panels`` and :meth:`plot_points` (its plot).
+    (its options), ``builtin`` (its prompts), ``Round`` (its round record), :meth:`play` (its rules),
+    :meth:`scoring_log` and :meth:`score_log` (its 0-100 score), ``panels`` and :meth:`plot_points` (its
+    plot).
     """
 
     name: ClassVar[str]
@@ -305,6 +311,8 @@ class Game(ABC):
     in_overall: ClassVar[bool] = False
     folder: ClassVar[str]  # the official template folder
     Params: ClassVar[type[BaseModel]]
+    #: the record of one round (the game's ``GameRound`` subclass), what ``play`` appends to ``records``
+    Round: ClassVar[type[GameRound]]
     builtin: ClassVar[Mapping[str, Builtin]]
     #: plot panels: panel name -> (title, x label, y label), in drawing order
     panels: ClassVar[dict[str, tuple[str, str, str]]] = {}
@@ -312,7 +320,7 @@ class Game(ABC):
     truncate_after: ClassVar[int] = 20
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> Any:
+    def scoring_log(cls, result: GamaBenchResult) -> Any:
         """The scoring record (a frozen dataclass with a ``game`` field = ``scoring_name``) of a result."""
         raise NotImplementedError
 
@@ -333,7 +341,7 @@ class Game(ABC):
         return []
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
         """Call ``add(panel, series, x, y, player=None)`` for every plotted point of one game result."""
         raise NotImplementedError
 
@@ -354,7 +362,7 @@ class Game(ABC):
         self.rng = rng
         self.role_text = prompts.persona(persona)
         self.cot_text = prompts.cot(cot)
-        self.records: list[dict[str, Any]] = []
+        self.records: list[RoundT] = []
         self.check()
 
     def check(self) -> None:
@@ -373,6 +381,10 @@ class Game(ABC):
     async def play(self, table: Table) -> None:
         """Play the whole game at ``table``, appending one record per round to ``self.records``."""
 
+    def stored_rounds(self) -> list[dict[str, Any]]:
+        """The rounds played so far as the run store keeps them (:meth:`GameRound.stored`)."""
+        return [record.stored() for record in self.records]
+
     def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
         """A built-in strategy's value for ``decision`` (``ne``: the equilibrium / optimal play)."""
         raise InvalidAnswer(f"game {self.name} has no strategy {name!r}")
@@ -382,7 +394,7 @@ class Game(ABC):
         return {}
 
 
-class SimultaneousGame(Game):
+class SimultaneousGame(Game[SimRoundT]):
     """A game of K rounds in which every player decides at once, then sees a report."""
 
     @abstractmethod
@@ -394,11 +406,12 @@ class SimultaneousGame(Game):
         """What ``player`` is asked in ``round_no``."""
 
     @abstractmethod
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
-        """The round's outcome from every player's action (pure; tested on hand-made rounds)."""
+    def resolve(self, round_no: int, actions: list[Any]) -> SimRoundT:
+        """The round's outcome from every player's action, as the game's ``Round`` without its decisions
+        (pure; tested on hand-made rounds)."""
 
     @abstractmethod
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: SimRoundT) -> list[str]:
         """The report turns ``player`` receives after the round."""
 
     async def play(self, table: Table) -> None:
@@ -410,13 +423,8 @@ class SimultaneousGame(Game):
             for player in range(self.players):
                 table.report(player, self.report(player, round_no, actions, outcome))
             table.end_round(round_no)
-            self.records.append(
-                {
-                    "round": round_no,
-                    "decisions": [a.record(i, table.seats[i]) for i, a in enumerate(answers)],
-                    **outcome,
-                }
-            )
+            decisions = [a.record(i, table.seats[i]) for i, a in enumerate(answers)]
+            self.records.append(outcome.model_copy(update={"decisions": decisions}))
 
 
 class OfflineContext:
@@ -473,7 +481,7 @@ class OfflineContext:
         return nullcontext()
 
 
-def play_offline(game: Game, seats: list[Seat], seed: int = 0, max_reasks: int = 10) -> Table:
+def play_offline(game: Game[Any], seats: list[Seat], seed: int = 0, max_reasks: int = 10) -> Table:
     """Play ``game`` to the end without the run engine (no model seats); returns the table."""
     ctx = OfflineContext(seed)
     game.rng = ctx.rng

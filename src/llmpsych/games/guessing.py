@@ -23,9 +23,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..errors import ConfigError
-from .engine import Decision, PlotAdd, SimultaneousGame, round_actions
+from .engine import Decision, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound
 from .parsing import as_int
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, check_version, every_round, finite, mean
 
 BUILTIN = {
@@ -110,6 +111,20 @@ def resolve_guesses(
     return {"choices": choices, "mean": mean, "target": target, "winning": winning, "winners": winners}
 
 
+class GuessingRound(SimultaneousRound):
+    """One round of Guess R of the Average: the picks, their mean, the target, the winning number(s) and
+    the winners (players, 0-based)."""
+
+    choices: list[int | float]
+    mean: int | float
+    target: int | float
+    winning: list[int | float]
+    winners: list[int]
+
+    def payoff(self, player: int) -> Payoff:
+        return Payoff(won=player in self.winners)
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GuessingLog:
@@ -149,12 +164,13 @@ def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", publ
     return (span - s1) / span * 100
 
 
-class GuessingGame(SimultaneousGame):
+class GuessingGame(SimultaneousGame[GuessingRound]):
     """Guess R × the average."""
 
     name = "guessing"
     folder = "guessing_game"
     Params = GuessingParams
+    Round = GuessingRound
     builtin = BUILTIN
     title = "Guess 2/3 of the Average"
     scoring_name = "guessing_game"
@@ -189,27 +205,27 @@ class GuessingGame(SimultaneousGame):
         fields = {"chosen_number": f"integer_between_{p.min}_and_{p.max}"}
         request = self.prompts.text("request", [round_no, self.ratio_str, p.min, p.max, self.fmt(fields)])
         return Decision(
-            player,
-            round_no,
-            "number",
-            request,
-            list(fields),
-            lambda data: as_int(data["chosen_number"], p.min, p.max),
-            (p.min + p.max) // 2,
-            {"min": p.min, "max": p.max, "ratio": p.ratio},
+            player=player,
+            round=round_no,
+            kind="number",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_int(data["chosen_number"], p.min, p.max),
+            fallback=(p.min + p.max) // 2,
+            info={"min": p.min, "max": p.max, "ratio": p.ratio},
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
-        return resolve_guesses(actions, self.p.ratio, self.p.tie_rule)
+    def resolve(self, round_no: int, actions: list[Any]) -> GuessingRound:
+        return GuessingRound(round=round_no, **resolve_guesses(actions, self.p.ratio, self.p.tie_rule))
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
-        won = player in outcome["winners"]
-        winning = ", ".join(str(w) for w in outcome["winning"])
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: GuessingRound) -> list[str]:
+        won = player in outcome.winners
+        winning = ", ".join(str(w) for w in outcome.winning)
         inputs = [
             round_no,
-            number_text(outcome["mean"]),
+            number_text(outcome.mean),
             self.ratio_str,
-            f"{outcome['target']:.2f}",
+            f"{outcome.target:.2f}",
             winning,
             actions[player],
             "You won this round" if won else "You did not win this round",
@@ -222,25 +238,26 @@ class GuessingGame(SimultaneousGame):
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:
-        means = [r["mean"] for r in self.records]
+        means = [r.mean for r in self.records]
         return {"mean_choice": sum(means) / len(means) if means else None}
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> GuessingLog:
-        p = result["params"]
-        return GuessingLog([round_actions(r) for r in result["rounds"]], p["min"], p["max"], p["ratio"])
+    def scoring_log(cls, result: GamaBenchResult) -> GuessingLog:
+        p = result.params
+        rounds = result.rounds_as(GuessingRound)
+        return GuessingLog([r.actions() for r in rounds], p["min"], p["max"], p["ratio"])
 
     @staticmethod
     def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return guessing_score(log, version=version, published=published)
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        for r in result["rounds"]:
-            j = r["round"]
-            for i, c in enumerate(r["choices"]):
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        for r in result.rounds_as(GuessingRound):
+            j = r.round
+            for i, c in enumerate(r.choices):
                 add("choices", "choice", j, c, i)
-            add("choices", "mean", j, r["mean"])
-            add("choices", "target", j, r["target"])
-            for w in r["winning"]:
+            add("choices", "mean", j, r.mean)
+            add("choices", "target", j, r.target)
+            for w in r.winning:
                 add("choices", "winning", j, w)

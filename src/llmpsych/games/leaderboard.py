@@ -31,7 +31,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import LlmpsychError
+from ..errors import DataError, LlmpsychError
 from ..report.charts import pyplot
 from ..report.files import atomic_write_text, output_dir, save_figure, write_csv
 from ..report.html import html_beside
@@ -58,7 +58,17 @@ def score_columns(scores: Mapping[str, ModelScores]) -> list[str]:
 #: Longest reason kept in a report: a scorer's message can quote a hostile answer of any size.
 REASON_CHARS = 160
 #: Exceptions that mean "this stored game cannot be scored" (anything else is a bug and propagates).
-UNSCORABLE = (ValueError, TypeError, ZeroDivisionError, KeyError, IndexError, AttributeError, OverflowError)
+#: (DataError: a stored round that does not fit its game's ``Round``)
+UNSCORABLE = (
+    ValueError,
+    TypeError,
+    ZeroDivisionError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    DataError,
+)
 
 
 @dataclass(frozen=True)

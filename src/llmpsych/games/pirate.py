@@ -27,9 +27,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .battle_royale import ordinal
-from .engine import Answer, Decision, Game, PlotAdd, Table
+from .engine import Answer, AnswerRecord, Decision, Game, GameRound, PlotAdd, Table
 from .parsing import InvalidAnswer, as_int_list
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, mean
 
 BUILTIN = {
@@ -229,12 +230,27 @@ def pirate_score(log: PirateLog, *, published: bool = False) -> float:
     return (scale - distance) / scale * 50 + accuracy * 50
 
 
-class PirateGame(Game):
+class PirateGameRound(GameRound):
+    """One proposal of the Pirate Game (``round`` = the proposer's rank): the proposal answer, the plan
+    it gave (golds by rank, proposer first), every later pirate's vote, how many accepted (the proposer
+    included), how many pirates were left and whether the plan passed."""
+
+    proposer: int
+    proposal: AnswerRecord
+    plan: list[int]
+    votes: list[AnswerRecord]
+    accepted_count: int
+    pirates: int
+    accepted: bool
+
+
+class PirateGame(Game[PirateGameRound]):
     """Pirate Game. ``rounds`` is not used: the game lasts until a plan passes (at most N proposals)."""
 
     name = "pirate"
     folder = "pirate_game"
     Params = PirateParams
+    Round = PirateGameRound
     builtin = BUILTIN
     title = "Pirate Game"
     scoring_name = "pirate_game"
@@ -264,14 +280,14 @@ class PirateGame(Game):
         equal = [gold // n] * n
         equal[0] += gold - sum(equal)
         return Decision(
-            proposer - 1,
-            proposer,
-            "propose",
-            request,
-            ["proposal"],
-            lambda data: read_plan(data["proposal"], n, gold),
-            equal,
-            {"proposer": proposer, "rank": proposer, "gold": gold, "players": self.players},
+            player=proposer - 1,
+            round=proposer,
+            kind="propose",
+            request=request,
+            fields=["proposal"],
+            validate=lambda data: read_plan(data["proposal"], n, gold),
+            fallback=equal,
+            info={"proposer": proposer, "rank": proposer, "gold": gold, "players": self.players},
         )
 
     def vote(self, rank: int, proposer: int, plan: list[int]) -> Decision:
@@ -282,14 +298,14 @@ class PirateGame(Game):
             "request1", [proposer, self.plan_text(proposer, plan), share, self.fmt(fields)]
         )
         return Decision(
-            rank - 1,
-            proposer,
-            "vote",
-            request,
-            list(fields),
-            lambda data: read_vote(data["decision"]),
-            "reject",
-            {"proposer": proposer, "rank": rank, "share": share, "plan": plan},
+            player=rank - 1,
+            round=proposer,
+            kind="vote",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: read_vote(data["decision"]),
+            fallback="reject",
+            info={"proposer": proposer, "rank": rank, "share": share, "plan": plan},
         )
 
     async def play(self, table: Table) -> None:
@@ -309,18 +325,16 @@ class PirateGame(Game):
                 )
             table.end_round(proposer)
             self.records.append(
-                {
-                    "round": proposer,
-                    "proposer": proposer,
-                    "proposal": proposal.record(proposer - 1, table.seats[proposer - 1]),
-                    "plan": plan,
-                    "votes": [
-                        a.record(r - 1, table.seats[r - 1]) for r, a in zip(voters, answers, strict=True)
-                    ],
-                    "accepted_count": accepted_count,
-                    "pirates": pirates,
-                    "accepted": accepted,
-                }
+                PirateGameRound(
+                    round=proposer,
+                    proposer=proposer,
+                    proposal=proposal.record(proposer - 1, table.seats[proposer - 1]),
+                    plan=plan,
+                    votes=[a.record(r - 1, table.seats[r - 1]) for r, a in zip(voters, answers, strict=True)],
+                    accepted_count=accepted_count,
+                    pirates=pirates,
+                    accepted=accepted,
+                )
             )
             if accepted:
                 break
@@ -355,12 +369,12 @@ class PirateGame(Game):
     def summary(self) -> dict[str, Any]:
         distances, correct, votes = [], 0, 0
         for r in self.records:
-            best = optimal_plan(r["proposer"], self.players, self.p.gold)
-            distances.append(sum(abs(a - b) for a, b in zip(r["plan"], best, strict=True)))
-            for v in r["votes"]:
-                rank = v["player"] + 1
-                share = r["plan"][rank - r["proposer"]]
-                correct += v["action"] == optimal_vote(rank, r["proposer"], share)
+            best = optimal_plan(r.proposer, self.players, self.p.gold)
+            distances.append(sum(abs(a - b) for a, b in zip(r.plan, best, strict=True)))
+            for v in r.votes:
+                rank = v.player + 1
+                share = r.plan[rank - r.proposer]
+                correct += v.action == optimal_vote(rank, r.proposer, share)
                 votes += 1
         return {
             "proposals": len(self.records),
@@ -369,28 +383,28 @@ class PirateGame(Game):
         }
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> PirateLog:
+    def scoring_log(cls, result: GamaBenchResult) -> PirateLog:
         rounds = [
-            PirateRound(r["plan"], [True, *[v["action"] == "accept" for v in r["votes"]]])
-            for r in result["rounds"]
+            PirateRound(r.plan, [True, *[v.action == "accept" for v in r.votes]])
+            for r in result.rounds_as(PirateGameRound)
         ]
-        return PirateLog(rounds, result["players"], result["params"]["gold"])
+        return PirateLog(rounds, result.players, result.params["gold"])
 
     @staticmethod
     def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
         return pirate_score(log, published=published)
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        n, gold = result["players"], result["params"]["gold"]
-        for r in result["rounds"]:
-            proposer, plan = r["proposer"], r["plan"]
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        n, gold = result.players, result.params["gold"]
+        for r in result.rounds_as(PirateGameRound):
+            proposer, plan = r.proposer, r.plan
             best = optimal_plan(proposer, n, gold)
             add("proposals", "proposer keeps", proposer, plan[0], proposer - 1)
             add("proposals", "optimal keeps", proposer, best[0])
             distance = sum(abs(a - b) for a, b in zip(plan, best, strict=True))
             add("proposals", "L1 distance to optimal", proposer, distance)
-            add("votes", "for the plan", proposer, r["accepted_count"])
-            add("votes", "needed", proposer, math.ceil(r["pirates"] / 2))
-            for vote in r["votes"]:
-                add("ballots", vote["action"], proposer, vote["player"] + 1, vote["player"])
+            add("votes", "for the plan", proposer, r.accepted_count)
+            add("votes", "needed", proposer, math.ceil(r.pirates / 2))
+            for vote in r.votes:
+                add("ballots", vote.action, proposer, vote.player + 1, vote.player)

@@ -25,7 +25,7 @@ eight paper games (x is the round unless said otherwise):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ import pandas as pd
 from ..report.charts import pyplot
 from ..report.files import output_dir, save_figure, write_csv
 from . import registry
-from .result import PERSON_KINDS
+from .result import PERSON_KINDS, GamaBenchResult, as_result
 
 COLUMNS = ["panel", "series", "run", "x", "y", "player", "person"]
 #: The legend label of the points of people's seats (``human`` / ``web``), drawn over the others.
@@ -77,15 +77,15 @@ STYLE: dict[str, str] = {
 }
 
 
-def plot_data(game: str, results: list[dict[str, Any]]) -> pd.DataFrame:
+def plot_data(game: str, results: Sequence[GamaBenchResult | Mapping[str, Any]]) -> pd.DataFrame:
     """Every plotted point of ``game`` over its runs (``results``: the unit results of that game), from the
     registered game's :meth:`~llmpsych.games.engine.Game.plot_points`; ``person`` is true for a point of a
     person's seat (``human`` / ``web``)."""
     cls = registry.get(game)
     rows: list[dict[str, Any]] = []
-    for result in sorted(results, key=lambda r: r["run"]):
-        run = result["run"]
-        seats = [str(s).partition(":")[0].strip().lower() for s in result.get("seats") or []]
+    for result in sorted((as_result(r) for r in results), key=lambda r: r.run):
+        run = result.run
+        seats = [str(s).partition(":")[0].strip().lower() for s in result.seats]
         people = {i for i, kind in enumerate(seats) if kind in PERSON_KINDS}
 
         def add(
@@ -193,15 +193,16 @@ def draw(game: str, data: pd.DataFrame, path: Path, title: str) -> Path | None:
 
 
 def write_plots(
-    results: list[dict[str, Any]], out_dir: Path, titles: dict[str, str]
+    results: Sequence[GamaBenchResult | Mapping[str, Any]], out_dir: Path, titles: dict[str, str]
 ) -> dict[str, dict[str, Path]]:
     """For each game in ``results``: ``<game>.csv`` (the plotted data) and ``<game>.png`` when possible."""
     output_dir(out_dir.parent, out_dir.name)  # RUN/plots: a link there is replaced by a folder
     written: dict[str, dict[str, Path]] = {}
-    for game in dict.fromkeys(r["game"] for r in results):
+    typed = [as_result(r) for r in results]
+    for game in dict.fromkeys(r.game for r in typed):
         if game not in registry.names():
             continue
-        data = plot_data(game, [r for r in results if r["game"] == game])
+        data = plot_data(game, [r for r in typed if r.game == game])
         files = {"csv": out_dir / f"{game}.csv"}
         write_csv(data, files["csv"])
         png = draw(game, data, out_dir / f"{game}.png", titles.get(game, game))

@@ -19,10 +19,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, PlotAdd, SimultaneousGame, Table, round_actions
+from .engine import Decision, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound, Table
 from .guessing import number_text
 from .parsing import as_int
 from .prompts import echo
+from .result import GamaBenchResult
 from .scorekit import ScoringVersion, above_bound, check_version, every_round, finite, mean
 
 BUILTIN = {
@@ -76,6 +77,20 @@ def resolve_goods(contributions: list[int], holdings: list[float], ratio: float)
     return {"contributions": contributions, "pot": pot, "share": share, "gain": gain, "tokens_after": after}
 
 
+class GoodsRound(SimultaneousRound):
+    """One round of Public Goods: the contributions, the pot, each player's share of it, each player's
+    net gain and tokens after the round."""
+
+    contributions: list[int | float]
+    pot: int | float
+    share: int | float
+    gain: list[int | float]
+    tokens_after: list[int | float]
+
+    def payoff(self, player: int) -> Payoff:
+        return Payoff(gain=self.gain[player], tokens=self.tokens_after[player])
+
+
 # -- scoring ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class GoodsLog:
@@ -106,12 +121,13 @@ def goods_score(log: GoodsLog, *, version: ScoringVersion = "thesis") -> float:
     return (log.tokens - s4) / log.tokens * 100
 
 
-class PublicGoodsGame(SimultaneousGame):
+class PublicGoodsGame(SimultaneousGame[GoodsRound]):
     """Public Goods Game."""
 
     name = "public_goods"
     folder = "public_goods"
     Params = PublicGoodsParams
+    Round = GoodsRound
     builtin = BUILTIN
     title = "Public Goods Game"
     scoring_name = "public_goods"
@@ -150,31 +166,31 @@ class PublicGoodsGame(SimultaneousGame):
             "request", [round_no, number_text(self.holding(player)), self.fmt(fields)]
         )
         return Decision(
-            player,
-            round_no,
-            "contribution",
-            request,
-            list(fields),
-            lambda data: as_int(data["tokens_contributed"], 0, current),
-            0,
-            {"tokens": current, "ratio": self.p.ratio},
+            player=player,
+            round=round_no,
+            kind="contribution",
+            request=request,
+            fields=list(fields),
+            validate=lambda data: as_int(data["tokens_contributed"], 0, current),
+            fallback=0,
+            info={"tokens": current, "ratio": self.p.ratio},
         )
 
-    def resolve(self, round_no: int, actions: list[Any]) -> dict[str, Any]:
+    def resolve(self, round_no: int, actions: list[Any]) -> GoodsRound:
         holdings = [self.holding(i) for i in range(self.players)]
-        outcome = resolve_goods(actions, holdings, self.p.ratio)
-        self.balance = list(outcome["tokens_after"])
+        outcome = GoodsRound(round=round_no, **resolve_goods(actions, holdings, self.p.ratio))
+        self.balance = list(outcome.tokens_after)
         return outcome
 
-    def report(self, player: int, round_no: int, actions: list[Any], outcome: dict[str, Any]) -> list[str]:
+    def report(self, player: int, round_no: int, actions: list[Any], outcome: GoodsRound) -> list[str]:
         inputs = [
             round_no,
             list(actions),
             actions[player],
-            outcome["pot"],
-            number_text(outcome["gain"][player]),
-            number_text(outcome["tokens_after"][player]),
-            [float(t) if not float(t).is_integer() else int(t) for t in outcome["tokens_after"]],
+            outcome.pot,
+            number_text(outcome.gain[player]),
+            number_text(outcome.tokens_after[player]),
+            [float(t) if not float(t).is_integer() else int(t) for t in outcome.tokens_after],
         ]
         return self.prompts.parts("report", inputs)
 
@@ -184,13 +200,13 @@ class PublicGoodsGame(SimultaneousGame):
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:
-        values = [c for r in self.records for c in r["contributions"]]
+        values = [c for r in self.records for c in r.contributions]
         return {"mean_contribution": sum(values) / len(values) if values else None}
 
     @classmethod
-    def scoring_log(cls, result: dict[str, Any]) -> GoodsLog:
-        p = result["params"]
-        return GoodsLog([round_actions(r) for r in result["rounds"]], p["tokens"], p["ratio"])
+    def scoring_log(cls, result: GamaBenchResult) -> GoodsLog:
+        p = result.params
+        return GoodsLog([r.actions() for r in result.rounds_as(GoodsRound)], p["tokens"], p["ratio"])
 
     @staticmethod
     def score_log(log: Any, *, version: ScoringVersion = "thesis", published: bool = False) -> float:
@@ -205,12 +221,12 @@ class PublicGoodsGame(SimultaneousGame):
         )
 
     @classmethod
-    def plot_points(cls, result: dict[str, Any], add: PlotAdd) -> None:
-        n = result["players"]
-        for r in result["rounds"]:
-            j = r["round"]
-            for i, c in enumerate(r["contributions"]):
+    def plot_points(cls, result: GamaBenchResult, add: PlotAdd) -> None:
+        n = result.players
+        for r in result.rounds_as(GoodsRound):
+            j = r.round
+            for i, c in enumerate(r.contributions):
                 add("contributions", "contribution", j, c, i)
-            add("contributions", "mean", j, sum(r["contributions"]) / n)
-            add("gains", "mean gain", j, sum(r["gain"]) / n)
-            add("gains", "mean tokens after", j, sum(r["tokens_after"]) / n)
+            add("contributions", "mean", j, sum(r.contributions) / n)
+            add("gains", "mean gain", j, sum(r.gain) / n)
+            add("gains", "mean tokens after", j, sum(r.tokens_after) / n)

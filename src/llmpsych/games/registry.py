@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator, Mapping
-from typing import cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
 from ..errors import LlmpsychError
 from ..registry import Registry
-from .engine import Game, SimultaneousGame
+from .engine import Game, GameRound, SimultaneousGame
+
+if TYPE_CHECKING:
+    from .result import GamaBenchResult
 
 
 class GameDefinitionError(LlmpsychError):
@@ -31,7 +34,7 @@ def _defines(cls: type, attr: str) -> bool:
     return any(attr in vars(k) for k in cls.__mro__ if k not in _BASES and k is not object)
 
 
-def _problems(cls: type[Game]) -> list[str]:
+def _problems(cls: type[Game[Any]]) -> list[str]:
     problems = []
     for attr in ("name", "title", "scoring_name", "folder"):
         value = getattr(cls, attr, None)
@@ -43,6 +46,9 @@ def _problems(cls: type[Game]) -> list[str]:
     params = getattr(cls, "Params", None)
     if not (inspect.isclass(params) and issubclass(params, BaseModel)):
         problems.append("Params (a pydantic model of the game's options)")
+    round_model = getattr(cls, "Round", None)
+    if not (inspect.isclass(round_model) and issubclass(round_model, GameRound)):
+        problems.append("Round (a GameRound model of one round's record)")
     builtin = getattr(cls, "builtin", None)
     if not isinstance(builtin, dict) or not builtin:
         problems.append("builtin (the game's prompt templates)")
@@ -70,14 +76,14 @@ def _check(target: object) -> list[str]:
 
 
 #: The games by engine name (:mod:`llmpsych.registry`), in registration order.
-_GAMES: Registry[type[Game]] = Registry("game", _check, GameDefinitionError)
+_GAMES: Registry[type[Game[Any]]] = Registry("game", _check, GameDefinitionError)
 
 
-def register(game: type[Game] | str) -> type[Game]:
+def register(game: type[Game[Any]] | str) -> type[Game[Any]]:
     """Register a game class (or ``"module:Class"``); refused with a clear error when a piece is missing."""
     found = _GAMES.resolve(game)
     label = str(getattr(found, "name", None) or getattr(found, "__name__", found))
-    cls = _GAMES.load(label, cast("type[Game]", found))
+    cls = _GAMES.load(label, cast("type[Game[Any]]", found))
     for other in _games():
         if other is cls:
             return cls
@@ -90,7 +96,7 @@ def register(game: type[Game] | str) -> type[Game]:
     return cls
 
 
-def _games() -> list[type[Game]]:
+def _games() -> list[type[Game[Any]]]:
     return [_GAMES.get(name) for name in _GAMES]
 
 
@@ -104,19 +110,19 @@ def names() -> list[str]:
     return _GAMES.names()
 
 
-def games() -> list[type[Game]]:
+def games() -> list[type[Game[Any]]]:
     """The registered game classes, in registration order."""
     return _games()
 
 
-def get(name: str) -> type[Game]:
+def get(name: str) -> type[Game[Any]]:
     """The game registered as ``name`` (KeyError if none)."""
     if name not in _GAMES:
         raise KeyError(name)
     return _GAMES.get(name)
 
 
-def by_scoring_name(scoring_name: str) -> type[Game]:
+def by_scoring_name(scoring_name: str) -> type[Game[Any]]:
     """The game whose scoring name is ``scoring_name`` (KeyError if none)."""
     for cls in _games():
         if cls.scoring_name == scoring_name:
@@ -162,3 +168,11 @@ register("llmpsych.games.pirate:PirateGame")
 
 #: The paper's eight games (scoring names), whose mean is the overall score.
 PAPER_GAMES: tuple[str, ...] = tuple(g.scoring_name for g in _games() if g.in_overall)
+
+
+def rounds_of(result: GamaBenchResult) -> list[GameRound]:
+    """A stored game's rounds parsed as its registered game's ``Round``
+    (:meth:`~llmpsych.games.result.GamaBenchResult.rounds_as`); a game no longer registered gets the base
+    :class:`GameRound` (its fields kept, no payoffs)."""
+    model = get(result.game).Round if result.game in names() else GameRound
+    return result.rounds_as(model)

@@ -13,11 +13,15 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import DataError
 from ..runs.provenance import UNKNOWN, call_provenance
+from .rounds import AnswerRecord, GameRound
+
+RoundT = TypeVar("RoundT", bound=GameRound)
 
 if TYPE_CHECKING:
     from ..runs.calls import StoredCall
@@ -67,8 +71,26 @@ class GamaBenchResult(BaseModel):
     rounds: list[dict[str, Any]] = Field(default_factory=list)
 
     def record(self) -> dict[str, Any]:
-        """The result as the plain mapping a game's ``scoring_log`` and ``plot_points`` read."""
+        """The result as the plain mapping the run store keeps."""
         return self.model_dump()
+
+    def rounds_as(self, model: type[RoundT]) -> list[RoundT]:
+        """The stored rounds parsed as the game's ``Round`` (``model``), the boundary between the stored
+        mapping and the typed record: a round that does not fit is a :class:`DataError` naming the game,
+        the run, the round and the field."""
+        out = []
+        for k, record in enumerate(self.rounds, 1):
+            try:
+                out.append(model.model_validate(record))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"] if p not in _UNION_TAGS) or "round"
+                raise DataError(
+                    f"{self.game} run {self.run}: stored round {k} does not fit {model.__name__} "
+                    f"({where}: {first['msg']})",
+                    "was run.sqlite edited, or written by another llmpsych version?",
+                ) from None
+        return out
 
     def seat_info(self, role_specs: Mapping[str, str]) -> list[SeatInfo]:
         """Each player's seat, with the model of a model seat's role (from the run config's roles)."""
@@ -81,6 +103,17 @@ class GamaBenchResult(BaseModel):
             out.append(SeatInfo(player, spec, kind, model))
         return out
 
+    def answers(self) -> list[Asked]:
+        """Every decision of the game, typed: its round, the round field holding it (``decisions``,
+        ``proposal``, ``votes``, ``shot`` ...) and the answer record, parsed from the stored round (any
+        round field holding a list of per-player answer records, or one such record)."""
+        out = []
+        for record in self.rounds:
+            round_no = GameRound.model_validate(record).round
+            for key, item in _items(record):
+                out.append(Asked(round_no, key, AnswerRecord.model_validate(item)))
+        return out
+
     def decisions(self) -> list[dict[str, Any]]:
         """Every decision, one row each: any round field holding a list of per-player answer records (or
         one such record); lists and mappings in an action written as JSON.
@@ -90,27 +123,26 @@ class GamaBenchResult(BaseModel):
         gets ``how`` by :func:`recorded_how`: from its seat where the seat can answer only one way, else
         ``unknown`` (never ``typed``)."""
         rows = []
-        for record in self.rounds:
-            for key, item in _items(record):
-                refused = item.get("refused")
-                texts = [str(t) for t in refused] if isinstance(refused, list) else []
-                rows.append(
-                    {
-                        "game": self.game,
-                        "run": self.run,
-                        "round": record["round"],
-                        "decision": key,
-                        "player": item["player"],
-                        "seat": item.get("seat"),
-                        "action": cell(item["action"]),
-                        "asks": item.get("asks"),
-                        "fallback": bool(item.get("fallback", False)),
-                        "how": recorded_how(item),
-                        "response_s": item.get("response_s"),
-                        "refused": len(texts),
-                        "refused_texts": json.dumps(texts, ensure_ascii=False) if texts else "",
-                    }
-                )
+        for asked in self.answers():
+            answer = asked.answer
+            texts = [str(t) for t in answer.refused]
+            rows.append(
+                {
+                    "game": self.game,
+                    "run": self.run,
+                    "round": asked.round,
+                    "decision": asked.field,
+                    "player": answer.player,
+                    "seat": answer.seat,
+                    "action": cell(answer.action),
+                    "asks": answer.asks,
+                    "fallback": answer.fallback,
+                    "how": asked.how,
+                    "response_s": answer.response_s,
+                    "refused": len(texts),
+                    "refused_texts": json.dumps(texts, ensure_ascii=False) if texts else "",
+                }
+            )
         return rows
 
     def round_rows(self) -> list[dict[str, Any]]:
@@ -127,7 +159,8 @@ class GamaBenchResult(BaseModel):
                 row[key] = cell(value)
             groups: dict[str, list[str]] = {}
             for key, item in _items(record):
-                groups.setdefault(key, []).append(f"p{item['player']} {recorded_how(item)}")
+                answer = AnswerRecord.model_validate(item)
+                groups.setdefault(key, []).append(f"p{answer.player} {recorded_how(answer)}")
             row["how"] = "; ".join(
                 (f"{key}: " if len(groups) > 1 else "") + ", ".join(parts) for key, parts in groups.items()
             )
@@ -135,19 +168,36 @@ class GamaBenchResult(BaseModel):
         return rows
 
 
+#: The names pydantic puts in an error's location for the member of a union (``mean.int``), left out of
+#: the field named in a :class:`DataError`.
+_UNION_TAGS = frozenset({"int", "float", "bool", "str", "none", "list[int]", "list[float]"})
+
 #: How a seat kind answers when it can answer only one way (the rule for records without ``how``).
 SEAT_HOW = {"llm": "model", "model": "model", "fixed": "bot", "strategy": "strategy", "python": "python"}
 
 
-def recorded_how(item: Mapping[str, Any]) -> str:
-    """How one stored answer record came: its ``how``; for a record written before it was stored, by its
-    seat (``llm`` ``model``, ``fixed`` ``bot``, ``strategy``, ``python``), and ``unknown`` for a person's
-    seat (``human``, ``web``), whose answers may have been typed or defaulted."""
-    how = item.get("how")
-    if isinstance(how, str) and how:
-        return how
-    kind = str(item.get("seat", "")).partition(":")[0].strip().lower()
+def recorded_how(answer: AnswerRecord) -> str:
+    """How one stored answer came: its ``how``; for a record written before it was stored, by its seat
+    (``llm`` ``model``, ``fixed`` ``bot``, ``strategy``, ``python``), and ``unknown`` for a person's seat
+    (``human``, ``web``), whose answers may have been typed or defaulted."""
+    if answer.how:
+        return answer.how
+    kind = (answer.seat or "").partition(":")[0].strip().lower()
     return SEAT_HOW.get(kind, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One decision of a stored game: its round, the round field holding it and the answer record."""
+
+    round: int
+    field: str
+    answer: AnswerRecord
+
+    @property
+    def how(self) -> str:
+        """How the answer came (:func:`recorded_how`)."""
+        return recorded_how(self.answer)
 
 
 def _items(record: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -236,6 +286,7 @@ def stored_results(record: _Record) -> list[tuple[Any, GamaBenchResult]]:
 
 __all__ = [
     "PERSON_KINDS",
+    "Asked",
     "GamaBenchResult",
     "SeatInfo",
     "answers_text",

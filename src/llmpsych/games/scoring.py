@@ -46,7 +46,7 @@ GAME_TITLES = registry.TITLES
 GameLog = GuessingLog | BarLog | DollarLog | GoodsLog | DinerLog | AuctionLog | BattleLog | PirateLog
 
 
-def _game(log: object) -> type[Game]:
+def _game(log: object) -> type[Game[Any]]:
     try:
         return registry.by_scoring_name(getattr(log, "game", ""))
     except KeyError:

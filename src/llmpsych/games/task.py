@@ -52,7 +52,7 @@ def _score_ranges(table: Any, path: Path, record: RunRecord) -> Any:
     return table.assign(range=table["game"].map(ranges))
 
 
-def game_class(name: str) -> type[Game]:
+def game_class(name: str) -> type[Game[Any]]:
     """Resolve a game name to its registered class."""
     try:
         return registry.get(name)
@@ -276,7 +276,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
             return GenerationParams()
         return GenerationParams(max_tokens=self.options.max_tokens)
 
-    def new_game(self, name: str, rng: Any) -> Game:
+    def new_game(self, name: str, rng: Any) -> Game[Any]:
         """A fresh game object with this task's options."""
         o = self.options
         return game_class(name)(
@@ -312,7 +312,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
             "reasks": {"max": self.options.max_reasks, "mode": self.options.reask},
             "deviations": DEVIATIONS,
             "summary": game.summary(),
-            "rounds": game.records,
+            "rounds": game.stored_rounds(),
         }  # the conversations are the stored calls (games/transcripts.py renders them)
 
     def analyze(self, record: RunRecord) -> list[Path]:

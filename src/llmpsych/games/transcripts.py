@@ -11,7 +11,6 @@ where, the answers of fixed and strategy seats) is a short note under each game'
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
@@ -21,7 +20,7 @@ from ..models.cipher import DEFAULT_SHIFT
 from ..report.files import output_dir
 from ..report.transcripts import Thread, UnitNotes, deciphered_notes, default_thread_title
 from ..report.transcripts import write_transcripts as write_page
-from .result import GamaBenchResult, SeatInfo, stored_results
+from .result import Asked, GamaBenchResult, SeatInfo, cell, stored_results
 
 if TYPE_CHECKING:
     from ..runs.calls import StoredCall
@@ -55,10 +54,10 @@ def player_keys(
             keys[call.seq] = specs.index(call.model) if specs.count(call.model) == 1 else call.model
     model_seats = {seat.player for seat in seats if _is_model(seat)}
     batches: dict[tuple[Any, str], list[tuple[int, int]]] = {}
-    for row in result.decisions():
-        if row["player"] in model_seats:
-            batches.setdefault((row["round"], row["decision"]), []).append(
-                (row["player"], int(row["asks"] or 1))
+    for asked in result.answers():
+        if asked.answer.player in model_seats:
+            batches.setdefault((asked.round, asked.field), []).append(
+                (asked.answer.player, int(asked.answer.asks or 1))
             )
     model_calls = [call for call in calls if call.role not in RECORDED_KINDS]
     if len(model_calls) != sum(asks for batch in batches.values() for _, asks in batch):
@@ -98,10 +97,10 @@ def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
     """Who sat where, the answers of the seats that made no model call, and why answers were refused."""
     lines = ["Seats: " + "; ".join(f"player {s.player} {_seat(s)}" for s in seats) + "."]
     models = {seat.player for seat in seats if _is_model(seat)}
-    decisions = result.decisions()
+    decisions = result.answers()
     came: dict[int, Counter[str]] = {}
-    for row in decisions:
-        came.setdefault(row["player"], Counter())[str(row["how"])] += 1
+    for asked in decisions:
+        came.setdefault(asked.answer.player, Counter())[asked.how] += 1
     lines += [
         "",
         "How the answers came: "
@@ -111,7 +110,7 @@ def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
         )
         + ".",
     ]
-    others = [row for row in decisions if row["player"] not in models]
+    others = [asked for asked in decisions if asked.answer.player not in models]
     if others:
         lines += [
             "",
@@ -119,45 +118,37 @@ def seat_note(result: GamaBenchResult, seats: list[SeatInfo]) -> str:
             "its seconds from the question to the answer and the entries refused before it:",
             "",
         ]
-        for row in others:
-            fallback = " (fallback)" if row["fallback"] else ""
-            where = f"round {row['round']}, {row['decision']}"
-            lines.append(f"- {where}: player {row['player']} `{row['action']}`{fallback} ({_how(row)})")
-    refused = [(record["round"], key, item) for record, key, item in _answers(result) if item.get("errors")]
+        for asked in others:
+            answer = asked.answer
+            fallback = " (fallback)" if answer.fallback else ""
+            where = f"round {asked.round}, {asked.field}: player {answer.player}"
+            lines.append(f"- {where} `{cell(answer.action)}`{fallback} ({_how(asked)})")
+    refused = [asked for asked in decisions if asked.answer.errors]
     if refused:
         lines += [
             "",
             "Answers that could not be used, and why (each was followed by a re-ask or the fallback):",
             "",
         ]
-        for round_no, key, item in refused:
-            reasons = "; ".join(" ".join(str(e).split()) for e in item["errors"])
-            fallback = " Fallback used." if item.get("fallback") else ""
-            lines.append(f"- round {round_no}, {key}: player {item['player']}: {reasons}.{fallback}")
+        for asked in refused:
+            answer = asked.answer
+            reasons = "; ".join(" ".join(str(e).split()) for e in answer.errors)
+            fallback = " Fallback used." if answer.fallback else ""
+            where = f"round {asked.round}, {asked.field}: player {answer.player}"
+            lines.append(f"- {where}: {reasons}.{fallback}")
     return "\n".join(lines)
 
 
-def _how(row: Mapping[str, Any]) -> str:
+def _how(asked: Asked) -> str:
     """How one decision's answer came, in words: ``typed, 4.2 s, 2 refused: `150`, `abc```."""
-    parts = [str(row["how"])]
-    if isinstance(row.get("response_s"), int | float):
-        parts.append(f"{row['response_s']:.1f} s")
-    if row.get("refused"):
-        texts = json.loads(row["refused_texts"]) if row.get("refused_texts") else []
+    parts = [asked.how]
+    if asked.answer.response_s is not None:
+        parts.append(f"{asked.answer.response_s:.1f} s")
+    texts = asked.answer.refused
+    if texts:
         shown = ", ".join("`" + " ".join(str(t).split())[:40].replace("`", "'") + "`" for t in texts)
-        parts.append(f"{row['refused']} refused: {shown}")
+        parts.append(f"{len(texts)} refused: {shown}")
     return ", ".join(parts)
-
-
-def _answers(result: GamaBenchResult) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
-    """Every per-player answer record of the rounds, with its round record and field."""
-    out = []
-    for record in result.rounds:
-        for key, value in record.items():
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, dict) and "player" in item and "action" in item:
-                    out.append((record, key, item))
-    return out
 
 
 def _thread_title(seats: list[SeatInfo]) -> Callable[[Thread, int], str]:

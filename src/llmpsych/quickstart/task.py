@@ -190,7 +190,7 @@ class QuickstartTask(Task[QuickstartOptions]):
             "seats": [seat.spec for seat in seats],
             "fallbacks": table.fallbacks,
             "summary": game.summary(),
-            "rounds": game.records,
+            "rounds": game.stored_rounds(),
         }
 
     def analyze(self, record: RunRecord) -> list[Path]:
@@ -344,18 +344,20 @@ def _summary(scores: pd.DataFrame, subscales: tuple[str, ...]) -> pd.DataFrame:
 def game_report(result: dict[str, Any], run_dir: Path) -> tuple[tuple[str, str], list[Path]]:
     """The report section of the short game, and the files it wrote (``game.csv``, ``game.json``,
     ``game.png``)."""
+    from ..games.guessing import GuessingRound
     from ..games.leaderboard import game_score
+    from ..games.result import as_result
 
     score = game_score(result)
     rows = [
         {
-            "round": r["round"],
-            "choices": " ".join(str(c) for c in r["choices"]),
-            "mean": r["mean"],
-            "target": r["target"],
-            "winning number": " ".join(str(w) for w in r["winning"]),
+            "round": r.round,
+            "choices": " ".join(str(c) for c in r.choices),
+            "mean": r.mean,
+            "target": r.target,
+            "winning number": " ".join(str(w) for w in r.winning),
         }
-        for r in result["rounds"]
+        for r in as_result(result).rounds_as(GuessingRound)
     ]
     frame = pd.DataFrame(rows)
     files = [run_dir / "game.csv", run_dir / "game.json"]
