@@ -29,6 +29,7 @@ from ..report.html import write_html
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.config import RunConfig
+from ..runs.items import Administration
 from ..runs.record import RunRecord
 from ..runs.scores import range_text
 from ..runs.store import RunStore
@@ -88,6 +89,8 @@ class PsychoBenchRun(Protocol):
     def persona(self) -> Persona: ...
 
     def scale_source(self, name: str) -> ScaleFileRecord | None: ...
+
+    def administrations(self, record: RunRecord) -> list[Administration]: ...
 
 
 def load_settings(run_dir: Path) -> ReportSettings:
@@ -305,6 +308,8 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         *quality.items(),
         *extra.frames(),
     ]
+    extra.add_irt(task, record, list(scales))
+    frames.extend(extra.irt_frames)
     failed = [u.unit_id for u in units if u.status == "failed"]
     charts = [
         c for c in (_chart(scale, summary, run_dir, model) for scale in scales.values()) if c is not None
@@ -415,6 +420,48 @@ class Extras:
     def __init__(self) -> None:
         self.tables: dict[str, pd.DataFrame] = {}
         self.sections: list[tuple[str, str]] = []
+        self.irt_frames: list[tuple[str, pd.DataFrame]] = []
+
+    def add_irt(self, task: PsychoBenchRun, record: RunRecord, scales: list[str]) -> None:
+        """Item response models of this run's item-level answers (llmpsych.validity.irt: a graded response
+        model per subscale, a 2PL for binary items), each administration one respondent: fitted where the
+        run holds enough administrations, else the reason, with the command that pools several runs."""
+        from ..errors import ConfigError
+        from ..runs.items import items_frame
+        from ..validity.irt import MIN_RESPONDENTS, fit_items
+
+        title = "Item response models"
+        items = items_frame(task.administrations(record), record.run_dir.name, {"model": task.config.model})
+        named = [s for s in scales if s in set(items["scale"])]
+        if items.empty or not named:
+            return
+        try:
+            irt = fit_items(items, scales=named)
+        except ConfigError as exc:
+            self.sections.append(
+                (title, f"Not fitted: {exc.message}" + (f" ({exc.hint})." if exc.hint else "."))
+            )
+            return
+        view = irt.summary[["scale", "dimension", "model_type", "status", "respondents", "items", "reason"]]
+        text = [
+            "Each administration of a scale in this run is one respondent (a model's repeated answers, not "
+            f"people); a fit needs at least {MIN_RESPONDENTS} respondents with variance on every item. "
+            "Pool several runs (models, personas, languages) or compare with people: "
+            "`llmpsych validity irt RUN... [--human FILE] --out DIR` (docs/validity.md).",
+            table(view.fillna("")),
+        ]
+        fitted = irt.items[irt.items["parameter"] == "a"] if not irt.items.empty else irt.items
+        if not fitted.empty:
+            cols = [
+                c for c in ("scale", "dimension", "item", "reverse", "estimate", "se") if c in fitted.columns
+            ]
+            text += [
+                "Discriminations (a) with standard errors; thresholds in `irt_items.csv`.",
+                table(fitted[cols]),
+            ]
+            self.irt_frames.append(("irt_items", irt.items))
+        self.irt_frames.append(("irt_summary", irt.summary))
+        self.sections.append((title, "\n\n".join(text)))
 
     def frames(self) -> list[tuple[str, pd.DataFrame]]:
         return list(self.tables.items())

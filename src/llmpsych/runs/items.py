@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from ..errors import DataError
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -178,6 +180,7 @@ __all__ = [
     "GROUP_COLUMNS",
     "ITEM_COLUMNS",
     "STATUSES",
+    "require_item_frame",
     "Administration",
     "ScaleItems",
     "Status",
@@ -185,3 +188,15 @@ __all__ = [
     "typed_items",
     "unanswered_status",
 ]
+
+
+def require_item_frame(frame: pd.DataFrame) -> None:
+    """DataError naming the first column of the long format that ``frame`` lacks, or a bad status."""
+    absent = [c for c in ITEM_COLUMNS if c not in frame.columns]
+    if absent:
+        raise DataError(f"not the item-level long format: no column {absent[0]!r}")
+    bad = ~frame["status"].isin(STATUSES)
+    if bad.any():
+        raise DataError(
+            f"unknown status {str(frame['status'][bad].iloc[0])[:20]!r}", f"one of {', '.join(STATUSES)}"
+        )

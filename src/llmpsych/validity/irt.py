@@ -433,7 +433,7 @@ def fit_items(
     subscales in both. ``whole_scale`` (or a scale without subscales) fits every item as one dimension.
     ``progress`` is told each fit before it starts (``BFI Extraversion, model=gpt: 8 items, 2,500
     respondents``)."""
-    from .items import require_item_frame
+    from ..runs.items import require_item_frame
 
     require_item_frame(items)
     chosen = list(dict.fromkeys(items["scale"])) if scales is None else _known(items, scales)

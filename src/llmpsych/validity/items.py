@@ -24,7 +24,7 @@ from ..errors import DataError
 from ..instruments.scale import Scale
 from ..report.files import output_dir, write_csv
 from ..runs.frames import PathLike, load_runs
-from ..runs.items import GROUP_COLUMNS, ITEM_COLUMNS, STATUSES, ScaleItems, typed_items
+from ..runs.items import GROUP_COLUMNS, ITEM_COLUMNS, ScaleItems, require_item_frame, typed_items
 
 TEXT_COLUMNS = ("respondent", "source", *GROUP_COLUMNS, "scale", "subscale", "status")
 #: Largest items.csv read back (a million rows take about 120 MB).
@@ -100,18 +100,6 @@ def human_items(path: Path, scales: dict[str, Scale], label: str) -> pd.DataFram
                 }
             )
     return typed_items(pd.DataFrame(records, columns=ITEM_COLUMNS))
-
-
-def require_item_frame(frame: pd.DataFrame) -> None:
-    """DataError naming the first column of the long format that ``frame`` lacks, or a bad status."""
-    absent = [c for c in ITEM_COLUMNS if c not in frame.columns]
-    if absent:
-        raise DataError(f"not the item-level long format: no column {absent[0]!r}")
-    bad = ~frame["status"].isin(STATUSES)
-    if bad.any():
-        raise DataError(
-            f"unknown status {str(frame['status'][bad].iloc[0])[:20]!r}", f"one of {', '.join(STATUSES)}"
-        )
 
 
 def wide_name(scale: str) -> str:
