@@ -253,16 +253,29 @@ def plot(table: pd.DataFrame, relations: list[Relation], path: Path) -> Path | N
             & (table["behaviour"] == x.pair.behaviour)
         ]
         ax.scatter(part["score"], part["value"])
-        for _, row in part.iterrows():
+        # labels of points that lie close together are stacked, not printed over each other
+        span_x = float(np.ptp(part["score"].to_numpy(float))) or 1.0
+        span_y = float(np.ptp(part["value"].to_numpy(float))) or 1.0
+        placed: list[tuple[float, float]] = []
+        for _, row in part.sort_values(["value", "score"]).iterrows():
             label = row["persona"] or row["model"]
+            near = sum(
+                abs(px - row["score"]) < 0.08 * span_x and abs(py - row["value"]) < 0.08 * span_y
+                for px, py in placed
+            )
+            placed.append((float(row["score"]), float(row["value"])))
             ax.annotate(
                 str(label)[:16],
                 (row["score"], row["value"]),
                 fontsize=7,
-                xytext=(3, 3),
+                xytext=(4, 3 + 9 * near),
                 textcoords="offset points",
             )
-        title = f"r = {x.r:.2f}, n = {x.n}" if not math.isnan(x.r) else f"n = {x.n}: {x.note}"
+        title = (
+            f"r = {x.r:.2f} [{x.low:.2f}, {x.high:.2f}], n = {x.n}"
+            if not math.isnan(x.r)
+            else f"n = {x.n}: {x.note}"
+        )
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(f"{x.pair.scale} {x.pair.subscale}")
         ax.set_ylabel(x.pair.behaviour)
