@@ -736,22 +736,26 @@ def current_names(task: str, options: dict[str, Any], where: str = "option") -> 
 
 def old_flags_renamed(model: type[Any], args: list[str]) -> list[str]:
     """``args`` with each flag of an option's old name (``--scales``, ``--mode``; ``--method welch`` where
-    ``method`` named the t-test) spelt as the option's new flag, one notice line each."""
+    ``method`` named the t-test) spelt as the option's new flag, one notice line each; an old flag next
+    to its new one is one error line."""
     from .clinames import notice
 
     renamed = getattr(model, "renamed_options", ())
     end = args.index("--") if "--" in args else len(args)
-    out = list(args)
+    moved: dict[int, tuple[str, str]] = {}  # position -> (the old spelling shown, the new flag)
     for i, arg in enumerate(args[:end]):
         flag, eq, inline = arg.partition("=")
         value = inline if eq else (args[i + 1] if i + 1 < end else None)
         rule = next((r for r in renamed if _kebab(r.old) == flag and r.moves(value)), None)
-        if rule is None:
-            continue
-        new = _kebab(rule.new)
-        shown = f" {value}" if rule.values is not None else ""
-        notice(f"{flag}{shown}", f"{new}{shown}")
-        out[i] = new + eq + inline
+        if rule is not None:
+            moved[i] = (flag + (f" {value}" if rule.values is not None else ""), _kebab(rule.new))
+    kept = {arg.partition("=")[0] for i, arg in enumerate(args[:end]) if i not in moved}
+    out = list(args)
+    for i, (old, new) in moved.items():
+        if new in kept:  # both spellings: one line naming the one to keep, never a silent choice
+            raise ConfigError(f"{old} is the old spelling of {new}", f"give {new} only")
+        notice(old, new + old[len(old.split(" ")[0]) :])
+        out[i] = new + args[i][len(args[i].partition("=")[0]) :]
     return out
 
 
