@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_own_instruments import TIDY_YAML, scripted
 from typer.testing import CliRunner
 
 from llmpsych import cli
@@ -25,6 +24,7 @@ from llmpsych.reliability.task import ReliabilityOptions
 from llmpsych.runs import RunStore, analyze_run, parse_run_config, resume_run, start_run
 from llmpsych.runs.settings import config_settings
 from llmpsych.testing.fault_server import FaultServer
+from test_own_instruments import TIDY_YAML, scripted
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +101,14 @@ def test_old_flags_and_keys_work_with_one_line_each(server: Any, tmp_path: Path)
     cli._mount_subcommands()
     scale = tmp_path / "tidy.yaml"
     scale.write_text(TIDY_YAML, encoding="utf-8")
-    common = ["-m", "openai-compatible/scripted", "--base-url", server.base_url, "--no-cache", "--no-progress"]
+    common = [
+        "-m",
+        "openai-compatible/scripted",
+        "--base-url",
+        server.base_url,
+        "--no-cache",
+        "--no-progress",
+    ]
     old = CliRunner().invoke(
         cli.app,
         ["psychobench", "run", *common, "--scales", "TIDY", "--scale-files", str(scale), "--mode", "generate",
@@ -145,6 +152,8 @@ def test_old_flags_and_keys_work_with_one_line_each(server: Any, tmp_path: Path)
     assert new.exit_code == 0, new.output
     assert notices(new) == []
     # the old and the new flag at odds is one error line
-    clash = CliRunner().invoke(cli.app, ["psychobench", "run", *common, "--method", "welch", "--test", "student"])
+    clash = CliRunner().invoke(
+        cli.app, ["psychobench", "run", *common, "--method", "welch", "--test", "student"]
+    )
     assert isinstance(clash.exception, ConfigError), clash.output
     assert str(clash.exception).startswith("--method welch is the old spelling of --test")
