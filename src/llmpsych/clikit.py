@@ -560,10 +560,10 @@ class OptionFlag:
       a flag never names anything but the option it sets;
     - its help is the field's ``description``, its default the field's default (shown in ``--help``);
     - a ``Literal`` field shows its values (``<generate|logprob>``) and the model checks the value given,
-      as it checks ``-O`` (so its validators' aliases hold: ``--method paper``); a bool is ``--x/--no-x``
+      as it checks ``-O`` (so its validators' aliases hold: ``--test paper``); a bool is ``--x/--no-x``
       (a field may name its off switch: ``published`` is ``--published/--corrected``);
-    - a list is a repeatable flag (``--scale-files a.yaml --scale-files b.yaml``); a list of names declared
-      as :data:`~llmpsych.runs.optionfields.CommaList` also takes ``--scales BFI,EPQ-R`` (the field splits
+    - a list is a repeatable flag (``--scale-file a.yaml --scale-file b.yaml``); a list of names declared
+      as :data:`~llmpsych.runs.optionfields.CommaList` also takes ``--scale BFI,EPQ-R`` (the field splits
       it, so ``-O`` and config files take that spelling too);
     - a model-typed field (a scale file, a template set) takes its text form (a path);
     - any other type (a table, a union of shapes) takes a YAML value, as ``-O`` does;
@@ -621,7 +621,7 @@ def _flag_type(annotation: Any) -> Any:
     if isinstance(annotation, type) and issubclass(annotation, Path | BaseModel):
         return str  # a path, or a model's text form (a scale file, PATH#VERSION)
     if get_origin(annotation) is Literal and all(isinstance(v, str) for v in get_args(annotation)):
-        return str  # the model checks the value: its validators also take aliases (method: paper)
+        return str  # the model checks the value: its validators also take aliases (test: paper)
     return None
 
 

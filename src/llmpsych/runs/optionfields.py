@@ -1,8 +1,8 @@
 """Field types a task's ``Options`` model declares once, read alike from a flag, ``-O`` and a config file.
 
-A convenience of the command line (``--scales BFI,EPQ-R``) is a property of the option, not of one
-command: declared here on the field, it holds for ``--scales``, ``-O scales=BFI,EPQ-R`` and
-``scales = "BFI,EPQ-R"`` in a config file, and the command generated from the model
+A convenience of the command line (``--scale BFI,EPQ-R``) is a property of the option, not of one
+command: declared here on the field, it holds for ``--scale``, ``-O scale=BFI,EPQ-R`` and
+``scale = "BFI,EPQ-R"`` in a config file, and the command generated from the model
 (:func:`llmpsych.clikit.task_command`) needs no second declaration.
 """
 
@@ -44,7 +44,7 @@ COMMA_FORMS = (split_commas, split_several)
 
 
 def comma_forms(model: type[Any], options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` with each comma form written out as the list it means (``scales: "BFI,EPQ-R"`` ->
+    """``options`` with each comma form written out as the list it means (``scale: "BFI,EPQ-R"`` ->
     ``["BFI", "EPQ-R"]``), so a run config stores one spelling whether the value came from a flag, ``-O``
     or a file (runs then compare by their settings, not by how they were typed)."""
     out = dict(options)
