@@ -3,7 +3,7 @@
 One work unit is one (scale, run). The wording comes from the official data file: the scale's
 ``inner_setting`` is the system prompt and its ``prompt`` the instructions before the numbered
 statements; a persona (ours) goes before the system prompt, and the cipher wraps the whole exchange.
-Scales from the user's own files (``scale_files``, ``docs/own-instruments.md``) run the same way; the
+Scales from the user's own files (``scale_file``, ``docs/own-instruments.md``) run the same way; the
 run config records each file's path, sha256 and text, so the run never needs the file again and a
 resume refuses a file that changed.
 Prompt variants (``template``, ``cot``, ``system_prompt``; :mod:`.variants`) change only the wording of the
