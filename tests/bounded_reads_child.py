@@ -35,7 +35,7 @@ def entry_points(big: dict[str, str], ok: str, out: str, data: str) -> dict[str,
     return {
         "scales validate": ["scales", "validate", big[".yaml"]],
         "scales translate": ["scales", "translate", big[".yaml"], "--to", "de", *MODEL, "--out", out],
-        "--scale-files": ["psychobench", "run", *MODEL, "--scale-files", big[".yaml"], "--out", out],
+        "--scale-file": ["psychobench", "run", *MODEL, "--scale-file", big[".yaml"], "--out", out],
         "import-answers": ["psychobench", "import-answers", big[".csv"], "--scale-file", ok, "--out", out],
         "import-answers jsonl": [
             "psychobench",

@@ -148,7 +148,7 @@ def plan(app: typer.Typer, planned: list[Any], *args: str | Path) -> dict[str, A
 @pytest.mark.parametrize(
     ("group", "args"),
     [
-        ("psychobench", ["--scales", "BFI,DTDD", "--cipher", "--cipher-shift", "5"]),
+        ("psychobench", ["--scale", "BFI,DTDD", "--cipher", "--cipher-shift", "5"]),
         ("emotionbench", ["--no-shuffle", "--emotions", "Anger", "--emotions", "Fear"]),
         ("gamabench", ["--game", "guessing,pirate", "--seats", "[llm, llm]", "--corrected"]),
         ("reliability", ["--languages", "En,Zh", "--steer", "personality:bio", "--targets", "a"]),
@@ -166,8 +166,8 @@ def test_a_flag_and_its_dash_o_form_build_the_same_config(
         pairs += ["-O", f"{key}={json.dumps(value)}"]
     assert plan(app, planned, group, "run", *pairs) == by_flags
     if group == "psychobench":
-        assert by_flags == {"scales": ["BFI", "DTDD"], "cipher": True, "cipher_shift": 5}
-        assert plan(app, planned, group, "run", "-O", "scales=BFI,DTDD")["scales"] == ["BFI", "DTDD"]
+        assert by_flags == {"scale": ["BFI", "DTDD"], "cipher": True, "cipher_shift": 5}
+        assert plan(app, planned, group, "run", "-O", "scale=BFI,DTDD")["scale"] == ["BFI", "DTDD"]
     if group == "emotionbench":
         assert by_flags == {"shuffle": False, "emotions": ["Anger", "Fear"]}
     if group == "gamabench":
@@ -182,13 +182,12 @@ def test_a_flag_and_its_dash_o_form_build_the_same_config(
 @pytest.mark.parametrize(
     ("group", "old", "new"),
     [
-        ("psychobench", "--scale-file", "--scale-files"),
         ("emotionbench", "--keep-order", "--no-shuffle"),
         ("emotionbench", "--situations", "--situations-file"),
         ("mas", "--task", "--dataset"),
         ("mas", "--pm", "--p-m"),
         ("reliability", "--target", "--targets"),
-        ("reliability", "--logprobs", "--mode logprob"),
+        ("reliability", "--logprobs", "--method logprob"),
     ],
 )
 def test_an_old_renaming_flag_is_one_line_naming_the_options_flag(

@@ -38,15 +38,6 @@ OTHER_SPELLINGS: dict[str, set[str]] = {
     "the output folder": {"--dest"},
     "the scoring method": {"--scoring", "--mode", "--logprobs"},
 }
-#: Run commands whose flags are generated from their task's Options (clikit), which change with that
-#: generator, not here: (command, flag) still spelled the old way until then. Nothing else may be.
-GENERATED_RUN_FLAGS = {
-    ("reliability run", "--repeats"),
-    ("reliability run", "--logprobs"),
-    ("psychobench run", "--scales"),
-    ("psychobench run", "--mode"),
-    ("psychobench preset", "--scales"),
-}
 
 
 def visible_flags(command: Any) -> set[str]:
@@ -75,7 +66,7 @@ def test_no_visible_command_or_flag_uses_an_old_spelling(root: Any) -> None:
         for path, command in visible.items()
         for flag in visible_flags(command) & set(RETIRED_FLAGS)
     }
-    assert stale <= GENERATED_RUN_FLAGS, sorted(stale - GENERATED_RUN_FLAGS)
+    assert not stale, sorted(stale)
     for path, flags in RETIRED_FLAGS_OF.items():
         for old in (flag for flag in flags if " " not in flag):
             assert old not in visible_flags(visible[path]), (path, old)
@@ -88,7 +79,7 @@ def test_each_concept_has_one_spelling(root: Any) -> None:
             for path, command in visible_commands(root)
             for flag in visible_flags(command) & OTHER_SPELLINGS[concept]
         }
-        assert spelled <= GENERATED_RUN_FLAGS, (concept, one, sorted(spelled - GENERATED_RUN_FLAGS))
+        assert not spelled, (concept, one, sorted(spelled))
 
 
 def test_every_old_command_is_still_there_hidden(root: Any) -> None:

@@ -122,9 +122,9 @@ def test_what_counts_as_a_setting() -> None:
 
 def test_a_stored_file_is_named_by_name_and_checksum_never_by_its_texts() -> None:
     stored = {"path": "/a/b/scales.yaml", "sha256": "0123456789abcdef", "content": "SECRET ITEM TEXT"}
-    config = {"task": "psychobench", "model": "m", "options": {"scale_files": [stored]}}
+    config = {"task": "psychobench", "model": "m", "options": {"scale_file": [stored]}}
     settings = config_settings(config)
-    assert settings["scale_files"] == "scales.yaml (01234567)"
+    assert settings["scale_file"] == "scales.yaml (01234567)"
     assert "SECRET" not in json.dumps(settings)
 
 

@@ -75,7 +75,7 @@ def test_logprob_runs_at_temperature_0_are_flagged_in_the_report(tmp_path: Path,
                 "base_url": server.base_url,
                 "cache": False,
                 "data_dir": str(seed_data),
-                "options": {"scales": ["GSE"], "runs": 3, "mode": "logprob"},
+                "options": {"scale": ["GSE"], "runs": 3, "method": "logprob"},
             }
         )
         start_run(config, tmp_path / "r", False)

@@ -135,7 +135,7 @@ def persona_responder(body: dict) -> str:
 
 
 def run_pb(server: FaultServer, out: Path, data: Path, runs: int = 3, persona: str | None = None) -> None:
-    options: dict[str, object] = {"scales": ["DTDD"], "runs": runs}
+    options: dict[str, object] = {"scale": ["DTDD"], "runs": runs}
     if persona:
         options["persona"] = persona
     config = {"task": "psychobench", "model": "openai-compatible/m", "base_url": server.base_url}
@@ -275,7 +275,7 @@ def test_a_mistyped_scale_leaves_no_folder_behind(tmp_path: Path, seed_data: Pat
     home = tmp_path / "home"
     home.mkdir()
     result = llmpsych_cli(
-        "psychobench", "run", "--scales", "BFX", "--data-dir", seed_data, env=newcomer_env(home), cwd=home
+        "psychobench", "run", "--scale", "BFX", "--data-dir", seed_data, env=newcomer_env(home), cwd=home
     )
     assert result.returncode == 2 and result.stderr.startswith("error: unknown PsychoBench scale 'BFX'")
     assert "Traceback" not in result.stderr

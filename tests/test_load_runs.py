@@ -33,7 +33,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with FaultServer(responder=scripted) as server:
         result = CliRunner().invoke(
             cli.app,
-            ["psychobench", "run", "-m", "openai-compatible/a", "-m", "openai-compatible/b", "--scale-files",
+            ["psychobench", "run", "-m", "openai-compatible/a", "-m", "openai-compatible/b", "--scale-file",
              str(scale), "--runs", "3", "--base-url", server.base_url, "--out", str(root / "sweep"),
              "--no-cache", "--no-progress"],
         )  # fmt: skip

@@ -58,7 +58,7 @@ def root(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     (root / "garden.yaml").write_text(SCALE_EN, encoding="utf-8")
     (root / "grid.yaml").write_text(GRID, encoding="utf-8")
     with FaultServer(responder=scale_answers) as server:
-        options = {"scale_files": [str(root / "tidy.yaml")], "runs": 2}
+        options = {"scale_file": [str(root / "tidy.yaml")], "runs": 2}
         _run(server, runs / "psychobench", "psychobench", options)
     with FaultServer(responder=lambda body: game_answer(body, fenced=True)) as server:
         _run(server, runs / "gamabench", "gamabench", {"game": "guessing", "players": 3, "rounds": 2})
@@ -70,11 +70,11 @@ def root(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
         "orders": ["f", "r"],
     }
     with FaultServer(responder=BfiRespondent(seed_data)) as server:
-        options = {**bfi, "steer": "persona", "targets": PERSONAS, "repeats": 2}
+        options = {**bfi, "steer": "persona", "targets": PERSONAS, "runs": 2}
         _run(server, runs / "reliability", "reliability", options, data_dir=str(seed_data))
         _run(server, runs / "bfi-plain", "reliability", bfi, data_dir=str(seed_data))
     with FaultServer(responder=grid_answers) as server:
-        options = {"scale_files": [str(root / "garden.yaml")], "grid": str(root / "grid.yaml"), "repeats": 2}
+        options = {"scale_file": [str(root / "garden.yaml")], "grid": str(root / "grid.yaml"), "runs": 2}
         _run(server, runs / "grid", "reliability-grid", options)
     with FaultServer(responder=quickstart_answers) as server:
         _run(server, runs / "quickstart", "quickstart", {"runs": 2, "game_players": 3, "game_rounds": 2})

@@ -48,7 +48,7 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
         )  # fmt: skip
     with FaultServer(responder=Subject()) as server:
         _invoke(
-            "psychobench", "preset", "assistant", "-m", MODEL, "--scales", "BFI", "--runs", 1,
+            "psychobench", "preset", "assistant", "-m", MODEL, "--scale", "BFI", "--runs", 1,
             "--data-dir", seed_data, "--base-url", server.base_url, *quiet,
             "--out", out / "psychobench-preset",
         )  # fmt: skip
@@ -60,7 +60,7 @@ def out(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=scale_answers) as server:
         _invoke(
             "psychobench", "run", "-m", MODEL, "-m", "openai-compatible/second",
-            "--scale-files", out.parent / "tidy.yaml", "--runs", 1,
+            "--scale-file", out.parent / "tidy.yaml", "--runs", 1,
             "--base-url", server.base_url, *quiet, "--out", out / "models",
         )  # fmt: skip
     with FaultServer(responder=ScriptedCollaborator({})) as server:

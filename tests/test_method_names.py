@@ -14,11 +14,12 @@ from llmpsych.stats.descriptive import StatsError
 
 @pytest.mark.parametrize("options", [PsychoBenchOptions, ReliabilityOptions])
 def test_old_configs_saying_paper_load_as_f_test_and_own_runs_are_corrected(options: type) -> None:
-    assert options.model_validate({"method": "paper"}).method == "f-test"
-    assert options.model_validate({}).method == "f-test"
+    assert options.model_validate({"method": "paper"}).test == "f-test"  # the t-test's old option name
+    assert options.model_validate({"test": "paper"}).test == "f-test"
+    assert options.model_validate({}).test == "f-test"
     assert options.model_validate({}).published is False
-    with pytest.raises(ValidationError, match="method"):
-        options.model_validate({"method": "Paper"})
+    with pytest.raises(ValidationError, match="test"):
+        options.model_validate({"test": "Paper"})
 
 
 def test_compare_with_norm_names_the_procedure_and_states_published() -> None:

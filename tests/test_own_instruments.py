@@ -124,14 +124,14 @@ def test_scale_file_runs_end_to_end_without_official_data(app, server, tmp_path:
     scale_path = tidy_file(tmp_path / "mine", kind)
     out = tmp_path / "out"
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scale-files", str(scale_path), "--runs", "3",
+        app, "-m", "openai-compatible/scripted", "--scale-file", str(scale_path), "--runs", "3",
         "--base-url", server.base_url, "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     run_dir = out / "openai-compatible_scripted"
 
     # the stored config holds the file's path, sha256 and text: the run is self-contained
-    [record] = stored_config(run_dir)["options"]["scale_files"]
+    [record] = stored_config(run_dir)["options"]["scale_file"]
     raw = scale_path.read_bytes()
     import hashlib
 
@@ -173,7 +173,7 @@ def test_mixed_with_official_scale_in_chunks_with_persona_and_cipher(
     scale_path = tidy_file(tmp_path, "yaml")
     out = tmp_path / "out"
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scales", "DTDD", "--scale-files", str(scale_path),
+        app, "-m", "openai-compatible/scripted", "--scale", "DTDD", "--scale-file", str(scale_path),
         "--runs", "2", "--chunk-size", "4", "--persona", "hero", "--cipher",
         "--data-dir", str(seed_data), "--base-url", server.base_url, "--out", str(out),
     )  # fmt: skip
@@ -202,8 +202,8 @@ def test_scale_file_in_logprob_mode(app, server, tmp_path: Path) -> None:
     scale_path = tidy_file(tmp_path, "yaml")
     out = tmp_path / "out"
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scale-files", str(scale_path), "--runs", "2",
-        "--mode", "logprob", "--base-url", server.base_url, "--out", str(out),
+        app, "-m", "openai-compatible/scripted", "--scale-file", str(scale_path), "--runs", "2",
+        "--method", "logprob", "--base-url", server.base_url, "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     valid = pd.read_csv(out / "openai-compatible_scripted" / "valid.csv")
@@ -220,7 +220,7 @@ def test_resume_refuses_a_changed_scale_file_and_analysis_needs_no_file(server, 
     scale_path = tidy_file(tmp_path, "yaml")
     config = {
         "task": "psychobench", "model": "openai-compatible/scripted", "base_url": server.base_url,
-        "cache": False, "options": {"scale_files": [str(scale_path)], "runs": 2},
+        "cache": False, "options": {"scale_file": [str(scale_path)], "runs": 2},
     }  # fmt: skip
     run_dir = tmp_path / "run"
     start_run(parse_run_config(config), run_dir, False)
@@ -244,7 +244,7 @@ def test_resume_refuses_a_changed_scale_file_and_analysis_needs_no_file(server, 
     store = RunStore.in_dir(run_dir)
     try:
         stored = store.get_meta("config")
-        stored["options"]["scale_files"][0]["content"] += "\n# edited\n"
+        stored["options"]["scale_file"][0]["content"] += "\n# edited\n"
         store.set_meta("config", stored)
     finally:
         store.close()
@@ -261,15 +261,15 @@ def test_scale_file_name_clashes_are_refused(tmp_path: Path, seed_data: Path) ->
     config = {"task": "psychobench", "data_dir": str(seed_data)}
     with pytest.raises(ConfigError, match="has the name of an official PsychoBench scale"):
         PsychoBenchTask(
-            parse_run_config({**config, "options": {"scales": ["EPQ-R"], "scale_files": [str(clash)]}})
+            parse_run_config({**config, "options": {"scale": ["EPQ-R"], "scale_file": [str(clash)]}})
         )
     twice = tidy_file(tmp_path / "a", "yaml"), tidy_file(tmp_path / "b", "json")
     with pytest.raises(ConfigError, match="is also defined in"):
-        PsychoBenchTask(parse_run_config({**config, "options": {"scale_files": [str(p) for p in twice]}}))
+        PsychoBenchTask(parse_run_config({**config, "options": {"scale_file": [str(p) for p in twice]}}))
     broken = tmp_path / "broken.yaml"
     broken.write_text(TIDY_YAML.replace("max: 5", "max: 1"), encoding="utf-8")
     with pytest.raises(DataError, match="response min \\(1\\) must be below max \\(1\\)"):
-        PsychoBenchTask(parse_run_config({**config, "options": {"scale_files": [str(broken)]}}))
+        PsychoBenchTask(parse_run_config({**config, "options": {"scale_file": [str(broken)]}}))
 
 
 # -- import ------------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def finished_run(app, server, tmp_path_factory: pytest.TempPathFactory) -> tuple
     folder = tmp_path_factory.mktemp("own-run")
     scale_path = tidy_file(folder, "yaml")
     result = run_cli(
-        app, "-m", "openai-compatible/scripted", "--scale-files", str(scale_path), "--runs", "3",
+        app, "-m", "openai-compatible/scripted", "--scale-file", str(scale_path), "--runs", "3",
         "--base-url", server.base_url, "--out", str(folder / "out"),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -464,7 +464,7 @@ def test_scale_file_on_the_embedded_model(tmp_path: Path) -> None:
     scale_path.write_text(small, encoding="utf-8")
     config = {
         "task": "psychobench", "model": "local/qwen2.5-0.5b", "cache": False, "params": {"max_tokens": 48},
-        "options": {"scale_files": [str(scale_path)], "runs": 1, "max_reasks": 1},
+        "options": {"scale_file": [str(scale_path)], "runs": 1, "max_reasks": 1},
     }  # fmt: skip
     outcome = start_run(parse_run_config(config), tmp_path / "run", False)
     assert outcome.summary.done == 1 and outcome.summary.failed == 0
@@ -488,19 +488,19 @@ def test_which_scales_run_with_scale_files(tmp_path: Path, seed_data: Path) -> N
         data = {
             "task": "psychobench",
             "data_dir": str(nowhere),
-            "options": {"scale_files": [str(scale_path)]},
+            "options": {"scale_file": [str(scale_path)]},
         }
         data["options"] |= options
         return PsychoBenchTask(parse_run_config(data))
 
     only = task()
     assert [s.name for s in only.scales] == ["TIDY"] and only.data_files() == [scale_path.resolve()]
-    assert [s.name for s in task(scales=["tidy"]).scales] == ["TIDY"]  # a file's scale, named: still no data
+    assert [s.name for s in task(scale=["tidy"]).scales] == ["TIDY"]  # a file's scale, named: still no data
     with pytest.raises(DataError):  # an official name needs the data folder, which is not there
-        task(scales=["BFI"])
+        task(scale=["BFI"])
     config = {"task": "psychobench", "data_dir": str(seed_data)}
     both = PsychoBenchTask(
-        parse_run_config({**config, "options": {"scales": ["all"], "scale_files": [str(scale_path)]}})
+        parse_run_config({**config, "options": {"scale": ["all"], "scale_file": [str(scale_path)]}})
     )
     names = [s.name for s in both.scales]
     assert len(names) == 14 and names[-1] == "TIDY" and "16P" not in names and "BFI" in names

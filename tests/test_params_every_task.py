@@ -90,19 +90,19 @@ def _cases(
     write_truthfulqa(data / "TruthfulQA" / "TruthfulQA.csv")
     write_safetyqa(data / "SafetyQA" / "data_en_zh.dict")
     seed = {"data_dir": str(seed_data)}
-    tidy = {"scale_files": [str(root / "tidy.yaml")], "runs": 1}
+    tidy = {"scale_file": [str(root / "tidy.yaml")], "runs": 1}
     return {
         "echo": ("echo", {"units": 2, "turns": 2}, lambda body: "ok", {}),
         "coin": ("coin", {"flips": 2}, lambda body: "Heads.", {}),
         "psychobench": ("psychobench", tidy, scale_answers, {}),
-        "psychobench-logprob": ("psychobench", {**tidy, "mode": "logprob"}, scale_answers, {}),
+        "psychobench-logprob": ("psychobench", {**tidy, "method": "logprob"}, scale_answers, {}),
         "gamabench": ("gamabench", {"game": "guessing", "players": 2, "rounds": 1}, game_answer, {}),
         "gamabench-rephrase": ("gamabench-rephrase", {"games": ["guessing"], "versions": 1}, Rephraser(), {}),
         "reliability": ("reliability", BFI, BfiRespondent(seed_data), seed),
-        "reliability-logprob": ("reliability", {**BFI, "mode": "logprob"}, BfiRespondent(seed_data), seed),
+        "reliability-logprob": ("reliability", {**BFI, "method": "logprob"}, BfiRespondent(seed_data), seed),
         "reliability-grid": (
             "reliability-grid",
-            {"scale_files": [str(root / "garden.yaml")], "grid": str(root / "grid.yaml"), "repeats": 1},
+            {"scale_file": [str(root / "garden.yaml")], "grid": str(root / "grid.yaml"), "runs": 1},
             grid_answers,
             {},
         ),

@@ -99,7 +99,7 @@ def _psychobench(server: FaultServer, data_dir: Path, run_dir: Path) -> None:
             "base_url": server.base_url,
             "cache": False,
             "data_dir": str(data_dir),
-            "options": {"scales": ["DTDD"], "runs": 5},
+            "options": {"scale": ["DTDD"], "runs": 5},
         }
     )
     start_run(config, run_dir, False)
@@ -171,7 +171,7 @@ def test_grid_units_giving_one_reply_to_different_item_orders_are_left_out_and_n
     en, _, grid = write_files(tmp_path)
     with FaultServer(responder=responder) as server:
         start_run(
-            config(server, {"scale_files": [str(en)], "grid": str(grid), "repeats": 4}), tmp_path / "r", False
+            config(server, {"scale_file": [str(en)], "grid": str(grid), "runs": 4}), tmp_path / "r", False
         )
     points = pd.read_csv(tmp_path / "r" / "data_points.csv")
     assert len(points) == 16 and set(points["persona"]) == {"keen"}

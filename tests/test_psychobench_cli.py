@@ -37,8 +37,8 @@ def app():
 
 def test_option_parsing() -> None:
     assert parse_scales("all") is None and parse_scales("BFI, EPQ-R") == ["BFI", "EPQ-R"]
-    # the run's --scales BFI,EPQ-R is the option's own comma form (the field splits it)
-    assert PsychoBenchOptions.model_validate({"scales": "BFI, EPQ-R"}).scales == ["BFI", "EPQ-R"]
+    # the run's --scale BFI,EPQ-R is the option's own comma form (the field splits it)
+    assert PsychoBenchOptions.model_validate({"scale": "BFI, EPQ-R"}).scale == ["BFI", "EPQ-R"]
     assert model_dir_name("openai-compatible/low") == "openai-compatible_low"
 
 
@@ -50,7 +50,7 @@ def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> No
             [
                 "psychobench", "run",
                 "--model", "openai-compatible/low", "--model", "openai-compatible/high",
-                "--scales", "BFI,DTDD", "--runs", "2", "--persona", "hero", "--cipher",
+                "--scale", "BFI,DTDD", "--runs", "2", "--persona", "hero", "--cipher",
                 "--data-dir", str(seed_data), "--out", str(out), "--base-url", server.base_url,
                 "--no-cache", "--no-progress",
             ],
@@ -64,7 +64,7 @@ def test_run_two_models_then_compare(app, tmp_path: Path, seed_data: Path) -> No
         finally:
             store.close()
         assert config["options"] == {
-            "scales": ["BFI", "DTDD"], "runs": 2, "persona": "hero", "cipher": True,
+            "scale": ["BFI", "DTDD"], "runs": 2, "persona": "hero", "cipher": True,
         }  # fmt: skip
         assert config["cache"] is False and config["data_dir"] == str(seed_data)
         assert (run_dir / "report.md").is_file() and (run_dir / "norms.csv").is_file()
@@ -115,7 +115,7 @@ finally:
 
 @pytest.mark.parametrize(
     "mistake",
-    [["--scales", "BFX"], ["--template", "v9"]],
+    [["--scale", "BFX"], ["--template", "v9"]],
     ids=["scale", "template"],
 )
 def test_a_mistake_is_refused_before_the_analysis_stack_is_imported(

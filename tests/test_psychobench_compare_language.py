@@ -45,7 +45,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         for name, scale in (("en", "tidy.yaml"), ("en2", "tidy.yaml"), ("de", "tidy.de.yaml")):
             result = CliRunner().invoke(
                 cli.app,
-                ["psychobench", "run", "-m", "openai-compatible/a", "--scale-files", str(root / scale),
+                ["psychobench", "run", "-m", "openai-compatible/a", "--scale-file", str(root / scale),
                  "--runs", "3", "--base-url", server.base_url, "--out", str(root / name), "--no-cache",
                  "--no-progress"],
             )  # fmt: skip
@@ -86,10 +86,10 @@ def test_a_psychobench_runs_language_is_that_of_its_scales(tmp_path: Path) -> No
     def language(**options: object) -> str | None:
         return config_language({"task": "psychobench", "options": options})
 
-    assert language(scales=["BFI"]) == "en"  # official scales are English
+    assert language(scale=["BFI"]) == "en"  # official scales are English
     assert language() == "en"
-    assert language(scale_files=[str(german)]) == "de"
-    assert language(scales=["BFI", "TIDY"], scale_files=[str(german)]) == "de, en"
-    assert language(scale_files=[str(unnamed)]) is None  # the file names none
+    assert language(scale_file=[str(german)]) == "de"
+    assert language(scale=["BFI", "TIDY"], scale_file=[str(german)]) == "de, en"
+    assert language(scale_file=[str(unnamed)]) is None  # the file names none
     assert language(runs="many") is None  # options the task refuses: not known
     assert config_language({"task": "echo", "options": {}}) is None

@@ -16,7 +16,7 @@ BASE = {
     "task": "psychobench",
     "cache": False,
     "params": {"max_tokens": 96},
-    "options": {"scales": ["LOT-R"], "runs": 2, "max_reasks": 1},
+    "options": {"scale": ["LOT-R"], "runs": 2, "max_reasks": 1},
 }
 
 

@@ -197,7 +197,7 @@ def test_run_report_tables_bsri_cabin_transcripts_html_and_rebuild(app, tmp_path
         "model": "openai-compatible/low",
         "cache": False,
         "data_dir": str(seed_data),
-        "options": {"scales": ["BSRI", "CABIN", "DTDD"], "runs": 3},
+        "options": {"scale": ["BSRI", "CABIN", "DTDD"], "runs": 3},
     }
     with FaultServer(responder=mixed_responder) as server:
         start_run(parse_run_config({**cfg, "base_url": server.base_url}), run_dir, False)
@@ -286,7 +286,7 @@ def test_two_models_give_one_table_4_3_comparison_with_html_and_charts(
             app,
             [
                 "psychobench", "run", "--model", "openai-compatible/low", "--model", "openai-compatible/high",
-                "--scales", "BSRI,DTDD", "--runs", "2", "--data-dir", str(seed_data), "--out", str(out),
+                "--scale", "BSRI,DTDD", "--runs", "2", "--data-dir", str(seed_data), "--out", str(out),
                 "--base-url", server.base_url, "--no-cache", "--no-progress", "--bsri-order", "U,M,F,A",
                 "--bsri-thresholds", "4,4",
             ],
@@ -320,7 +320,7 @@ def test_report_of_a_short_embedded_model_run(tmp_path: Path, seed_data: Path) -
             "model": "local/qwen2.5-0.5b",
             "data_dir": str(seed_data),
             "params": {"max_tokens": 64},  # 8 statements; one request keeps the test short
-            "options": {"scales": ["ICB"], "runs": 1, "max_reasks": 0},
+            "options": {"scale": ["ICB"], "runs": 1, "max_reasks": 0},
         }
     )
     outcome = start_run(cfg, tmp_path / "r", False)

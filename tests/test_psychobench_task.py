@@ -72,7 +72,7 @@ def test_scales_times_runs_with_shuffled_orders_scored_and_tested_against_every_
         return positional_responder(body)
 
     with FaultServer(responder=responder) as server:
-        outcome = start_run(config(server, seed_data, scales=["bfi", "DTDD"], runs=3), tmp_path / "r", False)
+        outcome = start_run(config(server, seed_data, scale=["bfi", "DTDD"], runs=3), tmp_path / "r", False)
     assert outcome.summary.done == 6 and outcome.summary.calls_sent == 6  # one prompt per run, no re-asks
     # the paper's prompts, taken from the data file: system = inner_setting, user = prompt + statements
     for body in bodies:
@@ -133,7 +133,7 @@ def test_chunks_are_turns_of_one_conversation_and_missing_items_are_reasked(
 
     with FaultServer(responder=responder) as server:
         outcome = start_run(
-            config(server, seed_data, scales=["DTDD"], runs=2, chunk_size=5), tmp_path / "r", False
+            config(server, seed_data, scale=["DTDD"], runs=2, chunk_size=5), tmp_path / "r", False
         )
     assert outcome.summary.calls_sent == 2 * 3 * 2  # 3 chunks (5+5+2), each asked once and re-asked once
     unit = stored_units(tmp_path / "r")[0]
@@ -156,7 +156,7 @@ def test_persona_and_cipher_wrap_the_paper_prompt(tmp_path: Path, seed_data: Pat
 
     with FaultServer(responder=responder) as server:
         start_run(
-            config(server, seed_data, scales=["ICB"], runs=2, persona="Hero", cipher=True),
+            config(server, seed_data, scale=["ICB"], runs=2, persona="Hero", cipher=True),
             tmp_path / "r",
             False,
         )
@@ -185,7 +185,7 @@ def test_logprob_mode_falls_back_to_the_written_number_and_says_so(tmp_path: Pat
 
     with FaultServer(responder=responder) as server:
         outcome = start_run(
-            config(server, seed_data, scales=["GSE"], runs=2, mode="logprob"), tmp_path / "r", False
+            config(server, seed_data, scale=["GSE"], runs=2, method="logprob"), tmp_path / "r", False
         )
     assert outcome.summary.calls_sent == 20  # one request per statement
     assert all(b["logprobs"] is True and b["top_logprobs"] == 20 for b in sent)
@@ -216,9 +216,8 @@ class LogprobContext:
 
 
 def test_logprob_mode_scores_the_probability_weighted_value(tmp_path: Path, seed_data: Path) -> None:
-    cfg = parse_run_config(
-        {"task": "psychobench", "data_dir": str(seed_data), "options": {"scales": ["LMS"], "mode": "logprob"}}
-    )
+    options = {"scale": ["LMS"], "method": "logprob"}
+    cfg = parse_run_config({"task": "psychobench", "data_dir": str(seed_data), "options": options})
     task = PsychoBenchTask(cfg)
     result = asyncio.run(task.run_unit(WorkUnit("LMS-run001", {"scale": "LMS", "run": 1}), LogprobContext()))
     assert len(result["items"]) == 9 and all(i["value"] == pytest.approx(4.4) for i in result["items"])
@@ -230,13 +229,13 @@ def test_logprob_mode_scores_the_probability_weighted_value(tmp_path: Path, seed
 def test_unknown_or_unscored_scales_are_clear_errors(tmp_path: Path, seed_data: Path) -> None:
     base = {"task": "psychobench", "data_dir": str(seed_data)}
     with pytest.raises(ConfigError, match=r"unknown PsychoBench scale 'BF1' \(available: Empathy, BFI"):
-        PsychoBenchTask(parse_run_config({**base, "options": {"scales": ["BF1"]}})).units()
+        PsychoBenchTask(parse_run_config({**base, "options": {"scale": ["BF1"]}})).units()
     with pytest.raises(ConfigError, match="scale '16P' cannot be scored"):
-        PsychoBenchTask(parse_run_config({**base, "options": {"scales": ["16p"]}})).units()
+        PsychoBenchTask(parse_run_config({**base, "options": {"scale": ["16p"]}})).units()
     with pytest.raises(ConfigError, match="unknown persona"):
         PsychoBenchTask(parse_run_config({**base, "options": {"persona": "villain"}}))
     with pytest.raises(ConfigError, match="unknown PsychoBench scale"):
-        start_run(parse_run_config({**base, "options": {"scales": ["BF1"]}}), tmp_path / "never", False)
+        start_run(parse_run_config({**base, "options": {"scale": ["BF1"]}}), tmp_path / "never", False)
     assert not (tmp_path / "never").exists()  # checked before a run directory is created
     with pytest.raises(DataError, match="dataset PsychoBench not found"):
         PsychoBenchTask(parse_run_config({**base, "data_dir": str(tmp_path)})).units()
@@ -251,7 +250,7 @@ def test_short_scale_end_to_end_on_the_embedded_model(tmp_path: Path, seed_data:
             "task": "psychobench",
             "model": "local/qwen2.5-0.5b",
             "data_dir": str(seed_data),
-            "options": {"scales": ["ICB"], "runs": 1, "max_reasks": 1},
+            "options": {"scale": ["ICB"], "runs": 1, "max_reasks": 1},
         }
     )
     outcome = start_run(cfg, tmp_path / "r", False)
@@ -276,7 +275,7 @@ def test_results_that_still_copy_the_conversation_report_the_same(tmp_path: Path
 
     run_dir = tmp_path / "r"
     with FaultServer(responder=responder) as server:
-        start_run(config(server, seed_data, scales=["DTDD"], runs=2, cipher=True), run_dir, False)
+        start_run(config(server, seed_data, scale=["DTDD"], runs=2, cipher=True), run_dir, False)
     outputs = ["transcripts.md", "answers.csv", "scores.csv", "summary.csv", "valid.csv", "comparisons.csv"]
     new_shape = {name: (run_dir / name).read_bytes() for name in outputs}
     record = read_run(run_dir)

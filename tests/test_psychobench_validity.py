@@ -291,7 +291,7 @@ def test_validity_command_with_scales_per_persona(tmp_path: Path, data_dir: Path
             server.base_url,
         ]
         args += ["--judge", "openai-compatible/judge", "--judge-base-url", server.base_url]
-        args += ["--personas", "default,liar", "--runs", "1", "--scales", "DTDD", "--data-dir", data_dir]
+        args += ["--personas", "default,liar", "--runs", "1", "--scale", "DTDD", "--data-dir", data_dir]
         args += ["--out", tmp_path / "v", "--no-progress", "--no-cache", "--trust-unpinned"]
         done = run_cli(*args)
         assert done.returncode == 0, done.stderr

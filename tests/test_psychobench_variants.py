@@ -28,7 +28,7 @@ from llmpsych.runs import parse_run_config
 
 
 def task(seed_data: Path, **options: object) -> PsychoBenchTask:
-    config = {"task": "psychobench", "data_dir": str(seed_data), "options": {"scales": ["BFI"], **options}}
+    config = {"task": "psychobench", "data_dir": str(seed_data), "options": {"scale": ["BFI"], **options}}
     return PsychoBenchTask(parse_run_config(config))
 
 
@@ -110,14 +110,14 @@ def test_cot_in_llmpsych_wording_puts_the_trigger_first_and_asks_for_scores_last
 
 def test_templates_need_level_labels(seed_data: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="'LOT-R' has no level labels for templates v2-v5"):
-        task(seed_data, scales=["LOT-R"], template="v2")
+        task(seed_data, scale=["LOT-R"], template="v2")
     own = tmp_path / "mood.yaml"
     own.write_text(
         "name: Mood\nresponse: {min: 1, max: 3, labels: {1: never, 2: sometimes, 3: often}}\nscoring: AVG\n"
         "items:\n  - {index: 1, text: I feel calm.}\n  - {index: 2, text: I feel restless., reverse: true}\n"
         "subscales:\n  - {name: Calm, items: [1, 2]}\n"
     )
-    t = task(seed_data, scales=None, scale_files=[str(own)], template="v4")
+    t = task(seed_data, scale=None, scale_files=[str(own)], template="v4")
     prompt = t.user_prompt(t.scales[0])
     assert (
         "from 1 to 3" in prompt.lead
@@ -129,8 +129,8 @@ def test_templates_need_level_labels(seed_data: Path, tmp_path: Path) -> None:
 def test_bad_variant_options_are_one_line_errors(seed_data: Path) -> None:
     with pytest.raises(ConfigError, match="template"):
         task(seed_data, template="v6")
-    with pytest.raises(ConfigError, match="cot needs mode generate"):
-        task(seed_data, cot=True, mode="logprob")
+    with pytest.raises(ConfigError, match="cot needs method generate"):
+        task(seed_data, cot=True, method="logprob")
     with pytest.raises(ConfigError, match="system_prompt"):
         task(seed_data, system_prompt="friendly")
 

@@ -89,7 +89,7 @@ def test_templates_preset_runs_compares_resumes_and_refuses_a_changed_plan(
         model = out / "openai-compatible_subject"
         for folder in folders:
             options = stored_options(model / folder)
-            assert options["scales"] == ["BFI"] and options["runs"] == 2
+            assert options["scale"] == ["BFI"] and options["runs"] == 2
             assert options["template"] == ("v1" if folder == "v1+CoT" else folder)
             assert options.get("cot", False) is (folder == "v1+CoT")
             assert len(pd.read_csv(model / folder / "answers.csv").dropna(subset=["answer"])) == 2 * 44
@@ -135,7 +135,7 @@ def test_templates_preset_runs_compares_resumes_and_refuses_a_changed_plan(
 
         # a scale a template cannot be filled for is refused before the first setting is sent
         other = tmp_path / "lot-r"
-        lot_r = preset(app, server, seed_data, "templates", "--out", str(other), "--scales", "BFI,LOT-R")
+        lot_r = preset(app, server, seed_data, "templates", "--out", str(other), "--scale", "BFI,LOT-R")
         assert lot_r.exit_code != 0 and "'LOT-R' has no level labels" in str(lot_r.exception)
         assert len(subject.bodies) == sent and not other.exists()
 
@@ -205,7 +205,7 @@ def test_run_takes_the_variants_as_flags(app, tmp_path: Path, seed_data: Path) -
         result = CliRunner().invoke(
             app,
             [
-                "psychobench", "run", "--model", "openai-compatible/subject", "--scales", "BFI",
+                "psychobench", "run", "--model", "openai-compatible/subject", "--scale", "BFI",
                 "--runs", "1", "--template", "v3", "--cot", "--system-prompt", "none",
                 "--data-dir", str(seed_data), "--out", str(tmp_path / "pb"), "--base-url", server.base_url,
                 "--no-cache", "--no-progress",

@@ -318,7 +318,7 @@ def test_model_runs_of_an_official_and_an_own_scale_report_quality(tmp_path: Pat
     with FaultServer(responder=scripted) as server:
         result = CliRunner().invoke(
             cli.app,
-            ["psychobench", "run", "-m", "openai-compatible/scripted", "--scales", "DTDD", "--scale-files",
+            ["psychobench", "run", "-m", "openai-compatible/scripted", "--scale", "DTDD", "--scale-file",
              str(scale_path), "--runs", "4", "--data-dir", str(seed_data), "--base-url", server.base_url,
              "--out", str(tmp_path / "out"), "--no-cache", "--no-progress"],
         )  # fmt: skip

@@ -131,7 +131,7 @@ def garden_respondent(body: dict[str, Any]) -> str:
 
 def test_grid_report_has_quality_overall_and_per_language(tmp_path: Path) -> None:
     en, de, grid = write_files(tmp_path, GRID_LANGUAGES)
-    options = {"scale_files": [str(en), str(de)], "grid": str(grid), "repeats": 8}
+    options = {"scale_file": [str(en), str(de)], "grid": str(grid), "runs": 8}
     with FaultServer(responder=garden_respondent) as server:
         outcome = start_run(grid_config(server, options), tmp_path / "run", False)
     assert outcome.summary.done == 32 and outcome.summary.failed == 0  # versions 2 x languages 2 x 8

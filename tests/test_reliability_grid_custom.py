@@ -163,7 +163,7 @@ def config(server: FaultServer, options: dict[str, Any]):  # noqa: ANN201
 
 def test_two_by_two_by_two_grid_finds_the_factor_the_respondent_follows(tmp_path: Path) -> None:
     en, _, grid = write_files(tmp_path)
-    options = {"scale_files": [str(en)], "grid": str(grid), "repeats": 4}
+    options = {"scale_file": [str(en)], "grid": str(grid), "runs": 4}
     with FaultServer(responder=respondent) as server:
         outcome = start_run(config(server, options), tmp_path / "run", False)
     assert outcome.summary.done == 32 and outcome.summary.failed == 0  # 2 x 2 x 2 configurations x 4
@@ -197,7 +197,7 @@ def test_subscale_norms_give_variance_tests(tmp_path: Path) -> None:
     en, _, grid = write_files(tmp_path)
     en.write_text(normed, encoding="utf-8")
     with FaultServer(responder=respondent) as server:
-        start_run(config(server, {"scale_files": [str(en)], "grid": str(grid)}), tmp_path / "run", False)
+        start_run(config(server, {"scale_file": [str(en)], "grid": str(grid)}), tmp_path / "run", False)
     variance = pd.read_csv(tmp_path / "run" / "variance_tests.csv")
     assert list(variance["dimension"]) == ["Patience"] and list(variance["norm"]) == ["Pilot"]
     row = variance.iloc[0]
@@ -211,7 +211,7 @@ def test_seven_point_framing_maps_back_onto_the_scale_range(tmp_path: Path) -> N
     assert point_value(1, 7, 1, 5) == 1 and point_value(7, 7, 1, 5) == 5 and point_value(4, 7, 1, 5) == 3
     en, _, grid = write_files(tmp_path)
     with FaultServer(responder=lambda body: "\n".join(f"{i}: 7" for i in range(1, 7))) as server:
-        start_run(config(server, {"scale_files": [str(en)], "grid": str(grid)}), tmp_path / "run", False)
+        start_run(config(server, {"scale_file": [str(en)], "grid": str(grid)}), tmp_path / "run", False)
     points = pd.read_csv(tmp_path / "run" / "data_points.csv").set_index("unit_id")
     # all 7s: on the 1-7 framing every item is 5 (reversed item 1), Patience = (5 + 1 + 5) / 3
     assert points.loc["plain-v0-en-seven-none", "Patience"] == pytest.approx(11 / 3)
@@ -227,7 +227,7 @@ def test_languages_and_item_versions_come_from_the_scale_files(tmp_path: Path) -
         prompts.append(body["messages"][-1]["content"])
         return respondent(body)
 
-    options = {"scale_files": [str(en), str(de)], "grid": str(grid), "item_order": "original"}
+    options = {"scale_file": [str(en), str(de)], "grid": str(grid), "item_order": "original"}
     with FaultServer(responder=answer) as server:
         outcome = start_run(config(server, options), tmp_path / "run", False)
     assert outcome.summary.done == 4  # versions 0, 1 x languages en, de
@@ -240,7 +240,7 @@ def test_languages_and_item_versions_come_from_the_scale_files(tmp_path: Path) -
 
 def test_resume_finishes_without_repeating_calls(tmp_path: Path) -> None:
     en, _, grid = write_files(tmp_path)
-    options = {"scale_files": [str(en)], "grid": str(grid)}
+    options = {"scale_file": [str(en)], "grid": str(grid)}
     with FaultServer(responder=respondent) as server:
         first = start_run(config(server, options), tmp_path / "run", False)
         again = resume_run(tmp_path / "run", False)
@@ -251,12 +251,12 @@ def test_a_run_whose_stored_files_were_edited_is_refused(tmp_path: Path) -> None
     """The run keeps each file's text and sha256: a store edited by hand (text changed, digest not) is
     refused in one line naming the file, for the grid file as for the scale files."""
     en, _, grid = write_files(tmp_path)
-    options = {"scale_files": [str(en)], "grid": str(grid)}
+    options = {"scale_file": [str(en)], "grid": str(grid)}
     stored = parse_run_config({"task": "reliability-grid", "options": options}).stored()
     validated = CustomGridTask.validate_options(stored["options"]).model_dump(mode="json")
-    for field in ("grid", "scale_files"):
+    for field in ("grid", "scale_file"):
         edited = json.loads(json.dumps(validated))
-        target = edited[field][0] if field == "scale_files" else edited[field]
+        target = edited[field][0] if field == "scale_file" else edited[field]
         target["content"] = target["content"].replace("a", "b", 1)
         with pytest.raises(
             ConfigError, match=f"the stored text of file {re.escape(target['path'])} does not"
@@ -283,7 +283,7 @@ def test_bad_grid_files_are_one_line_errors(tmp_path: Path, grid: str, message: 
     with pytest.raises((ConfigError, DataError), match=re.escape(message)):
         CustomGridTask(
             parse_run_config(
-                {"task": "reliability-grid", "options": {"scale_files": [str(en)], "grid": str(path)}}
+                {"task": "reliability-grid", "options": {"scale_file": [str(en)], "grid": str(path)}}
             )
         )
 
@@ -296,7 +296,7 @@ def test_scale_files_of_different_instruments_are_refused(tmp_path: Path) -> Non
             parse_run_config(
                 {
                     "task": "reliability-grid",
-                    "options": {"scale_files": [str(en), str(de)], "grid": str(grid)},
+                    "options": {"scale_file": [str(en), str(de)], "grid": str(grid)},
                 }
             )
         )
@@ -306,7 +306,7 @@ def test_scale_files_of_different_instruments_are_refused(tmp_path: Path) -> Non
             parse_run_config(
                 {
                     "task": "reliability-grid",
-                    "options": {"scale_files": [str(en), str(de)], "grid": str(grid)},
+                    "options": {"scale_file": [str(en), str(de)], "grid": str(grid)},
                 }
             )
         )
@@ -370,7 +370,7 @@ languages: [en]
 def test_a_small_grid_on_the_embedded_model(tmp_path: Path) -> None:
     """2 templates x 2 personas on the embedded 0.5B model, one call each: the prompt is answerable."""
     en, _, grid = write_files(tmp_path, GRID_EMBEDDED)
-    options = {"scale_files": [str(en)], "grid": str(grid), "max_attempts": 1, "max_tokens": 64}
+    options = {"scale_file": [str(en)], "grid": str(grid), "max_attempts": 1, "max_tokens": 64}
     config = parse_run_config({"task": "reliability-grid", "options": options})
     outcome = start_run(config, tmp_path / "run", False)
     assert outcome.summary.done == 4 and outcome.summary.calls_sent == 4
@@ -385,7 +385,7 @@ def test_a_json_scale_file_gives_the_same_grid_and_versions(tmp_path: Path) -> N
     tasks = [
         CustomGridTask(
             parse_run_config(
-                {"task": "reliability-grid", "options": {"scale_files": [str(f)], "grid": str(grid)}}
+                {"task": "reliability-grid", "options": {"scale_file": [str(f)], "grid": str(grid)}}
             )
         )
         for f in (en, as_json)

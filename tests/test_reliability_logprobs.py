@@ -55,7 +55,7 @@ def test_logprob_mode_falls_back_to_written_labels_without_logprobs(tmp_path: Pa
                 "base_url": server.base_url,
                 "cache": False,
                 "data_dir": str(seed_data),
-                "options": {"mode": "logprob", **grid},
+                "options": {"method": "logprob", **grid},
             }
         )
         start_run(config, tmp_path / "r", False)

@@ -65,7 +65,7 @@ def bfi_config(server: FaultServer, seed_data: Path, seed: int = 0, runs: int = 
             "cache": False,
             "seed": seed,
             "data_dir": str(seed_data),
-            "options": {"scales": ["BFI"], "runs": runs},
+            "options": {"scale": ["BFI"], "runs": runs},
         }
     )
 
@@ -110,7 +110,7 @@ def test_retest_run_takes_one_uncached_bfi_measurement(tmp_path: Path, seed_data
     assert done.returncode == 0, done.stderr
     [run_dir] = list((tmp_path / "m").iterdir())
     config = read_run(run_dir).config
-    assert config.options == {"scales": ["BFI"], "runs": 2} and config.cache is False
+    assert config.options == {"scale": ["BFI"], "runs": 2} and config.cache is False
     assert config.params.temperature == 0
 
 

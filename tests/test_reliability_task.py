@@ -265,12 +265,12 @@ def test_run_option_method_governs_the_report_of_a_steered_run(tmp_path: Path, s
     steer = {"steer": "personality", "targets": [profile], "default_data": [str(save)], **grid}
     with FaultServer(responder=Respondent(seed_data)) as server:
         for method in ("f-test", "welch"):
-            options = {**steer, "published": True} if method == "f-test" else {**steer, "method": method}
+            options = {**steer, "published": True} if method == "f-test" else {**steer, "test": method}
             start_run(config(server, seed_data, **options), tmp_path / method, False)
     for method in ("f-test", "welch"):
         (row,) = pd.read_csv(tmp_path / method / "extremes.csv").to_dict("records")
         assert (row["dimension"], row["side"], row["method"]) == ("Openness", "min", method)
         assert row["sd_ddof"] == (0 if method == "f-test" else 1) and row["test"] == "welch"
         assert f"t-test `{method}`" in (tmp_path / method / "report.md").read_text()
-    with pytest.raises(ValidationError, match="method"):
-        ReliabilityOptions(method="Welch")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="test"):
+        ReliabilityOptions(test="Welch")  # type: ignore[arg-type]

@@ -67,7 +67,7 @@ def test_psychobench_failed_model_is_counted_with_its_reason_and_exits_1(
                 "openai-compatible/broken",
                 "--cipher",
             ]
-            + ["--scales", "DTDD", "--runs", "2", "--data-dir", str(seed_data), "--out", str(out)]
+            + ["--scale", "DTDD", "--runs", "2", "--data-dir", str(seed_data), "--out", str(out)]
             + ["--base-url", server.base_url, "--no-cache", "--no-progress"]
         )
     assert result.exit_code == 1, result.output
@@ -85,7 +85,7 @@ def test_psychobench_all_invalid_answers_show_a_zero_rate(tmp_path: Path, seed_d
     out = tmp_path / "pb"
     with FaultServer(responder=lambda body: REFUSAL) as server:
         result = invoke(
-            ["psychobench", "run", "-m", "openai-compatible/mute", "--scales", "DTDD", "--runs", "1"]
+            ["psychobench", "run", "-m", "openai-compatible/mute", "--scale", "DTDD", "--runs", "1"]
             + ["--data-dir", str(seed_data), "--out", str(out), "--base-url", server.base_url]
             + ["--no-cache", "--no-progress"]
         )

@@ -127,7 +127,7 @@ def test_psychobench_on_several_models_resumes_with_the_same_out(tmp_path: Path)
     scale = tmp_path / "steady.yaml"
     scale.write_text(SCALE, encoding="utf-8")
     with FaultServer(responder=_steady) as server:
-        command = ["psychobench", "run", "--scale-files", scale, "--runs", "2", "--no-progress", "--no-cache"]
+        command = ["psychobench", "run", "--scale-file", scale, "--runs", "2", "--no-progress", "--no-cache"]
         command += ["-m", "openai-compatible/a", "-m", "openai-compatible/b", "--base-url", server.base_url]
         command += ["--out", tmp_path / "out"]
         first = run_cli(*command)

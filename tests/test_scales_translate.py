@@ -354,7 +354,7 @@ def test_a_run_with_a_scale_and_its_translation_groups_by_language(app, tmp_path
         run = tmp_path / "run"
         result = CliRunner().invoke(
             app,
-            ["psychobench", "run", "--scale-files", str(source), "--scale-files", str(out / "desk.de.yaml")]
+            ["psychobench", "run", "--scale-file", str(source), "--scale-file", str(out / "desk.de.yaml")]
             + ["-m", "openai-compatible/scripted", "--base-url", server.base_url, "--runs", "2"]
             + ["--out", str(run), "--no-cache", "--no-progress"],
         )
@@ -378,7 +378,7 @@ def _single_language_report(app, tmp_path: Path, source: Path) -> str:
     with FaultServer(responder=_answers) as server:
         result = CliRunner().invoke(
             app,
-            ["psychobench", "run", "--scale-files", str(source), "-m", "openai-compatible/scripted"]
+            ["psychobench", "run", "--scale-file", str(source), "-m", "openai-compatible/scripted"]
             + [
                 "--base-url",
                 server.base_url,

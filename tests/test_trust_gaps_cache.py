@@ -39,7 +39,7 @@ def _run(
         "base_url": server.base_url,
         "max_retries": 1,
         "data_dir": str(seed_data),
-        "options": {"scales": ["DTDD"], "runs": runs, "max_reasks": 0},
+        "options": {"scale": ["DTDD"], "runs": runs, "max_reasks": 0},
     }
     path = tmp / f"{name}.yaml"  # JSON is YAML
     path.write_text(json.dumps(config))

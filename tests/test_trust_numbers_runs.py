@@ -40,7 +40,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
             cli.app,
             [
                 "psychobench", "run", "--model", "openai-compatible/hostile",
-                "--scales", "GSE", "--runs", "2",
+                "--scale", "GSE", "--runs", "2",
                 "--data-dir", str(seed_data), "--out", str(out), "--base-url", server.base_url,
                 "--no-cache", "--no-progress",
             ],

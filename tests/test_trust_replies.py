@@ -143,7 +143,7 @@ def _run(task: str, server: FaultServer, run_dir: Path, seed_data: Path) -> subp
         "max_retries": 1,
         "data_dir": str(seed_data),
         "options": (
-            {"scales": ["DTDD"], "runs": 1, "max_reasks": 1}
+            {"scale": ["DTDD"], "runs": 1, "max_reasks": 1}
             if task == "psychobench"
             else {"game": "guessing", "players": 2, "rounds": 2, "runs": 1, "max_reasks": 1}
         ),

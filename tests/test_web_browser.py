@@ -44,7 +44,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
                 "base_url": server.base_url,
                 "cache": False,
                 "data_dir": str(seed_data),
-                "options": {"scales": ["DTDD"], "runs": 2},
+                "options": {"scale": ["DTDD"], "runs": 2},
             }
             start_run(parse_run_config(config), root / f"pb-{model}", False)
     with FaultServer(responder=scripted) as server:

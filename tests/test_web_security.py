@@ -297,7 +297,7 @@ def test_a_run_holding_links_is_not_compared(tmp_path: Path, seed_data: Path) ->
     with FaultServer(responder=scores_responder) as server:
         for name in ("a", "b"):
             config = {"task": "psychobench", "model": "openai-compatible/low", "base_url": server.base_url}
-            config |= {"cache": False, "data_dir": str(seed_data), "options": {"scales": ["DTDD"], "runs": 1}}
+            config |= {"cache": False, "data_dir": str(seed_data), "options": {"scale": ["DTDD"], "runs": 1}}
             start_run(parse_run_config(config), root / name, False)
     (tmp_path / "secret.csv").write_text("scale,subscale,group,mean,sd,n\nTOP-SECRET,x,y,1,1,1\n")
     (root / "b" / "norms.csv").unlink()

@@ -293,7 +293,7 @@ def test_a_read_only_run_folder_still_shows_and_compares(tmp_path: Path, seed_da
                 "base_url": server.base_url,
                 "cache": False,
                 "data_dir": str(seed_data),
-                "options": {"scales": ["DTDD"], "runs": 1},
+                "options": {"scale": ["DTDD"], "runs": 1},
             }
             start_run(parse_run_config(config), root / f"pb-{model}", False)
     with FaultServer(responder=ScriptedCollaborator({}, answers={"Alice": "1.5"})) as server:

@@ -81,7 +81,7 @@ def run(
         raise LlmpsychError("give a config file or --task", "see `llmpsych run --help`")
     if task is not None:
         kit.check_task(task)  # an unknown task: one line before anything else is read
-    options = kit.task_options(ctx, {}, flags)
+    options = kit.task_options(ctx, {}, flags, task=task)
     params = {
         k: v for k, v in {"temperature": flags.temperature, "max_tokens": max_tokens}.items() if v is not None
     }

@@ -489,7 +489,12 @@ def flag_name(ctx: typer.Context, name: str) -> str:
 
 
 def task_options(
-    ctx: typer.Context, values: dict[str, Any], run: RunFlags, *, aliases: dict[str, str] | None = None
+    ctx: typer.Context,
+    values: dict[str, Any],
+    run: RunFlags,
+    *,
+    aliases: dict[str, str] | None = None,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """The task options of a command: its own flags' ``values`` (None values left out), then the
     ``--task-config`` file, then the ``-O`` pairs of its ``run`` flags, each layer winning over the one
@@ -497,26 +502,37 @@ def task_options(
 
     A flag given on the command line wins over the file; the same option given both as a flag and as
     ``-O`` is an error. ``aliases`` maps a flag's parameter name to the option it sets when they differ
-    (``keep_order`` -> ``shuffle``).
+    (``keep_order`` -> ``shuffle``); ``task``: the file's and ``-O``'s old option names of that task are
+    read as the new ones (:func:`current_names`).
     """
     explicit = {(aliases or {}).get(name, name): name for name in given(ctx)}
     options = {k: v for k, v in values.items() if v is not None}
-    return layer_options(ctx, options, {k: n for k, n in explicit.items() if k in values}, run)
+    flags_of = {k: n for k, n in explicit.items() if k in values}
+    return layer_options(ctx, options, flags_of, run, task=task)
 
 
 def layer_options(
-    ctx: typer.Context, values: dict[str, Any], flags_of: dict[str, str], run: RunFlags
+    ctx: typer.Context,
+    values: dict[str, Any],
+    flags_of: dict[str, str],
+    run: RunFlags,
+    *,
+    task: str | None = None,
 ) -> dict[str, Any]:
     """``values`` (the command's flags), then the ``--task-config`` file, then the ``-O`` pairs, each layer
     winning over the one before and tables merged key by key; ``flags_of`` maps each option given as a
     flag on the command line to that flag's parameter: it wins over the file, and ``-O`` for it too is an
-    error."""
+    error. ``task``: an old option name in the file or ``-O`` is its new name, with one notice line."""
     options = dict(values)
     if run.task_config is not None:
-        for key, value in read_task_config(run.task_config).items():
+        in_file = read_task_config(run.task_config)
+        if task is not None:
+            in_file = current_names(task, in_file, f"{run.task_config}:")
+        for key, value in in_file.items():
             if key not in flags_of:  # a flag given on the command line wins
                 options[key] = merge_option(options.get(key, _ABSENT), value, key)
-    for key, value in parse_options(run.option).items():
+    pairs = parse_options(run.option)
+    for key, value in (current_names(task, pairs, "-O") if task is not None else pairs).items():
         if key in flags_of:
             raise ConfigError(
                 f"option {key!r} is given twice: as {flag_name(ctx, flags_of[key])} and as -O", "keep one"
@@ -544,10 +560,10 @@ class OptionFlag:
       a flag never names anything but the option it sets;
     - its help is the field's ``description``, its default the field's default (shown in ``--help``);
     - a ``Literal`` field shows its values (``<generate|logprob>``) and the model checks the value given,
-      as it checks ``-O`` (so its validators' aliases hold: ``--method paper``); a bool is ``--x/--no-x``
+      as it checks ``-O`` (so its validators' aliases hold: ``--test paper``); a bool is ``--x/--no-x``
       (a field may name its off switch: ``published`` is ``--published/--corrected``);
-    - a list is a repeatable flag (``--scale-files a.yaml --scale-files b.yaml``); a list of names declared
-      as :data:`~llmpsych.runs.optionfields.CommaList` also takes ``--scales BFI,EPQ-R`` (the field splits
+    - a list is a repeatable flag (``--scale-file a.yaml --scale-file b.yaml``); a list of names declared
+      as :data:`~llmpsych.runs.optionfields.CommaList` also takes ``--scale BFI,EPQ-R`` (the field splits
       it, so ``-O`` and config files take that spelling too);
     - a model-typed field (a scale file, a template set) takes its text form (a path);
     - any other type (a table, a union of shapes) takes a YAML value, as ``-O`` does;
@@ -605,7 +621,7 @@ def _flag_type(annotation: Any) -> Any:
     if isinstance(annotation, type) and issubclass(annotation, Path | BaseModel):
         return str  # a path, or a model's text form (a scale file, PATH#VERSION)
     if get_origin(annotation) is Literal and all(isinstance(v, str) for v in get_args(annotation)):
-        return str  # the model checks the value: its validators also take aliases (method: paper)
+        return str  # the model checks the value: its validators also take aliases (test: paper)
     return None
 
 
@@ -698,6 +714,51 @@ def _click_params(flags: Iterable[OptionFlag], panel: str, *, shown_defaults: bo
     return params
 
 
+def current_names(task: str, options: dict[str, Any], where: str = "option") -> dict[str, Any]:
+    """``options`` with each old option name of the task's ``Options`` model (its ``renamed_options``,
+    :class:`~llmpsych.runs.optionfields.Renamed`) as the new one, one notice line each (``where``: how the
+    user gave it, ``-O`` or a file); the two names at odds is one error line."""
+    from .clinames import notice
+    from .runs.optionfields import Renamed, new_names
+
+    renamed = getattr(check_task(task).Options, "renamed_options", ())
+
+    def said(rule: Renamed, value: Any) -> None:
+        shown = f"={value}" if rule.values is not None else ""
+        notice(f"{where} {rule.old}{shown}", f"{where} {rule.new}{shown}")
+
+    try:
+        out: dict[str, Any] = new_names(options, renamed, said)
+    except ValueError as exc:
+        raise ConfigError(f"{where} {exc}") from None
+    return out
+
+
+def old_flags_renamed(model: type[Any], args: list[str]) -> list[str]:
+    """``args`` with each flag of an option's old name (``--scales``, ``--mode``; ``--method welch`` where
+    ``method`` named the t-test) spelt as the option's new flag, one notice line each; an old flag next
+    to its new one is one error line."""
+    from .clinames import notice
+
+    renamed = getattr(model, "renamed_options", ())
+    end = args.index("--") if "--" in args else len(args)
+    moved: dict[int, tuple[str, str]] = {}  # position -> (the old spelling shown, the new flag)
+    for i, arg in enumerate(args[:end]):
+        flag, eq, inline = arg.partition("=")
+        value = inline if eq else (args[i + 1] if i + 1 < end else None)
+        rule = next((r for r in renamed if _kebab(r.old) == flag and r.moves(value)), None)
+        if rule is not None:
+            moved[i] = (flag + (f" {value}" if rule.values is not None else ""), _kebab(rule.new))
+    kept = {arg.partition("=")[0] for i, arg in enumerate(args[:end]) if i not in moved}
+    out = list(args)
+    for i, (old, new) in moved.items():
+        if new in kept:  # both spellings: one line naming the one to keep, never a silent choice
+            raise ConfigError(f"{old} is the old spelling of {new}", f"give {new} only")
+        notice(old, new + old[len(old.split(" ")[0]) :])
+        out[i] = new + args[i][len(args[i].partition("=")[0]) :]
+    return out
+
+
 class TaskCommand(typer.core.TyperCommand):
     """A run command whose task options are generated from its task's ``Options`` model
     (:func:`task_command`). The model is imported when the command's parameters are first needed (its
@@ -735,7 +796,9 @@ class TaskCommand(typer.core.TyperCommand):
         return self._generated
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        """An old flag that renamed its option is one line naming the option's own flag."""
+        """An old flag that renamed its option is one line naming the option's own flag; the flag of an
+        option renamed in the model (``--scales``: ``scale``) still works, with one notice line."""
+        args = old_flags_renamed(check_task(self.task).Options, args)
         for arg in args[: args.index("--")] if "--" in args else args:
             old = arg.split("=", 1)[0]
             if old in self.moved:
@@ -790,7 +853,7 @@ def task_command(
         def command(*args: Any, flags: RunFlags, **kwargs: Any) -> Any:
             ctx = kwargs["ctx"]
             values = dict(ctx.meta.get(GIVEN_OPTIONS, {}))
-            options = layer_options(ctx, values, {k: OPTION_PARAM + k for k in values}, flags)
+            options = layer_options(ctx, values, {k: OPTION_PARAM + k for k in values}, flags, task=task)
             return func(*args, flags=flags, options=options, **kwargs)
 
         params = [p for n, p in signature.parameters.items() if n != "options"]
@@ -926,6 +989,7 @@ def check_options(task: str, options: dict[str, Any], source: str | None = None)
     """Validate task options against the task's ``Options`` model: an unknown key is named with the
     valid ones listed; a bad value says what is wrong with it (one line each)."""
     cls = check_task(task)
+    options = current_names(task, options, source or "option")
     fields = getattr(cls.Options, "model_fields", {})
     # an Options model that takes further keys (gamabench: a table per game) checks them itself
     open_keys = getattr(cls.Options, "model_config", {}).get("extra") == "allow"
@@ -954,6 +1018,7 @@ def build_config(
     from .runs import parse_run_config
     from .runs.optionfields import comma_forms
 
+    options = current_names(task, options)
     check_options(task, options)
     options = comma_forms(check_task(task).Options, options)
     temperature = flags.temperature

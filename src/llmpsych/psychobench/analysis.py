@@ -259,7 +259,7 @@ def run_dependence(options: PsychoBenchOptions, config: RunConfig) -> str:
     temperature 0 (or unset: the endpoint's deterministic default is not assumed random) every run sends
     the same requests and reads the same probabilities: the runs repeat one measurement."""
     temperature = config.params.temperature
-    if options.mode == "logprob" and not options.imported and not temperature:
+    if options.method == "logprob" and not options.imported and not temperature:
         return "logprob mode at temperature 0: every run sends the same requests"
     return ""
 
@@ -284,12 +284,12 @@ def analyze_record(task: PsychoBenchRun, record: RunRecord) -> list[Path]:
         summary,
         model_label=model,
         alpha=task.options.alpha,
-        method=task.options.method,
+        method=task.options.test,
         published=task.options.published,
         dependence=run_dependence(task.options, task.config),
     )
     seed = task.config.seed
-    column = "value" if task.options.mode == "logprob" else "answer"
+    column = "value" if task.options.method == "logprob" else "answer"
     copies = COPIES if deterministic(task) else ""
     quality = quality_tables(
         scales, tables["answers"], tables["valid"], column=column, seed=seed, copies=copies
@@ -368,7 +368,8 @@ COPIES = "logprob mode at temperature 0 repeats one computation, so the runs are
 def deterministic(task: PsychoBenchRun) -> bool:
     """Whether the runs repeat one computation: logprob mode (each statement asked on its own, so the item
     order cannot matter) at temperature 0 (nothing before the score is sampled)."""
-    return task.options.mode == "logprob" and not task.config.params.temperature and not task.options.imported
+    options = task.options
+    return options.method == "logprob" and not task.config.params.temperature and not options.imported
 
 
 def identical_runs_note(task: PsychoBenchRun, seen: dict[str, Repeats]) -> str:
@@ -389,7 +390,7 @@ def identical_runs_note(task: PsychoBenchRun, seen: dict[str, Repeats]) -> str:
                 text += ", although every run sent the same request for it"
         parts.append(text)
     temperature = task.config.params.temperature or 0
-    if task.options.mode == "logprob":
+    if task.options.method == "logprob":
         why = (
             "In logprob mode each answer is read from the model's probabilities for the options, with each "
             "statement asked on its own, so the item order cannot change it"
@@ -577,7 +578,7 @@ def _sections(
 ) -> list[tuple[str, str]]:
     """The report's sections (the Parquet note, when there is one, ends the list of files)."""
     options, config = task.options, task.config
-    if options.mode == "logprob":
+    if options.method == "logprob":
         mode = "one statement per request, scored by the probability-weighted response option (logprob mode)"
     else:
         chunks = (
@@ -608,7 +609,7 @@ def _sections(
         "samples from one model, not a sample of people: the tests ask whether the model's run-to-run "
         "distribution could come from the human population, and at temperature 0 the SD over runs mostly "
         "reflects item order. Human n is the norm sample's size as given in the data file. "
-        f"Tests: F-test for equal variances, then Student's or Welch's t-test (method `{options.method}`), "
+        f"Tests: F-test for equal variances, then Student's or Welch's t-test (`--test {options.test}`), "
         f"two-sided, alpha = {options.alpha:g}; Hedges' g (model − human, pooled SD) with a 95 % CI; "
         f"Holm's correction over all {_tested(comparisons)} comparisons of this run"
         + (
@@ -625,7 +626,7 @@ def _sections(
             "one model, not a sample of people. Human n is the norm sample's size as given in the scale "
             "file. " + what_n[what_n.index("Tests:") :]
         )
-    if options.mode == "logprob":
+    if options.method == "logprob":
         what_n += (
             " In logprob mode every statement is asked on its own, so item order cannot matter: runs differ "
             "only through sampling of the tokens before the score, and at temperature 0 they coincide "

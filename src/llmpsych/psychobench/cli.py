@@ -139,7 +139,7 @@ CABIN_GROUPINGS = typer.Option(
 
 
 # a sweep of runs: re-run into the same --out to resume
-@kit.task_command(app, "run", "psychobench", without={"resume"}, moved={"--scale-file": "--scale-files"})
+@kit.task_command(app, "run", "psychobench", without={"resume"})
 def run(
     ctx: typer.Context,
     model: kit.ModelsOpt = None,
@@ -152,7 +152,7 @@ def run(
     options: dict[str, Any],
 ) -> None:
     """Run PsychoBench on each model (one run directory per model), then compare them in one table. Each
-    option of the task is a flag (--scales BFI,EPQ-R; --cipher --cipher-shift 5)."""
+    option of the task is a flag (--scale BFI --scale EPQ-R; --cipher --cipher-shift 5)."""
     from ..paths import runs_dir
     from ..runs import analyze_run
     from ..runs.config import DEFAULT_MODEL
@@ -428,7 +428,7 @@ def validity(
         scale_cfg = kit.build_config(
             "psychobench",
             flags,
-            options={"scales": named, "persona": persona, "runs": chosen.get("scale_runs", 10)},
+            options={"scale": named, "persona": persona, "runs": chosen.get("scale_runs", 10)},
             source="psychobench validity",
         )
         planned.append(PlannedRun(f"scales-{labels[persona]}", scale_cfg, {"persona": labels[persona]}))

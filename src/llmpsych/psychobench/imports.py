@@ -74,9 +74,9 @@ def import_answers(
 
     if (out / STORE_FILE).exists():
         raise LlmpsychError(f"{out} already holds a run", "choose a new --out")
-    options: dict[str, Any] = {"scale_files": [str(p) for p in scale_files]}
+    options: dict[str, Any] = {"scale_file": [str(p) for p in scale_files]}
     if scales is not None:
-        options["scales"] = scales
+        options["scale"] = scales
     base: dict[str, Any] = {
         "task": "psychobench",
         "model": label or f"imported:{answers.stem}",

@@ -3,29 +3,39 @@ importing the task (which imports the administration, the scales and the persona
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ConfigError
 from ..instruments.native import ScaleFile
-from ..runs.optionfields import CommaList, no_flag, off_switch
+from ..runs.optionfields import CommaList, Renamed, new_names, no_flag, off_switch
 from .cipher import DEFAULT_SHIFT
 from .personas import resolve_persona
 from .variants import CotWording, SystemPrompt, Template
+
+#: The t-test's names (and the alias ``paper``): the values an old ``method`` option held.
+T_TESTS = frozenset({"f-test", "welch", "student", "paper"})
 
 
 class PsychoBenchOptions(BaseModel):
     """What to administer and how (``docs/psychobench.md``)."""
 
     model_config = ConfigDict(extra="forbid")
-
-    scales: CommaList | None = Field(
-        default=None,
-        description="scale names ('all': every scored official scale); default: every scored official "
-        "scale, or only the scale files' scales when scale_files is given",
+    #: Old option names (stored runs and configs, ``-O``, the old flags): read as the new ones.
+    renamed_options: ClassVar[tuple[Renamed, ...]] = (
+        Renamed("scales", "scale"),
+        Renamed("scale_files", "scale_file"),
+        Renamed("method", "test", T_TESTS),
+        Renamed("mode", "method"),
     )
-    scale_files: list[ScaleFile] = Field(
+
+    scale: CommaList | None = Field(
+        default=None,
+        description="scale names, repeatable or comma-separated ('all': every scored official scale); "
+        "default: every scored official scale, or only the scale files' scales when scale_file is given",
+    )
+    scale_file: list[ScaleFile] = Field(
         default_factory=list,
         description="your own scale files (native or official format); all their scales run",
     )
@@ -64,13 +74,13 @@ class PsychoBenchOptions(BaseModel):
         description="assistant: the scale's system prompt; no-assistant: without its helpful-assistant "
         "role; none: no system message",
     )
-    mode: Literal["generate", "logprob"] = Field(
+    method: Literal["generate", "logprob"] = Field(
         default="generate",
-        description="generate (the paper: written answers) or logprob (label probabilities)",
+        description="scoring method: generate (the paper: written answers) or logprob (label probabilities)",
     )
     top_logprobs: int = Field(default=20, ge=1, le=20, description="label probabilities asked for (logprob)")
     alpha: float = Field(default=0.01, gt=0, lt=1, description="significance level (the paper's 0.01)")
-    method: Literal["f-test", "welch", "student"] = Field(
+    test: Literal["f-test", "welch", "student"] = Field(
         default="f-test",
         description="t-test against the norms: f-test (the papers' F-test, then Student or Welch), welch, "
         "student",
@@ -82,9 +92,14 @@ class PsychoBenchOptions(BaseModel):
         json_schema_extra=off_switch("corrected"),
     )
 
-    @field_validator("method", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _method_name(cls, value: Any) -> Any:
+    def _old_names(cls, data: Any) -> Any:
+        return new_names(data, cls.renamed_options)
+
+    @field_validator("test", mode="before")
+    @classmethod
+    def _test_name(cls, value: Any) -> Any:
         from ..stats.compare import METHOD_ALIASES  # here: scipy is not imported to check a command line
 
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
@@ -96,9 +111,9 @@ class PsychoBenchOptions(BaseModel):
 
     @model_validator(mode="after")
     def _cot_generates(self) -> PsychoBenchOptions:
-        if self.cot and self.mode == "logprob":
+        if self.cot and self.method == "logprob":
             raise ConfigError(
-                "cot needs mode generate", "logprob mode reads the first answer token, with no reasoning"
+                "cot needs method generate", "method logprob reads the first answer token, with no reasoning"
             )
         return self
 

@@ -153,7 +153,7 @@ def expand(preset: Preset, settings: PresetSettings) -> list[PresetRun]:
     """The run configs of ``preset`` for the given models and settings (nothing is run)."""
     if settings.temperature is not None and preset.name == "temperatures":
         raise ConfigError("--temperature conflicts with the 'temperatures' preset, which sets it per run")
-    base_options: dict[str, Any] = {"scales": settings.scales or ["BFI"], **settings.options}
+    base_options: dict[str, Any] = {"scale": settings.scales or ["BFI"], **settings.options}
     if settings.runs is not None:
         base_options["runs"] = settings.runs
     base_params = settings.params(temperature=0.0)
@@ -176,13 +176,13 @@ def describe(runs: Sequence[PresetRun]) -> pd.DataFrame:
     rows = []
     for r in runs:
         o = r.options
-        extra = {k: v for k, v in o.items() if k not in ("scales", "runs")}
+        extra = {k: v for k, v in o.items() if k not in ("scale", "runs")}
         rows.append(
             {
                 "directory": r.directory,
                 "model": r.model,
                 "setting": r.setting,
-                "scales": ",".join(o["scales"]),
+                "scales": ",".join(o["scale"]),
                 "runs": o.get("runs", 10),
                 "temperature": r.config["params"]["temperature"],
                 "options": json.dumps(extra, sort_keys=True) if extra else "",

@@ -3,7 +3,7 @@
 One work unit is one (scale, run). The wording comes from the official data file: the scale's
 ``inner_setting`` is the system prompt and its ``prompt`` the instructions before the numbered
 statements; a persona (ours) goes before the system prompt, and the cipher wraps the whole exchange.
-Scales from the user's own files (``scale_files``, ``docs/own-instruments.md``) run the same way; the
+Scales from the user's own files (``scale_file``, ``docs/own-instruments.md``) run the same way; the
 run config records each file's path, sha256 and text, so the run never needs the file again and a
 resume refuses a file that changed.
 Prompt variants (``template``, ``cot``, ``system_prompt``; :mod:`.variants`) change only the wording of the
@@ -56,7 +56,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
 
     answers_counted = True
     name = "psychobench"
-    not_settings = frozenset({"scales", "runs", "alpha", "method"})
+    not_settings = frozenset({"scale", "runs", "alpha", "test"})
     Options = PsychoBenchOptions
     Result = PsychoBenchResult
     score_tables = (
@@ -76,10 +76,10 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         English; files naming none are left out); None when its scale files cannot be read."""
         assert isinstance(options, PsychoBenchOptions)
         try:
-            in_files = {s.name: s.language for f in options.scale_files for s in f.scales()}
+            in_files = {s.name: s.language for f in options.scale_file for s in f.scales()}
         except LlmpsychError:
             return None
-        chosen = options.scales
+        chosen = options.scale
         if chosen is None:
             names = list(in_files) if in_files else ["official"]
         elif [c.lower() for c in chosen] == ["all"]:
@@ -92,8 +92,9 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
 
     def __init__(self, config: RunConfig) -> None:
         super().__init__(config)
-        if self.options.scale_files:  # the stored config keeps each file's text: the run is self-contained
-            config.options["scale_files"] = [f.model_dump() for f in self.options.scale_files]
+        config.options.pop("scale_files", None)  # the old name of scale_file (a run stored before)
+        if self.options.scale_file:  # the stored config keeps each file's text: the run is self-contained
+            config.options["scale_file"] = [f.model_dump() for f in self.options.scale_file]
         self.scales  # noqa: B018 - read the data and check the scale names before a run directory exists
         for scale in self.scales:  # and that every prompt variant can be built for every scale
             self.user_prompt(scale)
@@ -104,13 +105,13 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         files = [official_file("PsychoBench", self.config.data_dir)] if self._uses_official else []
         bfi = any(s.name.upper() == "BFI" and self.scale_source(s.name) is None for s in self.scales)
         files += template_files(self.options.template, bfi, self.config.data_dir)
-        return files + [Path(f.path) for f in self.options.scale_files if Path(f.path).is_file()]
+        return files + [Path(f.path) for f in self.options.scale_file if Path(f.path).is_file()]
 
     @cached_property
     def file_scales(self) -> dict[str, tuple[Scale, ScaleFileRecord]]:
         """Every scale of the scale files, by name, with the file it came from (from the stored text)."""
         found: dict[str, tuple[Scale, ScaleFileRecord]] = {}
-        for file in self.options.scale_files:
+        for file in self.options.scale_file:
             record = file.record
             for scale in record.scales():
                 twin = next((n for n in found if n.lower() == scale.name.lower()), None)
@@ -129,10 +130,10 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
     @property
     def _uses_official(self) -> bool:
         """Whether the official data file is needed: no scale file, or a name no scale file defines."""
-        if not self.options.scale_files:
+        if not self.options.scale_file:
             return True
         own = {name.lower() for name in self.file_scales}
-        return any(n.strip().lower() not in own for n in self.options.scales or [])
+        return any(n.strip().lower() not in own for n in self.options.scale or [])
 
     @cached_property
     def official_scales(self) -> dict[str, Scale]:
@@ -159,11 +160,11 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         available = self.all_scales
         own = [scale for scale, _ in self.file_scales.values()]
         scored_official = [s for s in self.official_scales.values() if not s.unscored]
-        if self.options.scales is None:
+        if self.options.scale is None:
             return own or scored_official
         by_lower = {name.lower(): scale for name, scale in available.items()}
         chosen: list[Scale] = []
-        for name in self.options.scales:
+        for name in self.options.scale:
             if name.strip().lower() == "all":
                 chosen.extend(s for s in scored_official if s not in chosen)
                 continue
@@ -177,7 +178,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
                 chosen.append(scale)
         chosen.extend(s for s in own if s not in chosen)
         if not chosen:
-            raise ConfigError("option 'scales' is empty", "leave it out to run every scored scale")
+            raise ConfigError("option 'scale' is empty", "leave it out to run every scored scale")
         return chosen
 
     def scale_source(self, name: str) -> ScaleFileRecord | None:
@@ -187,7 +188,7 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
 
     def check_scale_files(self) -> None:
         """Refuse a resume whose scale file changed on disk since the run recorded it (one line)."""
-        for file in self.options.scale_files:
+        for file in self.options.scale_file:
             path = Path(file.path)
             if path.is_file():
                 now = hashlib.sha256(read_bytes(path, "scale file", MAX_SCALE_FILE_BYTES)).hexdigest()
@@ -226,8 +227,8 @@ class PsychoBenchTask(Task[PsychoBenchOptions]):
         ctx.rng("item-order").shuffle(order)
         target = CipherContext(ctx, self.options.cipher_shift) if self.options.cipher else ctx
         system = self.persona.system_prompt(system_prompt(scale, self.options.system_prompt))
-        head = {"scale": scale.name, "run": run, "mode": self.options.mode, "order": order}
-        if self.options.mode == "logprob":
+        head = {"scale": scale.name, "run": run, "mode": self.options.method, "order": order}
+        if self.options.method == "logprob":
             return {**head, **await self._run_logprob(scale, target, order, system, run)}
         size = min(self.options.chunk_size or len(order), len(order))
         prompt = self.user_prompt(scale)

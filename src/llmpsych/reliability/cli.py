@@ -57,7 +57,7 @@ def rescore(
         typer.Option(
             "--method",
             help="Scoring method of own runs: text (written labels) or expected (label probabilities, "
-            "mode=logprob).",
+            "method=logprob).",
         ),
     ] = "text",
     eps: Annotated[
@@ -234,7 +234,7 @@ def _print(result: Reanalysis) -> None:
     app,
     "run",
     "reliability",
-    moved={"--target": "--targets", "--default": "--default-data", "--logprobs": "--mode logprob"},
+    moved={"--target": "--targets", "--default": "--default-data", "--logprobs": "--method logprob"},
 )
 def run(
     ctx: typer.Context,
@@ -403,7 +403,7 @@ def retest_run(
     seed = derived_seed("reliability retest-run", stamp)
     fixed = flags.but(models=(flags.model or DEFAULT_MODEL,), no_cache=True, temperature=0.0, seed=seed)
     cfg = kit.build_config(
-        "psychobench", fixed, options={"scales": ["BFI"], "runs": runs}, source="reliability retest-run"
+        "psychobench", fixed, options={"scale": ["BFI"], "runs": runs}, source="reliability retest-run"
     )
     target = folder / stamp
     if target.exists():
@@ -443,17 +443,17 @@ def grid(
         kit.finish(kit.resume(ctx, flags), again)
         return
     values: dict[str, Any] = {
-        "scale_files": [str(p) for p in scale_file] if scale_file else None,
+        "scale_file": [str(p) for p in scale_file] if scale_file else None,
         "grid": str(grid_file) if grid_file else None,
         "scale": scale,
-        "repeats": renamed(runs, repeats, default=1, names=("--runs", "--repeats")),
+        "runs": renamed(runs, repeats, default=1, names=("--runs", "--repeats")),
         "item_order": item_order,
         "max_attempts": max_attempts,
         "max_tokens": max_tokens,
     }
-    aliases = {"scale_file": "scale_files", "grid_file": "grid", "runs": "repeats"}
-    options = kit.task_options(ctx, values, flags, aliases=aliases)
-    if not options.get("scale_files"):
+    aliases = {"grid_file": "grid", "repeats": "runs"}
+    options = kit.task_options(ctx, values, flags, aliases=aliases, task="reliability-grid")
+    if not options.get("scale_file"):
         raise LlmpsychError(
             "give your scale file with --scale-file", "see docs/reliability.md, 'Any instrument'"
         )

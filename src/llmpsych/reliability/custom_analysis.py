@@ -326,7 +326,7 @@ def analyze_custom_record(record: RunRecord, options: Any, scale: Scale) -> list
         return []
     min_pts = min(options.min_pts, max(2, len(frame) // 4))
     result = analyse_grid(
-        frame, dims, eps=options.eps, min_pts=min_pts, method=options.method, published=options.published
+        frame, dims, eps=options.eps, min_pts=min_pts, method=options.test, published=options.published
     )
     result.settings["order_independent"] = flagged
     seed = record.config.seed

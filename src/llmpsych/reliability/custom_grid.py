@@ -18,7 +18,7 @@ import string
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -38,6 +38,7 @@ from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
+from ..runs.optionfields import Renamed, new_names
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
@@ -239,20 +240,31 @@ class CustomGridOptions(BaseModel):
     """Which scale files, which grid, how to ask (``docs/reliability.md``, "Any instrument")."""
 
     model_config = ConfigDict(extra="forbid")
+    #: Old option names (stored runs and configs): read as the new ones.
+    renamed_options: ClassVar[tuple[Renamed, ...]] = (
+        Renamed("scale_files", "scale_file"),
+        Renamed("repeats", "runs"),
+        Renamed("method", "test"),
+    )
 
-    scale_files: list[StoredText] = Field(min_length=1, description="one scale file per language")
+    scale_file: list[StoredText] = Field(min_length=1, description="one scale file per language")
     scale: str | None = Field(default=None, description="the scale's name when a file holds several")
     grid: StoredText = Field(description="the grid file (YAML or JSON)")
-    repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration")
+    runs: int = Field(default=1, ge=1, le=1000, description="units per configuration")
     item_order: Literal["random", "original"] = "random"
     max_attempts: int = Field(default=3, ge=1, le=10)
     max_tokens: int = Field(default=512, ge=16)
     eps: float = Field(default=EPS, gt=0, description="DBSCAN radius on the 2-D map, in score units")
     min_pts: int = Field(default=MIN_PTS, ge=1)
-    method: Literal["f-test", "welch", "student"] = "f-test"
+    test: Literal["f-test", "welch", "student"] = "f-test"
     published: bool = False
 
-    @field_validator("scale_files", mode="before")
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return new_names(data, cls.renamed_options)
+
+    @field_validator("scale_file", mode="before")
     @classmethod
     def _read_scales(cls, value: Any) -> Any:
         values = value if isinstance(value, list) else [value]
@@ -263,9 +275,9 @@ class CustomGridOptions(BaseModel):
     def _read_grid(cls, value: Any) -> Any:
         return _stored(value, "grid file", MAX_GRID_FILE_BYTES)
 
-    @field_validator("method", mode="before")
+    @field_validator("test", mode="before")
     @classmethod
-    def _method_name(cls, value: Any) -> Any:
+    def _test_name(cls, value: Any) -> Any:
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
 
@@ -357,7 +369,8 @@ class CustomGridTask(Task[CustomGridOptions]):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        config.options["scale_files"] = [f.model_dump() for f in self.options.scale_files]
+        config.options.pop("scale_files", None)  # the old name of scale_file (a run stored before)
+        config.options["scale_file"] = [f.model_dump() for f in self.options.scale_file]
         config.options["grid"] = self.options.grid.model_dump()  # the run keeps its files' text
         _ = self.grid  # every error before a run folder exists
 
@@ -370,7 +383,7 @@ class CustomGridTask(Task[CustomGridOptions]):
     def forms(self) -> dict[str, LanguageForm]:
         """The instrument's languages, by name (``default`` for a single file without a language)."""
         forms: dict[str, LanguageForm] = {}
-        for stored in self.options.scale_files:
+        for stored in self.options.scale_file:
             scale, versions = scale_with_versions(stored, self.options.scale)
             if not scale.subscales:
                 raise ConfigError(
@@ -432,11 +445,11 @@ class CustomGridTask(Task[CustomGridOptions]):
         ]
 
     def data_files(self) -> list[Path]:
-        files = [Path(f.path) for f in self.options.scale_files] + [Path(self.options.grid.path)]
+        files = [Path(f.path) for f in self.options.scale_file] + [Path(self.options.grid.path)]
         return [f for f in files if f.is_file()]
 
     def units(self) -> list[WorkUnit]:
-        repeats = self.options.repeats
+        repeats = self.options.runs
         return [
             WorkUnit(
                 config.config_id + (f"/r{repeat + 1}" if repeats > 1 else ""),

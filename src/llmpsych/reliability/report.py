@@ -183,7 +183,7 @@ def analyze_record(record: RunRecord, options: Any, scale: Scale | str | None = 
         fit_on=options.fit_on,
         eps=options.eps,
         min_pts=min_pts,
-        method=options.method,
+        method=options.test,
         published=options.published,
         default=default,
     )

@@ -67,7 +67,7 @@ def done_units(run_dir: Path) -> list[UnitRow]:
 def run_frame(run_dir: Path, scoring: str = "text", units: list[UnitRow] | None = None) -> pd.DataFrame:
     """Factors, target, scores, valid-answer rate and attempts of every finished unit.
 
-    ``scoring="expected"`` takes the dimension scores from the label probabilities (``mode=logprob``
+    ``scoring="expected"`` takes the dimension scores from the label probabilities (``method=logprob``
     runs; units without them keep the written labels' scores). ``units``: already read with
     :func:`done_units`.
     """

@@ -16,7 +16,7 @@ import random
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -25,11 +25,11 @@ from ..models.chat_context import ChatContext
 from ..models.types import CallParams, GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
-from ..runs.optionfields import CommaList, off_switch
+from ..runs.optionfields import CommaList, Renamed, new_names, off_switch
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable, require_columns
 from ..runs.task import Task, WorkUnit
-from ..stats.compare import METHOD_ALIASES
+from ..stats.compare import METHOD_ALIASES, METHODS
 from .answers import chunk_levels, parse_chunk
 from .grid import CHUNK_MAX, CHUNK_MIN, GRID_FACTORS, Configuration, build_grid, chunk_sizes, shuffled_chunks
 from .logprobs import expected_levels, label_distributions
@@ -54,10 +54,20 @@ if TYPE_CHECKING:
     from ..runs.items import Administration
 
 
+#: The t-test's names and aliases: the values an old ``method`` option held (now ``test``).
+T_TESTS = frozenset({*METHODS, *METHOD_ALIASES})
+
+
 class ReliabilityOptions(BaseModel):
     """Which part of the grid, how to steer, how to ask (``docs/reliability.md``)."""
 
     model_config = ConfigDict(extra="forbid")
+    #: Old option names (stored runs and configs, ``-O``, the old flags): read as the new ones.
+    renamed_options: ClassVar[tuple[Renamed, ...]] = (
+        Renamed("repeats", "runs"),
+        Renamed("method", "test", T_TESTS),
+        Renamed("mode", "method"),
+    )
 
     templates: CommaList | None = Field(default=None, description="t1..t5 (default: all)")
     versions: CommaList | None = Field(default=None, description="item versions v1..v5 (default: all)")
@@ -84,14 +94,15 @@ class ReliabilityOptions(BaseModel):
     source: Literal["dataset", "generate"] = Field(
         default="dataset", description="stories, descriptions, biographies: official files or the model"
     )
-    repeats: int = Field(default=1, ge=1, le=1000, description="units per configuration and target")
+    runs: int = Field(default=1, ge=1, le=1000, description="units per configuration and target")
     item_order: Literal["random", "fixed", "original"] = Field(
         default="random",
         description="random: a new shuffle per configuration; fixed: one shuffle for all; original: 1..44",
     )
-    mode: Literal["generate", "logprob"] = Field(
+    method: Literal["generate", "logprob"] = Field(
         default="generate",
-        description="logprob: also score by the expected level under the label probabilities",
+        description="scoring method: generate, or logprob: also score by the expected level under the "
+        "label probabilities",
     )
     top_logprobs: int = Field(default=20, ge=1, le=20, description="label probabilities asked for (logprob)")
     max_attempts: int = Field(
@@ -111,7 +122,7 @@ class ReliabilityOptions(BaseModel):
     )
     eps: float = Field(default=EPS, gt=0, description="DBSCAN radius on the 2-D map (outliers)")
     min_pts: int = Field(default=MIN_PTS, ge=1, description="DBSCAN minPts, self included (outliers)")
-    method: Literal["f-test", "welch", "student"] = Field(
+    test: Literal["f-test", "welch", "student"] = Field(
         default="f-test",
         description="t-test of Tables 3.3 and 3.10: f-test (the authors' F-test chooses Student or Welch), "
         "welch, student",
@@ -126,9 +137,14 @@ class ReliabilityOptions(BaseModel):
         default=None, description="unsteered results (save files or run dirs) to compare steering with"
     )
 
-    @field_validator("method", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _method_name(cls, value: Any) -> Any:
+    def _old_names(cls, data: Any) -> Any:
+        return new_names(data, cls.renamed_options)
+
+    @field_validator("test", mode="before")
+    @classmethod
+    def _test_name(cls, value: Any) -> Any:
         return METHOD_ALIASES.get(value, value) if isinstance(value, str) else value
 
     @model_validator(mode="before")
@@ -279,11 +295,11 @@ class ReliabilityTask(Task[ReliabilityOptions]):
         units = []
         for config in self.grid:
             for target in self.targets:
-                for repeat in range(self.options.repeats):
+                for repeat in range(self.options.runs):
                     parts = [config.config_id]
                     if target is not None:
                         parts.append(slug(target))
-                    if self.options.repeats > 1:
+                    if self.options.runs > 1:
                         parts.append(f"r{repeat + 1}")
                     payload = {**config.as_dict(), "target": target, "repeat": repeat}
                     units.append(WorkUnit("/".join(parts), payload))
@@ -300,7 +316,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
         fixed ``logprobs``/``top_logprobs`` the expected levels are read from (cached: one per limit)."""
         cache: dict[int, GenerationParams] = self.__dict__.setdefault("_params", {})
         if max_tokens not in cache:
-            if self.options.mode == "logprob":
+            if self.options.method == "logprob":
                 top = self.options.top_logprobs
                 fixed = {"logprobs", "top_logprobs"}
                 cache[max_tokens] = CallParams(
@@ -395,7 +411,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
                 messages.append({"role": "assistant", "content": reply.text})
                 parsed = parse_chunk(reply.text, len(chunk), config.label, n_levels)
                 answers.update(chunk_levels(parsed, chunk, config.order, n_levels))
-                if o.mode == "logprob":
+                if o.method == "logprob":
                     found = label_distributions(reply.logprobs or [], len(chunk), config.label, n_levels)
                     found = {i: d for i, d in found.items() if i in parsed.positions}
                     expected.update(expected_levels(found, chunk, config.order, n_levels))
@@ -430,7 +446,7 @@ class ReliabilityTask(Task[ReliabilityOptions]):
             "n_valid": len(best["answers"]),
             "valid_rate": len(best["answers"]) / scale.n_items,
             "scores": {k: (None if math.isnan(v) else v) for k, v in scores.items()},
-            **(self._expected_fields(scale, best) if o.mode == "logprob" else {}),
+            **(self._expected_fields(scale, best) if o.method == "logprob" else {}),
         }  # the conversation is in the stored calls: attempt k is the unit's k-th thread (results.py)
 
     @staticmethod

@@ -1,13 +1,15 @@
 """Field types a task's ``Options`` model declares once, read alike from a flag, ``-O`` and a config file.
 
-A convenience of the command line (``--scales BFI,EPQ-R``) is a property of the option, not of one
-command: declared here on the field, it holds for ``--scales``, ``-O scales=BFI,EPQ-R`` and
-``scales = "BFI,EPQ-R"`` in a config file, and the command generated from the model
+A convenience of the command line (``--scale BFI,EPQ-R``) is a property of the option, not of one
+command: declared here on the field, it holds for ``--scale``, ``-O scale=BFI,EPQ-R`` and
+``scale = "BFI,EPQ-R"`` in a config file, and the command generated from the model
 (:func:`llmpsych.clikit.task_command`) needs no second declaration.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -42,7 +44,7 @@ COMMA_FORMS = (split_commas, split_several)
 
 
 def comma_forms(model: type[Any], options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` with each comma form written out as the list it means (``scales: "BFI,EPQ-R"`` ->
+    """``options`` with each comma form written out as the list it means (``scale: "BFI,EPQ-R"`` ->
     ``["BFI", "EPQ-R"]``), so a run config stores one spelling whether the value came from a flag, ``-O``
     or a file (runs then compare by their settings, not by how they were typed)."""
     out = dict(options)
@@ -76,11 +78,51 @@ def off_switch(name: str) -> dict[str, Any]:
     return {"off": name}
 
 
+@dataclass(frozen=True)
+class Renamed:
+    """An option's old name: a flag is named after the option it sets, so an option whose flag would
+    spell a concept the old way (``--scales``, ``--mode``) was renamed instead (``scale``, ``method``).
+
+    ``values``: only these values moved (``method: welch`` named the t-test, now ``test``; ``method:
+    logprob`` is the scoring method's new name and stays)."""
+
+    old: str
+    new: str
+    values: frozenset[str] | None = None
+
+    def moves(self, value: Any) -> bool:
+        """Whether ``value`` of the old name is the renamed option's."""
+        return self.values is None or (isinstance(value, str) and value.strip().lower() in self.values)
+
+
+def new_names(
+    data: Any, renamed: Iterable[Renamed], said: Callable[[Renamed, Any], None] | None = None
+) -> Any:
+    """``data`` (an options mapping) with each old name of ``renamed`` written as its new name, in order
+    (``method: welch`` -> ``test`` before ``mode`` -> ``method``); ``said(rule, value)`` for each. A stored
+    run or config keeps working; the old and the new name given with different values is an error."""
+    if not isinstance(data, dict):
+        return data
+    out = dict(data)
+    for rule in renamed:
+        if rule.old not in out or not rule.moves(out[rule.old]):
+            continue
+        value = out.pop(rule.old)
+        if rule.new in out and out[rule.new] != value:
+            raise ValueError(f"{rule.old!r} is the old name of {rule.new!r}: give {rule.new!r} only")
+        out[rule.new] = value
+        if said is not None:
+            said(rule, value)
+    return out
+
+
 __all__ = [
     "COMMA_FORMS",
     "CommaList",
     "NameOrNames",
+    "Renamed",
     "comma_forms",
+    "new_names",
     "no_flag",
     "off_switch",
     "split_commas",

@@ -161,6 +161,15 @@ def task_class(name: str) -> type[Task[Any]]:
 def load_run_config(path: Path, overrides: dict[str, Any] | None = None) -> RunConfig:
     """Load a config file and apply command-line overrides (which win); the task's options are checked."""
     data = read_config_file(path)
+    named = (overrides or {}).get("task") or data.get("task")
+    if isinstance(named, str) and isinstance(data.get("options"), dict):  # old option names: the new ones
+        from .optionfields import new_names
+
+        try:
+            renamed = getattr(task_class(named).Options, "renamed_options", ())
+            data["options"] = new_names(data["options"], renamed)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: options: {exc}") from None
     for key, value in (overrides or {}).items():
         if value is None:
             continue

@@ -292,14 +292,14 @@ def plot(table: pd.DataFrame, relations: list[Relation], path: Path) -> Path | N
 
 
 def sweep_tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(scores, behaviour) of a ``psychobench validity --scales ...`` folder (``--preset thesis``: Fig. 4.2
+    """(scores, behaviour) of a ``psychobench validity --scale ...`` folder (``--preset thesis``: Fig. 4.2
     rerun): ``validity/validity_runs.csv`` (per benchmark, persona and run: the score in %) and each
     ``scales-<persona>/scores.csv`` (per scale, run and subscale), as the runs' analyses wrote them."""
     runs = folder / "validity" / "validity_runs.csv"
     if not runs.is_file():
         raise DataError(
             f"{folder}: no validity/validity_runs.csv",
-            hint="a folder written by `llmpsych psychobench validity --scales ...` (or --preset thesis)",
+            hint="a folder written by `llmpsych psychobench validity --scale ...` (or --preset thesis)",
         )
     b = load_long(runs, "behaviour")
     missing = [c for c in ("benchmark", "persona", "run", "score") if c not in b.columns]
@@ -319,7 +319,7 @@ def sweep_tables(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
         parts.append(frame.assign(persona=sub.name.removeprefix("scales-")))
     if not parts:
         raise DataError(
-            f"{folder}: no scales-<persona>/scores.csv", hint="run psychobench validity with --scales"
+            f"{folder}: no scales-<persona>/scores.csv", hint="run psychobench validity with --scale"
         )
     scores = pd.concat(parts, ignore_index=True)
     return scores, behaviour

@@ -313,7 +313,7 @@ def behaviour(
     sweep: Annotated[
         Path | None,
         typer.Option(
-            "--sweep", help="A `psychobench validity --scales ...` folder (--preset thesis: Fig. 4.2 rerun)."
+            "--sweep", help="A `psychobench validity --scale ...` folder (--preset thesis: Fig. 4.2 rerun)."
         ),
     ] = None,
     out: ReportOutOpt = None,
