@@ -153,7 +153,7 @@ def test_the_documented_first_psychobench_run_scores_on_the_default_model(page: 
     root = Path(__file__).resolve().parents[1]
     seed = root.parent / "shared" / "seed-data"
     words = _first_psychobench_command(root / page)
-    assert "mode=logprob" in words and "--model" not in words  # the default model
+    assert "method=logprob" in words and "--model" not in words  # the default model
     words = [str(seed) if w == "../shared/seed-data" else w for w in words]
     result = run_cli(*words[1:], "--out", tmp_path / "pb", env={"LLMPSYCH_DATA_DIR": str(seed)}, timeout=1800)
     assert result.returncode == 0, result.stderr
@@ -169,7 +169,7 @@ def test_a_request_larger_than_the_context_is_refused_before_it_is_sent(tmp_path
     with one line naming both sizes and the fix, nothing reaches llama.cpp and nothing is retried."""
     seed = Path(__file__).resolve().parents[2] / "shared" / "seed-data"
     result = run_cli(
-        "run", "--task", "psychobench", "-O", "scales=[BFI]", "-O", "runs=1",
+        "run", "--task", "psychobench", "-O", "scale=[BFI]", "-O", "runs=1",
         "--model", "local/qwen2.5-0.5b?ctx=300", "--data-dir", seed, "--no-cache", "--out", tmp_path / "r",
     )  # fmt: skip
     output = result.stdout + result.stderr

@@ -57,7 +57,7 @@ def test_a_cancelled_embedded_call_is_abandoned_not_awaited() -> None:
 
 def test_ctrl_c_in_a_real_terminal_says_it_is_stopping_and_exits_130(tmp_path: Path) -> None:
     run = tmp_path / "bfi"
-    command = [sys.executable, "-m", "llmpsych", "run", "--task", "psychobench", "-O", "scales=[BFI]"]
+    command = [sys.executable, "-m", "llmpsych", "run", "--task", "psychobench", "-O", "scale=[BFI]"]
     command += ["-O", "runs=2", "--data-dir", str(SEED_DATA), "--out", str(run)]
     pid, fd = pty.fork()
     if pid == 0:  # the child: the CLI in a terminal of its own

@@ -27,7 +27,7 @@ def test_resuming_a_complete_run_says_so_and_writes_nothing_unless_an_output_is_
     run = tmp_path / "bfi"
     first = llmpsych(
         "run", "--task", "psychobench", "--model", "openai-compatible/m", "--base-url", fault_server.base_url,
-        "-O", "scales=[BFI]", "-O", "runs=2", "--data-dir", str(SEED_DATA), "--out", str(run),
+        "-O", "scale=[BFI]", "-O", "runs=2", "--data-dir", str(SEED_DATA), "--out", str(run),
         "--no-progress",
     )  # fmt: skip
     assert first.returncode == 0, first.stderr
