@@ -421,6 +421,20 @@ def _one_line_summaries(group: typer.Typer) -> None:
             _one_line_summaries(sub.typer_instance)
 
 
+def _exit(code: int) -> None:
+    """``sys.exit(code)``, or ``os._exit(code)`` after flushing the output when embedded llama.cpp calls
+    are still running on their daemon threads (after Ctrl-C): finalizing the interpreter under a running
+    call crashed the process (exit -11 instead of 130). Everything a run keeps is saved by then."""
+    embedded = sys.modules.get("llmpsych.models.embedded")
+    if embedded is not None and embedded.calls_in_flight():
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 def main() -> None:
     """Entry point: one clear line for user errors, a traceback only with --debug."""
     _mount_subcommands(sys.argv[1:])
@@ -431,7 +445,7 @@ def main() -> None:
             raise
         prefix = "" if isinstance(exc, RunInterrupted) else "[red]error:[/red] "
         err_console.print(f"{prefix}{terminal_text(exc, one_line=True)}", highlight=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
+        _exit(exc.exit_code)
     except OSError as exc:  # the environment (a permission, a full disk, a vanished file), said in one line
         if kit.state.debug:
             raise
@@ -445,7 +459,7 @@ def main() -> None:
         err_console.print(
             "interrupted; completed work is saved, continue with `llmpsych run --resume <run dir>`"
         )
-        sys.exit(130)
+        _exit(130)
     except Exception as exc:  # an llmpsych bug: say so briefly
         if kit.state.debug:
             raise

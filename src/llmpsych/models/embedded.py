@@ -249,6 +249,19 @@ def served_token(address: str) -> SecretStr | None:
     return None
 
 
+#: llama.cpp calls running on abandoned or live daemon threads (see :class:`EmbeddedBackend`).
+_IN_FLIGHT = [0]
+_IN_FLIGHT_LOCK = threading.Lock()
+
+
+def calls_in_flight() -> int:
+    """How many llama.cpp calls are running now. A process that ends while one runs must not finalize
+    the interpreter (the model's memory is freed under the running call: a segmentation fault at exit,
+    seen after Ctrl-C); the CLI then ends with ``os._exit`` once its output is flushed."""
+    with _IN_FLIGHT_LOCK:
+        return _IN_FLIGHT[0]
+
+
 class EmbeddedBackend:
     """Backend adapter: runs each blocking llama.cpp call in a daemon thread of its own.
 
@@ -276,10 +289,15 @@ class EmbeddedBackend:
         def call() -> None:
             result: dict[str, Any] | None = None
             error: BaseException | None = None
+            with _IN_FLIGHT_LOCK:
+                _IN_FLIGHT[0] += 1
             try:
                 result = self.model.complete(body)
             except BaseException as exc:  # handed to the waiting coroutine, raised there
                 error = exc
+            finally:
+                with _IN_FLIGHT_LOCK:
+                    _IN_FLIGHT[0] -= 1
             with contextlib.suppress(RuntimeError):  # the loop is closed: the run has ended
                 loop.call_soon_threadsafe(settle, result, error)
 
