@@ -113,13 +113,13 @@ def test_evaluate_runs_the_heldout_situations_and_reports_table_5_9(
             "--base-url",
             server.base_url,
         ]
-        args += ["--default-runs", "3", "--keep-order", "--no-cache", "--no-progress"]
+        args += ["--default-runs", "3", "--no-shuffle", "--no-cache", "--no-progress"]
         done = llmpsych(*args, "--data-dir", str(seed_data), "--out", str(out))
         assert done.returncode == 0, done.stderr
         assert len(bodies) == 403  # 3 default runs + one evoked run per held-out person
         again = llmpsych("emotionbench", "finetune", "evaluate", "--resume", str(out), "--no-progress")
         assert again.returncode == 0 and len(bodies) == 403, again.stderr
-    # the evaluation sends the exported test prompts (same wording, items in order with --keep-order)
+    # the evaluation sends the exported test prompts (same wording, items in order with --no-shuffle)
     exported = {
         json.loads(line)["messages"][1]["content"]
         for line in (export / "test.jsonl").read_text().splitlines()

@@ -6,17 +6,13 @@ cheap: ``llmpsych.load_runs(...)`` imports pandas only when it is called."""
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
 
 if TYPE_CHECKING:
     from .runs.frames import RunFrames, load_runs
     from .runs.record import RunRecord, read_run
-
-try:
-    __version__ = version("llmpsych")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.0.0+source"
 
 #: public name -> the module defining it
 _WHERE: dict[str, str] = {

@@ -650,8 +650,9 @@ def option_flags(model: type[Any]) -> list[OptionFlag]:
             continue
         bare, optional = _bare(info.annotation)
         default = info.get_default(call_default_factory=True)
-        if default is PydanticUndefined:
-            raise ValueError(f"{model.__name__}.{name}: an option needs a default to be a flag")
+        required = default is PydanticUndefined
+        if required:  # no default to show: the model names it when it is not given
+            default = None
         text = (info.description or "").strip()
         first = text.split(" ", 1)[0]
         if first.isalpha() and first.islower() and (len(first) > 2 or first in ("a", "an")):  # not t1..t5
@@ -659,6 +660,8 @@ def option_flags(model: type[Any]) -> list[OptionFlag]:
         text = text.replace("[", "\\[")
         if text and not text.endswith("."):
             text += "."
+        if required:
+            text = ("Required. " + text).strip()
         kind = _flag_type(bare)
         many = get_origin(bare) is list and _flag_type(_bare(get_args(bare)[0])[0]) not in (None, bool)
         if many:

