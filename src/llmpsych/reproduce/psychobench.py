@@ -158,7 +158,9 @@ def human_norms(data_dir: Path | None) -> list[Recomputed]:
     norms of the official questionnaires.json that llmpsych's analysis reads."""
     scales = _scales(data_dir)
     rows: list[tuple[str, str, str, float, float, int]] = [
-        (scale, sub, group, mean, sd, n) for (scale, sub), groups in NORMS.items() for group, mean, sd, n in groups
+        (scale, sub, group, mean, sd, n)
+        for (scale, sub), groups in NORMS.items()
+        for group, mean, sd, n in groups
     ]
     rows += [("CABIN", vocation, "Crowd", mean, sd, CABIN_N) for vocation, (mean, sd) in CABIN.items()]
     table_name = "Tables 4.2-4.8 (human norms)"
@@ -172,13 +174,17 @@ def human_norms(data_dir: Path | None) -> list[Recomputed]:
             cell = PrintedCell(
                 SYSTEM, table_name, f"{scale} {sub}", column, printed(value, 1), f"thesis {table} ({lines})"
             )
-            out.append(Recomputed(cell, None, missing) if got is None else Recomputed(cell, float(got[index])))
+            out.append(
+                Recomputed(cell, None, missing) if got is None else Recomputed(cell, float(got[index]))
+            )
         found = sizes.setdefault((scale, group), (n, set()))[1]
         if got is not None:
             found.add(got[2])
     # Table 4.2 prints one sample (and its split by sex) per scale: one n cell per scale and printed group
     for (scale, group), (n, found) in sizes.items():
-        cell = PrintedCell(SYSTEM, table_name, f"{scale} sample", f"{group} n", str(n), f"thesis Table 4.2 ({TABLE_4_2})")
+        cell = PrintedCell(
+            SYSTEM, table_name, f"{scale} sample", f"{group} n", str(n), f"thesis Table 4.2 ({TABLE_4_2})"
+        )
         if len(found) != 1:  # absent, or subscales with different samples: no one n to compare
             out.append(Recomputed(cell, None, None if found else missing))
             continue
