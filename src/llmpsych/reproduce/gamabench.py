@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .cells import Cause, PrintedCell, Recomputed, printed
 
@@ -151,15 +152,41 @@ def leaderboard_arxiv(data_dir: Path | None) -> list[Recomputed]:
     return _leaderboard(data_dir, arxiv=True)
 
 
+#: The temperature 1.0 and prompt version V1 columns of the variant tables (and the reasoning Default,
+#: which is V1) are run 1 of the default protocol: in the authors' raw_results (CUHK-ARISE/GAMABench @
+#: 41ebccf) each of the 64 default-mode ``<game>_v1.json`` and ``<game>_v1_t5.json`` logs holds the same
+#: ``player_data`` and ``round_records`` as that model's ``<game>_v1_1.json`` (only ``meta`` differs). So
+#: where a data folder holds run 1 but not these copies (the seed data), run 1 gives those columns.
+RUN_1_COPIES: tuple[tuple[str, str, float], ...] = (("version", "V1", 1), ("temperature", "1.0", 5))
+
+
+def _run_1_copies(runs: list[Any], variants: list[Any]) -> list[Any]:
+    """VariantRuns for the V1 and 1.0 columns from run 1, where the folder has no log of their own."""
+    from ..games.variant_logs import Setting, VariantRun
+
+    have = {(v.model, v.game, v.setting.family, v.setting.column, v.setting.mode) for v in variants}
+    out = []
+    for r in runs:
+        if r.run != 1:
+            continue
+        for family, column, order in RUN_1_COPIES:
+            if (r.model, r.game, family, column, "default") not in have:
+                setting = Setting(family, column, order)
+                out.append(VariantRun(r.model, r.game, setting, r.path, r.score, r.above_range))
+    return out
+
+
 def variant_tables(data_dir: Path | None) -> list[Recomputed]:
     """Thesis Tables 6.2-6.18 and the jailbreak figures of §6.6.2 (1,039 printed cells, seed 000), from
-    every log in ``raw_results`` (leaderboard runs and variant logs)."""
+    every log in ``raw_results`` (leaderboard runs and variant logs; run 1 for the V1 and 1.0 columns
+    where their copies are absent, see :data:`RUN_1_COPIES`)."""
     from ..games.score_logs import collect
     from ..games.variant_logs import as_variant_runs, build_tables
     from ..games.variant_logs import compare as compare_variants
 
     found = collect([_raw_results(data_dir)])
-    cells = compare_variants(build_tables([*as_variant_runs(found.runs), *found.variants]))
+    copies = _run_1_copies(list(found.runs), list(found.variants))
+    cells = compare_variants(build_tables([*as_variant_runs(found.runs), *found.variants, *copies]))
     out = []
     for c in cells:
         table = f"Table {c.table}" if c.table[0].isdigit() else c.table
