@@ -68,13 +68,14 @@ class Reproduction:
 
 
 def _present(dataset: str, data_dir: Path | None) -> bool:
-    from ..data.sources import dataset_path
+    """Whether the data folder has the dataset's folder (registered or not, e.g. the MAS-Resilience
+    Experiments folder): a reproducer failing on a folder that is there is a malformed file, never a skip."""
+    from ..data.sources import resolve_data_dir
 
     try:
-        dataset_path(dataset, data_dir)
+        return (resolve_data_dir(data_dir) / dataset).is_dir()
     except DataError:
         return False
-    return True
 
 
 def reproduce(
