@@ -1,10 +1,11 @@
-"""MAS-Resilience (thesis ch. 7 = arXiv 2408.00989): Tables 7.2, 7.3, 7.5 and 7.6, from the released
+"""MAS-Resilience (thesis ch. 7 = arXiv 2408.00989): Tables 7.2, 7.3, 7.5, 7.6 and 7.7, from the released
 HumanEval verdicts (``MAS-Resilience-Experiments/<System>/*_results.jsonl``, read by
 :func:`llmpsych.collab.released.read_verdicts`). A cell is a run's pass@1: passed tasks over 164.
 
 Only code-generation runs with GPT-3.5 are released: Table 7.2 (each cell averages the four tasks) and
-the math, translation, text-evaluation and GPT-4o cells of Table 7.3 are counted as not released. Table
-7.4 prints no numbers (which settings improved); Table 7.7 (defences) and Fig. 7.4 are not compared yet.
+the math, translation, text-evaluation and GPT-4o cells of Table 7.3 are counted as not released, as
+are the defended runs of Table 7.7 that were not released. Table 7.4 prints no numbers (which settings
+improved), nor does Fig. 7.4.
 
 Which file is which setting: the authors' file names, read as P_m (the share of a faulty agent's
 messages that get errors) and P_e (the share of lines of such a message): ``partial0.2_X`` and
@@ -307,8 +308,8 @@ def tables_7_2_7_3(data_dir: Path | None) -> list[Recomputed]:
     """Tables 7.2-7.3: by structure and by task; only GPT-3.5's code runs are released."""
     runs = _runs(data_dir)
     out = []
-    for row, cells in TABLE_7_2.items():
-        for column, text in zip(("Linear", "Flat", "Hierarchical"), cells, strict=True):
+    for row, structures in TABLE_7_2.items():
+        for column, text in zip(("Linear", "Flat", "Hierarchical"), structures, strict=True):
             cell = PrintedCell(SYSTEM, "Table 7.2", row, column, text, CITE_7_2)
             why = "each cell averages the four tasks; only the code-generation runs are released"
             out.append(Recomputed(cell, None, Cause("not-released", why)))
