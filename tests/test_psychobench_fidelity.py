@@ -27,6 +27,7 @@ from llmpsych.instruments.parsing import DEFAULT_REASK_WORDING, parse_item_answe
 from llmpsych.models.types import ChatResult, GenerationParams
 from llmpsych.psychobench.analysis import norm_comparisons
 from llmpsych.psychobench.cipher import CipherContext, decipher, encipher
+from llmpsych.reproduce.psychobench import NORMS
 from llmpsych.stats import compare_with_norm
 
 MODELS = ("LLaMA-2-7B", "LLaMA-2-13B", "Text-Davinci-003", "GPT-3.5-Turbo", "GPT-4", "GPT-4-JB")
@@ -64,37 +65,9 @@ TABLE = {
     ("Empathy", "Overall"): "5.8±0.8 5.9±0.5 6.0±0.4 6.2±0.3 6.8±0.4 4.6±0.2 ",
 }
 
-# Human norms printed in the thesis (spec §2.5): (group, mean, sd, n).
-CROWD = {
-    ("BFI", "Openness"): [("Crowd", 3.9, 0.7, 1221)],
-    ("BFI", "Conscientiousness"): [("Crowd", 3.5, 0.7, 1221)],
-    ("BFI", "Extraversion"): [("Crowd", 3.2, 0.9, 1221)],
-    ("BFI", "Agreeableness"): [("Crowd", 3.6, 0.7, 1221)],
-    ("BFI", "Neuroticism"): [("Crowd", 3.3, 0.8, 1221)],
-    ("EPQ-R", "Extraversion"): [("Male", 12.5, 6.0, 408), ("Female", 14.1, 5.1, 494)],
-    ("EPQ-R", "Neuroticism"): [("Male", 10.5, 5.8, 408), ("Female", 12.5, 5.1, 494)],
-    ("EPQ-R", "Psychoticism"): [("Male", 7.2, 4.6, 408), ("Female", 5.7, 3.9, 494)],
-    ("EPQ-R", "Lying"): [("Male", 7.1, 4.3, 408), ("Female", 6.9, 4.0, 494)],
-    ("DTDD", "Narcissism"): [("Crowd", 4.9, 1.8, 470)],
-    ("DTDD", "Machiavellianism"): [("Crowd", 3.8, 1.6, 470)],
-    ("DTDD", "Psychopathy"): [("Crowd", 2.5, 1.4, 470)],
-    ("BSRI", "Masculine"): [("Male", 4.8, 0.9, 75), ("Female", 4.6, 0.7, 76)],
-    ("BSRI", "Feminine"): [("Male", 5.3, 0.9, 75), ("Female", 5.7, 0.9, 76)],
-    ("ICB", "Overall"): [("Crowd", 3.7, 0.8, 254)],
-    ("ECR-R", "Anxiety"): [("Crowd", 2.9, 1.1, 388)],
-    ("ECR-R", "Avoidance"): [("Crowd", 2.3, 1.0, 388)],
-    ("GSE", "Overall"): [("Crowd", 29.6, 5.3, 19120)],
-    ("LOT-R", "Overall"): [("Crowd", 14.7, 4.0, 1288)],
-    ("LMS", "Rich"): [("Crowd", 3.8, 0.8, 5973)],
-    ("LMS", "Motivator"): [("Crowd", 3.3, 0.9, 5973)],
-    ("LMS", "Important"): [("Crowd", 4.0, 0.7, 5973)],
-    ("EIS", "Overall"): [("Male", 124.8, 16.5, 111), ("Female", 130.9, 15.1, 218)],
-    ("WLEIS", "SEA"): [("Crowd", 4.0, 1.1, 418)],
-    ("WLEIS", "OEA"): [("Crowd", 3.8, 1.1, 418)],
-    ("WLEIS", "UOE"): [("Crowd", 4.1, 0.9, 418)],
-    ("WLEIS", "ROE"): [("Crowd", 4.2, 1.0, 418)],
-    ("Empathy", "Overall"): [("Crowd", 4.9, 0.8, 366)],
-}
+# Human norms printed in the thesis (spec §2.5): (group, mean, sd, n); cited facts of the package, which
+# `llmpsych reproduce` compares with the official data file's norms.
+CROWD = NORMS
 MARK = {"higher": "+", "lower": "-", "no difference": "="}
 
 

@@ -15,7 +15,8 @@ def reproduce(
     systems: Annotated[
         list[str] | None,
         typer.Argument(
-            help="Systems to reproduce (default: all covered): GAMA-Bench, LLMPersonality, EmotionBench."
+            help="Systems to reproduce (default: all covered): GAMA-Bench, LLMPersonality, EmotionBench, "
+            "MAS-Resilience, PsychoBench."
         ),
     ] = None,
     data_dir: DataDirOpt = None,
@@ -24,6 +25,14 @@ def reproduce(
         typer.Option("--out", "-o", help="Write reproduce.md/.html and reproduce_cells.csv here."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list every difference.")] = False,
+    harness: Annotated[
+        bool,
+        typer.Option(
+            "--harness",
+            help="Also run every released MAS-Resilience HumanEval completion again in the sandbox and "
+            "compare its verdict with the released one (11,580 rows: a minute or two; needs bubblewrap).",
+        ),
+    ] = False,
 ) -> None:
     """Recompute every published table the released data can give and compare each printed cell.
 
@@ -32,12 +41,17 @@ def reproduce(
     from .report import summary_lines, write
     from .run import reproduce as run_reproduce
 
-    result = run_reproduce([system_named(s) for s in systems or []], data_dir)
+    result = run_reproduce([system_named(s) for s in systems or []], data_dir, harness=harness)
     for line in summary_lines(result):
         console.print(terminal_text(line), highlight=False, soft_wrap=True)
     for outcome in result.outcomes:
         if outcome.status == "unexplained" or (verbose and outcome.status != "reproduced"):
             console.print("  " + terminal_text(outcome.describe()), highlight=False, soft_wrap=True)
+    if result.harness_line is not None:
+        console.print(terminal_text(result.harness_line), highlight=False, soft_wrap=True)
+    if result.harness is not None:
+        for difference in result.harness.differences:
+            console.print("  " + terminal_text(difference), highlight=False, soft_wrap=True)
     for item in result.needs_models:
         console.print(
             f"needs model calls (skipped): {item.system} {item.table}: `{item.command}`", highlight=False
@@ -47,6 +61,7 @@ def reproduce(
     if out is not None:
         for path in write(result, out):
             console.print(f"wrote {terminal_text(path)}", highlight=False)
-    if result.unexplained:
-        console.print(f"{len(result.unexplained)} unexplained difference(s)", highlight=False)
+    unexplained = len(result.unexplained) + (len(result.harness.differences) if result.harness else 0)
+    if unexplained:
+        console.print(f"{unexplained} unexplained difference(s)", highlight=False)
         raise typer.Exit(1)

@@ -14,15 +14,20 @@ SYSTEM = "EmotionBench"
 DATASET = "EmotionBench"
 MEASURES = ("positive", "negative")
 #: Table 5.10 cells that the crowd answers do not give, beyond the shifted rows: (row, measure) -> note.
-#: The first five are listed in specs/emotionbench.md §8.4; Anger-4 NA was found by this comparison: the
-#: paired change of its 35 people is 9.400 (PA, -9.4, agrees), so no rounding of the same data prints 9.5.
+#: The first five are listed in specs/emotionbench.md §8.4; Anger-4 NA was found by this comparison: its 35
+#: people all answered every item (no pairing rule changes n), their NA rose from 12.171 to 21.571, by
+#: 329/35 = 9.400; the difference of the rounded means is 21.6 - 12.2 = 9.4 too (and ten other cells of
+#: the table follow the rounded change where that convention would differ), so no convention prints 9.5.
 CROWD_MISPRINTS: dict[tuple[str, str], str] = {
     ("Depression-5", "negative"): "the crowd answers give +11.3",
     ("Guilt-4", "positive"): "the crowd answers give -4.9",
     ("Guilt-4", "negative"): "the crowd answers give +12.0",
     ("Guilt", "positive"): "the crowd answers give -6.5",
     ("Guilt", "negative"): "the crowd answers give +13.3",
-    ("Anger-4", "negative"): "the crowd answers give +9.40 (n = 35), not 9.5 at any rounding",
+    ("Anger-4", "negative"): (
+        "the crowd answers give 21.571 - 12.171 = +9.400 (329/35, 35 complete pairs); the rounded means "
+        "give 21.6 - 12.2 = 9.4 too: no rounding prints 9.5"
+    ),
 }
 
 

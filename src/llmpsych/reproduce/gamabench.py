@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .cells import Cause, PrintedCell, Recomputed, printed
 
@@ -67,11 +68,27 @@ VARIANT_UNRELEASED: frozenset[tuple[str, str, str]] = frozenset(
 )
 
 #: arXiv v4 Table 1 cells the released logs do not give where the game's formula is the same in both
-#: versions and the thesis (Tables 6.8-6.9) prints the recomputed value for the same logs: (model, column).
-ARXIV_MISPRINTS: dict[tuple[str, str], float] = {
-    ("gpt-3.5-turbo-1106", "Battle Royale SD"): 6.848,  # arXiv 6.9, thesis 6.8
-    ("gpt-3.5-turbo-0125", "Public Goods Game mean"): 38.860,  # arXiv 38.8, thesis 38.9
-    ("mixtral-8x7b", "Battle Royale SD"): 9.427,  # arXiv 9.5, thesis 9.4
+#: versions and the thesis (Tables 6.8-6.9) prints the recomputed value for the same logs: (model, column)
+#: -> (recomputed, the arithmetic). No convention gives the print: not the population SD, not the SD or
+#: mean of the five run scores rounded to one decimal or to integers, and not truncation (39 other cells
+#: of the table are rounded where truncating would differ).
+ARXIV_MISPRINTS: dict[tuple[str, str], tuple[float, str]] = {
+    ("gpt-3.5-turbo-1106", "Battle Royale SD"): (
+        6.848,
+        "the five runs 41.18, 33.33, 26.67, 33.33, 43.75 have sample SD 6.848 (population 6.125; of the "
+        "scores rounded to one decimal 6.862, to integers 6.841): none is 6.9; the thesis prints 6.8",
+    ),
+    ("gpt-3.5-turbo-0125", "Public Goods Game mean"): (
+        38.860,
+        "the five runs 41.25, 25.375, 45.725, 37.975, 43.975 average 38.86 (rounds to 38.9, as the "
+        "thesis prints); 38.8 only by truncating, which 39 other cells of the table contradict, or by "
+        "rounding the runs to integers, whose SD would be 8.3, not the printed 8.1",
+    ),
+    ("mixtral-8x7b", "Battle Royale SD"): (
+        9.427,
+        "the five runs 5.00, 13.33, 7.14, 9.09, 28.57 have sample SD 9.427 (population 8.432; of the "
+        "scores rounded to one decimal 9.444, to integers 9.633): none is 9.5; the thesis prints 9.4",
+    ),
 }
 
 
@@ -119,11 +136,8 @@ def _leaderboard(data_dir: Path | None, arxiv: bool) -> list[Recomputed]:
                     value = summary.mean if stat == "mean" else summary.sd
                     documented = ARXIV_MISPRINTS.get((model, cell.column)) if arxiv else None
                     cause = None
-                    if documented is not None and abs(value - documented) < 5e-4:
-                        thesis = PUBLISHED[model][game][0 if stat == "mean" else 1]
-                        cause = Cause(
-                            "misprint", f"the thesis prints {thesis:.1f} for the same logs and formula"
-                        )
+                    if documented is not None and abs(value - documented[0]) < 5e-4:
+                        cause = Cause("misprint", documented[1])
                     out.append(Recomputed(cell, value, cause))
     return out
 
@@ -138,15 +152,41 @@ def leaderboard_arxiv(data_dir: Path | None) -> list[Recomputed]:
     return _leaderboard(data_dir, arxiv=True)
 
 
+#: The temperature 1.0 and prompt version V1 columns of the variant tables (and the reasoning Default,
+#: which is V1) are run 1 of the default protocol: in the authors' raw_results (CUHK-ARISE/GAMABench @
+#: 41ebccf) each of the 64 default-mode ``<game>_v1.json`` and ``<game>_v1_t5.json`` logs holds the same
+#: ``player_data`` and ``round_records`` as that model's ``<game>_v1_1.json`` (only ``meta`` differs). So
+#: where a data folder holds run 1 but not these copies (the seed data), run 1 gives those columns.
+RUN_1_COPIES: tuple[tuple[str, str, float], ...] = (("version", "V1", 1), ("temperature", "1.0", 5))
+
+
+def _run_1_copies(runs: list[Any], variants: list[Any]) -> list[Any]:
+    """VariantRuns for the V1 and 1.0 columns from run 1, where the folder has no log of their own."""
+    from ..games.variant_logs import Setting, VariantRun
+
+    have = {(v.model, v.game, v.setting.family, v.setting.column, v.setting.mode) for v in variants}
+    out = []
+    for r in runs:
+        if r.run != 1:
+            continue
+        for family, column, order in RUN_1_COPIES:
+            if (r.model, r.game, family, column, "default") not in have:
+                setting = Setting(family, column, order)
+                out.append(VariantRun(r.model, r.game, setting, r.path, r.score, r.above_range))
+    return out
+
+
 def variant_tables(data_dir: Path | None) -> list[Recomputed]:
     """Thesis Tables 6.2-6.18 and the jailbreak figures of §6.6.2 (1,039 printed cells, seed 000), from
-    every log in ``raw_results`` (leaderboard runs and variant logs)."""
+    every log in ``raw_results`` (leaderboard runs and variant logs; run 1 for the V1 and 1.0 columns
+    where their copies are absent, see :data:`RUN_1_COPIES`)."""
     from ..games.score_logs import collect
     from ..games.variant_logs import as_variant_runs, build_tables
     from ..games.variant_logs import compare as compare_variants
 
     found = collect([_raw_results(data_dir)])
-    cells = compare_variants(build_tables([*as_variant_runs(found.runs), *found.variants]))
+    copies = _run_1_copies(list(found.runs), list(found.variants))
+    cells = compare_variants(build_tables([*as_variant_runs(found.runs), *found.variants, *copies]))
     out = []
     for c in cells:
         table = f"Table {c.table}" if c.table[0].isdigit() else c.table

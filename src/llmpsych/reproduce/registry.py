@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import emotionbench, gamabench, reliability
+from . import emotionbench, gamabench, mas, psychobench, reliability
 from .cells import Recomputed
 
 
@@ -49,6 +49,13 @@ REPRODUCERS: tuple[Reproducer, ...] = (
     Reproducer(emotionbench.SYSTEM, "Table 5.11 (GPT-3.5)", emotionbench.DATASET, emotionbench.table_5_11),
     Reproducer(emotionbench.SYSTEM, "Tables 5.7/5.15", emotionbench.DATASET, emotionbench.tables_5_7_5_15),
     Reproducer(emotionbench.SYSTEM, "Table 5.10 (humans)", emotionbench.DATASET, emotionbench.table_5_10),
+    Reproducer(mas.SYSTEM, "Tables 7.2-7.3", mas.DATASET, mas.tables_7_2_7_3),
+    Reproducer(mas.SYSTEM, "Table 7.5", mas.DATASET, mas.table_7_5),
+    Reproducer(mas.SYSTEM, "Table 7.6", mas.DATASET, mas.table_7_6),
+    Reproducer(mas.SYSTEM, "Table 7.7", mas.DATASET, mas.table_7_7),
+    Reproducer(
+        psychobench.SYSTEM, "Tables 4.2-4.8 (human norms)", psychobench.DATASET, psychobench.human_norms
+    ),
 )
 
 #: Tables whose numbers need new model answers (the released data do not hold them): skipped, with the
@@ -68,7 +75,7 @@ NEEDS_MODELS: tuple[Uncovered, ...] = (
     ),
     Uncovered(
         "MAS-Resilience",
-        "thesis Tables 7.2-7.6 for a new model",
+        "thesis Tables 7.2-7.7 for a new model",
         "a cell is a multi-agent system's answers to a task, clean and with faulty agents",
         "llmpsych mas preset main --model <model>",
     ),
@@ -96,17 +103,10 @@ NOT_YET_COVERED: tuple[Uncovered, ...] = (
         "(fitted on unreleased data) by an amount no one has bounded",
     ),
     Uncovered(
-        "PsychoBench",
-        "thesis Tables 4.3-4.8, human-norm columns",
-        "questionnaires.json holds other norm samples than the printed ones (BFI n = 6,076 vs 1,221; "
-        "EPQ-R, DTDD, BSRI, LMS differ too); the printed norms are still in "
-        "tests/test_psychobench_fidelity.py, not yet cited facts of the package",
-    ),
-    Uncovered(
         "MAS-Resilience",
-        "thesis Tables 7.2-7.6, Fig. 7.4",
-        "llmpsych has no reader yet for the released MAS-Resilience-Experiments logs (*_results.jsonl); "
-        "the printed Tables 7.2-7.3 are in llmpsych.collab.reference",
+        "thesis Fig. 7.4 (single-agent bars), §7.4.6 case-study numbers",
+        "the figure prints no numbers; the case study's runs are partly released (camel_length_* cover "
+        "HumanEval/0-49 only, specs/mas-resilience.md §8.10)",
     ),
 )
 
@@ -118,7 +118,7 @@ def system_named(name: str) -> str:
     from ..errors import ConfigError
 
     wanted = name.lower().replace("-", "").replace("_", "")
-    aliases = {"reliability": reliability.SYSTEM, "games": gamabench.SYSTEM}
+    aliases = {"reliability": reliability.SYSTEM, "games": gamabench.SYSTEM, "mas": mas.SYSTEM}
     if wanted in aliases:
         return aliases[wanted]
     for system in SYSTEMS:

@@ -114,6 +114,7 @@ def write(result: Reproduction, out: Path) -> list[Path]:
             f"{absent:,} printed cells have their data in the authors' released repositories but not in "
             f"this data folder; they are counted apart, never as reproduced (`{CSV}` lists them).",
         ),
+        ("HumanEval verdicts of MAS-Resilience", result.harness_line or "_(MAS-Resilience not chosen)_"),
         ("Tables that need model calls (skipped)", table(models)),
         ("Not yet covered", table(uncovered)),
     ]

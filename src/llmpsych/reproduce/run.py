@@ -10,6 +10,9 @@ from pathlib import Path
 from ..errors import DataError
 from .cells import Outcome
 from .compare import Summary, compare, summarize
+from .harness import COMMAND as HARNESS_COMMAND
+from .harness import HarnessResult
+from .mas import SYSTEM as MAS_SYSTEM
 from .registry import NEEDS_MODELS, NOT_YET_COVERED, REPRODUCERS, SYSTEMS, Reproducer, Uncovered
 
 
@@ -29,6 +32,7 @@ class TableResult:
 class Reproduction:
     tables: list[TableResult]
     systems: tuple[str, ...]
+    harness: HarnessResult | None = None  # the released HumanEval verdicts judged again (--harness)
 
     @property
     def outcomes(self) -> list[Outcome]:
@@ -43,6 +47,18 @@ class Reproduction:
         return [o for o in self.outcomes if o.status == "unexplained"]
 
     @property
+    def harness_line(self) -> str | None:
+        """The harness comparison's line, or, when it was not asked for, how to ask (None: not chosen)."""
+        if self.harness is not None:
+            return self.harness.line()
+        if MAS_SYSTEM in self.systems:
+            return (
+                "skipped unless asked: MAS-Resilience HumanEval verdicts (every released completion run "
+                f"again in the sandbox, a minute or two): `{HARNESS_COMMAND}`"
+            )
+        return None
+
+    @property
     def needs_models(self) -> list[Uncovered]:
         return list(NEEDS_MODELS)
 
@@ -52,19 +68,23 @@ class Reproduction:
 
 
 def _present(dataset: str, data_dir: Path | None) -> bool:
-    from ..data.sources import dataset_path
+    """Whether the data folder has the dataset's folder (registered or not, e.g. the MAS-Resilience
+    Experiments folder): a reproducer failing on a folder that is there is a malformed file, never a skip."""
+    from ..data.sources import resolve_data_dir
 
     try:
-        dataset_path(dataset, data_dir)
+        return (resolve_data_dir(data_dir) / dataset).is_dir()
     except DataError:
         return False
-    return True
 
 
-def reproduce(systems: Sequence[str] = (), data_dir: Path | None = None) -> Reproduction:
+def reproduce(
+    systems: Sequence[str] = (), data_dir: Path | None = None, *, harness: bool = False
+) -> Reproduction:
     """Recompute every covered table of ``systems`` (all when empty). A table whose dataset is not in
     the data folder is skipped, saying so; DataError when none could be recomputed, or when a dataset
-    that is there cannot be read (a malformed file is named, never skipped)."""
+    that is there cannot be read (a malformed file is named, never skipped). With ``harness`` (and
+    MAS-Resilience chosen), every released HumanEval verdict is judged again in the sandbox."""
     chosen = tuple(systems) or SYSTEMS
     results = []
     for reproducer in REPRODUCERS:
@@ -85,4 +105,9 @@ def reproduce(systems: Sequence[str] = (), data_dir: Path | None = None) -> Repr
             f"no published table could be recomputed: {results[0].skipped}",
             "pass --data-dir with the authors' released data (`llmpsych data fetch <dataset>`)",
         )
-    return Reproduction(results, chosen)
+    checked = None
+    if harness and MAS_SYSTEM in chosen:
+        from .harness import harness_verdicts
+
+        checked = harness_verdicts(data_dir)
+    return Reproduction(results, chosen, checked)
