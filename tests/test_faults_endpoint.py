@@ -231,11 +231,11 @@ def test_a_key_goes_only_to_its_own_upstream(tmp_path: Path, monkeypatch: pytest
         FaultServer() as decoy,
     ):
         # a key with a URL of its own cannot be pointed at another server (the run rules, one line)
-        with pytest.raises(ModelSpecError, match="its key goes nowhere else"):
-            with running(
-                parse_plan({"agents": AGENTS}, "t"), upstream="openai/gpt-x", base_url=decoy.base_url
-            ):
-                pass
+        with (
+            pytest.raises(ModelSpecError, match="its key goes nowhere else"),
+            running(parse_plan({"agents": AGENTS}, "t"), upstream="openai/gpt-x", base_url=decoy.base_url),
+        ):
+            pass
         with serve({"agents": AGENTS, "faults": FAULTS}, upstream, tmp_path / "run") as endpoint:
             client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.token, max_retries=0)
             replies = team(client)
