@@ -93,6 +93,8 @@ def _json_body(raw: bytes) -> dict[str, Any] | str:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         return "messages must be a non-empty list of message objects"
+    if body.get("n", 1) not in (1, None):
+        return "n must be 1: the fault endpoint answers one choice (faults apply to one reply)"
     return body
 
 
@@ -184,8 +186,10 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
             return _error(400, body)
         headers = {k.lower(): v for k, v in request.headers.items()}
         reply, result = await session.handle(body, headers)
-        if reply.status == 502:
-            return _error(502, reply.error, "upstream_error")
+        if reply.status in (500, 502):
+            return _error(
+                reply.status, reply.error, "upstream_error" if reply.status == 502 else "server_error"
+            )
         if reply.fault == "timeout":
             await asyncio.sleep(reply.delay_s)
             return _error(504, reply.error, "timeout")
