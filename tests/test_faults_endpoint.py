@@ -226,6 +226,15 @@ def test_the_endpoint_is_loopback_and_needs_its_token_and_host(tmp_path: Path) -
         ok = {"Authorization": f"Bearer {endpoint.token}"}
         assert httpx.post(url, content=b"[1, 2", headers=ok).status_code == 400
         assert httpx.post(url, content=b"x" * (17 * 2**20), headers=ok).status_code == 413
+        message = b'"messages": [{"role": "user", "content": "x"}]'
+        for hostile in (
+            b'{"temperature": 1e999, ' + message + b"}",  # a number no JSON encoder writes back
+            b'{"messages": [{"role": "user", "content": "\\ud800"}]}',  # a lone surrogate
+            b'{"model": ' + b"[" * 5000 + b"]" * 5000 + b", " + message + b"}",  # nested past recursion
+            b'{"n": 3, ' + message + b"}",  # more choices than a fault applies to
+            b'{"messages": []}',
+        ):
+            assert httpx.post(url, content=hostile, headers=ok).status_code == 400, hostile[:40]
         response = httpx.post(url, json=body, headers=ok)
         assert response.status_code == 200 and "access-control-allow-origin" not in response.headers
     assert upstream.bodies == [{**body, "model": "up"}]  # only the authorised request went upstream

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -84,10 +85,17 @@ def _json_body(raw: bytes) -> dict[str, Any] | str:
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"{text} is out of range")
+        return value
+
     try:
-        body = json.loads(raw, parse_constant=no_constant)
-    except (ValueError, RecursionError):
-        return "the request body is not JSON"
+        body = json.loads(raw, parse_constant=no_constant, parse_float=finite)
+        json.dumps(body, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\ud800) cannot be sent on
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return "the request body is not JSON (or holds a number out of range or a lone surrogate)"
     if not isinstance(body, dict):
         return "the request body must be a JSON object"
     messages = body.get("messages")
