@@ -273,6 +273,7 @@ def test_a_hostile_plan_is_one_line_and_nothing_in_it_runs(tmp_path: Path) -> No
         ),
         "unknown agent": ('[[faults]]\nagent = "ghost"\nkind = "refusal"\n', "not one of the plan's agents"),
         "bad regex": ('agents = [{name = "a", system = "(unclosed"}]\n', "not a regular expression"),
+        "backtracking": ('agents = [{name = "a", system = "(a+)+$"}]\n', "exponential time"),
         "two rules": ('agents = [{name = "a", model = "a", header = "a"}]\n', "exactly one of"),
         "unknown key": ('exec = "rm -rf /"\n', "exec"),
         "not TOML": ("[[agents]\n", "not valid TOML"),
