@@ -4,8 +4,6 @@ framework, the scripted loopback server for the user's model."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 from openai import APIStatusError, OpenAI
 from starlette.testclient import TestClient
 
+from llmpsych import cli
 from llmpsych.errors import ConfigError, ModelSpecError
 from llmpsych.faults import attribution_score, load_plan, parse_plan, running
 from llmpsych.faults.session import REFUSAL
@@ -265,7 +264,9 @@ def test_a_key_goes_only_to_its_own_upstream(tmp_path: Path, monkeypatch: pytest
             assert b"sk-compatible-upstream" not in data and b"sk-openai" not in data, path
 
 
-def test_a_hostile_plan_is_one_line_and_nothing_in_it_runs(tmp_path: Path) -> None:
+def test_a_hostile_plan_is_one_line_and_nothing_in_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     cases = {
         "rate = 2": (
             'agents = [{name = "a", model = "a"}]\n[[faults]]\nagent = "a"\nkind = "refusal"\nrate = 2\n',
@@ -293,14 +294,21 @@ def test_a_hostile_plan_is_one_line_and_nothing_in_it_runs(tmp_path: Path) -> No
     huge.write_bytes(b"#" * (2 * 2**20))
     with pytest.raises(ConfigError, match="more than a fault plan may hold"):
         load_plan(huge)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
-    done = subprocess.run(
-        [sys.executable, "-m", "llmpsych", "faults", "serve", "--plan", str(tmp_path / "rate = 2.toml"),
-         "--model", "openai-compatible/m", "--base-url", "http://127.0.0.1:9/v1"],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
-    assert done.returncode != 0 and "Traceback" not in done.stderr
-    assert [line for line in done.stderr.splitlines() if "faults.0.rate" in line]
+    argv = [
+        "llmpsych",
+        "faults",
+        "serve",
+        "--plan",
+        str(tmp_path / "rate = 2.toml"),
+        "--model",
+        "openai-compatible/m",
+    ]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    said = capsys.readouterr().err
+    assert exited.value.code != 0 and "Traceback" not in said
+    assert [line for line in said.splitlines() if "faults.0.rate" in line]
 
 
 def load_plan_text(folder: Path, text: str) -> Any:
