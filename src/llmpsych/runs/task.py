@@ -143,6 +143,7 @@ TASKS.add("reliability", "llmpsych.reliability.task:ReliabilityTask")
 TASKS.add("reliability-grid", "llmpsych.reliability.custom_grid:CustomGridTask")
 TASKS.add("emotionbench", "llmpsych.emotion.task:EmotionBenchTask")
 TASKS.add("mas", "llmpsych.collab.task:MasTask")
+TASKS.add("faults", "llmpsych.faults.task:FaultsTask")
 TASKS.add("validity", "llmpsych.psychobench.validity:ValidityTask")
 TASKS.add("translate", "llmpsych.instruments.translate:TranslateTask")
 

@@ -1,0 +1,29 @@
+"""Faults and defences around any multi-agent system: a fault-injecting OpenAI-compatible endpoint, the
+ground truth of every message it changed, and the score of an attribution method against it.
+
+The stable Python surface::
+
+    from llmpsych.faults import load_plan, running
+    with running(load_plan("plan.toml"), upstream="openai-compatible/m", base_url=URL, out="runs/x") as ep:
+        ...  # point the framework at ep.base_url with api_key=ep.token; ep.run_dir records everything
+
+See ``docs/faults-anywhere.md``.
+"""
+
+from .endpoint import Endpoint, running
+from .plan import AgentRule, Defence, Fault, FaultPlan, load_plan, parse_plan
+from .truth import AttributionScore, attribution_score, truth_frame
+
+__all__ = [
+    "AgentRule",
+    "AttributionScore",
+    "Defence",
+    "Endpoint",
+    "Fault",
+    "FaultPlan",
+    "attribution_score",
+    "load_plan",
+    "parse_plan",
+    "running",
+    "truth_frame",
+]
