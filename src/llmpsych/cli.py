@@ -341,6 +341,11 @@ SUBCOMMANDS = (
     ("llmpsych.games.cli", "gamabench", "GAMA-Bench games: score official logs, recompute the leaderboard."),
     ("llmpsych.games.cli", "games", "Old name of `llmpsych gamabench`."),
     ("llmpsych.collab.cli", "mas", "MAS-Resilience: multi-agent systems with faulty agents, and defences."),
+    (
+        "llmpsych.faults.cli",
+        "faults",
+        "Faults and defences around any multi-agent system: endpoint, attribution.",
+    ),
     ("llmpsych.emotion.cli", "emotionbench", "EmotionBench: emotions evoked by situations, against humans."),
     ("llmpsych.psychobench.cli", "psychobench", "PsychoBench: run several models, compare runs with norms."),
     ("llmpsych.reliability.cli", "reliability", "Scale reliability: BFI perturbation grid, steering, maps."),

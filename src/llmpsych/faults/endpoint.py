@@ -255,6 +255,7 @@ def running(
     timeout: float | None = None,
     max_retries: int | None = None,
     analyze: bool = True,
+    token: str | None = None,
 ) -> Iterator[Endpoint]:
     """Serve a fault endpoint while the block runs; yields its :class:`Endpoint` (``base_url``, ``token``,
     ``run_dir``).
@@ -264,7 +265,8 @@ def running(
     the run folder to create (a parent folder: a new ``faults-<time>`` folder in it when it exists and
     holds no run; default ``llmpsych-runs/``); ``resume`` continues the run in that folder with its stored
     plan and model (requests answered before are answered from the store). At the end the run is
-    analysed (``ground_truth.csv``, ``report.md``) unless ``analyze`` is False.
+    analysed (``ground_truth.csv``, ``report.md``) unless ``analyze`` is False. ``token``: the bearer token
+    to require (default: a new one).
     """
     if resume is not None:
         run_dir = Path(resume)
@@ -306,7 +308,7 @@ def running(
                     atomic_write_text(run_dir / MANIFEST_FILE, json.dumps(manifest, indent=2) + "\n")
                 session = FaultSession(plan, clients, store, config.seed)
                 bound_port = sock.getsockname()[1]
-                token = new_token()
+                token = token or new_token()
                 app = create_app(session, token=token, port=bound_port, hosts=host_names(host))
                 server = uvicorn.Server(server_config(app))
                 failure: list[BaseException] = []

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import ConfigError
 from ..models.chat_context import ChatContext
-from ..report.files import atomic_write_text, write_csv
+from ..report.files import atomic_write_text, write_csv, write_parquet
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 from .plan import FaultPlan
@@ -52,6 +52,7 @@ class FaultsTask(Task[FaultsOptions]):
         requests = requests_of(record)
         truth = truth_frame(record)
         table = write_csv(truth, record.run_dir / TRUTH_FILE)
+        parquet = write_parquet(truth, (record.run_dir / TRUTH_FILE).with_suffix(".parquet"))
         per_agent = Counter(r.agent for r in requests)
         changed = Counter((str(a), str(k)) for a, k in zip(truth["agent"], truth["kind"], strict=True))
         failed = len(record.failed())
@@ -70,4 +71,4 @@ class FaultsTask(Task[FaultsOptions]):
             kinds = ", ".join(f"{k} {c}" for (a, k), c in sorted(changed.items()) if a == agent) or "none"
             lines.append(f"| {agent} | {n} | {kinds} |")
         report = atomic_write_text(record.run_dir / "report.md", "\n".join(lines) + "\n")
-        return [table, report]
+        return [table, parquet, report]
