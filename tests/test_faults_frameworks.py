@@ -66,7 +66,12 @@ def team_model(body: dict[str, Any]) -> str:
     return "unrecognised request"
 
 
-CLEAN = {"agents": [{"name": "writer", "system": "^You are the writer"}, {"name": "reviewer", "system": "reviewer"}]}
+CLEAN = {
+    "agents": [
+        {"name": "writer", "system": "^You are the writer"},
+        {"name": "reviewer", "system": "reviewer"},
+    ]
+}
 FAULTY = {
     **CLEAN,
     "faults": [{"agent": "writer", "kind": "autoinject", "rate": 1.0, "share": 0.5, "content": "code"}],
@@ -79,9 +84,13 @@ def server() -> Any:
         yield s
 
 
-def run_program(program: str, server: FaultServer, plan: dict[str, Any], out: Path, tag: str) -> tuple[str, Path]:
+def run_program(
+    program: str, server: FaultServer, plan: dict[str, Any], out: Path, tag: str
+) -> tuple[str, Path]:
     """The program's standard output, and the endpoint's run folder."""
-    with running(parse_plan(plan, "test"), upstream="openai-compatible/scripted", base_url=server.base_url, out=out) as ep:
+    with running(
+        parse_plan(plan, "test"), upstream="openai-compatible/scripted", base_url=server.base_url, out=out
+    ) as ep:
         env = {**os.environ, "OPENAI_BASE_URL": ep.base_url, "OPENAI_API_KEY": ep.token}
         env.pop("PYTHONPATH", None)  # the program sees the framework, not llmpsych
         done = subprocess.run(

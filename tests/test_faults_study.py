@@ -44,7 +44,9 @@ def humaneval(seed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     items = load_items("humaneval50", seed_data)[:N]
     path = tmp_path_factory.mktemp("tasks") / "humaneval.jsonl"
     path.write_text("".join(json.dumps({"task_id": i.item_id, **i.reference}) + "\n" for i in items))
-    solutions = {i.reference["prompt"]: i.reference["prompt"] + i.reference["canonical_solution"] for i in items}
+    solutions = {
+        i.reference["prompt"]: i.reference["prompt"] + i.reference["canonical_solution"] for i in items
+    }
     return path, solutions
 
 
@@ -92,7 +94,9 @@ def test_camel_through_the_study_scores_what_mas_run_scores(
     assert study_scores == mas
     assert mas["clean"] != mas["inject"]  # the comparison can tell the two apart
     # every assistant reply of the injected cells is in their ground truth, none of the clean ones
-    assert (cells[cells.plan == "clean"].changes == 0).all() and (cells[cells.plan == "inject"].changes > 0).all()
+    assert (cells[cells.plan == "clean"].changes == 0).all() and (
+        cells[cells.plan == "inject"].changes > 0
+    ).all()
     summary = pd.read_csv(tmp_path / "study" / "plans.csv").set_index("plan")
     assert summary.loc["clean", "score"] == 100.0 and summary.loc["inject", "relative_drop_pct"] == 100.0
     assert "Relative drop" in (tmp_path / "study" / "comparison.md").read_text()
@@ -127,7 +131,9 @@ def score(task, answer):
 """
 
 
-def _team_study(tmp_path: Path, server: FaultServer, tasks: list[dict[str, str]], plans: list[StudyPlan]) -> Study:
+def _team_study(
+    tmp_path: Path, server: FaultServer, tasks: list[dict[str, str]], plans: list[StudyPlan]
+) -> Study:
     (tmp_path / "team.py").write_text(TEAM)
     (tmp_path / "judge.py").write_text(SCORER)
     tasks_file = tmp_path / "tasks.jsonl"

@@ -23,7 +23,9 @@ from ..errors import LlmpsychError
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m llmpsych.faults.inhouse", description=__doc__)
-    parser.add_argument("--system", default="camel", help="metagpt, selfcollab, camel, spp, mad or agentverse")
+    parser.add_argument(
+        "--system", default="camel", help="metagpt, selfcollab, camel, spp, mad or agentverse"
+    )
     parser.add_argument("--dataset", default="humaneval50", help="the mas task's dataset")
     parser.add_argument("--seed", type=int, default=0, help="the run seed (mas run's default: 0)")
     parser.add_argument("--data-dir", default=None, help="the data folder (default: LLMPSYCH_DATA_DIR)")

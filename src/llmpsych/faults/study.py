@@ -41,6 +41,7 @@ the repetitions draw their faults independently and a re-run draws the same ones
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -121,14 +122,12 @@ def run_bounded(
     over = threading.Event()
 
     def kill() -> None:
-        try:
+        with contextlib.suppress(OSError):  # already gone
             os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:  # already gone
-            pass
 
     def read_out() -> None:
         assert proc.stdout is not None
-        while chunk := proc.stdout.read1(65536):
+        while chunk := os.read(proc.stdout.fileno(), 65536):
             if len(out) + len(chunk) > limit:
                 over.set()
                 kill()
@@ -137,7 +136,7 @@ def run_bounded(
 
     def read_err() -> None:
         assert proc.stderr is not None
-        while chunk := proc.stderr.read1(65536):
+        while chunk := os.read(proc.stderr.fileno(), 65536):
             err.extend(chunk)
             del err[:-STDERR_TAIL]
 
@@ -314,11 +313,13 @@ class HumanEvalScorer:
 
     def _open(self) -> Any:
         if self._pool is None:
-            from ..sandbox import INSTALL_HINT, Limits, SandboxUnavailable, available, open_sandbox
             from ..collab.scoring import official_digests
+            from ..sandbox import INSTALL_HINT, Limits, SandboxUnavailable, available, open_sandbox
 
             if not available():
-                raise ConfigError("the humaneval scorer runs model-written code: it needs bubblewrap", INSTALL_HINT)
+                raise ConfigError(
+                    "the humaneval scorer runs model-written code: it needs bubblewrap", INSTALL_HINT
+                )
             pool = open_sandbox(1, Limits(timeout_s=self.timeout, cpu_s=int(self.timeout) + 1))
             try:
                 pool.probe()
@@ -375,7 +376,9 @@ def make_scorer(spec: str, *, data_dir: Path | None = None, timeout: float = 60.
         except LlmpsychError:
             raise
         except Exception as exc:  # an import of the user's module failed: one line, no traceback
-            raise ConfigError(f"--scorer {spec}: cannot import {target}: {type(exc).__name__}: {exc}") from None
+            raise ConfigError(
+                f"--scorer {spec}: cannot import {target}: {type(exc).__name__}: {exc}"
+            ) from None
         function = getattr(module, name, None)
         if not callable(function):
             raise ConfigError(f"--scorer {spec}: {target} has no function {name!r}")
@@ -411,7 +414,9 @@ def load_plans(paths: Sequence[Path]) -> list[StudyPlan]:
     names = [p.name for p in plans]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
-        raise ConfigError(f"--plans: two plan files named {', '.join(twice)}", "a plan is named by its file's stem")
+        raise ConfigError(
+            f"--plans: two plan files named {', '.join(twice)}", "a plan is named by its file's stem"
+        )
     if not plans:
         raise ConfigError("--plans: give at least one plan file")
     return plans
@@ -562,7 +567,8 @@ def run_study(study: Study, progress: Callable[[str], None] | None = None) -> li
             done[(plan.name, task.task_id, repetition)] = row
             if progress:
                 score = "unscored" if row["score"] is None else f"{row['score']:g}"
-                progress(f"[{number}/{total}] {plan.name} · {task.task_id} · run {repetition}: {row['status']}, {score}")
+                where = f"{plan.name} · {task.task_id} · run {repetition}"
+                progress(f"[{number}/{total}] {where}: {row['status']}, {score}")
     finally:
         study.scorer.close()
     rows = [done[(p.name, t.task_id, r)] for p, _, t, r in cells(study)]
@@ -599,7 +605,9 @@ def plan_table(plans: Sequence[StudyPlan], frame: pd.DataFrame) -> pd.DataFrame:
     for plan, score in zip(plans, out.score, strict=True):
         drops.append(math.nan if plan.clean else relative_drop(clean_score, score))
         undefended = [
-            q for q in plans if not q.plan.defences and q.plan.faults == plan.plan.faults and plan.plan.defences
+            q
+            for q in plans
+            if not q.plan.defences and q.plan.faults == plan.plan.faults and plan.plan.defences
         ]
         if undefended and not plan.clean and plan.plan.faults:
             faulty = float(out.set_index("plan").score[undefended[0].name])
