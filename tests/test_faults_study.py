@@ -107,8 +107,9 @@ def test_camel_through_the_study_scores_what_mas_run_scores(
 TEAM = r"""
 import json, os, sys, urllib.request
 task = json.loads(sys.stdin.readline())
+leak = any("sk-upstream-secret" in value for value in os.environ.values())
 with open(os.environ["COUNT_FILE"], "a") as f:
-    f.write(task["id"] + "\n")
+    f.write(task["id"] + (" LEAK" if leak else "") + "\n")
 if task["id"] == "fail":
     sys.exit(3)
 if task["id"] == "flood":
@@ -152,7 +153,8 @@ def _team_study(
     )
 
 
-def test_failures_are_counted_and_a_study_resumes(tmp_path: Path) -> None:
+def test_failures_are_counted_and_a_study_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LLMPSYCH_API_KEY", "sk-upstream-secret")  # the upstream's key, in llmpsych's env
     tasks = [
         {"id": "good", "prompt": "say it"},
         {"id": "fail", "prompt": "-"},
@@ -167,8 +169,15 @@ def test_failures_are_counted_and_a_study_resumes(tmp_path: Path) -> None:
         run_study(study)
         first = (tmp_path / "count.txt").read_text().splitlines()
         assert len(first) == 2 * 4 * 2
+        assert not [line for line in first if "LEAK" in line]  # the upstream key never reached the team
         run_study(_team_study(tmp_path, server, tasks, plans))  # resumed: nothing left to run
         assert (tmp_path / "count.txt").read_text().splitlines() == first
+        # a line cut off while it was written (the process killed): that run, and only it, runs again
+        log = tmp_path / "study" / "cells.jsonl"
+        log.write_text(log.read_text()[:-40])
+        run_study(_team_study(tmp_path, server, tasks, plans))
+        assert (tmp_path / "count.txt").read_text().splitlines() == [*first, first[-1]]
+        assert len(log.read_text().splitlines()) == 16
     cells = pd.read_csv(tmp_path / "study" / "cells.csv").set_index(["plan", "task", "repetition"])
     assert cells.loc[("clean", "good", 0), "score"] == 100.0
     assert cells.loc[("refusal", "good", 1), "score"] == 0.0  # the refusal reached the team

@@ -9,7 +9,9 @@ answer and writes the tables of ``llmpsych mas compare`` for plans instead of co
 
 The system is any command. For each cell it gets, in its environment, ``OPENAI_BASE_URL`` (and
 ``OPENAI_API_BASE``) = the endpoint's URL and ``OPENAI_API_KEY`` = the endpoint's token (never the
-upstream key), plus ``LLMPSYCH_TASK_ID``, ``LLMPSYCH_PLAN`` and ``LLMPSYCH_REPETITION``; the task row
+upstream key: every variable that holds a model key, ``LLMPSYCH_API_KEY``, ``OPENROUTER_API_KEY``, a config
+file's ``api_key_env`` ..., is removed from its environment), plus ``LLMPSYCH_TASK_ID``, ``LLMPSYCH_PLAN``
+and ``LLMPSYCH_REPETITION``; the task row
 (one JSON object) is written to its standard input as one line; its answer is what it prints on standard
 output. It runs as a subprocess in a session of its own, killed (the whole group) after ``timeout``
 seconds or once it prints more than :data:`MAX_ANSWER_BYTES`; only the last :data:`STDERR_TAIL` bytes of
@@ -63,7 +65,7 @@ from typing import Any, Protocol
 import pandas as pd
 
 from ..errors import ConfigError, DataError, LlmpsychError
-from ..report.files import output_dir, write_csv
+from ..report.files import atomic_write_text, output_dir, write_csv
 from ..report.html import html_beside
 from ..report.markdown import table, write_report
 from ..userfiles import parse_json, read_text
@@ -463,10 +465,15 @@ def _finished(path: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
     done: dict[tuple[str, str, int], dict[str, Any]] = {}
     if path.exists():
         text = read_text(path, "study cells file", 1 << 30, error=DataError)
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                row = parse_json(line, f"{path}, line {number}")
-                done[(row["plan"], row["task"], int(row["repetition"]))] = row
+        lines = text.splitlines()
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            if number == len(lines) and not text.endswith("\n"):  # cut off while written: run it again
+                atomic_write_text(path, text[: text.rfind("\n") + 1])
+                break
+            row = parse_json(line, f"{path}, line {number}")
+            done[(row["plan"], row["task"], int(row["repetition"]))] = row
     return done
 
 
@@ -482,7 +489,7 @@ def _check_resume(study: Study) -> None:
                 "use a new --out, or the same settings to resume it",
             )
     else:
-        path.write_text(json.dumps(described, indent=2) + "\n")
+        atomic_write_text(path, json.dumps(described, indent=2) + "\n")
 
 
 def _ground_truth_rows(run_dir: Path) -> int | None:
@@ -490,6 +497,24 @@ def _ground_truth_rows(run_dir: Path) -> int | None:
     if not path.exists():
         return None
     return len(pd.read_csv(path))
+
+
+def key_variables() -> set[str]:
+    """The environment variables that hold model keys: those of the built-in endpoints and of the config
+    file's endpoints (``api_key_env``)."""
+    from ..config import user_config
+    from ..models.spec import BUILTIN_ENDPOINTS
+
+    names = {env for _, env in BUILTIN_ENDPOINTS.values() if env}
+    names |= {e.api_key_env for e in user_config().endpoints.values() if e.api_key_env}
+    return names
+
+
+def system_environment() -> dict[str, str]:
+    """This process's environment without any model key: the system gets the endpoint's token instead, so
+    a framework cannot reach the upstream (or anything else) with the user's key behind the endpoint."""
+    hidden = key_variables()
+    return {k: v for k, v in os.environ.items() if k not in hidden}
 
 
 def run_cell(study: Study, plan: StudyPlan, index: int, task: StudyTask, repetition: int) -> dict[str, Any]:
@@ -508,7 +533,7 @@ def run_cell(study: Study, plan: StudyPlan, index: int, task: StudyTask, repetit
         serving = running(seeded, upstream=study.upstream, base_url=study.base_url, out=run_dir)
     with serving as endpoint:
         env = {
-            **os.environ,
+            **system_environment(),
             **study.env,
             "OPENAI_BASE_URL": endpoint.base_url,
             "OPENAI_API_BASE": endpoint.base_url,
