@@ -275,9 +275,11 @@ def test_recovery_uses_the_plan_with_the_same_faults_and_no_defence() -> None:
             "status": ["ok"] * 3,
             "score": [80.0, 40.0, 70.0],
             "changes": [0, 1, 2],
+            "upstream_failures": [0, 0, 3],
         }
     )
     table = plan_table(plans, frame).set_index("plan")
+    assert list(table.upstream_failed) == [0, 0, 1]
     assert table.loc["faulty", "relative_drop_pct"] == pytest.approx(50.0)
     assert table.loc["defended", "recovery_pct"] == pytest.approx(75.0)
     assert pd.isna(table.loc["clean", "relative_drop_pct"])

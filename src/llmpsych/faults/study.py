@@ -417,10 +417,10 @@ def load_plans(paths: Sequence[Path]) -> list[StudyPlan]:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(
-            f"--plans: two plan files named {', '.join(twice)}", "a plan is named by its file's stem"
+            f"plans: two plan files named {', '.join(twice)}", "a plan is named by its file's stem"
         )
     if not plans:
-        raise ConfigError("--plans: give at least one plan file")
+        raise ConfigError("give at least one plan file")
     return plans
 
 
@@ -499,6 +499,15 @@ def _ground_truth_rows(run_dir: Path) -> int | None:
     return len(pd.read_csv(path))
 
 
+def _upstream_failures(run_dir: Path) -> int:
+    """Requests of the cell that the endpoint could not answer because the upstream model failed (the
+    endpoint answered HTTP 502; a unit of its run marked failed)."""
+    from ..runs.store import RunStore
+
+    with RunStore.in_dir(run_dir, readonly=True) as store:
+        return len(store.units("failed"))
+
+
 def key_variables() -> set[str]:
     """The environment variables that hold model keys: those of the built-in endpoints and of the config
     file's endpoints (``api_key_env``)."""
@@ -553,6 +562,7 @@ def run_cell(study: Study, plan: StudyPlan, index: int, task: StudyTask, repetit
         "answer": answer,
         "stderr_tail": ran.stderr_tail.decode("utf-8", "replace"),
         "changes": _ground_truth_rows(run_dir),
+        "upstream_failures": _upstream_failures(run_dir),
         "endpoint_run": str(run_dir.relative_to(study.out)),
         "score": None,
         "score_note": "",
@@ -619,6 +629,7 @@ def plan_table(plans: Sequence[StudyPlan], frame: pd.DataFrame) -> pd.DataFrame:
                 "scored": len(scored),
                 "system_failed": int((mine.status != "ok").sum()),
                 "unscored": int(mine.score.isna().sum()),
+                "upstream_failed": int((mine.upstream_failures > 0).sum()),
                 "messages_changed": int(mine.changes.fillna(0).sum()),
                 "score": float(scored.mean()) if len(scored) else math.nan,
             }
@@ -661,7 +672,9 @@ def write_tables(plans: Sequence[StudyPlan], frame: pd.DataFrame, out: Path) -> 
         f"{baseline} Score: the mean over the scored cells (0-100); `n` counts cells (tasks × runs), "
         "`scored` the cells in the mean, `system_failed` the cells where the system exited non-zero, timed "
         "out or printed too much (scored 0: the task was failed), `unscored` the cells the scorer gave no "
-        "score for (left out; their reasons are in cells.csv). Relative drop (%) = 100 · (clean − plan) / "
+        "score for (left out; their reasons are in cells.csv), `upstream_failed` the cells where the "
+        "upstream model failed at least once (the endpoint answered HTTP 502: not a fault of the plan; such "
+        "cells are scored as they ended). Relative drop (%) = 100 · (clean − plan) / "
         "clean; recovery (%) = 100 · (defended − faulty) / (clean − faulty), where faulty is the plan with "
         "the same faults and no defences (the formulas of `llmpsych mas compare`). `messages_changed` counts "
         "the rows of the cells' ground_truth.csv."
