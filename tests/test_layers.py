@@ -23,6 +23,9 @@ RESEARCH = ("psychobench", "emotion", "games", "reliability", "collab", "quickst
 WEB = "web"
 #: The only modules outside ``web/`` that may import it: the top-level command line lists its subcommand.
 WEB_IMPORTERS = {"llmpsych.cli", "llmpsych.__main__"}
+#: The fault endpoint is a server of its own: it reuses the web layer's socket, connection limits and gate
+#: helpers (bind, server_config, Host check, token) instead of a second copy of them.
+WEB_IMPORTERS |= {"llmpsych.faults.endpoint", "llmpsych.faults.cli"}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

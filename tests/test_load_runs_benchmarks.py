@@ -9,6 +9,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -17,6 +18,7 @@ import llmpsych
 from llmpsych import cli
 from llmpsych.collab.scripted import ScriptedCollaborator
 from llmpsych.errors import DataError
+from llmpsych.faults import parse_plan, running
 from llmpsych.quickstart.demo_scale import demo_scale
 from llmpsych.reliability.custom_grid import GRID_FACTORS
 from llmpsych.reliability.published import DIMENSIONS
@@ -88,6 +90,16 @@ def root(tmp_path_factory: pytest.TempPathFactory, seed_data: Path) -> Path:
     with FaultServer(responder=ScriptedCollaborator({})) as server:
         options = {"dataset": "ciar", "items": 2, "system": "mad"}
         _run(server, runs / "mas", "mas", options, data_dir=str(seed_data))
+    with FaultServer() as server:  # a fault endpoint's run: one request forwarded
+        plan = parse_plan({"agents": [{"name": "a", "model": "a"}]}, "test")
+        with running(
+            plan, upstream="openai-compatible/m", base_url=server.base_url, out=runs / "faults"
+        ) as ep:
+            httpx.post(
+                f"{ep.base_url}/chat/completions",
+                headers={"Authorization": f"Bearer {ep.token}"},
+                json={"model": "a", "messages": [{"role": "user", "content": "x"}]},
+            ).raise_for_status()
     with FaultServer(responder=emotion_answers(seed_data, [])) as server:
         options = {"emotions": ["Anger"], "situations_per_factor": 1, "runs": 1, "default_runs": 2}
         _run(server, runs / "emotionbench", "emotionbench", options, data_dir=str(seed_data))
@@ -146,6 +158,7 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
         "gamabench": "games.csv",
         "reliability-grid": "data_points.csv",
         "mas": "results.csv",
+        "faults": "none",
         "psychobench": "scores.csv",
         "quickstart": "scores.csv, game.json",
         "reliability": "data_points.csv",
@@ -153,7 +166,7 @@ def test_one_glob_over_every_benchmark(root: Path) -> None:
         "validity": "validity_runs.csv",
     }
     by_task = frames.scores.groupby("task")["score"].count()
-    assert set(by_task.index) == set(tasks) - {"echo", "gamabench-rephrase"} and (by_task > 0).all()
+    assert set(by_task.index) == set(tasks) - {"echo", "gamabench-rephrase", "faults"} and (by_task > 0).all()
     assert set(frames.runs["task"]) == set(TASKS)  # every registered task has a run here
     # EmotionBench: runs.csv's PANAS columns, long
     emotion = _own(frames.scores, root / "all" / "emotionbench")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -84,15 +85,24 @@ def _json_body(raw: bytes) -> dict[str, Any] | str:
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
+    def finite(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise ValueError(f"{text} is out of range")
+        return value
+
     try:
-        body = json.loads(raw, parse_constant=no_constant)
-    except (ValueError, RecursionError):
-        return "the request body is not JSON"
+        body = json.loads(raw, parse_constant=no_constant, parse_float=finite)
+        json.dumps(body, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\ud800) cannot be sent on
+    except (ValueError, RecursionError):  # UnicodeEncodeError is a ValueError
+        return "the request body is not JSON (or holds a number out of range or a lone surrogate)"
     if not isinstance(body, dict):
         return "the request body must be a JSON object"
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
         return "messages must be a non-empty list of message objects"
+    if body.get("n", 1) not in (1, None):
+        return "n must be 1: the fault endpoint answers one choice (faults apply to one reply)"
     return body
 
 
@@ -184,8 +194,10 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
             return _error(400, body)
         headers = {k.lower(): v for k, v in request.headers.items()}
         reply, result = await session.handle(body, headers)
-        if reply.status == 502:
-            return _error(502, reply.error, "upstream_error")
+        if reply.status in (500, 502):
+            return _error(
+                reply.status, reply.error, "upstream_error" if reply.status == 502 else "server_error"
+            )
         if reply.fault == "timeout":
             await asyncio.sleep(reply.delay_s)
             return _error(504, reply.error, "timeout")

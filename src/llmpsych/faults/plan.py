@@ -15,9 +15,10 @@ A request no rule fits is forwarded unchanged and recorded as agent :data:`UNMAT
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -41,6 +42,43 @@ FaultKind = Literal["autoinject", "autotransform", "timeout", "malformed", "refu
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
+def backtracks(pattern: str) -> bool:
+    """Whether a (valid) pattern repeats a group that holds a repetition or alternatives: the shape of
+    catastrophic backtracking (``(a+)+$`` takes seconds on 30 characters), refused in a plan since the
+    endpoint searches every system prompt with it. Read from Python's own parse of the pattern."""
+    parser: Any = importlib.import_module("re._parser")
+    repeats = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
+
+    def parts(value: Any) -> list[Any]:
+        """The sub-patterns inside an operand (a SubPattern, or a tuple or list holding some)."""
+        if isinstance(value, parser.SubPattern):
+            return [value]
+        if isinstance(value, tuple | list):
+            return [p for v in value for p in parts(v)]
+        return []
+
+    def holds(sub: Any, wanted: set[str]) -> bool:
+        for op, operand in sub:
+            name = str(op)
+            if name == "BRANCH" and "BRANCH" in wanted and len(operand[1]) > 1:
+                return True
+            if name in repeats and name in wanted and operand[1] > 1:
+                return True
+            if any(holds(p, wanted) for p in parts(operand)):
+                return True
+        return False
+
+    def walk(sub: Any) -> bool:
+        for op, operand in sub:
+            if str(op) in repeats and operand[1] > 1 and holds(operand[2], repeats | {"BRANCH"}):
+                return True
+            if any(walk(p) for p in parts(operand)):
+                return True
+        return False
+
+    return walk(parser.parse(pattern))
+
+
 class AgentRule(BaseModel):
     """One agent and the rule that recognises its requests (exactly one of the four)."""
 
@@ -60,6 +98,11 @@ class AgentRule(BaseModel):
                 re.compile(pattern)
             except re.error as exc:
                 raise ValueError(f"not a regular expression ({exc})") from None
+            if backtracks(pattern):
+                raise ValueError(
+                    "a repeated group that itself repeats or has alternatives ((a+)+, (a|b)*) can take "
+                    "exponential time on a long prompt; write the pattern without it"
+                )
         return pattern
 
     @field_validator("calls")

@@ -34,6 +34,7 @@ from ..collab.inject import AutoInject
 from ..collab.runtime import Agent, Message, Route, Runtime
 from ..collab.taxonomy import NOT_CODE, classify
 from ..collab.transform import AutoTransform
+from ..errors import LlmpsychError
 from ..models.canonical import canonical_json
 from ..models.client import ModelClient, RequestFailed
 from ..models.retry import FatalRequestError, RetriesExhausted, RetryableError, call_with_retries
@@ -204,6 +205,11 @@ class FaultSession:
             result.status, result.error = 502, str(exc)
             await self.commits.write(fail_unit_statements(unit_id, str(exc)))
             return Reply(502, error=f"upstream model failed: {exc}"), result
+        except Exception as exc:  # the store, a role without a model, a bug: recorded, said in one line
+            why = exc.message if isinstance(exc, LlmpsychError) else f"{type(exc).__name__}: {exc}"[:500]
+            result.status, result.error = 500, why
+            await self.commits.write(fail_unit_statements(unit_id, why))
+            return Reply(500, error=f"the fault endpoint failed: {why}"), result
         result.status = reply.status
         result.tool_calls = len(reply.message.get("tool_calls") or [])
         if reply.fault is not None:

@@ -38,6 +38,7 @@ class FaultsTask(Task[FaultsOptions]):
     name = "faults"
     Options = FaultsOptions
     Result = UnitResult
+    score_tables = ()  # its table is the ground truth (ground_truth.csv), not scores
 
     def units(self) -> list[WorkUnit]:
         raise ConfigError(
