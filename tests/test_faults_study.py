@@ -72,6 +72,7 @@ def test_camel_through_the_study_scores_what_mas_run_scores(
             upstream="openai-compatible/scripted",
             base_url=server.base_url,
             timeout=120,
+            workers=2,  # the two plans' runs side by side, each behind its own endpoint
         )
         run_study(study)
         mas = {}

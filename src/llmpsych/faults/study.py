@@ -58,6 +58,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -437,6 +438,7 @@ class Study:
     upstream: str
     base_url: str | None = None
     timeout: float = 600.0
+    workers: int = 1  # cells run side by side (each behind its own endpoint)
     env: dict[str, str] = field(default_factory=dict)  # added to the system's environment (tests, docs)
 
     def describe(self) -> dict[str, Any]:
@@ -526,7 +528,14 @@ def system_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in hidden}
 
 
-def run_cell(study: Study, plan: StudyPlan, index: int, task: StudyTask, repetition: int) -> dict[str, Any]:
+def run_cell(
+    study: Study,
+    plan: StudyPlan,
+    index: int,
+    task: StudyTask,
+    repetition: int,
+    scoring: threading.Lock | None = None,
+) -> dict[str, Any]:
     """Serve the plan, run the system on the task, score its answer: the cell's row."""
     from ..runs.store import STORE_FILE
     from .endpoint import running
@@ -571,7 +580,8 @@ def run_cell(study: Study, plan: StudyPlan, index: int, task: StudyTask, repetit
         row["score"], row["score_note"] = 0.0, "system failed: the task is failed"
     else:
         try:
-            row["score"] = study.scorer.score(task, answer)
+            with scoring or contextlib.nullcontext():  # a scorer judges one answer at a time
+                row["score"] = study.scorer.score(task, answer)
         except ScoreUnavailable as exc:
             row["score_note"] = str(exc)
     return row
@@ -586,17 +596,24 @@ def cells(study: Study) -> Iterator[tuple[StudyPlan, int, StudyTask, int]]:
 
 
 def run_study(study: Study, progress: Callable[[str], None] | None = None) -> list[Path]:
-    """Run every unfinished cell (each appended to ``cells.jsonl`` when scored), then write the tables."""
+    """Run every unfinished cell, ``study.workers`` at a time (each appended to ``cells.jsonl`` when
+    scored; the scorer judges one answer at a time), then write the tables."""
     output_dir(study.out)
     _check_resume(study)
     path = study.out / CELLS_FILE
     done = _finished(path)
     total = len(study.plans) * len(study.tasks) * study.runs
-    try:
-        for number, (plan, index, task, repetition) in enumerate(cells(study), 1):
-            if (plan.name, task.task_id, repetition) in done:
-                continue
-            row = run_cell(study, plan, index, task, repetition)
+    todo = [
+        (number, cell)
+        for number, cell in enumerate(cells(study), 1)
+        if (cell[0].name, cell[2].task_id, cell[3]) not in done
+    ]
+    scoring, writing = threading.Lock(), threading.Lock()
+
+    def one(item: tuple[int, tuple[StudyPlan, int, StudyTask, int]]) -> None:
+        number, (plan, index, task, repetition) = item
+        row = run_cell(study, plan, index, task, repetition, scoring)
+        with writing:
             with path.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
             done[(plan.name, task.task_id, repetition)] = row
@@ -604,6 +621,11 @@ def run_study(study: Study, progress: Callable[[str], None] | None = None) -> li
                 score = "unscored" if row["score"] is None else f"{row['score']:g}"
                 where = f"{plan.name} · {task.task_id} · run {repetition}"
                 progress(f"[{number}/{total}] {where}: {row['status']}, {score}")
+
+    try:
+        with ThreadPoolExecutor(study.workers) as pool:
+            for _ in pool.map(one, todo):
+                pass
     finally:
         study.scorer.close()
     rows = [done[(p.name, t.task_id, r)] for p, _, t, r in cells(study)]

@@ -50,6 +50,9 @@ def study(
     timeout: Annotated[
         float, typer.Option("--timeout", min=1, max=86_400, help="Seconds one run of the system may take.")
     ] = 600.0,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=64, help="Runs of the system side by side.")
+    ] = 1,
     data_dir: kit.DataDirOpt = None,
     progress: kit.ProgressOpt = True,
 ) -> None:
@@ -69,6 +72,7 @@ def study(
         upstream=model,
         base_url=base_url,
         timeout=timeout,
+        workers=workers,
     )
     say = (
         (lambda line: kit.err_console.print(terminal_text(line), markup=False, highlight=False))
