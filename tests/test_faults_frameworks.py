@@ -152,3 +152,18 @@ def test_the_page_shows_each_program_whole() -> None:
         assert marker in page, f"{program} has no section"
         block = page.split(marker, 1)[1].split("```python\n", 1)[1].split("\n```\n", 1)[0]
         assert block + "\n" == (EXAMPLES / program).read_text(encoding="utf-8")
+
+
+def test_a_transport_fault_is_retried_by_the_framework_and_recorded(
+    server: FaultServer, tmp_path: Path
+) -> None:
+    """A 504 on the writer's first request: the framework's client retries (its own behaviour, unchanged),
+    the retry is the same turn's second attempt and goes through, so the output is the clean one and the
+    ground truth holds exactly that one failed attempt."""
+    timeout = {**CLEAN, "faults": [{"agent": "writer", "kind": "timeout", "turns": [1]}]}
+    out, run_dir = run_program("openai_agents_team.py", server, timeout, tmp_path / "t", "agentstimeout")
+    assert out.rstrip("\n").splitlines() == ["FINAL", "# task agentstimeout", *DRAFT]
+    truth = pd.read_csv(run_dir / "ground_truth.csv")
+    assert [tuple(r) for r in truth[["agent", "turn", "attempt", "kind"]].itertuples(index=False)] == [
+        ("writer", 1, 1, "timeout")
+    ]
