@@ -1,25 +1,25 @@
 """A fault study: a user's multi-agent system run over fault plans × tasks × repetitions, scored per plan.
 
 ``llmpsych faults study clean.toml inject.toml --system "python my_team.py" --tasks tasks.jsonl --scorer
-score.py:judge --model SPEC --runs 3 --out study/`` runs the system once per cell (plan, task, repetition),
-each time behind a fresh fault endpoint (:func:`llmpsych.faults.endpoint.running`) that forwards to the
-upstream model, applies the plan and records every request in its own run folder
-(``endpoints/<plan>/<index>-<task>/r<repetition>``, with its ``ground_truth.csv``). Then it scores the system's
-answer and writes the tables of ``llmpsych mas compare`` for plans instead of conditions.
+score.py:judge --model SPEC --runs 3 --out study/`` runs the system once per cell (plan, task,
+repetition), each time behind a fresh fault endpoint (:func:`llmpsych.faults.endpoint.running`) that
+forwards to the upstream model, applies the plan and records every request in its own run folder
+(``endpoints/<plan>/<index>-<task>/r<repetition>``, with its ``ground_truth.csv``). Then it scores the
+system's answer and writes the tables of ``llmpsych mas compare`` for plans instead of conditions.
 
 The system is any command. For each cell it gets, in its environment, ``OPENAI_BASE_URL`` (and
 ``OPENAI_API_BASE``) = the endpoint's URL and ``OPENAI_API_KEY`` = the endpoint's token (never the
-upstream key: every variable that holds a model key, ``LLMPSYCH_API_KEY``, ``OPENROUTER_API_KEY``, a config
-file's ``api_key_env`` ..., is removed from its environment), plus ``LLMPSYCH_TASK_ID``, ``LLMPSYCH_PLAN``
-and ``LLMPSYCH_REPETITION``; the task row (one JSON object) is written to its standard input as one line;
-its answer is what it prints on standard output. It runs as a subprocess in a session of its own, killed (the whole group) after ``timeout``
-seconds or once it prints more than :data:`MAX_ANSWER_BYTES`; only the last :data:`STDERR_TAIL` bytes of
-its standard error are kept. A system that exits non-zero, times out or prints too much has failed the
-task: the cell scores 0 and is counted as ``system_failed`` (under a transport fault, that is what the
-fault did).
+upstream key: every variable that holds a model key, ``LLMPSYCH_API_KEY``, ``OPENROUTER_API_KEY``, a
+config file's ``api_key_env`` ..., is removed from its environment), plus ``LLMPSYCH_TASK_ID``,
+``LLMPSYCH_PLAN`` and ``LLMPSYCH_REPETITION``; the task row (one JSON object) is written to its standard
+input as one line; its answer is what it prints on standard output. It runs as a subprocess in a session
+of its own, killed (the whole group) after ``timeout`` seconds or once it prints more than
+:data:`MAX_ANSWER_BYTES`; only the last :data:`STDERR_TAIL` bytes of its standard error are kept. A system
+that exits non-zero, times out or prints too much has failed the task: the cell scores 0 and is counted as
+``system_failed`` (under a transport fault, that is what the fault did).
 
-The scorer judges an answer against its task row and returns a score on 0-100 (``True``/``False`` count
-as 100/0): the built-in ``humaneval`` (the problem's tests against the answer in the sandbox, exactly as
+The scorer judges an answer against its task row and returns a score on 0-100 (``True``/``False`` count as
+100/0): the built-in ``humaneval`` (the problem's tests against the answer in the sandbox, exactly as
 ``mas run`` scores HumanEval: :func:`llmpsych.collab.scoring.check_humaneval`), a Python function
 ``module:function`` or ``path/to/file.py:function`` called with ``(task, answer)``, or any other command,
 given ``{"task": ..., "answer": ...}`` as one JSON line on standard input and expected to print one number
@@ -28,15 +28,15 @@ scorer failed or printed something else) is not a number: the cell is ``unscored
 and the tables say how many.
 
 Per plan, the tables give n (cells), the cells scored, the system failures, the unscored cells, the mean
-score over the scored cells, the cells in which the upstream model failed, the relative drop against the clean plan (no faults, no defences) and, for a
-plan with defences, the recovery of what the same faults without defences lost: the formulas of ``mas
-compare`` (:func:`llmpsych.collab.experiments.relative_drop` and :func:`~.experiments.recovery`), with
-a plan in place of a condition. Each finished cell is appended to ``cells.jsonl`` the moment it is
-scored; the same command with the same ``--out`` skips the finished cells and resumes an unfinished
-cell's endpoint run from its store.
+score over the scored cells, the cells in which the upstream model failed, the relative drop against the
+clean plan (no faults, no defences) and, for a plan with defences, the recovery of what the same faults
+without defences lost: the formulas of ``mas compare`` (:func:`llmpsych.collab.experiments.relative_drop`
+and :func:`~.experiments.recovery`), with a plan in place of a condition. Each finished cell is appended
+to ``cells.jsonl`` the moment it is scored; the same command with the same ``--out`` skips the finished
+cells and resumes an unfinished cell's endpoint run from its store.
 
-Repetition ``r`` runs the plan with seed ``plan.seed + r`` (repetition 0 uses the plan's own seed), so
-the repetitions draw their faults independently and a re-run draws the same ones.
+Repetition ``r`` runs the plan with seed ``plan.seed + r`` (repetition 0 uses the plan's own seed), so the
+repetitions draw their faults independently and a re-run draws the same ones.
 """
 
 from __future__ import annotations
