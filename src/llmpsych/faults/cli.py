@@ -12,6 +12,7 @@ from pydantic import SecretStr
 
 from .. import clikit as kit
 from ..report.terminal import InertConsole
+from . import study_cli
 
 app = typer.Typer(
     help="Faults and defences around any multi-agent system: a fault-injecting endpoint, attribution.",
@@ -131,3 +132,6 @@ def attribution(
     )
     for line in score.lines():
         console.print(line)
+
+
+app.command("study")(study_cli.study)  # llmpsych faults study: in its own module (faults/study_cli.py)
