@@ -460,6 +460,9 @@ def host_cmd(
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (default: a free one).", min=0, max=65535)] = 0,
+    lang: Annotated[
+        str, typer.Option("--lang", help="Language of the participants' pages: en or de.")
+    ] = "en",
     linger: Annotated[
         bool, typer.Option("--linger/--exit", help="Keep serving the report after the game ends.")
     ] = True,
@@ -495,7 +498,7 @@ def host_cmd(
         options = kit.task_options(ctx, values, flags)
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
-        session = web.prepare(cfg, run_dir, deadline)
+        session = web.prepare(cfg, run_dir, deadline, lang)
 
         def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)

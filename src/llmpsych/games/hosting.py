@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 class PeopleHost(Protocol):
     """Serves a GAMA-Bench run's ``web`` seats to people in browsers while the run plays."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> object:
-        """A new session in ``run_dir`` for the config's web seats (ConfigError without any)."""
+    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> object:
+        """A new session in ``run_dir`` for the config's web seats, its pages in ``lang`` (ConfigError
+        without any)."""
         ...
 
     def load(self, run_dir: Path) -> object:

@@ -812,7 +812,11 @@ _WRITERS: dict[str, Callable[[Any, int, Setting, str], str | None]] = {
     "pirate": _pirate_line,
 }
 
+#: The games with people's texts (every one of the paper's eight).
+GAMES: tuple[str, ...] = tuple(_WRITERS)
+
 __all__ = [
+    "GAMES",
     "TEXTS",
     "AnswerInput",
     "Setting",

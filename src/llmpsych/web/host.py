@@ -14,6 +14,7 @@ import uvicorn
 
 from ..errors import ConfigError, RunInterrupted
 from ..games.seats import WebSeat, build_seats, set_web_broker
+from ..i18n import language
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
 from . import scores
@@ -105,8 +106,8 @@ def host_run(
 class WebHost:
     """The web app as ``gamabench host``'s people host (:mod:`llmpsych.games.hosting`)."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
-        return prepare(config, run_dir, deadline_s)
+    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
+        return prepare(config, run_dir, deadline_s, lang)
 
     def load(self, run_dir: Path) -> Session:
         return Session.load(run_dir)
@@ -126,10 +127,12 @@ class WebHost:
         return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
 
 
-def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
-    """A new session in ``run_dir`` for the web seats of ``config`` (refused without any)."""
+def prepare(config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
+    """A new session in ``run_dir`` for the web seats of ``config``, its pages in ``lang`` (refused
+    without any)."""
     if config.task != "gamabench":
         raise ConfigError("only GAMA-Bench runs can be hosted")
+    lang = language(lang)  # before anything is written
     seats = web_seats(config)
     if not seats:
         raise ConfigError(
@@ -138,4 +141,4 @@ def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
     if (run_dir / SESSION_FILE).exists():
         raise ConfigError(f"{run_dir} already holds a session", "continue it with --resume")
     run_dir.mkdir(parents=True, exist_ok=True)
-    return Session.create(run_dir, seats, deadline_s)
+    return Session.create(run_dir, seats, deadline_s, lang)
