@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import uvicorn
@@ -43,8 +44,11 @@ def host_run(
     port: int,
     announce: Callable[[str], None],
     linger: bool,
+    on_ready: Callable[[dict[int, str], str], None] | None = None,
 ) -> RunOutcome:
-    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game."""
+    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game;
+    ``on_ready(links, monitor)`` is told the seats' links and the monitor's once the server listens (the
+    bots of a dry run start there)."""
     sock = bind(host, port)
     port = sock.getsockname()[1]
     token = new_token()
@@ -78,8 +82,11 @@ def host_run(
     announce("join links (one per participant; each admits its seat only):")
     for slot in sorted(session.slots.values(), key=lambda s: s.player):
         announce(f"  player {slot.player} ({slot.name}): {links[slot.player]}")
-    announce(f"monitor (experimenter only): {public}/session?{TOKEN_PARAM}={token}")
+    monitor = f"{public}/session?{TOKEN_PARAM}={token}"
+    announce(f"monitor (experimenter only): {monitor}")
     set_web_broker(session)
+    if on_ready is not None:
+        on_ready(links, monitor)
     try:
         try:
             outcome = run()
@@ -125,6 +132,28 @@ class WebHost:
     ) -> RunOutcome:
         assert isinstance(session, Session)
         return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
+
+    def scripted_models(self) -> AbstractContextManager[str]:
+        from .bots import scripted_models
+
+        return scripted_models()
+
+    def dry_run(
+        self,
+        play: Callable[[], RunOutcome],
+        run_dir: Path,
+        session: object,
+        *,
+        host: str,
+        port: int,
+        announce: Callable[[str], None],
+    ) -> RunOutcome:
+        from .bots import dry_run, report
+
+        assert isinstance(session, Session)
+        outcome, checks = dry_run(play, run_dir, session, host=host, port=port, announce=announce)
+        report(checks, announce)
+        return outcome
 
 
 def prepare(config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
