@@ -7,12 +7,14 @@ for people and the game's instructions; a number is asked with ``inputmode="nume
 radio buttons, a Pirate plan with one numeric field per pirate; a refused entry stays in its field with
 the reason; nothing is wider than the phone; axe-core finds nothing critical or serious. A second session
 runs in German. The whole session is played once (a module fixture); each game's checks are one
-parametrised test.
+parametrised test. A phone screenshot of a question page goes to ``$LLMPSYCH_SCREENSHOTS`` (default: the
+test's temporary folder).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -137,6 +139,8 @@ def host(server: FaultServer, run_dir: Path, *args: str) -> Host:
 def session(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every game played once by Ann and Bob (two phones) and a model; what each question page showed."""
     run_dir = tmp_path_factory.mktemp("people-games") / "session"
+    shots = Path(os.environ.get("LLMPSYCH_SCREENSHOTS", run_dir.parent / "screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
     seen: dict[str, list[dict[str, Any]]] = {g: [] for g in GAMES}
     typed: dict[str, str] = {}
     refused: dict[str, Any] = {}
@@ -170,6 +174,8 @@ def session(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
                     checked.add((game, kind))
                     shown["axe"] = axe_serious(page)
                 seen[game].append(shown)
+                if game == "guessing" and shown["history"] and not (shots / "seat-phone.png").exists():
+                    page.screenshot(path=str(shots / "seat-phone.png"), full_page=True)  # docs/web.md
                 if game == "guessing" and not refused:  # out of range: refused, kept, with the reason
                     page.keyboard.type("150")
                     with page.expect_navigation():
