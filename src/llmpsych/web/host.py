@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import uvicorn
 
 from ..errors import ConfigError, RunInterrupted
 from ..games.seats import WebSeat, build_seats, set_web_broker
+from ..i18n import language
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
 from . import scores
@@ -42,8 +44,11 @@ def host_run(
     port: int,
     announce: Callable[[str], None],
     linger: bool,
+    on_ready: Callable[[dict[int, str], str], None] | None = None,
 ) -> RunOutcome:
-    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game."""
+    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game;
+    ``on_ready(links, monitor)`` is told the seats' links and the monitor's once the server listens (the
+    bots of a dry run start there)."""
     sock = bind(host, port)
     port = sock.getsockname()[1]
     token = new_token()
@@ -77,8 +82,11 @@ def host_run(
     announce("join links (one per participant; each admits its seat only):")
     for slot in sorted(session.slots.values(), key=lambda s: s.player):
         announce(f"  player {slot.player} ({slot.name}): {links[slot.player]}")
-    announce(f"monitor (experimenter only): {public}/session?{TOKEN_PARAM}={token}")
+    monitor = f"{public}/session?{TOKEN_PARAM}={token}"
+    announce(f"monitor (experimenter only): {monitor}")
     set_web_broker(session)
+    if on_ready is not None:
+        on_ready(links, monitor)
     try:
         try:
             outcome = run()
@@ -105,8 +113,8 @@ def host_run(
 class WebHost:
     """The web app as ``gamabench host``'s people host (:mod:`llmpsych.games.hosting`)."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
-        return prepare(config, run_dir, deadline_s)
+    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
+        return prepare(config, run_dir, deadline_s, lang)
 
     def load(self, run_dir: Path) -> Session:
         return Session.load(run_dir)
@@ -125,11 +133,35 @@ class WebHost:
         assert isinstance(session, Session)
         return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
 
+    def scripted_models(self) -> AbstractContextManager[str]:
+        from .bots import scripted_models
 
-def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
-    """A new session in ``run_dir`` for the web seats of ``config`` (refused without any)."""
+        return scripted_models()
+
+    def dry_run(
+        self,
+        play: Callable[[], RunOutcome],
+        run_dir: Path,
+        session: object,
+        *,
+        host: str,
+        port: int,
+        announce: Callable[[str], None],
+    ) -> RunOutcome:
+        from .bots import dry_run, report
+
+        assert isinstance(session, Session)
+        outcome, checks = dry_run(play, run_dir, session, host=host, port=port, announce=announce)
+        report(checks, announce)
+        return outcome
+
+
+def prepare(config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
+    """A new session in ``run_dir`` for the web seats of ``config``, its pages in ``lang`` (refused
+    without any)."""
     if config.task != "gamabench":
         raise ConfigError("only GAMA-Bench runs can be hosted")
+    lang = language(lang)  # before anything is written
     seats = web_seats(config)
     if not seats:
         raise ConfigError(
@@ -138,4 +170,4 @@ def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
     if (run_dir / SESSION_FILE).exists():
         raise ConfigError(f"{run_dir} already holds a session", "continue it with --resume")
     run_dir.mkdir(parents=True, exist_ok=True)
-    return Session.create(run_dir, seats, deadline_s)
+    return Session.create(run_dir, seats, deadline_s, lang)
