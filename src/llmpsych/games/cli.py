@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from .. import clikit as kit
 from ..clinames import renamed, retired_command, retired_option
-from ..errors import LlmpsychError, terminal_text
+from ..errors import ConfigError, LlmpsychError, terminal_text
 from ..instruments.cli import translate_command
 from ..report.terminal import InertConsole, echo
 
@@ -463,6 +463,14 @@ def host_cmd(
     linger: Annotated[
         bool, typer.Option("--linger/--exit", help="Keep serving the report after the game ends.")
     ] = True,
+    session: Annotated[
+        Path | None,
+        typer.Option(
+            "--session",
+            help="A session file (TOML or YAML): consent, instructions, quiz, the game and its tables, "
+            "questionnaire, payment, debrief; one room link for all participants.",
+        ),
+    ] = None,
     *,
     flags: kit.RunFlags,
 ) -> None:
@@ -477,7 +485,7 @@ def host_cmd(
     resume = flags.resume
     if resume is not None:
         kit.refuse_with_resume(ctx, {"resume", "base_url", "host", "port", "linger", "debug"})
-        session = web.load(resume)
+        session_state = web.load(resume)
         run_dir = resume
 
         def play() -> RunOutcome:
@@ -485,22 +493,36 @@ def host_cmd(
 
     else:
         games = [part.strip() for part in game.split(",") if part.strip()]
-        values = {
+        values: dict[str, Any] = {
             "game": games[0] if len(games) == 1 else games,
             "runs": runs,
             "players": players,
             "rounds": rounds,
             "max_tokens": max_tokens,
         }
+        experiment = None
+        if session is not None:
+            from .experiment import load_session_config
+
+            both = sorted(set(kit.given(ctx)) & {"game", "runs", "players", "rounds", "deadline"})
+            if both:
+                raise ConfigError(
+                    f"--{both[0]} is set by the session file's [game] part", "give it there, not as a flag"
+                )
+            experiment = load_session_config(session)
+            values.update(experiment[0].options())
+            deadline = experiment[0].game.deadline
         options = kit.task_options(ctx, values, flags)
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
-        session = web.prepare(cfg, run_dir, deadline)
+        session_state = web.prepare(cfg, run_dir, deadline, experiment)
 
         def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)
 
-    outcome = web.serve(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)
+    outcome = web.serve(
+        play, run_dir, session_state, host=host, port=port, announce=typer.echo, linger=linger
+    )
     kit.finish(outcome)
 
 

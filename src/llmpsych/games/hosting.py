@@ -19,8 +19,11 @@ if TYPE_CHECKING:
 class PeopleHost(Protocol):
     """Serves a GAMA-Bench run's ``web`` seats to people in browsers while the run plays."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> object:
-        """A new session in ``run_dir`` for the config's web seats (ConfigError without any)."""
+    def prepare(
+        self, config: RunConfig, run_dir: Path, deadline_s: float, experiment: object = None
+    ) -> object:
+        """A new session in ``run_dir`` for the config's web seats (ConfigError without any); with the
+        experiment of a session file (:func:`llmpsych.games.experiment.load_session_config`) around it."""
         ...
 
     def load(self, run_dir: Path) -> object:
