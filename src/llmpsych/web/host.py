@@ -82,7 +82,7 @@ def host_run(
         token=token,
         port=port,
         hosts=host_names(host),
-        instructions=instructions(session),
+        instructions=lambda player: instructions(session, player),
         scale=scale,
     )
     server = uvicorn.Server(server_config(app))
@@ -137,40 +137,45 @@ def host_run(
         sock.close()
         if experiment is not None:
             for path in participants.write_tables(session, scale, data_dir, score=True):
-                announce(f"wrote {path}")
+                if path.parent == run_dir or path.name == "report.md":  # not every table of the import
+                    announce(f"wrote {path}")
 
 
-def instructions(session: Session) -> str:
-    """What participants read before the game: the session's text, else our default for the game,
-    with the stakes of the session's payment."""
+def instructions(session: Session, player: int) -> str:
+    """What the participant at ``player`` reads before the game: the session's text, else the game's
+    instructions for people (:func:`llmpsych.games.people_text.instructions`, with the run's game
+    options) and what the session adds: who the others are, the deadline, the money per point."""
     experiment = session.experiment
     if experiment is None:
         return ""
     if experiment.instructions is not None:
         return experiment.instructions
-    return default_instructions(experiment)
+    return default_instructions(experiment, session.game_options, player)
 
 
-def default_instructions(experiment: SessionConfig) -> str:
-    """Our default instructions for a session (written by us): the game(s), rounds, table size, who
-    the others are, how to answer, and the stakes."""
-    from ..games import registry
+def default_instructions(experiment: SessionConfig, options: dict[str, Any], player: int) -> str:
+    """Our default instructions (see :func:`instructions`), paragraphs separated by a blank line."""
+    from ..games import people_text
 
     g = experiment.game
     games = [g.game] if isinstance(g.game, str) else list(g.game)
-    titles = [registry.get(n).title if n in registry.names() else n for n in games]
+    lines: list[str] = []
+    for game in games:
+        params = options.get(game)
+        lines += people_text.instructions(
+            game,
+            params if isinstance(params, dict) else None,
+            players=g.players,
+            rounds=g.rounds,
+            player=player,
+        )
     seats = build_seats(g.seats, g.players, load=False)
     people = sum(isinstance(s, WebSeat) for s in seats)
     machines = len(seats) - people
     others = f"{people - 1} other participant(s)" if people > 1 else "no other participant"
     if machines:
         others += f" and {machines} computer player(s) answering through an AI language model"
-    lines = [
-        f"You will play {' and then '.join(titles)}: {g.rounds} round(s), at a table of {g.players} "
-        f"players: you, {others}.",
-        "In each round you see the rules and what happened so far, and you type your decision. "
-        "Your answer is checked: an answer the game cannot use is refused and you can correct it.",
-    ]
+    lines.append(f"At your table: you, {others}.")
     if g.deadline > 0:
         lines.append(
             f"You have {round(g.deadline)} seconds for each decision; if you do not answer in time, "
@@ -235,4 +240,9 @@ def prepare(
     if experiment is not None and experiment[0].questionnaire is not None:
         participants.questionnaire_scale(experiment[0], config.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    return Session.create(run_dir, seats, deadline_s, experiment, data_dir=config.data_dir)
+    options = config.options if isinstance(config.options, dict) else {}
+    session = Session.create(run_dir, seats, deadline_s, experiment, data_dir=config.data_dir)
+    if experiment is not None:
+        session.game_options = {k: v for k, v in options.items() if isinstance(v, dict)}
+        session.save()
+    return session

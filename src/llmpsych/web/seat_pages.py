@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import hmac
+from collections.abc import Callable
 import json
 import time
 from http.cookies import SimpleCookie
@@ -67,12 +68,13 @@ class SessionApp:
         token: str,
         port: int,
         hosts: set[str],
-        instructions: str = "",
+        instructions: Callable[[int], str] | None = None,
         scale: Scale | None = None,
     ) -> None:
         self.session = session
-        #: the experiment's instructions as participants read them, and its questionnaire's scale
-        self.instructions = instructions
+        #: the experiment's instructions as the participant at a player number reads them, and its
+        #: questionnaire's scale
+        self.instructions = instructions or (lambda player: "")
         self.scale = scale
         self.inner = inner
         self.token = token
@@ -292,12 +294,12 @@ class SessionApp:
             "token": slot.token,
             "csrf": session.csrf(slot, f"step:{step}"),
             "experiment": experiment,
-            "instructions": self.instructions,
+            "instructions": self.instructions(slot.player) if step == "instructions" else "",
             "wrong": wrong,
             "given": given if isinstance(given, list | dict) else [],
             "scale": self.scale if step == "questionnaire" else None,
             "pay": None,
-            "code": session.completion_code,
+            "completion": session.completion_code,
             "link": None,
         }
         if step == "debrief":

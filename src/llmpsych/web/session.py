@@ -187,6 +187,8 @@ class Session:
         self.port = 0
         #: the run's data folder (an official questionnaire scale is read from it)
         self.data_dir: Path | None = None
+        #: each game's parameters given to the run (``-O guessing.ratio=0.5``: the instructions say them)
+        self.game_options: dict[str, Any] = {}
         #: set whenever a participant reaches the debrief (the host waits for all before it exits)
         self.progressed = threading.Event()
         #: signs the form tokens; kept in session.json, so a form loaded before a restart still works
@@ -245,6 +247,7 @@ class Session:
             session.room_token = str(data.get("room_token") or session.room_token)
             session.port = int(data.get("port", 0))
             session.data_dir = Path(data["data_dir"]) if data.get("data_dir") else None
+            session.game_options = dict(data.get("game_options") or {})
             if data.get("experiment") is not None:
                 session.experiment_data = dict(data["experiment"])
                 session.experiment = parse_session_config(session.experiment_data, f"{path}: experiment")
@@ -282,6 +285,7 @@ class Session:
             if self.experiment is not None:
                 data["experiment"] = self.experiment_data
                 data["completion_code"] = self.completion_code
+                data["game_options"] = self.game_options
             path = self.run_dir / SESSION_FILE
             tmp = path.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
