@@ -84,6 +84,19 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+def on_monitor(page: Any, url: str, look: Any) -> Any:
+    """``look(page)`` on a fresh load of the monitor, again on a new load if the monitor's own refresh
+    (every 3 s) detached the page under the read; a bounded number of times."""
+    for attempt in range(5):
+        try:
+            page.goto(url)
+            return look(page)
+        except playwright.Error:
+            if attempt == 4:
+                raise
+    return None
+
+
 def _wait(page: Any, selector: str) -> None:
     """Wait for ``selector`` on a page that reloads itself while it waits (lobby, waiting pages)."""
     for attempt in range(20):
@@ -149,8 +162,7 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
                 host.proc.wait(30)
                 host = Host(["--resume", str(run_dir), "--exit"])
                 assert (host.monitor, host.room, _seat_links(host)) == (monitor_link, room_link, links)
-                monitor.goto(host.monitor)
-                assert "A1" in monitor.inner_text("#seats")
+                assert "A1" in on_monitor(monitor, host.monitor, lambda m: m.inner_text("#seats"))
 
                 # the instructions: the game's text for people, with the stakes; the quiz, failed once
                 for n, page in enumerate(people):
@@ -175,7 +187,12 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
                     assert key is not None
                     table = LABELS[n % 4][0]
                     assert ("run01" in key) == (table == "A"), (key, table)
-                    typed[key] = str(20 + 7 * (n % 4) + n // 4)
+                    typed[key] = "10" if n == 0 else str(20 + 7 * n)  # A1 wins (the model says 14)
+                    if n == 1:  # refused by the game's own check; kept with the decision
+                        page.fill("#answer", "abc")
+                        with page.expect_navigation():
+                            page.click("#send")
+                        assert page.locator("#error").count() == 1
                     page.fill("#answer", typed[key])
                     with page.expect_navigation():
                         page.click("#send")
@@ -183,11 +200,15 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
                     _wait(page, "#questionnaire")
                 people[0].screenshot(path=str(shots / "questionnaire.png"), full_page=True)
 
-                monitor.goto(host.monitor)
-                pay = monitor.inner_text("#payments")
+                pay, code = on_monitor(
+                    monitor, host.monitor, lambda m: (m.inner_text("#payments"), m.inner_text("#code"))
+                )
                 assert all(label in pay for label in LABELS), pay
-                code = monitor.inner_text("#code")
-                monitor.screenshot(path=str(shots / "monitor-payments.png"), full_page=True)
+                on_monitor(
+                    monitor,
+                    host.monitor,
+                    lambda m: m.screenshot(path=str(shots / "monitor-payments.png"), full_page=True),
+                )
 
                 for n, page in enumerate(people):
                     for item in range(1, 7):
@@ -216,17 +237,30 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
     assert {s["label"]: s["table"] for s in session["seats"]} == {"A1": 1, "A2": 1, "B1": 2, "B2": 2}
 
     payments = _rows(run_dir / "payments.csv")
-    assert [(r["label"], r["table"]) for r in payments] == [("A1", "1"), ("A2", "1"), ("B1", "2"), ("B2", "2")]
+    assert [(r["label"], r["table"]) for r in payments] == [
+        ("A1", "1"),
+        ("A2", "1"),
+        ("B1", "2"),
+        ("B2", "2"),
+    ]
     seats = {(int(r["run"]), int(r["player"])): r for r in _rows(run_dir / "seats.csv")}
     for row in payments:
         won = float(seats[(int(row["table"]), int(row["player"]))]["rounds won"])
         assert row["points column"] == "rounds won" and float(row["paid points"]) == won
         assert float(row["money"]) == round(won * 0.5, 2) and float(row["fee"]) == 2.0
         assert float(row["total"]) == round(won * 0.5 + 2.0, 2)
+    assert payments[0]["total"] == "2.5"  # A1's round won: 0.5 EUR, plus the fee
     people_rows = {r["label"]: r for r in _rows(run_dir / "participants.csv")}
     assert [people_rows[label]["quiz attempts"] for label in LABELS] == ["2", "1", "1", "1"]
     assert people_rows["A1"]["quiz wrong"] == "1; "
     assert all(r["consent"] and r["debrief"] and r["typed"] == "1" for r in people_rows.values())
+
+    assert "label" not in _rows(run_dir / "decisions.csv")[0]  # the game's own table is left as it is
+    decisions = {r["label"]: r for r in _rows(run_dir / "participant_decisions.csv")}
+    assert sorted(decisions) == LABELS and {r["how"] for r in decisions.values()} == {"typed"}
+    assert [decisions[label]["answer"] for label in LABELS] == list(typed.values())
+    assert decisions["A2"]["refused"] == "1" and json.loads(decisions["A2"]["refused_texts"]) == ["abc"]
+    assert all(float(r["response_s"]) >= 0 and r["shown"] <= r["answered"] for r in decisions.values())
 
     # the questionnaire: scored by the PsychoBench analysis, beside a model's answers to the same scale
     scored = run_dir / "questionnaire"

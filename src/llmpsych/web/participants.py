@@ -12,6 +12,13 @@ the host stops):
     the same participants: when they arrived, agreed, passed the quiz (and how many attempts it took,
     with the questions answered wrong each time), finished the questionnaire and reached the debrief;
     their decisions by how they came; their questionnaire respondent number.
+``participant_decisions.csv``
+    one row per decision of a person: who (label, table, player), which (unit, round, attempt), how it
+    came (``typed``; ``deadline`` or ``never joined``: a default entered for them), when it was shown
+    and answered (UTC), the response time, the entries the form refused before it (their count and
+    texts) and the answer the run store holds. A model's decisions are in the run's calls
+    (``load_runs(run).calls``: ``how`` ``model``, with the same ``response_s`` and ``refused`` columns
+    as a person's ``web`` calls).
 ``questionnaire.csv`` and ``questionnaire/``
     the questionnaire's answers in the long format of ``psychobench import-answers`` (respondent =
     ``run``), and that import: a PsychoBench run folder scored and reported by the PsychoBench analysis,
@@ -26,9 +33,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import shutil
 from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +79,21 @@ PARTICIPANT_COLUMNS = [
     "questionnaire respondent",
     "debrief",
 ]
+DECISION_COLUMNS = [
+    "label",
+    "table",
+    "player",
+    "unit",
+    "round",
+    "attempt",
+    "how",
+    "shown",
+    "answered",
+    "response_s",
+    "refused",
+    "refused_texts",
+    "answer",
+]
 #: The folder the scored questionnaire is written to, inside the run folder.
 QUESTIONNAIRE_DIR = "questionnaire"
 
@@ -90,7 +114,9 @@ def _number(value: Any) -> float:
     return number
 
 
-def points_of(rows: list[dict[str, Any]], slot: SeatSlot, tables: int, column: str | None) -> tuple[str, float, float]:
+def points_of(
+    rows: list[dict[str, Any]], slot: SeatSlot, tables: int, column: str | None
+) -> tuple[str, float, float]:
     """(points column, points of typed answers, points of default answers) of one seat, summed over its
     games (``seats.csv`` rows of its table; every run when the session has one table). The column is
     the one the session names, else ``total gain`` where the game has it, else ``rounds won``."""
@@ -112,6 +138,11 @@ def points_of(rows: list[dict[str, Any]], slot: SeatSlot, tables: int, column: s
     return "+".join(names), typed, defaulted
 
 
+def _cents(amount: float) -> float:
+    """Money to the cent, halves rounded up (as a payment is: 1.625 is 1.63, not Python's 1.62)."""
+    return float(Decimal(repr(amount)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
 def payments(session: Session) -> list[dict[str, Any]]:
     """One row of :data:`PAYMENT_COLUMNS` per participant (empty before the game's scores exist)."""
     experiment = session.experiment
@@ -123,8 +154,8 @@ def payments(session: Session) -> list[dict[str, Any]]:
         column, typed, defaulted = points_of(session.scores, slot, session.tables, pay.points)
         agreed = slot.consent_at is not None if experiment.consent is not None else True
         points = typed + defaulted
-        money = round(points * pay.per_point, 2)
-        fee = pay.fee if agreed else 0.0
+        money = _cents(points * pay.per_point)
+        fee = _cents(pay.fee) if agreed else 0.0
         out.append(
             {
                 "label": slot.label,
@@ -136,8 +167,8 @@ def payments(session: Session) -> list[dict[str, Any]]:
                 "paid points": round(points, 2),
                 "currency": pay.currency,
                 "money": money,
-                "fee": round(fee, 2),
-                "total": round(money + fee, 2),
+                "fee": fee,
+                "total": _cents(money + fee),
             }
         )
     return out
@@ -175,6 +206,61 @@ def participants(session: Session) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def decisions(session: Session, stored: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row of :data:`DECISION_COLUMNS` per decision of a person, in the order they came: who (label,
+    table, player), which (unit, round, attempt), how (``typed``, ``deadline``, ``never joined``), when
+    (shown, answered; UTC), the response time, the entries the form refused before it (count and texts)
+    and the answer, as the run store holds it (``stored``: the web calls' responses by question key)."""
+    labels = {s.seat: s.label for s in session.slots.values()}
+    with session._lock:
+        timings = list(session.timings)
+    out = []
+    for t in timings:
+        table, player = int(t.get("table", 1)), int(t.get("player", -1))
+        key = str(t.get("key", ""))
+        shown, answered = t.get("shown_at"), t.get("answered_at")
+        response = stored.get(key, {})
+        refused = response.get("refused")
+        texts = [str(x) for x in refused] if isinstance(refused, list) else []
+        out.append(
+            {
+                "label": labels.get((table, player), ""),
+                "table": table,
+                "player": player,
+                "unit": key.rpartition(":p")[0],
+                "round": t.get("round"),
+                "attempt": t.get("attempt"),
+                "how": t.get("how"),
+                "shown": _when(shown if isinstance(shown, int | float) else None),
+                "answered": _when(answered if isinstance(answered, int | float) else None),
+                "response_s": round(answered - shown, 3)
+                if isinstance(shown, int | float) and isinstance(answered, int | float)
+                else "",
+                "refused": t.get("refused", len(texts)),
+                "refused_texts": json.dumps(texts, ensure_ascii=False) if texts else "",
+                "answer": response.get("text", ""),
+            }
+        )
+    return out
+
+
+def _web_responses(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """The stored responses of the web seats by question key (empty while the run has no store)."""
+    from ..runs.store import RunStore
+
+    if not (run_dir / STORE_FILE).is_file():
+        return {}
+    store = RunStore.in_dir(run_dir)
+    try:
+        return {
+            c.call_key.removeprefix("web:").rpartition("#")[0]: dict(c.response)
+            for c in store.calls()
+            if c.role == "web"
+        }
+    finally:
+        store.close()
 
 
 def _csv(rows: list[dict[str, Any]], columns: list[str]) -> str:
@@ -219,6 +305,14 @@ def write_tables(session: Session, scale: Scale | None, data_dir: Path | None, *
         written.append(run_dir / "payments.csv")
     atomic_write_text(run_dir / "participants.csv", _csv(people, PARTICIPANT_COLUMNS))
     written.append(run_dir / "participants.csv")
+    try:
+        stored = _web_responses(run_dir)
+    except LlmpsychError:  # a damaged store: the decisions without their stored answer
+        stored = {}
+    atomic_write_text(
+        run_dir / "participant_decisions.csv", _csv(decisions(session, stored), DECISION_COLUMNS)
+    )
+    written.append(run_dir / "participant_decisions.csv")
     if scale is None or experiment.questionnaire is None or not answered:
         return written
     rows = [

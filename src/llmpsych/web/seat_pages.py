@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import copy
 import hmac
-from collections.abc import Callable
 import json
 import time
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from importlib import resources
 from pathlib import Path
@@ -171,7 +171,11 @@ class SessionApp:
             return _page("room.html", 200, token=token, error=None)
         seat = session.arrive(label or None)
         if isinstance(seat, str):
-            return _page("room.html", 400 if label else 409, token=token, error=seat) if asks else _text(seat, 409)
+            return (
+                _page("room.html", 400 if label else 409, token=token, error=seat)
+                if asks
+                else _text(seat, 409)
+            )
         return RedirectResponse(f"/play/{seat.token}", 303)
 
     def _step(self, slot: Any, form: dict[str, str]) -> Response:
@@ -180,7 +184,9 @@ class SessionApp:
         step = form.get("step", "")
         if session.experiment is None or step != session.step(slot):
             return RedirectResponse(f"/play/{slot.token}", 303)  # an old form: show where they are
-        if not hmac.compare_digest(session.csrf(slot, f"step:{step}").encode(), form.get("csrf", "").encode()):
+        if not hmac.compare_digest(
+            session.csrf(slot, f"step:{step}").encode(), form.get("csrf", "").encode()
+        ):
             return _text(FORGED, 403)
         if step == "consent":
             if form.get("agree") != "yes":
@@ -303,7 +309,11 @@ class SessionApp:
             "link": None,
         }
         if step == "debrief":
-            rows = [r for r in participants.payments(session) if r["label"] == slot.label and r["table"] == slot.table]
+            rows = [
+                r
+                for r in participants.payments(session)
+                if r["label"] == slot.label and r["table"] == slot.table
+            ]
             context["pay"] = rows[0] if rows else None
             if experiment.completion_url:
                 context["link"] = experiment.completion_url.replace(

@@ -341,7 +341,11 @@ class Session:
                 for slot in self.slots.values():
                     if slot.label == label:
                         return slot
-                if experiment is not None and experiment.labels is not None and label not in experiment.labels:
+                if (
+                    experiment is not None
+                    and experiment.labels is not None
+                    and label not in experiment.labels
+                ):
                     return "this participant label is not on the session's list (check your link)"
             elif experiment is not None and experiment.labels is not None:
                 return "please give your participant label"
@@ -498,6 +502,7 @@ class Session:
         self.timings.append(
             {
                 "player": slot.player,
+                **({"table": slot.table} if self.tables > 1 else {}),
                 "key": key,
                 "round": o.round,
                 "attempt": o.attempt,
