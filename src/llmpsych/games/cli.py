@@ -475,7 +475,8 @@ def host_cmd(
     flags: kit.RunFlags,
 ) -> None:
     r"""Host a game with participants in browsers: seats `web[:NAME]` (e.g. -O seats='\[web:Ann, web:Bob,
-    llm, llm]') get one join link each; a monitor page shows the session."""
+    llm, llm]') get one join link each; a monitor page shows the session. --session FILE wraps the game in
+    an experiment (consent, quiz, questionnaire, payment, debrief) with one room link for everyone."""
     from ..paths import runs_dir
     from ..runs import resume_run, start_run
     from ..runs.runner import new_run_dir
