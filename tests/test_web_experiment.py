@@ -135,3 +135,37 @@ def test_a_seat_is_paid_its_typed_and_defaulted_points_of_its_own_table(tmp_path
     row = participants.payments(session)[1]
     assert (row["label"], row["paid points"], row["money"]) == ("A2", 6.5, 1.63)  # halves up
     assert (row["fee"], row["total"]) == (1.5, 3.13)
+
+
+def test_step_forms_refuse_forgery_and_keep_nothing_unusable(tmp_path: Path) -> None:
+    from llmpsych.web.seat_pages import SessionApp
+    from test_own_instruments import TIDY_YAML
+
+    (tmp_path / "tidy.yaml").write_text(TIDY_YAML, encoding="utf-8")
+    extra = '[consent]\ntext = "ok"\n[[quiz]]\nquestion = "Q"\nchoices = ["a", "b"]\nanswer = "b"\n'
+    extra += '[questionnaire]\nscale_file = "tidy.yaml"\n'
+    (tmp_path / "session.toml").write_text(GOOD + extra, encoding="utf-8")
+    experiment = load_session_config(tmp_path / "session.toml")
+    session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, experiment)
+    scale = participants.questionnaire_scale(experiment[0], None)
+    app = SessionApp(session, lambda *a: None, token="t", port=1, hosts={"x"}, scale=scale)  # type: ignore[arg-type]
+    slot = session.arrive("A1")
+    assert not isinstance(slot, str)
+
+    def post(step: str, csrf: str | None = None, **fields: str) -> int:
+        token = session.csrf(slot, f"step:{step}") if csrf is None else csrf
+        return int(app._step(slot, {"step": step, "csrf": token, **fields}).status_code)
+
+    assert post("consent", csrf="0" * 64, agree="yes") == 403 and slot.consent_at is None
+    assert post("consent") == 400 and slot.consent_at is None  # the box not ticked
+    assert post("instructions", q1="2") == 303 and slot.quiz == []  # an old form: back to the page
+    assert post("consent", agree="yes") == 303 and slot.consent_at is not None
+    assert post("instructions", q1="99") == 400 and post("instructions", q1="1") == 400  # no choice, wrong
+    assert [a["wrong"] for a in slot.quiz] == [[1], [1]] and slot.ready_at is None
+    assert post("instructions", q1="2") == 303 and slot.ready_at is not None and slot.joined
+    session.finished = True
+    full = {f"i{i}": "3" for i in range(1, 7)}
+    for bad in ("6", "0", "3.0", "", "=1+2"):
+        assert post("questionnaire", **{**full, "i4": bad}) == 400
+    assert slot.questionnaire_at is None and slot.answers == {}
+    assert post("questionnaire", **full) == 303 and slot.answers == {i: 3 for i in range(1, 7)}

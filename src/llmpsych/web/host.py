@@ -13,7 +13,7 @@ from typing import Any
 
 import uvicorn
 
-from ..errors import ConfigError, RunInterrupted
+from ..errors import ConfigError, LlmpsychError, RunInterrupted
 from ..games.experiment import SessionConfig
 from ..games.seats import WebSeat, build_seats, set_web_broker
 from ..runs import RunOutcome
@@ -136,7 +136,12 @@ def host_run(
         thread.join(timeout=10)
         sock.close()
         if experiment is not None:
-            for path in participants.write_tables(session, scale, data_dir, score=True):
+            try:
+                written = participants.write_tables(session, scale, data_dir, score=True)
+            except LlmpsychError as exc:  # said, without hiding why the host stops (session.json has all)
+                announce(f"error: the participants' tables were not all written: {exc.message}")
+                written = []
+            for path in written:
                 if path.parent == run_dir or path.name == "report.md":  # not every table of the import
                     announce(f"wrote {path}")
 

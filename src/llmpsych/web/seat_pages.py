@@ -30,6 +30,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..games.experiment import QuizQuestion
 from ..games.seats import _shown
 from ..instruments.scale import Scale
 from . import participants, scores
@@ -193,7 +194,7 @@ class SessionApp:
                 return self._seat(slot, "To take part, please tick the box to agree.", 400)
             session.agree(slot)
         elif step == "instructions":
-            given = [form.get(f"q{n}", "") for n in range(1, len(session.experiment.quiz) + 1)]
+            given = [_quiz_answer(q, form.get(f"q{n}", "")) for n, q in enumerate(session.experiment.quiz, 1)]
             wrong = session.take_quiz(slot, given)
             if wrong:
                 numbers = ", ".join(str(n) for n in wrong)
@@ -330,6 +331,17 @@ class SessionApp:
             return _text("this form is not valid (reload the monitor)", 403)
         self.session.start()
         return RedirectResponse("/session", 303)
+
+
+def _quiz_answer(question: QuizQuestion, posted: str) -> str:
+    """A quiz answer as given: the text of the choice whose number (from 1) was posted (a form posts the
+    number, so a long choice costs no bytes), else the typed text; "" for a number that is no choice."""
+    if not question.choices:
+        return posted
+    from ..instruments.numbers import whole_number
+
+    number = whole_number(posted)
+    return question.choices[number - 1] if number is not None and 1 <= number <= len(question.choices) else ""
 
 
 def _turn(message: dict[str, Any]) -> tuple[str, str]:
