@@ -18,13 +18,15 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import llmpsych
-from llmpsych.runs import RunStore, parse_run_config, start_run
+from llmpsych.runs import RunStore
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from test_own_instruments import TIDY_YAML, scripted
@@ -117,7 +119,31 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
     session_file = tmp_path / "session.toml"
     session_file.write_text(SESSION, encoding="utf-8")
     run_dir = tmp_path / "session"
-    typed: dict[str, str] = {}
+    typed: dict[str, str] = {}  # question key -> the answer typed for it
+    # a model answers the same scale in the meantime (its own process: it overlaps the pages' waits)
+    with FaultServer(responder=scripted) as scale_server:
+        model_run = subprocess.Popen(
+            [sys.executable, "-m", "llmpsych", "psychobench", "run", "--model", "openai-compatible/m"]
+            + ["--scale-file", str(tmp_path / "tidy.yaml"), "--runs", "1", "--no-cache", "--no-progress"]
+            + ["--base-url", scale_server.base_url, "--out", str(tmp_path / "model")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            _session_in_browsers(tmp_path, run_dir, session_file, chromium, shots, typed)
+            output, _ = model_run.communicate(timeout=PATIENCE_S)
+        finally:
+            if model_run.poll() is None:
+                model_run.kill()
+                model_run.wait(30)
+        assert model_run.returncode == 0, output
+    _check_files(tmp_path, run_dir, typed)
+
+
+def _session_in_browsers(
+    tmp_path: Path, run_dir: Path, session_file: Path, chromium: str, shots: Path, typed: dict[str, str]
+) -> None:
     with FaultServer(responder=lambda body: game_answer(body, fenced=True)) as server:
         host = Host(
             ["--session", str(session_file), "--model", "openai-compatible/scripted"]
@@ -225,6 +251,8 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
         finally:
             host.close()
 
+
+def _check_files(tmp_path: Path, run_dir: Path, typed: dict[str, str]) -> None:
     # every decision of the people, as typed, at its own table; the model's beside them
     store = RunStore.in_dir(run_dir)
     try:
@@ -265,21 +293,14 @@ def test_a_session_file_runs_consent_quiz_two_tables_questionnaire_and_payments(
     # the questionnaire: scored by the PsychoBench analysis, beside a model's answers to the same scale
     scored = run_dir / "questionnaire"
     assert (scored / "scores.csv").is_file()
-    with FaultServer(responder=scripted) as server:
-        config = {
-            "task": "psychobench",
-            "model": "openai-compatible/m",
-            "base_url": server.base_url,
-            "cache": False,
-            "options": {"scale_file": [str(tmp_path / "tidy.yaml")], "runs": 1},
-        }
-        start_run(parse_run_config(config), tmp_path / "model", False)
     frames = llmpsych.load_runs([scored, tmp_path / "model", run_dir])
     items = frames.items
     people_items = items[items["source"] == "person"]
     assert people_items["respondent"].nunique() == 4 and len(people_items) == 4 * 6
     assert (people_items["status"] == "answered").all()
-    assert set(items[items["source"] == "model"]["run"]) == {str(tmp_path / "model")}
+    model_rows = items[items["source"] == "model"]
+    assert set(model_rows["run"]) == {str(tmp_path / "model" / "openai-compatible_m")}
+    assert len(model_rows) == 6 and set(model_rows["scale"]) == set(people_items["scale"]) == {"TIDY"}
     number = {r["label"]: int(r["questionnaire respondent"]) for r in people_rows.values()}
     first = people_items[people_items["respondent"] == f"{scored}#{number['A1']}"]
     assert first.sort_values("item")["response"].tolist() == [float(1 + i % 5) for i in range(1, 7)]
