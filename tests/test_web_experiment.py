@@ -32,8 +32,16 @@ fee = 1.5
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[game]\nplayers = 1\n", "game.players: Input should be greater than or equal to 2"),
-        ("[game]\ntables = 0\n", "game.tables: Input should be greater than or equal to 1"),
+        (
+            '[game]\nplayers = 1\nseats = ["web", "llm"]\n',
+            "game.players: Input should be greater than or equal to 2",
+        ),
+        (
+            '[game]\ntables = 0\nseats = ["web", "llm"]\n',
+            "game.tables: Input should be greater than or equal to 1",
+        ),
+        ("[game]\nplayers = 2\n", "game.seats: Field required"),
+        ("[payment]\nfee = 1\n", "game: Field required"),
         ('[[quiz]]\nquestion = "Q"\nchoices = ["a", "b"]\nanswer = "c"\n', "is not one of the choices"),
         ('labels = ["A 1"]\n', "letters, digits"),
         ('labels = ["A1", "A1"]\n', "a label is listed twice"),
@@ -48,6 +56,8 @@ fee = 1.5
 )
 def test_a_bad_session_file_is_one_line(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "session.toml"
+    if not text.startswith("[game]") and "game:" not in message and "TOML" not in message:
+        text += '[game]\nseats = ["web", "llm"]\n'  # a valid game part: the error is the one named
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError) as caught:
         load_session_config(path)
@@ -56,7 +66,7 @@ def test_a_bad_session_file_is_one_line(tmp_path: Path, text: str, message: str)
 
 def test_the_host_command_refuses_a_bad_session_file_and_a_flag_the_file_sets(tmp_path: Path) -> None:
     cli._mount_subcommands()
-    (tmp_path / "bad.yaml").write_text("game: {players: 1}\n", encoding="utf-8")
+    (tmp_path / "bad.yaml").write_text("game: {players: 1, seats: [web, llm]}\n", encoding="utf-8")
     (tmp_path / "good.toml").write_text(GOOD, encoding="utf-8")
     common = ["--model", "openai-compatible/x", "--base-url", "http://127.0.0.1:9/v1"]
     runner = CliRunner()
@@ -73,7 +83,16 @@ def test_the_host_command_refuses_a_bad_session_file_and_a_flag_the_file_sets(tm
     )
     assert isinstance(both.exception, ConfigError)
     assert "--rounds is set by the session file" in both.exception.message
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    pair = runner.invoke(
+        cli.app,
+        ["gamabench", "host", "--session", str(tmp_path / "good.toml"), "-O", "players=4", *common]
+        + ["--out", str(tmp_path / "c")],
+    )
+    assert (
+        isinstance(pair.exception, ConfigError)
+        and "players is set by the session file" in pair.exception.message
+    )
+    assert not any((tmp_path / name).exists() for name in "abc")
 
 
 def _session(tmp_path: Path) -> Session:

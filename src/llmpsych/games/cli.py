@@ -514,6 +514,9 @@ def host_cmd(
             values.update(experiment[0].options())
             deadline = experiment[0].game.deadline
         options = kit.task_options(ctx, values, flags)
+        for key, value in (experiment[0].options() if experiment else {}).items():
+            if options.get(key) != value:  # an -O pair or --task-config overriding the session file
+                raise ConfigError(f"{key} is set by the session file's [game] part", "give it there only")
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
         session_state = web.prepare(cfg, run_dir, deadline, experiment)

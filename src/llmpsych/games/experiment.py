@@ -75,9 +75,11 @@ class GamePart(_Strict):
     """The game and its tables: the options of ``gamabench host`` (``seats`` as ``-O seats=``)."""
 
     game: str | list[str] = "guessing"
+    #: who sits where (``web`` seats are the participants'), as ``-O seats=``; required: the
+    #: instructions tell participants who the others are
     players: int = Field(default=5, ge=2, le=20)
     rounds: int = Field(default=5, ge=1, le=1000)
-    seats: list[str] | None = None
+    seats: list[str] = Field(min_length=2, max_length=20)
     tables: int = Field(default=1, ge=1, le=MAX_TABLES)
     #: seconds a participant has per decision (0: none)
     deadline: float = Field(default=120.0, ge=0)
@@ -134,7 +136,7 @@ class Payment(_Strict):
 class SessionConfig(_Strict):
     """A whole session (see the module's docstring)."""
 
-    game: GamePart = Field(default_factory=lambda: GamePart())
+    game: GamePart
     consent: Consent | None = None
     #: what a participant reads before the game (default: the game's text for people)
     instructions: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT)
@@ -176,10 +178,7 @@ class SessionConfig(_Strict):
     def options(self) -> dict[str, Any]:
         """The GAMA-Bench task options of the game part (``runs``: one per table)."""
         g = self.game
-        out: dict[str, Any] = {"game": g.game, "players": g.players, "rounds": g.rounds, "runs": g.tables}
-        if g.seats is not None:
-            out["seats"] = g.seats
-        return out
+        return {"game": g.game, "players": g.players, "rounds": g.rounds, "runs": g.tables, "seats": g.seats}
 
 
 def load_session_config(path: Path) -> tuple[SessionConfig, dict[str, Any]]:
