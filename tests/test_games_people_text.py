@@ -122,6 +122,8 @@ def test_german_is_complete_and_an_unknown_language_is_refused() -> None:
         pt.instructions("guessing", players=3, rounds=1, lang="xx")
     with pytest.raises(ConfigError, match="no people's texts"):
         pt.history("chess", [], 0)
+    with pytest.raises(ConfigError, match="options for game 'guessing': ratoi"):
+        pt.instructions("guessing", {"ratoi": 0.5}, players=3, rounds=1)  # never the default's text
     assert num(24.6, "de") == "24,6" and num(16.4000001) == "16.4" and num(3.0) == "3"
 
 

@@ -98,7 +98,7 @@ def test_the_host_command_refuses_a_bad_session_file_and_a_flag_the_file_sets(tm
 def _session(tmp_path: Path) -> Session:
     (tmp_path / "session.toml").write_text(GOOD, encoding="utf-8")
     experiment = load_session_config(tmp_path / "session.toml")
-    return Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, experiment)
+    return Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, experiment=experiment)
 
 
 def test_the_room_seats_listed_labels_in_table_order_once_each(tmp_path: Path) -> None:
@@ -121,9 +121,8 @@ def test_the_room_seats_listed_labels_in_table_order_once_each(tmp_path: Path) -
 
 def test_unlisted_labels_fill_every_table_then_the_session_is_full(tmp_path: Path) -> None:
     (tmp_path / "session.toml").write_text(GOOD.replace('labels = ["A1", "A2"]\n', ""), encoding="utf-8")
-    session = Session.create(
-        tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, load_session_config(tmp_path / "session.toml")
-    )
+    experiment = load_session_config(tmp_path / "session.toml")
+    session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, experiment=experiment)
     seats = [session.arrive(label) for label in ("p-1", "p-2", None, "p-4")]
     assert [s.seat for s in seats if not isinstance(s, str)] == [(1, 0), (1, 1), (2, 0), (2, 1)]
     assert [s.label for s in seats if not isinstance(s, str)][2] == "guest-3"
@@ -165,7 +164,7 @@ def test_step_forms_refuse_forgery_and_keep_nothing_unusable(tmp_path: Path) -> 
     extra += '[questionnaire]\nscale_file = "tidy.yaml"\n'
     (tmp_path / "session.toml").write_text(GOOD + extra, encoding="utf-8")
     experiment = load_session_config(tmp_path / "session.toml")
-    session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, experiment)
+    session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, experiment=experiment)
     scale = participants.questionnaire_scale(experiment[0], None)
     app = SessionApp(session, lambda *a: None, token="t", port=1, hosts={"x"}, scale=scale)  # type: ignore[arg-type]
     slot = session.arrive("A1")

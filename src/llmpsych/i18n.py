@@ -12,7 +12,7 @@ Used by the people's texts of the games (:mod:`llmpsych.games.people_text`) and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .errors import ConfigError
@@ -66,7 +66,7 @@ class Catalog:
         table = self.messages.get(lang, {})
         return [key for key in self.messages[DEFAULT] if key not in table]
 
-    def bound(self, lang: str) -> Any:
+    def bound(self, lang: str) -> Callable[..., str]:
         """``t(key, **values)`` for one language (what a page template calls)."""
 
         def t(key: str, /, **values: Any) -> str:

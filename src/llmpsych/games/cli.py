@@ -3,9 +3,11 @@ name, hidden, accepted one release)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -460,6 +462,9 @@ def host_cmd(
         ),
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port (default: a free one).", min=0, max=65535)] = 0,
+    lang: Annotated[
+        str, typer.Option("--lang", help="Language of the participants' pages: en or de.")
+    ] = "en",
     linger: Annotated[
         bool, typer.Option("--linger/--exit", help="Keep serving the report after the game ends.")
     ] = True,
@@ -471,12 +476,23 @@ def host_cmd(
             "questionnaire, payment, debrief; one room link for all participants.",
         ),
     ] = None,
+    bots: Annotated[
+        bool,
+        typer.Option(
+            "--bots",
+            help="Dry-run the session: bots answer in the browser seats through the pages (one invalid "
+            "answer each; the last web seat never comes), model seats from a scripted server unless "
+            "--model is given; then the exported data are checked.",
+        ),
+    ] = False,
     *,
     flags: kit.RunFlags,
 ) -> None:
     r"""Host a game with participants in browsers: seats `web[:NAME]` (e.g. -O seats='\[web:Ann, web:Bob,
     llm, llm]') get one join link each; a monitor page shows the session. --session FILE wraps the game in
-    an experiment (consent, quiz, questionnaire, payment, debrief) with one room link for everyone."""
+    an experiment (consent, quiz, questionnaire, payment, debrief) with one room link for everyone. With
+    --bots, a dry run: bots play the browser seats through the same pages and the exported data are
+    checked."""
     from ..paths import runs_dir
     from ..runs import resume_run, start_run
     from ..runs.runner import new_run_dir
@@ -484,6 +500,18 @@ def host_cmd(
 
     web = people_host()
     resume = flags.resume
+    if bots and session is not None:
+        raise ConfigError(
+            "--bots dry-runs a bare game; the steps of a session file (consent, quiz, ...) have no bots yet"
+        )
+    if bots and resume is not None:
+        raise ConfigError("--bots dry-runs a new session; it cannot resume one")
+    if bots and not flags.models:  # the model seats answer at once: the dry run takes seconds
+        stack = ExitStack()
+        ctx.call_on_close(stack.close)  # the server stops when the command ends, however it ends
+        base_url = stack.enter_context(web.scripted_models())
+        flags = dataclasses.replace(flags, models=("openai-compatible/scripted",), base_url=base_url)
+        typer.echo(f"bots: the model seats answer from a scripted server at {base_url}")
     if resume is not None:
         kit.refuse_with_resume(ctx, {"resume", "base_url", "host", "port", "linger", "debug"})
         session_state = web.load(resume)
@@ -518,15 +546,18 @@ def host_cmd(
             if options.get(key) != value:  # an -O pair or --task-config overriding the session file
                 raise ConfigError(f"{key} is set by the session file's [game] part", "give it there only")
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
-        run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-host")
-        session_state = web.prepare(cfg, run_dir, deadline, experiment)
+        run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-bots" if bots else "gamabench-host")
+        session_state = web.prepare(cfg, run_dir, deadline, lang, experiment)
 
         def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)
 
-    outcome = web.serve(
-        play, run_dir, session_state, host=host, port=port, announce=typer.echo, linger=linger
-    )
+    if bots:
+        outcome = web.dry_run(play, run_dir, session_state, host=host, port=port, announce=typer.echo)
+    else:
+        outcome = web.serve(
+            play, run_dir, session_state, host=host, port=port, announce=typer.echo, linger=linger
+        )
     kit.finish(outcome)
 
 

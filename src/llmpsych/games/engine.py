@@ -222,6 +222,7 @@ class Table:
             "run": self.label,
             "players": len(self.seats),
             "seats": [seat.spec for seat in self.seats],
+            "params": self.game.info(),
             "rounds": self.game.stored_rounds(),
         }
 

@@ -6,6 +6,7 @@ program that hosts people without it registers the host itself, or is refused in
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,10 +21,16 @@ class PeopleHost(Protocol):
     """Serves a GAMA-Bench run's ``web`` seats to people in browsers while the run plays."""
 
     def prepare(
-        self, config: RunConfig, run_dir: Path, deadline_s: float, experiment: object = None
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        deadline_s: float,
+        lang: str = "en",
+        experiment: object = None,
     ) -> object:
-        """A new session in ``run_dir`` for the config's web seats (ConfigError without any); with the
-        experiment of a session file (:func:`llmpsych.games.experiment.load_session_config`) around it."""
+        """A new session in ``run_dir`` for the config's web seats, its pages in ``lang`` (ConfigError
+        without any); with the experiment of a session file
+        (:func:`llmpsych.games.experiment.load_session_config`) around it."""
         ...
 
     def load(self, run_dir: Path) -> object:
@@ -42,6 +49,25 @@ class PeopleHost(Protocol):
         linger: bool,
     ) -> RunOutcome:
         """Serve ``session`` while ``play()`` plays the game; its outcome."""
+        ...
+
+    def scripted_models(self) -> AbstractContextManager[str]:
+        """A loopback model server answering every game request validly (its base URL): the model seats
+        of a dry run without ``--model``."""
+        ...
+
+    def dry_run(
+        self,
+        play: Callable[[], RunOutcome],
+        run_dir: Path,
+        session: object,
+        *,
+        host: str,
+        port: int,
+        announce: Callable[[str], None],
+    ) -> RunOutcome:
+        """Play ``session`` with bots in its browser seats through the served pages, then check the data
+        it exported (a failed check is an error)."""
         ...
 
 

@@ -77,8 +77,8 @@ class Observation:
     check: Callable[[dict[str, Any]], Any] | None = None
     title: str = ""  # the game's title ("Guess 2/3 of the Average")
     rounds: int = 0  # the rounds the game plays (0: not known)
-    #: the game so far as a partial result (``game``, ``run``, ``players``, ``seats``, ``rounds``): for the
-    #: host's monitor and a participant's own score, never shown to a model
+    #: the game so far as a partial result (``game``, ``run``, ``players``, ``seats``, ``params``,
+    #: ``rounds``): for the host's monitor and a participant's page, never shown to a model
     progress: Callable[[], dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..errors import ConfigError
 from ..i18n import Catalog, language, num
 from .rounds import GameRound
@@ -152,7 +154,7 @@ _EN: dict[str, str] = {
     "h.won": "won",
     "h.lost": "did not win",
     "h.public_goods": "Round {round}: the players put in {all} ({pot} tokens in the pot); each player got "
-    "{share} from it. You put in {mine}: your gain {gain}, you now hold {tokens} tokens.",
+    "{share} from it. You put in {mine}: your gain {gain}; you ended the round with {tokens} tokens.",
     "h.bar.explicit": "Round {round}: {go} of {players} players went, the bar was {mood}. You {choice}: "
     "{points} points.",
     "h.bar.implicit": "Round {round}: you stayed home: {points} points.",
@@ -302,8 +304,8 @@ _DE: dict[str, str] = {
     "h.won": "gewonnen",
     "h.lost": "nicht gewonnen",
     "h.public_goods": "Runde {round}: Die Spieler zahlten {all} ein ({pot} Spielmarken im Topf); jeder "
-    "Spieler bekam {share} daraus. Sie zahlten {mine} ein: Ihr Gewinn {gain}, Sie besitzen jetzt {tokens} "
-    "Spielmarken.",
+    "Spieler bekam {share} daraus. Sie zahlten {mine} ein: Ihr Gewinn {gain}; Sie beendeten die Runde mit "
+    "{tokens} Spielmarken.",
     "h.bar.explicit": "Runde {round}: {go} von {players} Spielern gingen hin, die Bar war {mood}. Sie "
     "{choice}: {points} Punkte.",
     "h.bar.implicit": "Runde {round}: Sie blieben zu Hause: {points} Punkte.",
@@ -375,8 +377,12 @@ def setting(game: str, params: Mapping[str, Any] | None = None, *, players: int,
     if game not in _WRITERS:
         raise ConfigError(f"no people's texts for game {game!r}", f"one of: {', '.join(_WRITERS)}")
     cls = _game_class(game)
-    known = {k: v for k, v in (params or {}).items() if k in cls.Params.model_fields}
-    checked = cls.Params.model_validate(known).model_dump()
+    try:
+        checked = cls.Params.model_validate(dict(params or {})).model_dump()
+    except ValidationError as exc:  # a misspelt option would otherwise be described with its default
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"options for game {game!r}: {where}: {first['msg']}") from None
     if "ratio_str" in checked and not checked["ratio_str"]:
         checked["ratio_str"] = _ratio_text(game, float(checked["ratio"]))
     return Setting(game, int(players), int(rounds), checked)
@@ -812,7 +818,11 @@ _WRITERS: dict[str, Callable[[Any, int, Setting, str], str | None]] = {
     "pirate": _pirate_line,
 }
 
+#: The games with people's texts (every one of the paper's eight).
+GAMES: tuple[str, ...] = tuple(_WRITERS)
+
 __all__ = [
+    "GAMES",
     "TEXTS",
     "AnswerInput",
     "Setting",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import uvicorn
 from ..errors import ConfigError, LlmpsychError, RunInterrupted
 from ..games.experiment import SessionConfig
 from ..games.seats import WebSeat, build_seats, set_web_broker
+from ..i18n import language
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
 from . import participants, scores
@@ -44,8 +46,11 @@ def host_run(
     port: int,
     announce: Callable[[str], None],
     linger: bool,
+    on_ready: Callable[[dict[int, str], str], None] | None = None,
 ) -> RunOutcome:
-    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game.
+    """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game;
+    ``on_ready(links, monitor)`` is told the seats' links and the monitor's once the server listens (the
+    bots of a dry run start there).
 
     The experimenter's token, the room's and the seats' are the session's (``session.json``), and a
     resumed host listens on the session's port unless ``--port`` names another: every link handed out
@@ -105,8 +110,11 @@ def host_run(
         announce(f"  {at}player {slot.player} ({slot.name}): {links[slot.seat]}")
     if room:
         announce(f"room (one link for everyone; a panel appends ?label=ID): {room}")
-    announce(f"monitor (experimenter only): {public}/session?{TOKEN_PARAM}={token}")
+    monitor = f"{public}/session?{TOKEN_PARAM}={token}"
+    announce(f"monitor (experimenter only): {monitor}")
     set_web_broker(session)
+    if on_ready is not None:  # the bots of a dry run: one table (a session file's tables are refused)
+        on_ready({s.player: links[s.seat] for s in session.slots.values() if s.table == 1}, monitor)
     try:
         try:
             outcome = run()
@@ -201,10 +209,15 @@ class WebHost:
     """The web app as ``gamabench host``'s people host (:mod:`llmpsych.games.hosting`)."""
 
     def prepare(
-        self, config: RunConfig, run_dir: Path, deadline_s: float, experiment: object = None
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        deadline_s: float,
+        lang: str = "en",
+        experiment: object = None,
     ) -> Session:
         assert experiment is None or isinstance(experiment, tuple)
-        return prepare(config, run_dir, deadline_s, experiment)
+        return prepare(config, run_dir, deadline_s, lang, experiment)
 
     def load(self, run_dir: Path) -> Session:
         return Session.load(run_dir)
@@ -223,18 +236,42 @@ class WebHost:
         assert isinstance(session, Session)
         return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
 
+    def scripted_models(self) -> AbstractContextManager[str]:
+        from .bots import scripted_models
+
+        return scripted_models()
+
+    def dry_run(
+        self,
+        play: Callable[[], RunOutcome],
+        run_dir: Path,
+        session: object,
+        *,
+        host: str,
+        port: int,
+        announce: Callable[[str], None],
+    ) -> RunOutcome:
+        from .bots import dry_run, report
+
+        assert isinstance(session, Session)
+        outcome, checks = dry_run(play, run_dir, session, host=host, port=port, announce=announce)
+        report(checks, announce)
+        return outcome
+
 
 def prepare(
     config: RunConfig,
     run_dir: Path,
     deadline_s: float,
+    lang: str = "en",
     experiment: tuple[SessionConfig, dict[str, Any]] | None = None,
 ) -> Session:
-    """A new session in ``run_dir`` for the web seats of ``config`` (refused without any), with the
-    ``experiment`` around the game when one is given (its questionnaire's scale is loaded now: a bad
-    one is refused before anybody arrives)."""
+    """A new session in ``run_dir`` for the web seats of ``config``, its pages in ``lang`` (refused
+    without any), with the ``experiment`` around the game when one is given (its questionnaire's scale
+    is loaded now: a bad one is refused before anybody arrives)."""
     if config.task != "gamabench":
         raise ConfigError("only GAMA-Bench runs can be hosted")
+    lang = language(lang)  # before anything is written
     seats = web_seats(config)
     if not seats:
         raise ConfigError(
@@ -246,7 +283,7 @@ def prepare(
         participants.questionnaire_scale(experiment[0], config.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     options = config.options if isinstance(config.options, dict) else {}
-    session = Session.create(run_dir, seats, deadline_s, experiment, data_dir=config.data_dir)
+    session = Session.create(run_dir, seats, deadline_s, lang, experiment, data_dir=config.data_dir)
     if experiment is not None:
         session.game_options = {k: v for k, v in options.items() if isinstance(v, dict)}
         session.save()

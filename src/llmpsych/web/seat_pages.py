@@ -30,10 +30,13 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..games import people_text
 from ..games.experiment import QuizQuestion
 from ..games.seats import _shown
 from ..instruments.scale import Scale
 from . import participants, scores
+from .i18n import PAGES
+from .seat_view import seat_view
 from .security import SECURITY_HEADERS, _split_host, host_allowed
 from .session import ANSWERED, FORGED, Session
 
@@ -41,6 +44,8 @@ from .session import ANSWERED, FORGED, Session
 STORE_WAIT_S = 30.0
 #: Largest form body accepted (an answer is at most 200 characters).
 MAX_BODY = 4096
+#: Most fields of a Pirate plan read from one form (one per pirate; a table seats at most 100).
+MAX_SHARES = 100
 _PACKAGE = resources.files("llmpsych.web")
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(_PACKAGE / "templates")),
@@ -127,7 +132,10 @@ class SessionApp:
                 return _text("request too large", 413)
         elif headers.get("content-length", "0") != "0":
             return _text("requests have no body here", 413)
-        form = dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
+        pairs = parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True)
+        form = dict(pairs)
+        # a Pirate plan comes as one field per pirate (``share``): the game reads them as "a,b,c"
+        shares = [value.strip() for key, value in pairs if key == "share"][:MAX_SHARES]
         if path == "/session/start":
             return self._start(headers, method, form)
         if path == "/session/payments.csv":
@@ -144,13 +152,12 @@ class SessionApp:
         if method == "POST" and "step" in form:
             return self._step(slot, form)
         if method == "POST":
-            taken = self.session.submit(
-                slot, form.get("key", ""), form.get("csrf", ""), form.get("answer", "")
-            )
+            answer = ",".join(shares) if shares and "answer" not in form else form.get("answer", "")
+            taken = self.session.submit(slot, form.get("key", ""), form.get("csrf", ""), answer)
             if taken in (FORGED, ANSWERED):
                 return _text(str(taken), 403)
-            if isinstance(taken, str):
-                return self._seat(slot, taken, 400)
+            if isinstance(taken, str):  # refused: the page again, the entry kept in its field
+                return self._seat(slot, taken, 400, kept=shares or [answer])
             # answered once the answer is durable: a page that says "your answer is in" never lies
             await anyio.to_thread.run_sync(taken.wait, STORE_WAIT_S)
             return RedirectResponse(f"/play/{slot.token}", 303)
@@ -230,6 +237,7 @@ class SessionApp:
         slot: Any,
         error: str | None,
         code: int,
+        kept: list[str] | None = None,
         *,
         wrong: list[int] | None = None,
         given: Any = None,
@@ -239,11 +247,15 @@ class SessionApp:
         if step != "game":
             return self._step_page(slot, step, error, code, wrong or [], given)
         pending = session.current(slot)
+        lang = session.lang
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
-        context.update(game=None, more=0, final=[])
+        context.update(game=None, more=0, final=[], lang=lang, t=PAGES.bound(lang))
         if session.finished:
             state = "finished"
-            context["final"] = scores.own_final(session.scores, slot.player)
+            context["final"] = [
+                (people_title(game, lang), own_words(mine, lang))
+                for game, mine in scores.own_final(session.scores, slot.player)
+            ]
         elif not session.table_open(slot.table):
             state = "lobby"
             table = [s for s in session.slots.values() if s.table == slot.table]
@@ -253,21 +265,26 @@ class SessionApp:
             state = "waiting"
             last = slot.last
             if last is not None:
-                context["game"] = _game(last, slot.player)
+                context["game"] = _game(last, slot.player, lang)
         else:
             state = "question"
             o = pending.observation
-            context["game"] = _game(o, slot.player)
+            context["game"] = _game(o, slot.player, lang)
             context["more"] = max(0, len(slot.pending) - 1)
             left = None
             if session.deadline_s > 0 and pending.shown_at is not None:
                 left = max(0, round(pending.shown_at + session.deadline_s - time.time()))
+            view = seat_view(o, lang)
             context["q"] = {
                 "round": o.round,
-                "rules": o.rules,
-                "history": [_turn(m) for m in o.history],
-                "question": o.question,
-                "valid": o.valid,
+                "rules": [o.rules] if view is None else view.instructions,
+                "history": [_turn(m) for m in o.history]
+                if view is None
+                else [("report", h) for h in view.history],
+                "question": o.question if view is None else view.question,
+                "valid": o.valid if view is None else view.input.valid,
+                "input": None if view is None else view.input,
+                "kept": kept or [],
                 "field": o.primary,
                 "retry": o.attempt > 0,
                 "key": o.key,
@@ -360,8 +377,9 @@ def _turn(message: dict[str, Any]) -> tuple[str, str]:
     return "you", "Your answer: " + _shown(message).removeprefix("(your answer: ").removesuffix(")")
 
 
-def _game(o: Any, player: int) -> dict[str, Any]:
-    """Which game and round a question belongs to, and the player's own score so far in it."""
+def _game(o: Any, player: int, lang: str = "en") -> dict[str, Any]:
+    """Which game and round a question belongs to (its title for people), and the player's own score so
+    far in it."""
     unit = o.sample.rpartition(":p")[0]
     own: list[tuple[str, Any]] = []
     if o.progress is not None:
@@ -370,7 +388,26 @@ def _game(o: Any, player: int) -> dict[str, Any]:
         except RuntimeError:  # the engine is adding a round record right now; the next refresh shows it
             per_seat = []
         own = scores.own(per_seat, unit, player)
-    return {"title": o.title or o.kind, "round": o.round, "rounds": o.rounds, "unit": unit, "own": own}
+    name = unit.rpartition("-run")[0]
+    title = people_text.title(name, lang) if name in people_text.GAMES else o.title or o.kind
+    own = own_words(own, lang)
+    return {"title": title, "round": o.round, "rounds": o.rounds, "unit": unit, "own": own}
+
+
+def own_words(own: list[tuple[str, Any]], lang: str) -> list[tuple[str, Any]]:
+    """A player's own payoffs (:func:`scores.own`, worded in English) worded in ``lang``."""
+    keys = {label: f"score.{column}" for column, label in scores.OWN_SCORES.items()}
+    return [(PAGES.text(lang, keys[label]) if label in keys else label, value) for label, value in own]
+
+
+def people_title(title: str, lang: str) -> str:
+    """A game's title (as ``seats.csv`` rows name it) for people in ``lang``."""
+    from ..games import registry
+
+    for name in people_text.GAMES:
+        if registry.get(name).title == title:
+            return people_text.title(name, lang)
+    return title
 
 
 def monitor_csrf(session: Session) -> str:

@@ -37,8 +37,11 @@ from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
 from ..games.result import answers_text
 from ..games.seats import WebAnswer, WebSeat
+from ..i18n import language
 from ..userfiles import MAX_DATA_FILE_BYTES, parse_json, read_text
 from .catalog import SESSION_FILE as SESSION_FILE  # the runs pages never list or serve it
+from .i18n import PAGES
+from .seat_view import seat_view
 
 #: ``how`` as sessions before llmpsych recorded ``never joined`` wrote it
 _LEGACY_HOW = {"bot": "never joined"}
@@ -149,26 +152,36 @@ def default_action(observation: Observation) -> str:
     return "null" if value is None else str(value)
 
 
-def _refusal(observation: Observation, answer: str) -> str | None:
-    """Why the game cannot use ``answer`` (its own message), or None: the check a model's answer meets."""
+def _refusal(observation: Observation, answer: str, lang: str = "en") -> str | None:
+    """Why the game cannot use ``answer`` (its own message, framed in the page's language, with the
+    answers it takes as people read them), or None: the check a model's answer meets."""
     if observation.check is None:
         return None
     try:
         observation.check({observation.primary: answer})
     except InvalidAnswer as exc:
-        return f"This answer cannot be used: {exc}. Please answer with {observation.valid}."
+        return PAGES.text(lang, "refused", reason=exc, valid=_valid(observation, lang))
     except (ValueError, TypeError, KeyError) as exc:  # a validator that trips over a typed string
-        return f"This answer cannot be used ({type(exc).__name__}). Please answer with {observation.valid}."
+        return PAGES.text(lang, "refused.error", kind=type(exc).__name__, valid=_valid(observation, lang))
     return None
+
+
+def _valid(observation: Observation, lang: str) -> str:
+    """The answers ``observation`` takes, in words for people (the game's own words for a game without
+    people's texts)."""
+    view = seat_view(observation, lang)
+    return observation.valid if view is None else view.input.valid
 
 
 class Session:
     """The web seats of one hosted run (thread-safe: the engine's loop and the server's thread use it)."""
 
     def __init__(
-        self, run_dir: Path, slots: list[SeatSlot], deadline_s: float, started: bool = False
+        self, run_dir: Path, slots: list[SeatSlot], deadline_s: float, started: bool = False, lang: str = "en"
     ) -> None:
         self.run_dir = run_dir
+        #: the language of the participants' pages (:mod:`llmpsych.i18n`)
+        self.lang = language(lang)
         self.slots = {s.seat: s for s in slots}
         self.deadline_s = deadline_s
         self.started = started
@@ -210,12 +223,13 @@ class Session:
         run_dir: Path,
         seats: list[tuple[int, str, str]],
         deadline_s: float,
+        lang: str = "en",
         experiment: tuple[SessionConfig, dict[str, Any]] | None = None,
         *,
         data_dir: Path | None = None,
     ) -> Session:
         """A new session for ``(player, spec, name)`` web seats, each with a fresh token (at every table
-        of the ``experiment``, when one is given); saved at once."""
+        of the ``experiment``, when one is given), its pages in ``lang``; saved at once."""
         if not seats:
             raise ConfigError("no web seats: give at least one, e.g. -O seats='[web:Ann, web:Bob, llm]'")
         tables = experiment[0].game.tables if experiment is not None else 1
@@ -224,7 +238,7 @@ class Session:
             for t in range(1, tables + 1)
             for p, spec, name in seats
         ]
-        session = cls(run_dir, slots, deadline_s)
+        session = cls(run_dir, slots, deadline_s, lang=lang)
         if experiment is not None:
             session.experiment, session.experiment_data = experiment
             session.completion_code = experiment[0].code()
@@ -239,7 +253,8 @@ class Session:
         try:
             data = parse_json(read_text(path, "session file", MAX_DATA_FILE_BYTES), str(path))
             slots = [SeatSlot.from_stored(s) for s in data["seats"]]
-            session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]))
+            lang = str(data.get("lang", "en"))  # sessions before pages were translated: English
+            session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]), lang)
             session.timings = list(data.get("answers", []))
             session.secret = bytes.fromhex(str(data["secret"]))
             session.open_tables = {int(t) for t in data.get("open_tables", [])}
@@ -274,6 +289,7 @@ class Session:
                 "deadline_s": self.deadline_s,
                 "started": self.started,
                 "open_tables": sorted(self.open_tables),
+                "lang": self.lang,
                 "secret": self.secret.hex(),
                 "monitor_token": self.monitor_token,
                 "room_token": self.room_token,
@@ -392,14 +408,14 @@ class Session:
             return FORGED
         answer = answer.strip()
         if not answer:
-            return "please type an answer"
+            return PAGES.text(self.lang, "empty")
         if len(answer) > MAX_ANSWER_CHARS:
-            return f"the answer is too long (at most {MAX_ANSWER_CHARS} characters)"
+            return PAGES.text(self.lang, "too.long", chars=MAX_ANSWER_CHARS)
         with self._lock:
             pending = slot.pending.get(key)
             if pending is None or pending.shown_at is None:
                 return ANSWERED
-            refusal = _refusal(pending.observation, answer)
+            refusal = _refusal(pending.observation, answer, self.lang)
             if refusal is not None:
                 pending.refused.append(answer)  # kept: the decision's row says what was refused
                 return refusal
