@@ -30,6 +30,7 @@ from llmpsych.runs import RunStore
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from test_own_instruments import TIDY_YAML, scripted
+from test_web_people_games import axe_serious
 from web_host import Host
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -165,10 +166,12 @@ def _session_in_browsers(
                 assert "not on the session's list" in people[0].inner_text("#error")
                 people[0].goto(host.room)
                 assert people[0].locator("#label").count() == 1
+                findings = {"room": axe_serious(people[0])}  # axe-core: nothing critical or serious
                 for label, page in zip(LABELS, people, strict=True):
                     page.goto(f"{host.room}?label={label}")
                     assert page.locator("#consent").count() == 1, page.content()
                 people[0].screenshot(path=str(shots / "consent.png"), full_page=True)
+                findings["consent"] = axe_serious(people[0])
                 for page in people:
                     page.check("#agree")
                     with page.expect_navigation():
@@ -202,6 +205,7 @@ def _session_in_browsers(
                             page.click("#send")
                         assert "1 of 1 answers are not right" in page.inner_text("#error")
                         page.screenshot(path=str(shots / "instructions-quiz.png"), full_page=True)
+                        findings["quiz"] = axe_serious(page)
                     page.check("#q1-1")
                     with page.expect_navigation():
                         page.click("#send")
@@ -225,6 +229,7 @@ def _session_in_browsers(
                 for page in people:
                     _wait(page, "#questionnaire")
                 people[0].screenshot(path=str(shots / "questionnaire.png"), full_page=True)
+                findings["questionnaire"] = axe_serious(people[0])
 
                 pay, code = on_monitor(
                     monitor, host.monitor, lambda m: (m.inner_text("#payments"), m.inner_text("#code"))
@@ -246,6 +251,8 @@ def _session_in_browsers(
                     assert link == f"https://panel.example.org/complete?cc={code}&pid={LABELS[n]}"
                     assert "EUR" in page.inner_text("#total")
                 people[0].screenshot(path=str(shots / "debrief.png"), full_page=True)
+                findings["debrief"] = axe_serious(people[0])
+                assert findings == dict.fromkeys(findings, []), findings
                 browser.close()
             assert host.proc.wait(PATIENCE_S) == 0, "".join(host.lines) + host.proc.stderr.read()
         finally:
