@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import llmpsych
@@ -235,6 +236,10 @@ def _session_in_browsers(
                     monitor, host.monitor, lambda m: (m.inner_text("#payments"), m.inner_text("#code"))
                 )
                 assert all(label in pay for label in LABELS), pay
+                csv_url = host.room.split("/room/")[0] + "/session/payments.csv"
+                assert httpx.get(csv_url, trust_env=False).status_code == 403  # experimenter only
+                download = monitor.context.request.get(csv_url)  # the monitor's own cookie
+                assert download.status == 200 and download.text().startswith("label,table,player,")
                 on_monitor(
                     monitor,
                     host.monitor,
