@@ -356,7 +356,7 @@ def test_a_seat_page_between_questions_renders_before_any_question(tmp_path: Pat
 
     session = Session.create(tmp_path, [(0, "web:Ann", "Ann")], 0.0)
     app = SessionApp(session, lambda *a: None, token="t", port=1, hosts={"127.0.0.1"})  # type: ignore[arg-type]
-    slot = session.slots[0]
+    slot = session.slots[(1, 0)]  # (table, player)
     session.join(slot)  # the only seat: the game starts
     page = app._seat(slot, None, 200)
     assert page.status_code == 200 and b'id="waiting"' in page.body and b'id="game"' not in page.body

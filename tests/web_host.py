@@ -24,6 +24,7 @@ class Host:
         self.lines: list[str] = []
         self.links: dict[int, str] = {}
         self.monitor = ""
+        self.room = ""
         self.ready = threading.Event()
         self.over = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -45,6 +46,8 @@ class Host:
             text = line.strip()
             if text.startswith("player ") and "/play/" in text:
                 self.links[int(text.split()[1])] = text.rsplit(" ", 1)[1]
+            if text.startswith("room"):
+                self.room = text.rsplit(" ", 1)[1]
             if text.startswith("monitor"):
                 self.monitor = text.rsplit(" ", 1)[1]
                 self.ready.set()

@@ -468,6 +468,14 @@ def host_cmd(
     linger: Annotated[
         bool, typer.Option("--linger/--exit", help="Keep serving the report after the game ends.")
     ] = True,
+    session: Annotated[
+        Path | None,
+        typer.Option(
+            "--session",
+            help="A session file (TOML or YAML): consent, instructions, quiz, the game and its tables, "
+            "questionnaire, payment, debrief; one room link for all participants.",
+        ),
+    ] = None,
     bots: Annotated[
         bool,
         typer.Option(
@@ -481,8 +489,10 @@ def host_cmd(
     flags: kit.RunFlags,
 ) -> None:
     r"""Host a game with participants in browsers: seats `web[:NAME]` (e.g. -O seats='\[web:Ann, web:Bob,
-    llm, llm]') get one join link each; a monitor page shows the session. With --bots, a dry run: bots
-    play the browser seats through the same pages and the exported data are checked."""
+    llm, llm]') get one join link each; a monitor page shows the session. --session FILE wraps the game in
+    an experiment (consent, quiz, questionnaire, payment, debrief) with one room link for everyone. With
+    --bots, a dry run: bots play the browser seats through the same pages and the exported data are
+    checked."""
     from ..paths import runs_dir
     from ..runs import resume_run, start_run
     from ..runs.runner import new_run_dir
@@ -490,6 +500,10 @@ def host_cmd(
 
     web = people_host()
     resume = flags.resume
+    if bots and session is not None:
+        raise ConfigError(
+            "--bots dry-runs a bare game; the steps of a session file (consent, quiz, ...) have no bots yet"
+        )
     if bots and resume is not None:
         raise ConfigError("--bots dry-runs a new session; it cannot resume one")
     if bots and not flags.models:  # the model seats answer at once: the dry run takes seconds
@@ -500,7 +514,7 @@ def host_cmd(
         typer.echo(f"bots: the model seats answer from a scripted server at {base_url}")
     if resume is not None:
         kit.refuse_with_resume(ctx, {"resume", "base_url", "host", "port", "linger", "debug"})
-        session = web.load(resume)
+        session_state = web.load(resume)
         run_dir = resume
 
         def play() -> RunOutcome:
@@ -508,25 +522,42 @@ def host_cmd(
 
     else:
         games = [part.strip() for part in game.split(",") if part.strip()]
-        values = {
+        values: dict[str, Any] = {
             "game": games[0] if len(games) == 1 else games,
             "runs": runs,
             "players": players,
             "rounds": rounds,
             "max_tokens": max_tokens,
         }
+        experiment = None
+        if session is not None:
+            from .experiment import load_session_config
+
+            both = sorted(set(kit.given(ctx)) & {"game", "runs", "players", "rounds", "deadline"})
+            if both:
+                raise ConfigError(
+                    f"--{both[0]} is set by the session file's [game] part", "give it there, not as a flag"
+                )
+            experiment = load_session_config(session)
+            values.update(experiment[0].options())
+            deadline = experiment[0].game.deadline
         options = kit.task_options(ctx, values, flags)
+        for key, value in (experiment[0].options() if experiment else {}).items():
+            if options.get(key) != value:  # an -O pair or --task-config overriding the session file
+                raise ConfigError(f"{key} is set by the session file's [game] part", "give it there only")
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-bots" if bots else "gamabench-host")
-        session = web.prepare(cfg, run_dir, deadline, lang)
+        session_state = web.prepare(cfg, run_dir, deadline, lang, experiment)
 
         def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)
 
     if bots:
-        outcome = web.dry_run(play, run_dir, session, host=host, port=port, announce=typer.echo)
+        outcome = web.dry_run(play, run_dir, session_state, host=host, port=port, announce=typer.echo)
     else:
-        outcome = web.serve(play, run_dir, session, host=host, port=port, announce=typer.echo, linger=linger)
+        outcome = web.serve(
+            play, run_dir, session_state, host=host, port=port, announce=typer.echo, linger=linger
+        )
     kit.finish(outcome)
 
 

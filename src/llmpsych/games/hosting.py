@@ -20,9 +20,17 @@ if TYPE_CHECKING:
 class PeopleHost(Protocol):
     """Serves a GAMA-Bench run's ``web`` seats to people in browsers while the run plays."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> object:
+    def prepare(
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        deadline_s: float,
+        lang: str = "en",
+        experiment: object = None,
+    ) -> object:
         """A new session in ``run_dir`` for the config's web seats, its pages in ``lang`` (ConfigError
-        without any)."""
+        without any); with the experiment of a session file
+        (:func:`llmpsych.games.experiment.load_session_config`) around it."""
         ...
 
     def load(self, run_dir: Path) -> object:

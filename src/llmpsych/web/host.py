@@ -10,19 +10,21 @@ import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
-from ..errors import ConfigError, RunInterrupted
+from ..errors import ConfigError, LlmpsychError, RunInterrupted
+from ..games.experiment import SessionConfig
 from ..games.seats import WebSeat, build_seats, set_web_broker
 from ..i18n import language
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
-from . import scores
+from . import participants, scores
 from .app import create_app
 from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
-from .security import TOKEN_PARAM, host_names, new_token
+from .security import TOKEN_PARAM, host_names
 from .server import bind, is_loopback, public_name, server_config, url_host
 from .session import SESSION_FILE, Session
 
@@ -48,23 +50,46 @@ def host_run(
 ) -> RunOutcome:
     """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game;
     ``on_ready(links, monitor)`` is told the seats' links and the monitor's once the server listens (the
-    bots of a dry run start there)."""
-    sock = bind(host, port)
+    bots of a dry run start there).
+
+    The experimenter's token, the room's and the seats' are the session's (``session.json``), and a
+    resumed host listens on the session's port unless ``--port`` names another: every link handed out
+    works again after ``--resume``. With an experiment around the game, the host stays up after the game
+    until every participant who played reached the debrief (or Ctrl+C), then writes ``payments.csv``,
+    ``participants.csv`` and the scored questionnaire (:mod:`.participants`)."""
+    sock = bind(host, port or session.port)
     port = sock.getsockname()[1]
-    token = new_token()
+    if session.port != port:
+        session.port = port
+        session.save()
+    token = session.monitor_token
     base = f"http://{url_host(host)}:{port}"
     public = base
     if not is_loopback(host):
         public = f"http://{url_host(public_name(host))}:{port}"
-    links = {s.player: f"{public}/play/{s.token}" for s in session.slots.values()}
+    links = {s.seat: f"{public}/play/{s.token}" for s in session.slots.values()}
+    experiment = session.experiment
+    room = f"{public}/room/{session.room_token}" if experiment is not None else ""
+    data_dir = session.data_dir
+    scale = None
+    if experiment is not None and experiment.questionnaire is not None:
+        scale = participants.questionnaire_scale(experiment, data_dir)
     inner = create_app(
         [run_dir.parent],
         token=token,
         port=port,
         hosts=host_names(host),
-        extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name), run_dir)],
+        extra_routes=[monitor_route(session, links, _run_id(0, run_dir.name), run_dir, room)],
     )
-    app = SessionApp(session, inner, token=token, port=port, hosts=host_names(host))
+    app = SessionApp(
+        session,
+        inner,
+        token=token,
+        port=port,
+        hosts=host_names(host),
+        instructions=lambda player: instructions(session, player),
+        scale=scale,
+    )
     server = uvicorn.Server(server_config(app))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -80,13 +105,16 @@ def host_run(
             "only on a network you trust"
         )
     announce("join links (one per participant; each admits its seat only):")
-    for slot in sorted(session.slots.values(), key=lambda s: s.player):
-        announce(f"  player {slot.player} ({slot.name}): {links[slot.player]}")
+    for slot in sorted(session.slots.values(), key=lambda s: s.seat):
+        at = f"table {slot.table} " if session.tables > 1 else ""
+        announce(f"  {at}player {slot.player} ({slot.name}): {links[slot.seat]}")
+    if room:
+        announce(f"room (one link for everyone; a panel appends ?label=ID): {room}")
     monitor = f"{public}/session?{TOKEN_PARAM}={token}"
     announce(f"monitor (experimenter only): {monitor}")
     set_web_broker(session)
-    if on_ready is not None:
-        on_ready(links, monitor)
+    if on_ready is not None:  # the bots of a dry run: one table (a session file's tables are refused)
+        on_ready({s.player: links[s.seat] for s in session.slots.values() if s.table == 1}, monitor)
     try:
         try:
             outcome = run()
@@ -98,6 +126,13 @@ def host_run(
         session.scores, session.kinds = scores.final(run_dir)
         session.finished = True
         announce(f"the game is over; the report is on {public}/run/{_run_id(0, run_dir.name)}")
+        if experiment is not None:
+            participants.write_tables(session, scale, data_dir, score=False)
+            if not linger:
+                announce("waiting for every participant to reach the debrief (Ctrl+C stops now)")
+                while not session.all_done():  # woken by each participant reaching the debrief
+                    session.progressed.wait(0.5)
+                    session.progressed.clear()
         if linger:
             announce("stop the server with Ctrl+C")
             while thread.is_alive():  # joined in steps, so Ctrl+C reaches this thread
@@ -108,13 +143,81 @@ def host_run(
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+        if experiment is not None:
+            try:
+                written = participants.write_tables(session, scale, data_dir, score=True)
+            except LlmpsychError as exc:  # said, without hiding why the host stops (session.json has all)
+                announce(f"error: the participants' tables were not all written: {exc.message}")
+                written = []
+            for path in written:
+                if path.parent == run_dir or path.name == "report.md":  # not every table of the import
+                    announce(f"wrote {path}")
+
+
+def instructions(session: Session, player: int) -> str:
+    """What the participant at ``player`` reads before the game: the session's text, else the game's
+    instructions for people (:func:`llmpsych.games.people_text.instructions`, with the run's game
+    options) and what the session adds: who the others are, the deadline, the money per point."""
+    experiment = session.experiment
+    if experiment is None:
+        return ""
+    if experiment.instructions is not None:
+        return experiment.instructions
+    return default_instructions(experiment, session.game_options, player)
+
+
+def default_instructions(experiment: SessionConfig, options: dict[str, Any], player: int) -> str:
+    """Our default instructions (see :func:`instructions`), paragraphs separated by a blank line."""
+    from ..games import people_text
+
+    g = experiment.game
+    games = [g.game] if isinstance(g.game, str) else list(g.game)
+    lines: list[str] = []
+    for game in games:
+        params = options.get(game)
+        lines += people_text.instructions(
+            game,
+            params if isinstance(params, dict) else None,
+            players=g.players,
+            rounds=g.rounds,
+            player=player,
+        )
+    seats = build_seats(g.seats, g.players, load=False)
+    people = sum(isinstance(s, WebSeat) for s in seats)
+    machines = len(seats) - people
+    others = f"{people - 1} other participant(s)" if people > 1 else "no other participant"
+    if machines:
+        others += f" and {machines} computer player(s) answering through an AI language model"
+    lines.append(f"At your table: you, {others}.")
+    if g.deadline > 0:
+        lines.append(
+            f"You have {round(g.deadline)} seconds for each decision; if you do not answer in time, "
+            "a default answer is entered for you and marked as such."
+        )
+    pay = experiment.payment
+    stakes = []
+    if pay.per_point > 0:
+        stakes.append(f"each point you earn in the game is paid {pay.per_point:g} {pay.currency}")
+    if pay.fee > 0:
+        stakes.append(f"you receive {pay.fee:.2f} {pay.currency} for taking part")
+    if stakes:
+        lines.append("Payment: " + "; ".join(stakes) + ".")
+    return "\n\n".join(lines)
 
 
 class WebHost:
     """The web app as ``gamabench host``'s people host (:mod:`llmpsych.games.hosting`)."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
-        return prepare(config, run_dir, deadline_s, lang)
+    def prepare(
+        self,
+        config: RunConfig,
+        run_dir: Path,
+        deadline_s: float,
+        lang: str = "en",
+        experiment: object = None,
+    ) -> Session:
+        assert experiment is None or isinstance(experiment, tuple)
+        return prepare(config, run_dir, deadline_s, lang, experiment)
 
     def load(self, run_dir: Path) -> Session:
         return Session.load(run_dir)
@@ -156,9 +259,16 @@ class WebHost:
         return outcome
 
 
-def prepare(config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en") -> Session:
+def prepare(
+    config: RunConfig,
+    run_dir: Path,
+    deadline_s: float,
+    lang: str = "en",
+    experiment: tuple[SessionConfig, dict[str, Any]] | None = None,
+) -> Session:
     """A new session in ``run_dir`` for the web seats of ``config``, its pages in ``lang`` (refused
-    without any)."""
+    without any), with the ``experiment`` around the game when one is given (its questionnaire's scale
+    is loaded now: a bad one is refused before anybody arrives)."""
     if config.task != "gamabench":
         raise ConfigError("only GAMA-Bench runs can be hosted")
     lang = language(lang)  # before anything is written
@@ -169,5 +279,12 @@ def prepare(config: RunConfig, run_dir: Path, deadline_s: float, lang: str = "en
         )
     if (run_dir / SESSION_FILE).exists():
         raise ConfigError(f"{run_dir} already holds a session", "continue it with --resume")
+    if experiment is not None and experiment[0].questionnaire is not None:
+        participants.questionnaire_scale(experiment[0], config.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    return Session.create(run_dir, seats, deadline_s, lang)
+    options = config.options if isinstance(config.options, dict) else {}
+    session = Session.create(run_dir, seats, deadline_s, lang, experiment, data_dir=config.data_dir)
+    if experiment is not None:
+        session.game_options = {k: v for k, v in options.items() if isinstance(v, dict)}
+        session.save()
+    return session

@@ -15,11 +15,12 @@ import copy
 import hmac
 import json
 import time
+from collections.abc import Callable
 from http.cookies import SimpleCookie
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 import anyio.to_thread
 import jinja2
@@ -30,8 +31,10 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..games import people_text
+from ..games.experiment import QuizQuestion
 from ..games.seats import _shown
-from . import scores
+from ..instruments.scale import Scale
+from . import participants, scores
 from .i18n import PAGES
 from .seat_view import seat_view
 from .security import SECURITY_HEADERS, _split_host, host_allowed
@@ -63,8 +66,22 @@ class SessionApp:
     """ASGI: ``/play/...`` answered here; everything else goes to ``inner`` (the gated runs app, which
     also serves the monitor); ``POST /session/start`` is checked here against the experimenter cookie."""
 
-    def __init__(self, session: Session, inner: ASGIApp, *, token: str, port: int, hosts: set[str]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        inner: ASGIApp,
+        *,
+        token: str,
+        port: int,
+        hosts: set[str],
+        instructions: Callable[[int], str] | None = None,
+        scale: Scale | None = None,
+    ) -> None:
         self.session = session
+        #: the experiment's instructions as the participant at a player number reads them, and its
+        #: questionnaire's scale
+        self.instructions = instructions or (lambda player: "")
+        self.scale = scale
         self.inner = inner
         self.token = token
         self.port = port
@@ -73,7 +90,11 @@ class SessionApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path == "/seat.css" or path.startswith("/play/") or (path == "/session/start"):
+        if (
+            path == "/seat.css"
+            or path.startswith(("/play/", "/room/"))
+            or (path in ("/session/start", "/session/payments.csv"))
+        ):
             response = await self._handle(scope, receive, path)
             for name, value in SECURITY_HEADERS:
                 response.headers[name.decode()] = value.decode()
@@ -117,10 +138,19 @@ class SessionApp:
         shares = [value.strip() for key, value in pairs if key == "share"][:MAX_SHARES]
         if path == "/session/start":
             return self._start(headers, method, form)
+        if path == "/session/payments.csv":
+            if not self._experimenter(headers):
+                return _text("the monitor needs the experimenter link", 403)
+            rows = participants.payments(self.session)
+            return Response(participants._csv(rows, participants.PAYMENT_COLUMNS), media_type="text/csv")
+        if path.startswith("/room/"):
+            return self._room(path[len("/room/") :], scope, method)
         token = path[len("/play/") :]
         slot = self.session.slot_for(token) if token and "/" not in token else None
         if slot is None:
             return _text("this link does not open a seat (check the link you were given)", 403)
+        if method == "POST" and "step" in form:
+            return self._step(slot, form)
         if method == "POST":
             answer = ",".join(shares) if shares and "answer" not in form else form.get("answer", "")
             taken = self.session.submit(slot, form.get("key", ""), form.get("csrf", ""), answer)
@@ -131,11 +161,91 @@ class SessionApp:
             # answered once the answer is durable: a page that says "your answer is in" never lies
             await anyio.to_thread.run_sync(taken.wait, STORE_WAIT_S)
             return RedirectResponse(f"/play/{slot.token}", 303)
-        self.session.join(slot)
+        self.session.opened(slot)
         return self._seat(slot, None, 200)
 
-    def _seat(self, slot: Any, error: str | None, code: int, kept: list[str] | None = None) -> Response:
+    def _room(self, token: str, scope: Scope, method: str) -> Response:
+        """The room link: an arrival (``?label=PANELID`` as panel providers pass it, or typed on the
+        room page when the session lists its labels) is given a seat and sent to it."""
         session = self.session
+        if session.experiment is None or not hmac.compare_digest(token.encode(), session.room_token.encode()):
+            return _text("this link does not open a room (check the link you were given)", 403)
+        if method != "GET":
+            return _text("open the room link", 405)
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("utf-8", errors="replace")))
+        label = query.get("label", "").strip()
+        asks = session.experiment.labels is not None
+        if not label and asks:
+            return _page("room.html", 200, token=token, error=None)
+        seat = session.arrive(label or None)
+        if isinstance(seat, str):
+            return (
+                _page("room.html", 400 if label else 409, token=token, error=seat)
+                if asks
+                else _text(seat, 409)
+            )
+        return RedirectResponse(f"/play/{seat.token}", 303)
+
+    def _step(self, slot: Any, form: dict[str, str]) -> Response:
+        """A form of the steps around the game: consent, instructions and quiz, questionnaire."""
+        session = self.session
+        step = form.get("step", "")
+        if session.experiment is None or step != session.step(slot):
+            return RedirectResponse(f"/play/{slot.token}", 303)  # an old form: show where they are
+        if not hmac.compare_digest(
+            session.csrf(slot, f"step:{step}").encode(), form.get("csrf", "").encode()
+        ):
+            return _text(FORGED, 403)
+        if step == "consent":
+            if form.get("agree") != "yes":
+                return self._seat(slot, "To take part, please tick the box to agree.", 400)
+            session.agree(slot)
+        elif step == "instructions":
+            given = [_quiz_answer(q, form.get(f"q{n}", "")) for n, q in enumerate(session.experiment.quiz, 1)]
+            wrong = session.take_quiz(slot, given)
+            if wrong:
+                numbers = ", ".join(str(n) for n in wrong)
+                message = (
+                    f"{len(wrong)} of {len(given)} answers are not right (question {numbers}). "
+                    "Please read the instructions again and correct them."
+                )
+                return self._seat(slot, message, 400, wrong=wrong, given=given)
+        elif step == "questionnaire":
+            answers, problem = self._scale_answers(form)
+            if problem is not None:
+                return self._seat(slot, problem, 400, given=form)
+            session.answer_questionnaire(slot, answers)
+        return RedirectResponse(f"/play/{slot.token}", 303)
+
+    def _scale_answers(self, form: dict[str, str]) -> tuple[dict[int, int], str | None]:
+        """The questionnaire's answers of a form, each a whole number in the scale's range (the strict
+        rule an imported answer meets); or why not (nothing is kept then)."""
+        from ..instruments.numbers import whole_number
+
+        scale = self.scale
+        assert scale is not None
+        answers: dict[int, int] = {}
+        for item in scale.items:
+            value = whole_number(form.get(f"i{item.index}", ""))
+            if value is None or not scale.response_min <= value <= scale.response_max:
+                return {}, f"Please answer every statement (number {item.index} has no answer)."
+            answers[item.index] = value
+        return answers, None
+
+    def _seat(
+        self,
+        slot: Any,
+        error: str | None,
+        code: int,
+        kept: list[str] | None = None,
+        *,
+        wrong: list[int] | None = None,
+        given: Any = None,
+    ) -> Response:
+        session = self.session
+        step = session.step(slot)
+        if step != "game":
+            return self._step_page(slot, step, error, code, wrong or [], given)
         pending = session.current(slot)
         lang = session.lang
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
@@ -146,10 +256,11 @@ class SessionApp:
                 (people_title(game, lang), own_words(mine, lang))
                 for game, mine in scores.own_final(session.scores, slot.player)
             ]
-        elif not session.started:
+        elif not session.table_open(slot.table):
             state = "lobby"
-            context["joined"] = sum(1 for s in session.slots.values() if s.joined)
-            context["seats"] = len(session.slots)
+            table = [s for s in session.slots.values() if s.table == slot.table]
+            context["joined"] = sum(1 for s in table if s.joined)
+            context["seats"] = len(table)
         elif pending is None:
             state = "waiting"
             last = slot.last
@@ -185,14 +296,51 @@ class SessionApp:
         context["deadline"] = round(session.deadline_s)
         return _page("seat.html", code, **context)
 
-    def _start(self, headers: Headers, method: str, form: dict[str, str]) -> Response:
+    def _experimenter(self, headers: Headers) -> bool:
         cookie = SimpleCookie()
         try:
             cookie.load(headers.get("cookie", ""))
         except Exception:  # a malformed Cookie header is a missing one
             cookie = SimpleCookie()
         held = cookie.get(self.cookie)
-        if held is None or not hmac.compare_digest(held.value.encode(), self.token.encode()):
+        return held is not None and hmac.compare_digest(held.value.encode(), self.token.encode())
+
+    def _step_page(
+        self, slot: Any, step: str, error: str | None, code: int, wrong: list[int], given: Any
+    ) -> Response:
+        session = self.session
+        experiment = session.experiment
+        assert experiment is not None
+        context: dict[str, Any] = {
+            "name": slot.name,
+            "step": step,
+            "error": error,
+            "token": slot.token,
+            "csrf": session.csrf(slot, f"step:{step}"),
+            "experiment": experiment,
+            "instructions": self.instructions(slot.player) if step == "instructions" else "",
+            "wrong": wrong,
+            "given": given if isinstance(given, list | dict) else [],
+            "scale": self.scale if step == "questionnaire" else None,
+            "pay": None,
+            "completion": session.completion_code,
+            "link": None,
+        }
+        if step == "debrief":
+            rows = [
+                r
+                for r in participants.payments(session)
+                if r["label"] == slot.label and r["table"] == slot.table
+            ]
+            context["pay"] = rows[0] if rows else None
+            if experiment.completion_url:
+                context["link"] = experiment.completion_url.replace(
+                    "{code}", quote(session.completion_code, safe="")
+                ).replace("{label}", quote(slot.label, safe=""))
+        return _page("steps.html", code, **context)
+
+    def _start(self, headers: Headers, method: str, form: dict[str, str]) -> Response:
+        if not self._experimenter(headers):
             return _text("the monitor needs the experimenter link", 403)
         if method != "POST":
             return _text("start from the monitor page", 405)
@@ -200,6 +348,17 @@ class SessionApp:
             return _text("this form is not valid (reload the monitor)", 403)
         self.session.start()
         return RedirectResponse("/session", 303)
+
+
+def _quiz_answer(question: QuizQuestion, posted: str) -> str:
+    """A quiz answer as given: the text of the choice whose number (from 1) was posted (a form posts the
+    number, so a long choice costs no bytes), else the typed text; "" for a number that is no choice."""
+    if not question.choices:
+        return posted
+    from ..instruments.numbers import whole_number
+
+    number = whole_number(posted)
+    return question.choices[number - 1] if number is not None and 1 <= number <= len(question.choices) else ""
 
 
 def _turn(message: dict[str, Any]) -> tuple[str, str]:
@@ -256,7 +415,9 @@ def monitor_csrf(session: Session) -> str:
     return hmac.new(session.secret, b"start", "sha256").hexdigest()
 
 
-def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir: Path) -> Route:
+def monitor_route(
+    session: Session, links: dict[tuple[int, int], str], run_id: str, run_dir: Path, room: str = ""
+) -> Route:
     """``/session``: who joined, their round, who is answering, their answers (typed, and the defaults
     entered for them), every answer with how it came, the links to hand out, and the scores so far per
     seat and per model (the final ``seats.csv`` / ``seat_kinds.csv`` at the end)."""
@@ -282,6 +443,11 @@ def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir:
             scores=per_seat,
             kinds=per_kind,
             answers=session.answer_log(),
+            room=room,
+            tables=session.tables,
+            experiment=session.experiment is not None,
+            payments=participants.payments(session),
+            completion=session.completion_code,
         )
 
     return Route("/session", monitor)

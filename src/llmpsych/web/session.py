@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, LlmpsychError
+from ..games.experiment import SessionConfig, label_problem, parse_session_config
 from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
 from ..games.result import answers_text
@@ -83,6 +84,55 @@ class SeatSlot:
     pending: dict[str, Pending] = field(default_factory=dict)
     #: the seat's latest question (the waiting page names its game and round)
     last: Observation | None = None
+    #: the table (a run of the game: ``<game>-run<table>``) of a session with several tables, else 1
+    table: int = 1
+    #: the participant's label (a panel id from the room link, a listed label; "" for a seat link)
+    label: str = ""
+    #: when the participant arrived, agreed to the consent text, passed the quiz (or read the
+    #: instructions without one), finished the questionnaire and reached the debrief (Unix seconds)
+    arrived_at: float | None = None
+    consent_at: float | None = None
+    ready_at: float | None = None
+    questionnaire_at: float | None = None
+    finished_at: float | None = None
+    #: every quiz attempt: when, and the numbers (from 1) of the questions answered wrong
+    quiz: list[dict[str, Any]] = field(default_factory=list)
+    #: the questionnaire's answers (item number -> value)
+    answers: dict[int, int] = field(default_factory=dict)
+
+    @property
+    def seat(self) -> tuple[int, int]:
+        """(table, player): the seat's key in :attr:`Session.slots`."""
+        return (self.table, self.player)
+
+    def stored(self) -> dict[str, Any]:
+        """The slot as ``session.json`` keeps it."""
+        out: dict[str, Any] = {
+            "player": self.player,
+            "spec": self.spec,
+            "name": self.name,
+            "token": self.token,
+            "joined": self.joined,
+        }
+        if self.table != 1 or self.label or self.arrived_at is not None:
+            out |= {"table": self.table, "label": self.label, "arrived_at": self.arrived_at}
+            out |= {"consent_at": self.consent_at, "ready_at": self.ready_at, "quiz": self.quiz}
+            out |= {"questionnaire_at": self.questionnaire_at, "finished_at": self.finished_at}
+            out["answers"] = {str(k): v for k, v in sorted(self.answers.items())}
+        return out
+
+    @classmethod
+    def from_stored(cls, s: dict[str, Any]) -> SeatSlot:
+        """A slot from ``session.json`` (sessions without an experiment hold only the first five keys)."""
+        slot = cls(int(s["player"]), str(s["spec"]), str(s["name"]), str(s["token"]), bool(s["joined"]))
+        slot.table = int(s.get("table", 1))
+        slot.label = str(s.get("label", ""))
+        for name in ("arrived_at", "consent_at", "ready_at", "questionnaire_at", "finished_at"):
+            value = s.get(name)
+            setattr(slot, name, float(value) if value is not None else None)
+        slot.quiz = [dict(a) for a in s.get("quiz", [])]
+        slot.answers = {int(k): int(v) for k, v in dict(s.get("answers", {})).items()}
+        return slot
 
 
 def default_action(observation: Observation) -> str:
@@ -132,10 +182,28 @@ class Session:
         self.run_dir = run_dir
         #: the language of the participants' pages (:mod:`llmpsych.i18n`)
         self.lang = language(lang)
-        self.slots = {s.player: s for s in slots}
+        self.slots = {s.seat: s for s in slots}
         self.deadline_s = deadline_s
         self.started = started
+        #: the tables whose game started (all of them once :attr:`started`)
+        self.open_tables: set[int] = set()
+        self.tables = max(s.table for s in slots) if slots else 1
         self.finished = False
+        #: the experiment around the game (``--session FILE``), None for a bare hosted game
+        self.experiment: SessionConfig | None = None
+        self.experiment_data: dict[str, Any] = {}
+        self.completion_code = ""
+        #: the experimenter's token and the room's: kept, so their links survive ``--resume``
+        self.monitor_token = secrets.token_urlsafe(32)
+        self.room_token = secrets.token_urlsafe(32)
+        #: the port the session was served on (a resumed host serves on it again)
+        self.port = 0
+        #: the run's data folder (an official questionnaire scale is read from it)
+        self.data_dir: Path | None = None
+        #: each game's parameters given to the run (``-O guessing.ratio=0.5``: the instructions say them)
+        self.game_options: dict[str, Any] = {}
+        #: set whenever a participant reaches the debrief (the host waits for all before it exits)
+        self.progressed = threading.Event()
         #: signs the form tokens; kept in session.json, so a form loaded before a restart still works
         self.secret = secrets.token_bytes(32)
         self.timings: list[dict[str, Any]] = []
@@ -151,16 +219,30 @@ class Session:
     # -- creating and persisting ------------------------------------------------------------------------
     @classmethod
     def create(
-        cls, run_dir: Path, seats: list[tuple[int, str, str]], deadline_s: float, lang: str = "en"
+        cls,
+        run_dir: Path,
+        seats: list[tuple[int, str, str]],
+        deadline_s: float,
+        lang: str = "en",
+        experiment: tuple[SessionConfig, dict[str, Any]] | None = None,
+        *,
+        data_dir: Path | None = None,
     ) -> Session:
-        """A new session for ``(player, spec, name)`` web seats, each with a fresh token, its pages in
-        ``lang``; saved at once."""
+        """A new session for ``(player, spec, name)`` web seats, each with a fresh token (at every table
+        of the ``experiment``, when one is given), its pages in ``lang``; saved at once."""
         if not seats:
             raise ConfigError("no web seats: give at least one, e.g. -O seats='[web:Ann, web:Bob, llm]'")
+        tables = experiment[0].game.tables if experiment is not None else 1
         slots = [
-            SeatSlot(p, spec, name or f"player {p}", secrets.token_urlsafe(32)) for p, spec, name in seats
+            SeatSlot(p, spec, name or f"player {p}", secrets.token_urlsafe(32), table=t)
+            for t in range(1, tables + 1)
+            for p, spec, name in seats
         ]
         session = cls(run_dir, slots, deadline_s, lang=lang)
+        if experiment is not None:
+            session.experiment, session.experiment_data = experiment
+            session.completion_code = experiment[0].code()
+        session.data_dir = data_dir
         session.save()
         return session
 
@@ -170,19 +252,30 @@ class Session:
         path = run_dir / SESSION_FILE
         try:
             data = parse_json(read_text(path, "session file", MAX_DATA_FILE_BYTES), str(path))
-            slots = [
-                SeatSlot(int(s["player"]), str(s["spec"]), str(s["name"]), str(s["token"]), bool(s["joined"]))
-                for s in data["seats"]
-            ]
+            slots = [SeatSlot.from_stored(s) for s in data["seats"]]
             lang = str(data.get("lang", "en"))  # sessions before pages were translated: English
             session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]), lang)
             session.timings = list(data.get("answers", []))
             session.secret = bytes.fromhex(str(data["secret"]))
+            session.open_tables = {int(t) for t in data.get("open_tables", [])}
+            session.monitor_token = str(data.get("monitor_token") or session.monitor_token)
+            session.room_token = str(data.get("room_token") or session.room_token)
+            session.port = int(data.get("port", 0))
+            session.data_dir = Path(data["data_dir"]) if data.get("data_dir") else None
+            session.game_options = dict(data.get("game_options") or {})
+            if data.get("experiment") is not None:
+                session.experiment_data = dict(data["experiment"])
+                session.experiment = parse_session_config(session.experiment_data, f"{path}: experiment")
+                session.completion_code = str(data["completion_code"])
         except (LlmpsychError, OSError, ValueError, KeyError, TypeError) as exc:
             reason = exc.message if isinstance(exc, LlmpsychError) else exc
             raise ConfigError(f"{path} is missing or damaged ({reason}); this run was not hosted") from None
         for slot in session.slots.values():
-            mine = [t for t in session.timings if t.get("player") == slot.player]
+            mine = [
+                t
+                for t in session.timings
+                if t.get("player") == slot.player and int(t.get("table", 1)) == slot.table
+            ]
             slot.answered = len(mine)
             for t in mine:
                 how = _LEGACY_HOW.get(str(t.get("how")), str(t.get("how")))
@@ -192,17 +285,23 @@ class Session:
     def save(self) -> None:
         """Write ``session.json`` atomically, readable by its owner only (it holds the seat tokens)."""
         with self._lock:
-            data = {
+            data: dict[str, Any] = {
                 "deadline_s": self.deadline_s,
                 "started": self.started,
+                "open_tables": sorted(self.open_tables),
                 "lang": self.lang,
                 "secret": self.secret.hex(),
-                "seats": [
-                    {"player": s.player, "spec": s.spec, "name": s.name, "token": s.token, "joined": s.joined}
-                    for s in self.slots.values()
-                ],
+                "monitor_token": self.monitor_token,
+                "room_token": self.room_token,
+                "port": self.port,
+                "data_dir": str(self.data_dir) if self.data_dir else None,
+                "seats": [s.stored() for s in self.slots.values()],
                 "answers": self.timings,
             }
+            if self.experiment is not None:
+                data["experiment"] = self.experiment_data
+                data["completion_code"] = self.completion_code
+                data["game_options"] = self.game_options
             path = self.run_dir / SESSION_FILE
             tmp = path.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -220,13 +319,75 @@ class Session:
         return found
 
     def join(self, slot: SeatSlot) -> None:
-        """The participant opened their link; the last one to join starts the game."""
+        """The participant opened their link (in an experiment: passed the steps before the game); the
+        last one of a table to join starts the game at that table."""
         with self._lock:
             if not slot.joined:
                 slot.joined = True
                 self.save()
-                if self.all_joined():
-                    self.start()
+                table = [s for s in self.slots.values() if s.table == slot.table]
+                if all(s.joined for s in table):
+                    self.open_table(slot.table)
+
+    def table_open(self, table: int) -> bool:
+        """Whether the game started at ``table``."""
+        return self.started or table in self.open_tables
+
+    def table_of(self, observation: Observation) -> int:
+        """The table a question belongs to: its run number (``guessing-run02``: 2) when the session has
+        several tables, else 1 (one table plays every game and run of the session)."""
+        if self.tables == 1:
+            return 1
+        unit = observation.sample.rpartition(":p")[0]
+        try:
+            return int(unit.rpartition("-run")[2])
+        except ValueError:
+            raise ConfigError(f"question {observation.key!r} names no table") from None
+
+    def arrive(self, label: str | None) -> SeatSlot | str:
+        """Seat an arrival from the room link: the seat already given to ``label``, else the next free
+        seat in table order (tables fill one after the other: a table starts once it is full); or why not
+        (a label the session does not list, a full session)."""
+        experiment = self.experiment
+        with self._lock:
+            if label:
+                problem = label_problem(label)
+                if problem is not None:
+                    return problem
+                for slot in self.slots.values():
+                    if slot.label == label:
+                        return slot
+                if (
+                    experiment is not None
+                    and experiment.labels is not None
+                    and label not in experiment.labels
+                ):
+                    return "this participant label is not on the session's list (check your link)"
+            elif experiment is not None and experiment.labels is not None:
+                return "please give your participant label"
+            free = [s for s in sorted(self.slots.values(), key=lambda s: s.seat) if not s.label]
+            free = [s for s in free if s.arrived_at is None]
+            if not free:
+                return "this session is full: every seat is taken"
+            slot = free[0]
+            slot.label = label or f"guest-{sum(1 for s in self.slots.values() if s.label) + 1}"
+            slot.name = slot.label
+            slot.arrived_at = time.time()
+            self.save()
+            return slot
+
+    def open_table(self, table: int) -> None:
+        """Start the game at ``table``: its questions are shown (defaults for the seats not joined)."""
+        with self._lock:
+            if self.table_open(table):
+                return
+            self.open_tables.add(table)
+            for slot in self.slots.values():
+                if slot.table == table:
+                    self._release(slot)
+            if len(self.open_tables) >= self.tables:
+                self.started = True
+            self.save()
 
     def current(self, slot: SeatSlot) -> Pending | None:
         """The question the seat's page shows: its oldest shown one (none in the lobby)."""
@@ -268,13 +429,18 @@ class Session:
                 return
             self.started = True
             for slot in self.slots.values():
-                for key in list(slot.pending):
-                    if slot.joined:
-                        self._show(slot, key)
-                    else:
-                        observation = slot.pending[key].observation
-                        self._resolve(slot, key, default_action(observation), "never joined")
+                if slot.table not in self.open_tables:
+                    self._release(slot)
+            self.open_tables = set(range(1, self.tables + 1))
             self.save()
+
+    def _release(self, slot: SeatSlot) -> None:
+        for key in list(slot.pending):
+            if slot.joined:
+                self._show(slot, key)
+            else:
+                observation = slot.pending[key].observation
+                self._resolve(slot, key, default_action(observation), "never joined")
 
     def all_joined(self) -> bool:
         """Whether every web seat opened its link."""
@@ -287,14 +453,14 @@ class Session:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[WebAnswer] = loop.create_future()
         with self._lock:
-            slot = self.slots.get(observation.player)
+            slot = self.slots.get((self.table_of(observation), observation.player))
             if slot is None:
                 raise ConfigError(f"player {observation.player} has no web seat in this session")
             slot.last_round = observation.round
             slot.last = observation
             self._track(observation)
             slot.pending[observation.key] = Pending(observation, future, loop)
-            if self.started:
+            if self.table_open(slot.table):
                 if slot.joined:
                     self._show(slot, observation.key)
                 else:
@@ -352,6 +518,7 @@ class Session:
         self.timings.append(
             {
                 "player": slot.player,
+                **({"table": slot.table} if self.tables > 1 else {}),
                 "key": key,
                 "round": o.round,
                 "attempt": o.attempt,
@@ -390,6 +557,7 @@ class Session:
             how = str(t.get("how"))
             out.append(
                 {
+                    "table": t.get("table", 1),
                     "player": t.get("player"),
                     "key": t.get("key"),
                     "how": _LEGACY_HOW.get(how, how),
@@ -404,7 +572,10 @@ class Session:
         with self._lock:
             return [
                 {
+                    "table": s.table,
                     "player": s.player,
+                    "label": s.label,
+                    "step": self.step(s),
                     "name": s.name,
                     "spec": s.spec,
                     "joined": s.joined,
@@ -418,5 +589,80 @@ class Session:
                         if p.shown_at is not None
                     ],
                 }
-                for s in sorted(self.slots.values(), key=lambda s: s.player)
+                for s in sorted(self.slots.values(), key=lambda s: s.seat)
             ]
+
+    # -- the experiment around the game (server thread) ------------------------------------------------
+    def step(self, slot: SeatSlot) -> str:
+        """Where the participant is: ``consent``, ``instructions`` (with the quiz), ``game`` (lobby,
+        questions, waiting), ``questionnaire`` or ``debrief``; always ``game`` without an experiment."""
+        experiment = self.experiment
+        if experiment is None:
+            return "game"
+        if experiment.consent is not None and slot.consent_at is None:
+            return "consent"
+        if slot.ready_at is None:
+            return "instructions"
+        if not self.finished:
+            return "game"
+        if experiment.questionnaire is not None and slot.questionnaire_at is None:
+            return "questionnaire"
+        return "debrief"
+
+    def opened(self, slot: SeatSlot) -> None:
+        """The seat's page was opened: its arrival is recorded (an experiment's seat joins the game only
+        once it passed the steps before it)."""
+        with self._lock:
+            if self.experiment is None:
+                self.join(slot)
+                return
+            if slot.arrived_at is None:
+                slot.arrived_at = time.time()
+                self.save()
+            if self.step(slot) == "debrief" and slot.finished_at is None:
+                slot.finished_at = time.time()
+                self.save()
+                self.progressed.set()
+
+    def agree(self, slot: SeatSlot) -> None:
+        """The participant agreed to the consent text (the time is kept)."""
+        with self._lock:
+            if slot.consent_at is None:
+                slot.consent_at = time.time()
+                self.save()
+
+    def take_quiz(self, slot: SeatSlot, given: list[str]) -> list[int]:
+        """Grade one quiz attempt (kept with the numbers of the wrong answers); the wrong ones' numbers
+        (from 1). All right: the participant is ready and joins the game."""
+        experiment = self.experiment
+        assert experiment is not None
+        questions = experiment.quiz
+        wrong = [
+            n
+            for n, q in enumerate(questions, start=1)
+            if n > len(given) or not q.right(given[n - 1][:MAX_ANSWER_CHARS])
+        ]
+        with self._lock:
+            if slot.ready_at is not None:
+                return []
+            if questions:
+                slot.quiz.append({"at": time.time(), "wrong": wrong})
+            if not wrong:
+                slot.ready_at = time.time()
+            self.save()
+        if not wrong:
+            self.join(slot)
+        return wrong
+
+    def answer_questionnaire(self, slot: SeatSlot, answers: dict[int, int]) -> None:
+        """Keep the questionnaire's answers (checked by the caller against the scale)."""
+        with self._lock:
+            if slot.questionnaire_at is None:
+                slot.answers = dict(answers)
+                slot.questionnaire_at = time.time()
+                self.save()
+
+    def all_done(self) -> bool:
+        """Whether every participant who played (passed the steps before the game) reached the debrief."""
+        with self._lock:
+            return all(s.finished_at is not None for s in self.slots.values() if s.ready_at is not None)
