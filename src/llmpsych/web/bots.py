@@ -41,7 +41,6 @@ import httpx
 
 from ..errors import DataError
 from ..runs import RunOutcome, RunStore
-from .host import host_run
 from .session import SESSION_FILE, Session
 
 #: The model spec of the scripted loopback server the model seats answer from without ``--model``.
@@ -408,16 +407,18 @@ def dry_run(
     run_dir: Path,
     session: Session,
     *,
+    serve: Callable[..., RunOutcome],
     host: str,
     port: int,
     announce: Callable[[str], None],
     seed: int = 0,
 ) -> tuple[RunOutcome, list[Check]]:
     """Play ``session`` with bots in its web seats through the served pages; the outcome and the checks
-    of the data it exported (the host stops when the game is over)."""
+    of the data it exported (the host stops when the game is over). ``serve`` is the host's
+    :func:`~llmpsych.web.host.host_run` (passed in: the host imports this module for ``--bots``)."""
     bots = Bots(session, seed)
     try:
-        outcome = host_run(
+        outcome = serve(
             play, run_dir, session, host=host, port=port, announce=announce, linger=False, on_ready=bots.ready
         )
     finally:

@@ -254,7 +254,9 @@ class WebHost:
         from .bots import dry_run, report
 
         assert isinstance(session, Session)
-        outcome, checks = dry_run(play, run_dir, session, host=host, port=port, announce=announce)
+        outcome, checks = dry_run(
+            play, run_dir, session, serve=host_run, host=host, port=port, announce=announce
+        )
         report(checks, announce)
         return outcome
 
