@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,46 @@ def test_a_run_uses_both_nodes_of_the_recipes_cluster(ray_cluster: RayCluster, t
         )
     assert done.returncode == 0, done.stderr
     assert _done(tmp_path / "r") == ["done"] * 6
+
+
+def _scripted(body: dict[str, Any]) -> str:
+    from test_psychobench_task import positional_responder
+
+    return positional_responder(body)
+
+
+def test_relative_paths_reach_the_nodes_resolved(
+    ray_cluster: RayCluster, tmp_path: Path, seed_data: Path
+) -> None:
+    """The documentation's forms from a repository folder: ``--data-dir ../shared/seed-data`` and a
+    relative ``--out`` for a run whose actors sit on both nodes (each started in a folder of its own), and a
+    sweep of two runs with no ``--out`` at all (the default ``llmpsych-runs/``): every path is resolved by
+    the driver, so both work on storage every node sees."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    (tmp_path / "shared").symlink_to(seed_data.parent)
+    with FaultServer(responder=_scripted) as server:
+        common = [
+            "--base-url",
+            server.base_url,
+            "--no-cache",
+            "--no-progress",
+            "--data-dir",
+            "../shared/seed-data",
+        ]
+        common += ["--scale", "DTDD", "--executor", "ray", "--ray-address", ray_cluster.address]
+        run = llmpsych(
+            ray_cluster, "psychobench", "run", "-m", "openai-compatible/a", *common, "--actors", "2",
+            "--actor-cpus", "2", "--out", "runs/one", cwd=work,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert len(run.stderr.strip().splitlines()) <= 2, run.stderr
+        stores = list((work / "runs" / "one").rglob("run.sqlite"))
+        assert len(stores) == 1 and set(_done(stores[0].parent)) == {"done"}, stores
+        sweep = llmpsych(
+            ray_cluster, "psychobench", "run", "-m", "openai-compatible/a", "-m", "openai-compatible/b",
+            *common, "--actors", "2", cwd=work,
+        )  # fmt: skip
+        assert sweep.returncode == 0, sweep.stderr
+    folders = sorted(p for p in (work / "llmpsych-runs").rglob("run.sqlite"))
+    assert len(folders) == 2 and all(set(_done(p.parent)) == {"done"} for p in folders), folders

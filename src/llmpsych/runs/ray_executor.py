@@ -40,6 +40,7 @@ from ..models.embedded import EmbeddedSettings
 from .context import UnitContext, refuse_person
 from .executors import ExecutorSettings
 from .group_commit import GroupCommit
+from .node_paths import absolute_paths
 from .store import RunStore, Statement, put_call_statements
 from .task import WorkUnit
 
@@ -269,8 +270,10 @@ class UnitActor:
 
     async def _open(self, config: RunConfig, identities: dict[str, str]) -> _OpenRun:
         from .clients import _open_cache, open_clients
+        from .node_paths import check_on_node
         from .task import task_class
 
+        check_on_node(config, "the node of a Ray actor")  # before its task reads any of them
         task = task_class(config.task)(config)
         cache = _open_cache(config)
         embedded = EmbeddedSettings(n_parallel=config.n_parallel, n_threads=self.threads)
@@ -414,6 +417,7 @@ class RayExecutor:
         for row in store.call_rows() if store.units_with_calls() else []:
             self.stored.setdefault(row[0], {})[row[1]] = json.loads(row[6])
         identities = {role: client.call_identity for role, client in clients.items()}
+        config = absolute_paths(config)  # an actor works in its node's folder, not in the driver's
         self.run_args = (self.run_key, ray.put(config), identities)
         self.pool = await _actor_pool(ray, self.settings)
         s = self.settings
@@ -427,10 +431,13 @@ class RayExecutor:
                 f"the cluster has {ray.cluster_resources()}; ask for fewer --actors or --actor-cpus",
             ) from None
         except ray.exceptions.RayTaskError as exc:  # the task or a model could not be opened on an actor
-            cause = exc.as_instanceof_cause()
+            cause = getattr(exc, "cause", None)  # the actor's own exception (its text without Ray's trace)
             if isinstance(cause, LlmpsychError):
                 raise cause from None
-            raise ConfigError(f"a Ray actor failed to start: {exc}") from None
+            what = (
+                f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else "see Ray's logs"
+            )
+            raise ConfigError(f"a Ray actor failed to start: {what}") from None
         except ray.exceptions.RayActorError as exc:  # llmpsych could not even be imported there
             shutdown_actors()
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
