@@ -4,6 +4,7 @@ fresh ``llmpsych`` process (a cluster's token settings are per process)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -95,3 +96,53 @@ def test_relative_paths_reach_the_nodes_resolved(
         assert sweep.returncode == 0, sweep.stderr
     folders = sorted(p for p in (work / "llmpsych-runs").rglob("run.sqlite"))
     assert len(folders) == 2 and all(set(_done(p.parent)) == {"done"} for p in folders), folders
+
+
+def test_a_driver_without_the_clusters_token_is_refused_in_one_line(
+    ray_cluster: RayCluster, tmp_path: Path
+) -> None:
+    """No token (authentication off in the driver) or another cluster's token: one line that says so, at
+    once, and no run folder; a token file readable by others is made private before it is used."""
+    wrong = tmp_path / "other-cluster-token"
+    wrong.write_text("0" * 64)
+    wrong.chmod(0o600)
+    flags = ["--task", "echo", "--model", "openai-compatible/m", "--base-url", "http://127.0.0.1:9/v1"]
+    flags += ["--no-progress", "-O", "units=1", "--executor", "ray", "--ray-address", ray_cluster.address]
+    cases = {
+        "off": ({"RAY_AUTH_MODE": "disabled"}, "token authentication off"),
+        "wrong": ({"RAY_AUTH_TOKEN_PATH": str(wrong)}, f"the token this process gives ({wrong}) is not"),
+    }
+    for name, (env, why) in cases.items():
+        done = llmpsych(ray_cluster, "run", *flags, "--out", tmp_path / name, cwd=tmp_path, env=env)
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"the Ray cluster at {ray_cluster.address} refused" in lines[0], lines
+        assert why in lines[0] and "RAY_AUTH_MODE=token" in lines[0], lines
+        assert not (tmp_path / name).exists()
+    shared = tmp_path / "readable-token"
+    shared.write_bytes(ray_cluster.token_file.read_bytes())
+    shared.chmod(0o644)
+    done = llmpsych(
+        ray_cluster, "run", *flags, "--actors", "1", "--out", tmp_path / "ok", cwd=tmp_path,
+        env={"RAY_AUTH_TOKEN_PATH": str(shared)},
+    )  # fmt: skip
+    assert f"the Ray token file {shared} was readable by other users" in done.stderr, done.stderr
+    assert shared.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "ok" / "run.sqlite").is_file()
+
+
+def test_the_private_instance_writes_its_token_file_for_its_owner_only(tmp_path: Path) -> None:
+    """``--executor ray`` without an address turns on Ray's token authentication, and Ray writes a token
+    to ~/.ray/auth_token with the process's umask (022: readable by every user); llmpsych's is 600."""
+    home = tmp_path / "home"
+    home.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "llmpsych", "run", "--task", "echo", "--model", "openai-compatible/m",
+         "--base-url", "http://127.0.0.1:9/v1", "--no-progress", "-O", "units=1", "--executor", "ray",
+         "--actors", "1", "--out", str(tmp_path / "r")],
+        env={k: v for k, v in os.environ.items() if not k.startswith("RAY_")} | {"HOME": str(home)},
+        capture_output=True, text=True, timeout=300, preexec_fn=lambda: os.umask(0o022),  # noqa: PLW1509
+    )  # fmt: skip
+    token = home / ".ray" / "auth_token"
+    assert token.is_file(), done.stderr
+    assert token.stat().st_mode & 0o777 == 0o600

@@ -30,9 +30,11 @@ import math
 import os
 import pickle
 import socket
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ..errors import ConfigError, LlmpsychError
@@ -45,7 +47,7 @@ from .store import RunStore, Statement, put_call_statements
 from .task import WorkUnit
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Mapping
+    from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 
     from ..models.cache import ResponseCache
     from ..models.client import ModelClient
@@ -95,8 +97,10 @@ def connect(settings: ExecutorSettings) -> bool:
     if ray.is_initialized():
         return False
     quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    private_token_file()
     if settings.address is not None:
         probe(settings.address)
+        check_token(settings.address)
         try:
             ray.init(address=settings.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -109,9 +113,11 @@ def connect(settings: ExecutorSettings) -> bool:
     os.environ[LOOPBACK_ENV] = "0"  # for the Ray processes started now
     ray_constants.ENABLE_RAY_CLUSTER = False  # for this process, which imported Ray already
     cpus = max(os.cpu_count() or 1, math.ceil(settings.actors * settings.cpus_per_actor))
+    mask = os.umask(0o077)  # the token file Ray writes for its instance (~/.ray/auth_token): owner only
     try:
         ray.init(address="local", num_cpus=cpus, **quiet)
-    finally:  # a later connection of this process to a real cluster must see its own address again
+    finally:
+        os.umask(mask)  # a later connection of this process to a real cluster must see its own address again
         if before[0] is None:
             os.environ.pop(LOOPBACK_ENV, None)
         else:
@@ -122,6 +128,76 @@ def connect(settings: ExecutorSettings) -> bool:
         ray.shutdown()
         raise ConfigError(f"the local Ray instance listened on {gcs}, not on loopback; it was stopped")
     return True
+
+
+def token_file() -> Path:
+    """The file Ray reads the cluster's token from (``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``)."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token").expanduser()
+
+
+def private_token_file() -> None:
+    """Make Ray's token file readable by its owner only when others can read it (Ray writes it with the
+    process's umask, usually readable by every user), and say so."""
+    from .runner import notice
+
+    path = token_file()
+    with contextlib.suppress(OSError):
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            path.chmod(0o600)
+            notice(f"the Ray token file {path} was readable by other users; it is now readable by you only")
+
+
+def check_token(address: str) -> None:
+    """Refuse, in one line, a cluster that refuses this process's token (none, or another cluster's),
+    before ``ray.init``, which would retry for about 20 s with a warning a second and then say only that
+    it cannot connect. Ray's own client asks the cluster's id once; its warning line is kept off the
+    terminal (standard error is pointed elsewhere for that moment)."""
+    if address == "auto" or address.startswith("ray://"):
+        return
+    from ray._raylet import GcsClient
+    from ray.exceptions import AuthenticationError
+
+    refused = None
+    with _quiet_stderr(), contextlib.suppress(Exception):
+        try:
+            GcsClient(address=address)
+        except AuthenticationError as exc:
+            refused = exc
+    if refused is None:
+        return
+    from ray._raylet import AuthenticationMode, get_authentication_mode
+
+    why = (
+        f"the token this process gives ({_token_source()}) is not the cluster's"
+        if get_authentication_mode() == AuthenticationMode.TOKEN
+        else "this process has Ray's token authentication off (RAY_AUTH_MODE is not token)"
+    )
+    raise ConfigError(
+        f"the Ray cluster at {address} refused this process: it wants its token, and {why}",
+        "export RAY_AUTH_MODE=token and give the cluster's token: copy the head's ~/.ray/auth_token "
+        "(mode 600), or set RAY_AUTH_TOKEN_PATH",
+    )
+
+
+def _token_source() -> str:
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    return str(token_file()) if token_file().is_file() else f"none: no {token_file()}"
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Standard error (file descriptor 2, where Ray's C++ code logs) sent to /dev/null for a moment."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def probe(address: str) -> None:
