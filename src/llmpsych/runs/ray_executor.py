@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import math
 import os
@@ -153,24 +154,22 @@ def check_token(address: str) -> None:
     before ``ray.init``, which would retry for about 20 s with a warning a second and then say only that
     it cannot connect. Ray's own client asks the cluster's id once; its warning line is kept off the
     terminal (standard error is pointed elsewhere for that moment)."""
-    if address == "auto" or address.startswith("ray://"):
+    if address == "auto":
         return
-    from ray._raylet import GcsClient
     from ray.exceptions import AuthenticationError
 
+    raylet: Any = importlib.import_module("ray._raylet")  # compiled: no type information
     refused = None
     with _quiet_stderr(), contextlib.suppress(Exception):
         try:
-            GcsClient(address=address)
+            raylet.GcsClient(address=address)
         except AuthenticationError as exc:
             refused = exc
     if refused is None:
         return
-    from ray._raylet import AuthenticationMode, get_authentication_mode
-
     why = (
         f"the token this process gives ({_token_source()}) is not the cluster's"
-        if get_authentication_mode() == AuthenticationMode.TOKEN
+        if raylet.get_authentication_mode() == raylet.AuthenticationMode.TOKEN
         else "this process has Ray's token authentication off (RAY_AUTH_MODE is not token)"
     )
     raise ConfigError(
@@ -202,13 +201,24 @@ def _quiet_stderr() -> Iterator[None]:
 
 def probe(address: str) -> None:
     """Refuse, in one line, a cluster address that is malformed or where nothing answers (Ray itself
-    retries such an address for minutes); ``auto`` is left to Ray, which fails fast without a cluster."""
+    retries such an address for minutes); ``auto`` is left to Ray, which fails fast without a cluster.
+
+    A Ray Client address (``ray://HOST:10001``) is refused: Ray Client (the ``ray[client]`` extra, grpcio)
+    cannot run streaming actor methods, by which an actor sends each call to the driver as it completes
+    (measured with Ray 2.60.0: it connects, and every unit fails with "'async for' requires an object
+    with __aiter__ method, got ClientObjectRef"); its server is one more port to guard."""
     if address == "auto":
         return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if address.startswith("ray://"):
+        raise ConfigError(
+            f"--ray-address {address}: Ray Client (ray://) addresses cannot run llmpsych's actors",
+            "run llmpsych on a machine of the cluster's network with the head's address, "
+            "--ray-address HEAD:6379 (or --ray-address auto on the head)",
+        )
+    host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(
-            f"--ray-address {address!r} is not auto, HOST:PORT or ray://HOST:PORT",
+            f"--ray-address {address!r} is not auto or HOST:PORT",
             "e.g. --ray-address head-node:6379",
         )
     try:
