@@ -5,6 +5,7 @@ fresh ``llmpsych`` process (a cluster's token settings are per process)."""
 from __future__ import annotations
 
 import os
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -40,21 +41,6 @@ def _done(run_dir: Path) -> list[str]:
         return [row[0] for row in db.execute("SELECT status FROM units ORDER BY unit_id")]
 
 
-def test_a_run_uses_both_nodes_of_the_recipes_cluster(ray_cluster: RayCluster, tmp_path: Path) -> None:
-    """Two actors of two CPUs each on nodes of two CPUs: one actor on the head, one on the worker raylet;
-    the token file the recipe made is readable by its user only."""
-    assert ray_cluster.token_file.stat().st_mode & 0o077 == 0
-    with FaultServer() as server:
-        flags = ["--task", "echo", "--model", "openai-compatible/m", "--base-url", server.base_url]
-        flags += ["--no-cache", "--no-progress", "-O", "units=6", "-O", "parallel=2"]
-        ray_flags = ["--executor", "ray", "--ray-address", ray_cluster.address, "--actors", "2"]
-        done = llmpsych(
-            ray_cluster, "run", *flags, *ray_flags, "--actor-cpus", "2", "--out", tmp_path / "r", cwd=tmp_path
-        )
-    assert done.returncode == 0, done.stderr
-    assert _done(tmp_path / "r") == ["done"] * 6
-
-
 def _scripted(body: dict[str, Any]) -> str:
     from test_psychobench_task import positional_responder
 
@@ -65,9 +51,11 @@ def test_relative_paths_reach_the_nodes_resolved(
     ray_cluster: RayCluster, tmp_path: Path, seed_data: Path
 ) -> None:
     """The documentation's forms from a repository folder: ``--data-dir ../shared/seed-data`` and a
-    relative ``--out`` for a run whose actors sit on both nodes (each started in a folder of its own), and a
+    relative ``--out`` for a run whose actors sit on both nodes (two actors of two CPUs on nodes of two
+    CPUs; each node started in a folder of its own, neither the driver's), and a
     sweep of two runs with no ``--out`` at all (the default ``llmpsych-runs/``): every path is resolved by
     the driver, so both work on storage every node sees."""
+    assert ray_cluster.token_file.stat().st_mode & 0o077 == 0  # the recipe's token: its user's only
     work = tmp_path / "repo"
     work.mkdir()
     (tmp_path / "shared").symlink_to(seed_data.parent)
@@ -146,3 +134,52 @@ def test_the_private_instance_writes_its_token_file_for_its_owner_only(tmp_path:
     token = home / ".ray" / "auth_token"
     assert token.is_file(), done.stderr
     assert token.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_data_folder_the_nodes_do_not_see_is_named_in_one_line(
+    ray_cluster: RayCluster, tmp_path: Path, seed_data: Path
+) -> None:
+    """The driver sees the data folder in a mount of its own (a private mount namespace: storage the
+    nodes do not share); the actors say which path their node lacks, in one line, before any request."""
+    private = tmp_path / "private"
+    private.mkdir()
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -m (a private mount namespace) is not permitted here")
+    with FaultServer(responder=_scripted) as server:
+        command = [sys.executable, "-m", "llmpsych", "psychobench", "run", "-m", "openai-compatible/a"]
+        command += ["--base-url", server.base_url, "--no-cache", "--no-progress", "--scale", "DTDD"]
+        command += ["--data-dir", "private/data", "--out", "out", "--executor", "ray"]
+        command += ["--ray-address", ray_cluster.address, "--actors", "1"]
+        script = (
+            f"mount -t tmpfs none {private} && mkdir {private}/data && "
+            f"mount --bind {seed_data} {private}/data && exec {shlex.join(command)}"
+        )
+        done = subprocess.run(
+            ["unshare", "-m", "--propagation", "private", "sh", "-c", script], cwd=tmp_path,
+            env={**ray_cluster.env, "COLUMNS": "250"}, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert sum(server.hits.values()) == 0
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert f"--data-dir {private}/data is not on the node of a Ray actor" in lines[0]
+    assert "put it on storage every node sees at the same path" in lines[0]
+
+
+def test_a_killed_worker_node_leaves_no_ray_process_behind(ray_cluster: RayCluster) -> None:
+    """A node taken down as a lost machine goes: its raylet, its agents (Ray's dashboard and runtime-env
+    agents, each a listening server) and its workers all end; the cluster's other nodes stay."""
+    node = ray_cluster.start_worker()
+    names = {pid: _name(pid) for pid in node.pids()}
+    assert any(name.startswith("raylet") for name in names.values()), names
+    assert any("Agent" in name for name in names.values()), names
+    ray_cluster.kill_worker(len(ray_cluster.workers) - 1)
+    assert not [pid for pid in names if Path(f"/proc/{pid}").exists() and _name(pid) == names[pid]]
+    assert ray_cluster.head is not None and ray_cluster.head.pids() and ray_cluster.workers[0].pids()
+
+
+def _name(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode().rsplit("/", 1)[-1]
+    except OSError:
+        return ""
