@@ -154,8 +154,15 @@ def check_token(address: str) -> None:
     before ``ray.init``, which would retry for about 20 s with a warning a second and then say only that
     it cannot connect. Ray's own client asks the cluster's id once; its warning line is kept off the
     terminal (standard error is pointed elsewhere for that moment)."""
-    if address == "auto":
-        return
+    if address == "auto":  # the cluster this machine's Ray last started, as ray.init finds it
+        from ray._private.services import get_ray_address_from_environment
+
+        found = None
+        with contextlib.suppress(Exception):
+            found = get_ray_address_from_environment("auto", None)
+        if not found or found == "auto":
+            return
+        address = found
     from ray.exceptions import AuthenticationError
 
     raylet: Any = importlib.import_module("ray._raylet")  # compiled: no type information
@@ -189,7 +196,11 @@ def _token_source() -> str:
 def _quiet_stderr() -> Iterator[None]:
     """Standard error (file descriptor 2, where Ray's C++ code logs) sent to /dev/null for a moment."""
     sys.stderr.flush()
-    saved = os.dup(2)
+    try:
+        saved = os.dup(2)
+    except OSError:  # no standard error at all: nothing to keep quiet
+        yield
+        return
     try:
         with open(os.devnull, "w") as null:
             os.dup2(null.fileno(), 2)
