@@ -11,7 +11,9 @@ agents and its workers: nothing of it outlives the node, still listening) and :m
 leaves nothing behind. Never ``ray stop``: it would stop every Ray of this user on the machine.
 
 Use the session fixture ``ray_cluster`` (made available to every test module by conftest.py): one
-cluster for all the tests that need one, since a cluster takes seconds to start.
+cluster for all the tests that need one, since a cluster takes seconds to start. A test that kills a
+worker leaves the cluster with one fewer; a test that needs a worker calls
+:meth:`RayCluster.ensure_workers` first.
 """
 
 from __future__ import annotations
@@ -160,6 +162,11 @@ class RayCluster:
         node = self._run("worker", script, cwd or self.root / f"worker-{len(self.workers)}-cwd")
         self.workers.append(node)
         return node
+
+    def ensure_workers(self, count: int = 1) -> None:
+        """Start worker raylets until ``count`` run (a test before may have killed one)."""
+        while len(self.workers) < count:
+            self.start_worker()
 
     def kill_worker(self, index: int = 0) -> Node:
         """Take worker ``index`` down as a lost machine goes: every process of the node at once."""

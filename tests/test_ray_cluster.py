@@ -55,6 +55,7 @@ def test_relative_paths_reach_the_nodes_resolved(
     CPUs; each node started in a folder of its own, neither the driver's), and a
     sweep of two runs with no ``--out`` at all (the default ``llmpsych-runs/``): every path is resolved by
     the driver, so both work on storage every node sees."""
+    ray_cluster.ensure_workers(1)
     assert ray_cluster.token_file.stat().st_mode & 0o077 == 0  # the recipe's token: its user's only
     work = tmp_path / "repo"
     work.mkdir()
