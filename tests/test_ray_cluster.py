@@ -170,6 +170,7 @@ def test_a_data_folder_the_nodes_do_not_see_is_named_in_one_line(
 def test_a_killed_worker_node_leaves_no_ray_process_behind(ray_cluster: RayCluster) -> None:
     """A node taken down as a lost machine goes: its raylet, its agents (Ray's dashboard and runtime-env
     agents, each a listening server) and its workers all end; the cluster's other nodes stay."""
+    ray_cluster.ensure_workers(1)
     node = ray_cluster.start_worker()
     names = {pid: _name(pid) for pid in node.pids()}
     assert any(name.startswith("raylet") for name in names.values()), names
