@@ -156,7 +156,7 @@ RayAddressOpt = Annotated[
     str | None,
     typer.Option(
         "--ray-address",
-        help="Ray cluster to use (auto, host:6379, ray://host:10001); default: start a private Ray on "
+        help="Ray cluster to use (auto, or its head's HOST:6379); default: start a private Ray on "
         "127.0.0.1 ($LLMPSYCH_RAY_ADDRESS).",
     ),
 ]

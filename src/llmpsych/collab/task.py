@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from ..errors import ConfigError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams
-from ..runs.optionfields import split_commas
+from ..runs.optionfields import NODE_PATH, split_commas
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -105,7 +105,7 @@ class MasOptions(BaseModel):
     metric: Literal["auto", "chrf", "bleurt"] = Field(
         default="auto", description="CommonMT: BLEURT when bleurt_checkpoint is set, else the chrF substitute"
     )
-    bleurt_checkpoint: str | None = Field(
+    bleurt_checkpoint: Annotated[str | None, NODE_PATH] = Field(
         default=None, description="a local bleurt-pytorch checkpoint folder"
     )
 

@@ -4,7 +4,7 @@ importing the task (which loads the scales and situations)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -12,7 +12,7 @@ from ..errors import LlmpsychError
 from ..instruments.native import MAX_SCALE_FILE_BYTES, ScaleFile
 from ..instruments.official import read_json
 from ..runs.languages import OFFICIAL_LANGUAGE, resolve_language
-from ..runs.optionfields import CommaList, off_switch
+from ..runs.optionfields import NODE_PATH, CommaList, off_switch
 
 
 class EmotionBenchOptions(BaseModel):
@@ -59,8 +59,12 @@ class EmotionBenchOptions(BaseModel):
         description="your own instructions (placeholders {situation}, {min}, {max}, {levels}); wins over "
         "template's",
     )
-    situations_file: str | None = Field(default=None, description="own situations (JSON or CSV)")
-    positive: str | None = Field(default=None, description="positive rewrites file (RQ2)")
+    situations_file: Annotated[str | None, NODE_PATH] = Field(
+        default=None, description="own situations (JSON or CSV)"
+    )
+    positive: Annotated[str | None, NODE_PATH] = Field(
+        default=None, description="positive rewrites file (RQ2)"
+    )
     language: str | None = Field(
         default=None,
         max_length=60,

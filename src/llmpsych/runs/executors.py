@@ -36,7 +36,8 @@ class ExecutorSettings:
     """How units execute: ``kind`` and, for Ray, the cluster and the actors.
 
     ``address`` None starts a private Ray instance on 127.0.0.1 (nothing listens on another interface);
-    otherwise it is passed to ``ray.init`` (``auto``, ``ray://host:10001``, ``host:6379``). Each of the
+    otherwise it is passed to ``ray.init`` (``auto``, ``host:6379``; a Ray Client address,
+    ``ray://``, is refused: see :func:`llmpsych.runs.ray_executor.probe`). Each of the
     ``actors`` reserves ``cpus_per_actor`` CPUs (and ``gpus_per_actor`` GPUs) of the cluster and opens its
     own model clients, so an embedded model is loaded once per actor, with ``threads_per_actor`` llama.cpp
     threads (0: every core of its node).

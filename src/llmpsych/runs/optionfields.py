@@ -128,3 +128,13 @@ __all__ = [
     "split_commas",
     "split_several",
 ]
+
+
+class NodePath:
+    """Marks an option that names a file or folder a task reads (``Annotated[str | None, NODE_PATH]``):
+    on a cluster the driver sends it absolute, and a node that does not see it says so in one line
+    (:mod:`llmpsych.runs.node_paths`)."""
+
+
+#: The one marker instance the option models use.
+NODE_PATH = NodePath()

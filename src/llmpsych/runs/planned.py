@@ -4,13 +4,15 @@ Ray driver (:mod:`llmpsych.runs.ray_sweep`), which both start runs by it."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, LlmpsychError
 from .clients import base_url_roles
-from .config import RunConfig
+from .config import RunConfig, parse_run_config
+from .node_paths import absolute_paths
 from .runner import RunOutcome, resume_run, start_run
 from .store import STORE_FILE, RunStore, run_lock
 from .task import task_class
@@ -31,7 +33,10 @@ class PlannedRun:
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     """The :data:`IDENTITY` fields, with the options as the task reads them (a scale file named by its path
-    in a plan and recorded with its text in a store compare equal when the text is the same)."""
+    in a plan and recorded with its text in a store compare equal when the text is the same; paths as
+    absolute, as a sweep on Ray records them)."""
+    with contextlib.suppress(LlmpsychError):
+        config = absolute_paths(parse_run_config(dict(config))).model_dump(mode="json")
     fields = {k: config.get(k) for k in IDENTITY}
     try:
         options = task_class(str(config.get("task"))).validate_options(dict(config.get("options") or {}))

@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import math
 import os
 import pickle
 import socket
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from ..errors import ConfigError, LlmpsychError
@@ -40,11 +43,12 @@ from ..models.embedded import EmbeddedSettings
 from .context import UnitContext, refuse_person
 from .executors import ExecutorSettings
 from .group_commit import GroupCommit
+from .node_paths import absolute_paths
 from .store import RunStore, Statement, put_call_statements
 from .task import WorkUnit
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterable, Mapping
+    from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 
     from ..models.cache import ResponseCache
     from ..models.client import ModelClient
@@ -94,8 +98,10 @@ def connect(settings: ExecutorSettings) -> bool:
     if ray.is_initialized():
         return False
     quiet = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    private_token_file()
     if settings.address is not None:
         probe(settings.address)
+        check_token(settings.address)
         try:
             ray.init(address=settings.address, **quiet)
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -108,9 +114,11 @@ def connect(settings: ExecutorSettings) -> bool:
     os.environ[LOOPBACK_ENV] = "0"  # for the Ray processes started now
     ray_constants.ENABLE_RAY_CLUSTER = False  # for this process, which imported Ray already
     cpus = max(os.cpu_count() or 1, math.ceil(settings.actors * settings.cpus_per_actor))
+    mask = os.umask(0o077)  # the token file Ray writes for its instance (~/.ray/auth_token): owner only
     try:
         ray.init(address="local", num_cpus=cpus, **quiet)
-    finally:  # a later connection of this process to a real cluster must see its own address again
+    finally:
+        os.umask(mask)  # a later connection of this process to a real cluster must see its own address again
         if before[0] is None:
             os.environ.pop(LOOPBACK_ENV, None)
         else:
@@ -123,15 +131,105 @@ def connect(settings: ExecutorSettings) -> bool:
     return True
 
 
+def token_file() -> Path:
+    """The file Ray reads the cluster's token from (``RAY_AUTH_TOKEN_PATH``, else ``~/.ray/auth_token``)."""
+    return Path(os.environ.get("RAY_AUTH_TOKEN_PATH") or Path.home() / ".ray" / "auth_token").expanduser()
+
+
+def private_token_file() -> None:
+    """Make Ray's token file readable by its owner only when others can read it (Ray writes it with the
+    process's umask, usually readable by every user), and say so."""
+    from .runner import notice
+
+    path = token_file()
+    with contextlib.suppress(OSError):
+        mode = path.stat().st_mode
+        if mode & 0o077:
+            path.chmod(0o600)
+            notice(f"the Ray token file {path} was readable by other users; it is now readable by you only")
+
+
+def check_token(address: str) -> None:
+    """Refuse, in one line, a cluster that refuses this process's token (none, or another cluster's),
+    before ``ray.init``, which would retry for about 20 s with a warning a second and then say only that
+    it cannot connect. Ray's own client asks the cluster's id once; its warning line is kept off the
+    terminal (standard error is pointed elsewhere for that moment)."""
+    if address == "auto":  # the cluster this machine's Ray last started, as ray.init finds it
+        from ray._private.services import get_ray_address_from_environment
+
+        found = None
+        with contextlib.suppress(Exception):
+            found = get_ray_address_from_environment("auto", None)
+        if not found or found == "auto":
+            return
+        address = found
+    from ray.exceptions import AuthenticationError
+
+    raylet: Any = importlib.import_module("ray._raylet")  # compiled: no type information
+    refused = None
+    with _quiet_stderr(), contextlib.suppress(Exception):
+        try:
+            raylet.GcsClient(address=address)
+        except AuthenticationError as exc:
+            refused = exc
+    if refused is None:
+        return
+    why = (
+        f"the token this process gives ({_token_source()}) is not the cluster's"
+        if raylet.get_authentication_mode() == raylet.AuthenticationMode.TOKEN
+        else "this process has Ray's token authentication off (RAY_AUTH_MODE is not token)"
+    )
+    raise ConfigError(
+        f"the Ray cluster at {address} refused this process: it wants its token, and {why}",
+        "export RAY_AUTH_MODE=token and give the cluster's token: copy the head's ~/.ray/auth_token "
+        "(mode 600), or set RAY_AUTH_TOKEN_PATH",
+    )
+
+
+def _token_source() -> str:
+    if os.environ.get("RAY_AUTH_TOKEN"):
+        return "RAY_AUTH_TOKEN"
+    return str(token_file()) if token_file().is_file() else f"none: no {token_file()}"
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Standard error (file descriptor 2, where Ray's C++ code logs) sent to /dev/null for a moment."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no standard error at all: nothing to keep quiet
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def probe(address: str) -> None:
     """Refuse, in one line, a cluster address that is malformed or where nothing answers (Ray itself
-    retries such an address for minutes); ``auto`` is left to Ray, which fails fast without a cluster."""
+    retries such an address for minutes); ``auto`` is left to Ray, which fails fast without a cluster.
+
+    A Ray Client address (``ray://HOST:10001``) is refused: Ray Client (the ``ray[client]`` extra, grpcio)
+    cannot run streaming actor methods, by which an actor sends each call to the driver as it completes
+    (measured with Ray 2.60.0: it connects, and every unit fails with "'async for' requires an object
+    with __aiter__ method, got ClientObjectRef"); its server is one more port to guard."""
     if address == "auto":
         return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if address.startswith("ray://"):
+        raise ConfigError(
+            f"--ray-address {address}: Ray Client (ray://) addresses cannot run llmpsych's actors",
+            "run llmpsych on a machine of the cluster's network with the head's address, "
+            "--ray-address HEAD:6379 (or --ray-address auto on the head)",
+        )
+    host, _, port = address.rpartition(":")
     if not host or not port.isdigit():
         raise ConfigError(
-            f"--ray-address {address!r} is not auto, HOST:PORT or ray://HOST:PORT",
+            f"--ray-address {address!r} is not auto or HOST:PORT",
             "e.g. --ray-address head-node:6379",
         )
     try:
@@ -269,8 +367,10 @@ class UnitActor:
 
     async def _open(self, config: RunConfig, identities: dict[str, str]) -> _OpenRun:
         from .clients import _open_cache, open_clients
+        from .node_paths import check_on_node
         from .task import task_class
 
+        check_on_node(config, "the node of a Ray actor")  # before its task reads any of them
         task = task_class(config.task)(config)
         cache = _open_cache(config)
         embedded = EmbeddedSettings(n_parallel=config.n_parallel, n_threads=self.threads)
@@ -414,6 +514,7 @@ class RayExecutor:
         for row in store.call_rows() if store.units_with_calls() else []:
             self.stored.setdefault(row[0], {})[row[1]] = json.loads(row[6])
         identities = {role: client.call_identity for role, client in clients.items()}
+        config = absolute_paths(config)  # an actor works in its node's folder, not in the driver's
         self.run_args = (self.run_key, ray.put(config), identities)
         self.pool = await _actor_pool(ray, self.settings)
         s = self.settings
@@ -427,10 +528,13 @@ class RayExecutor:
                 f"the cluster has {ray.cluster_resources()}; ask for fewer --actors or --actor-cpus",
             ) from None
         except ray.exceptions.RayTaskError as exc:  # the task or a model could not be opened on an actor
-            cause = exc.as_instanceof_cause()
+            cause = getattr(exc, "cause", None)  # the actor's own exception (its text without Ray's trace)
             if isinstance(cause, LlmpsychError):
                 raise cause from None
-            raise ConfigError(f"a Ray actor failed to start: {exc}") from None
+            what = (
+                f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else "see Ray's logs"
+            )
+            raise ConfigError(f"a Ray actor failed to start: {what}") from None
         except ray.exceptions.RayActorError as exc:  # llmpsych could not even be imported there
             shutdown_actors()
             first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__

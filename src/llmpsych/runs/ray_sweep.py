@@ -37,6 +37,7 @@ from . import executors
 from .config import parse_run_config
 from .context import no_person_here
 from .executors import ExecutorSettings
+from .node_paths import absolute_paths, check_on_node
 from .planned import PlannedRun, start_or_resume
 from .runner import notice
 
@@ -87,6 +88,7 @@ def run_task(
             "put --out on shared storage",
         )
     config = parse_run_config(stored, f"sweep run {directory} (stored config)")
+    check_on_node(config, "the node of a sweep's Ray task")
     settings = ExecutorSettings(threads_per_actor=threads)  # not the environment's: units run here
     with executors.use(settings), no_person_here("a Ray task of a sweep"):
         return start_or_resume(PlannedRun(directory, config), Path(out), progress, debug)
@@ -126,6 +128,7 @@ def run_on_ray(
     from .ray_executor import check_resources, connect, import_ray, live_nodes, shutdown_actors
 
     check_shareable(runs)
+    out = out.expanduser().absolute()  # a task works in its node's folder, not in the driver's
     ray = import_ray()
     connect(settings)
     check_resources(settings, live_nodes(ray), all_at_once=False)  # Ray would wait for ever
@@ -151,7 +154,7 @@ def run_on_ray(
                     str(out),
                     token,
                     run.directory,
-                    run.config.stored(),
+                    absolute_paths(run.config).stored(),
                     progress,
                     debug,
                     settings.threads_per_actor,
