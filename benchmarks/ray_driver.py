@@ -16,9 +16,10 @@ server of ``_common`` (its own process).
     after 1 s, default settings (64 units in flight per actor, ``--concurrency`` 16 per actor): units/s
     against the ideal actors x 16 / 1 s.
 (c) the ceiling of a driver: 1 / (driver CPU per unit) from (a), and for 100 actors a model fitted on
-    (a)'s measured costs: driver CPU per unit = per-unit cost + per-message cost / units per message,
-    with units per message at 100 actors given by the actors' batching window (see
-    ``ray_executor.batch_window``).
+    measured costs: driver CPU per unit = u + m x messages per unit, through (a)'s 4-actor run and the
+    same on a quarter of the units with a 1 ms batching window (many more messages). With A actors the
+    driver gets and sends at most 2 A / window messages a second (``ray_executor.batch_window``: 500 ms
+    at 100 actors), so its ceiling is (1 s - 2 A / window x m) / u units a second.
 
 Results go to ``benchmarks/results/ray_driver.json``.
 """
@@ -35,6 +36,7 @@ from _common import LoadMonitor, ServerProcess, check_quiet, markdown_table, wri
 import llmpsych.runs.runner as runner
 from llmpsych.runs import parse_run_config, start_run
 from llmpsych.runs.executors import ExecutorSettings, use
+from llmpsych.runs.ray_executor import batch_window as _BATCH_WINDOW
 from llmpsych.runs.ray_executor import connect, shutdown_actors
 
 
@@ -99,6 +101,44 @@ def _measure(config: Any, run_dir: Path, settings: ExecutorSettings) -> dict[str
     return row
 
 
+def _small_window(config: Any, units: int) -> Any:
+    """``config`` for (c)'s second point: a quarter of the units, run with a 1 ms batching window."""
+    from llmpsych.runs import ray_executor
+
+    ray_executor.batch_window = lambda actors: 0.001  # type: ignore[assignment]
+    data = config.model_dump()
+    data["options"]["units"] = max(1000, units // 4)
+    return parse_run_config(data)
+
+
+def _projection(rows: list[dict[str, Any]], actors: int = 100) -> dict[str, Any]:
+    """(c): driver CPU per unit = u + m x messages per unit, fitted through two measured runs; the
+    driver's ceiling with ``actors`` actors, whose messages are capped at 2 x actors / window a second."""
+    from llmpsych.runs import ray_executor
+
+    points = [
+        ((r["messages_to_actors"] + r["messages_from_actors"]) / r["units"], r["driver_cpu_ms_per_unit"])
+        for r in rows
+    ]
+    (x1, y1), (x2, y2) = points
+    per_message = (y2 - y1) / (x2 - x1) if x2 != x1 else 0.0
+    per_unit = y1 - per_message * x1
+    window = _BATCH_WINDOW(actors)
+    messages_per_s = 2 * actors / window
+    ceiling = (1000 - messages_per_s * per_message) / per_unit
+    ray_executor.batch_window = _BATCH_WINDOW  # type: ignore[assignment]
+    return {
+        "per_unit_ms": round(per_unit, 4),
+        "per_message_ms": round(per_message, 4),
+        "actors": actors,
+        "window_s": window,
+        "messages_per_s_at_most": messages_per_s,
+        "driver_cpu_share_for_messages": round(messages_per_s * per_message / 1000, 3),
+        "ceiling_units_per_s": round(ceiling),
+        "ceiling_at_4_actors_units_per_s": round(1000 / rows[0]["driver_cpu_ms_per_unit"]),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -125,7 +165,10 @@ def main() -> None:
                 start_run(warm, root / "warm-ray4", False)  # the actors up before the measurement
             remote = _measure(config, root / "driver-ray4", ray4)
             remote["ratio_to_local"] = round(remote["units_per_s"] / local["units_per_s"], 2)
-            results["driver"] = [local, remote]
+            # the same with a 1 ms window: many more messages, for the model's per-message cost
+            small = _measure(_small_window(config, units), root / "driver-ray4-1ms-window", ray4)
+            results["driver"] = [local, remote, small]
+            results["model"] = _projection([remote, small])
         if not args.skip_scaling:
             rows = []
             with ServerProcess("asyncio", 1.0) as server:
@@ -135,7 +178,7 @@ def main() -> None:
                     with use(settings):  # the actors up before the measurement
                         start_run(_config(server.base_url, actors), root / f"warm{actors}", False)
                     row = _measure(
-                        _config(server.base_url, 64 * actors), root / f"slow-ray{actors}", settings
+                        _config(server.base_url, 96 * actors), root / f"slow-ray{actors}", settings
                     )
                     row["ideal_units_per_s"] = 16 * actors
                     row["share_of_ideal"] = round(row["units_per_s"] / row["ideal_units_per_s"], 3)
@@ -144,6 +187,7 @@ def main() -> None:
     results["other_cores_during"] = load.other_cores
     print(markdown_table(list(results["driver"][1]), [list(r.values()) for r in results["driver"][1:]]))
     print(markdown_table(list(results["driver"][0]), [list(results["driver"][0].values())]))
+    print(results["model"])
     if "scaling" in results:
         print(markdown_table(list(results["scaling"][0]), [list(r.values()) for r in results["scaling"]]))
     print(write_results("ray_driver", results, args.quick))

@@ -470,16 +470,16 @@ def shutdown_actors() -> None:
 
 
 def batch_window(actors: int) -> float:
-    """Seconds between two messages of one actor's stream to the driver: ``actors`` x 2.5 ms, at least
-    5 ms and at most 250 ms.
+    """Seconds between two messages of one actor to the driver, and of the driver to one actor:
+    ``actors`` x 5 ms, at least 5 ms and at most 500 ms.
 
-    Ray's cost is per message (about 0.3 ms of the driver's CPU to receive one, as much to send a batch
-    of units), so the driver receives at most ``actors`` / window = 400 messages a second, whatever the
-    cluster's size, and every message carries all the calls and results of its window. A unit's result
-    reaches the driver up to one window later than it happened, which costs no throughput (units in
-    flight scale with the actors: :meth:`RayExecutor.in_flight`); and an actor lost mid-window loses at
-    most that window's calls, which are asked again."""
-    return min(0.25, max(0.005, 0.0025 * actors))
+    Ray's cost is per message (about 0.8 ms of the driver's CPU per message measured on a loaded 2-core
+    machine, ``benchmarks/ray_driver.py``), so the driver handles at most 2 x ``actors`` / window = 400
+    messages a second whatever the cluster's size, and each message carries every call and result of its
+    window. A unit reaches its actor, and its result the driver, up to one window later, which costs no
+    throughput as long as units in flight (``workers`` per actor) cover it; an actor lost mid-window loses
+    at most that window's calls, which are asked again."""
+    return min(0.5, max(0.005, 0.005 * actors))
 
 
 #: How often a unit is started again after the actor running it was lost (its process or its node), each
@@ -535,6 +535,7 @@ class RayExecutor:
         self.restarts = 0  # units run again after their actor was lost
         self.window = batch_window(settings.actors)
         self.changed: asyncio.Event | None = None  # set when a lane comes up again
+        self.closing = False
 
     def in_flight(self, per_process: int) -> int:
         """Units in flight: ``per_process`` (the run's ``workers``) on each actor."""
@@ -669,10 +670,15 @@ class RayExecutor:
                 await self._receive(lane, events)
         except lost:
             self._lose(lane)
+            return
         except Exception as exc:  # the stream itself failed (not a unit: those fail one by one)
+            lane.up = False  # for good: its units fail with that error, the next ones go elsewhere
             for job in list(lane.jobs.values()):
                 if not job.done.done():
                     job.done.set_exception(exc)
+            return
+        if not self.closing:  # the stream ended though the run goes on: as if the actor were lost
+            self._lose(lane)
 
     async def _receive(self, lane: _Lane, events: list[tuple[str, str, Any]]) -> None:
         """Commit the calls of one message (one transaction), then hand each finished unit its outcome."""
@@ -741,6 +747,7 @@ class RayExecutor:
     async def aclose(self) -> None:
         """Let the actors close this run's clients and end its streams; the actors stay for the
         process's next run."""
+        self.closing = True
         for lane in self.lanes:
             if lane.reviver is not None:
                 lane.reviver.cancel()
