@@ -109,3 +109,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if nightly:
         config.hook.pytest_deselected(items=nightly)
         items[:] = [item for item in items if item.get_closest_marker("nightly") is None]
+
+
+from ray_cluster import ray_cluster  # noqa: E402, F401 - one real multi-node Ray cluster per session
