@@ -759,6 +759,8 @@ class RayExecutor:
         for lane in self.lanes:
             if lane.reader is not None:
                 lane.reader.cancel()
+        if any(not lane.up for lane in self.lanes):  # a lost actor: the next run starts afresh (and
+            shutdown_actors()  # is refused in one line if the cluster has no room for all its actors)
 
 
 class RemoteUnitError(Exception):
