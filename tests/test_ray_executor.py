@@ -190,6 +190,65 @@ def test_a_killed_actor_loses_no_completed_call_and_nothing_is_duplicated(
     assert all(server.hits[key] == 1 for key in killed["stored"])
 
 
+def test_units_of_an_actor_that_never_comes_back_finish_on_the_others(cluster: Path, tmp_path: Path) -> None:
+    """An actor lost for good (as one on a node that is gone and cannot be placed elsewhere) is not asked
+    again: its units are retried on the remaining actor and the run ends with no failed unit. (Before, the
+    dead actor, running nothing, was always the least busy one: every retry went to it, "died 7 times".)"""
+    from llmpsych.runs import ray_executor
+
+    units, turns = 12, 8
+    with FaultServer() as clean_server:
+        start_run(_echo(clean_server, units, turns), tmp_path / "clean", False)
+    killed: dict[str, Any] = {}
+
+    def kill_an_actor_for_good() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and "actor" not in killed:
+            time.sleep(0.02)
+            try:
+                with sqlite3.connect(tmp_path / "ray" / "run.sqlite") as db:
+                    calls = db.execute("SELECT count(*) FROM calls").fetchone()[0]
+            except sqlite3.Error:
+                continue
+            pool = ray_executor._pool
+            if calls >= 30 and pool is not None:
+                killed["actor"] = pool.actors[0]
+                ray.kill(pool.actors[0], no_restart=True)
+
+    with FaultServer(FaultRates(latency_s=0.03)) as server:
+        killer = threading.Thread(target=kill_an_actor_for_good)
+        killer.start()
+        with use(RAY):
+            outcome = start_run(_echo(server, units, turns), tmp_path / "ray", False)
+        killer.join()
+    assert ray_executor._pool is None  # a run after it starts whole actors
+    assert "actor" in killed, "the run ended before an actor could be killed"
+    assert outcome.summary.failed == 0 and outcome.summary.done == units, outcome.summary.errors
+    assert unit_results(tmp_path / "ray") == unit_results(tmp_path / "clean")
+    keys = call_keys(tmp_path / "ray")
+    assert len(keys) == len(set(keys)) == units * turns * 2  # nothing recorded twice
+
+
+def test_units_in_flight_scale_with_the_actors(cluster: Path, tmp_path: Path) -> None:
+    """``workers`` is per actor: 2 actors x 2 workers hold 4 units (8 requests: 2 seats each) in flight at
+    once. The server answers only once 8 requests wait together (a barrier); with 2 units in flight in
+    all (as before, whatever the actors) it never does and the barrier breaks."""
+    barrier = threading.Barrier(8, timeout=30)
+    broken: list[bool] = []
+
+    def all_together(body: dict[str, Any]) -> str:
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            broken.append(True)
+        return "ok"
+
+    with FaultServer(responder=all_together) as server, use(RAY):
+        outcome = start_run(_echo(server, units=4, turns=1, workers=2), tmp_path / "r", False)
+    assert not broken, "fewer than 8 requests were ever in flight together"
+    assert outcome.summary.done == 4 and outcome.summary.failed == 0
+
+
 def test_ray_listens_on_loopback_only_and_never_logs_the_key(cluster: Path, tmp_path: Path) -> None:
     assert str(ray.get_runtime_context().gcs_address).startswith("127.0.0.1:")
     ray_pids = {p for p in _ray_pids()}

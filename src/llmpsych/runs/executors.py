@@ -72,6 +72,10 @@ class Executor(Protocol):
     ) -> None:
         """Get ready for the run's units (the driver's clients already carry the run's call identities)."""
 
+    def in_flight(self, per_process: int) -> int:
+        """Units in flight for a run whose ``workers`` setting is ``per_process`` (each process running
+        units holds that many)."""
+
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:
         """The unit's result; its calls are recorded through ``ctx`` as they complete."""
 
@@ -86,6 +90,9 @@ class LocalExecutor:
         self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore
     ) -> None:
         return None
+
+    def in_flight(self, per_process: int) -> int:
+        return per_process
 
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:
         return await task.run_unit(unit, ctx)

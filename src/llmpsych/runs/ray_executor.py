@@ -2,18 +2,26 @@
 
 Each actor builds the task from the run's config and opens its own model clients once per run (an
 embedded model is loaded once per actor and stays loaded). The actors of a process are kept from one run
-to the next, so a sweep or preset starts them once. A unit goes to the least busy actor as (unit id,
-payload, the unit's stored calls); the actor runs :meth:`Task.run_unit` with a
+to the next, so a sweep or preset starts them once. A unit goes to the least busy live actor with the
+calls of that unit the driver holds; the actor runs :meth:`Task.run_unit` with a
 :class:`~llmpsych.runs.context.UnitContext` whose store is those stored calls (so a resumed or retried
-unit replays them) and whose writes are streamed back to the driver the moment each call completes (a Ray
-streaming generator). The driver checks that each
-streamed write is one call of that unit and commits it through the run's grouped commits, then records the
-result or failure as the local path does.
+unit replays them) and whose writes go back to the driver as they complete. The driver checks that each
+write is one call of a unit that actor runs and commits it through the run's grouped commits, then
+records the result or failure as the local path does. Units in flight are the run's ``workers`` per actor
+(:meth:`RayExecutor.in_flight`).
 
-An actor that dies mid-unit (its process killed, its node lost) loses only the calls it had not yet
-streamed: the driver keeps what arrived, restarts nothing itself (Ray restarts the actor), and runs the
-unit again on the least busy actor, which replays the calls already received; the store's primary key on
-(unit, call key) keeps any call from being recorded twice.
+Traffic is batched, because Ray's cost is per message, not per unit (one unit per message cost the driver
+1.4-2.3 ms of CPU, ~400 units/s whatever the cluster): the units handed to an actor within one window
+travel in one message (:meth:`UnitActor.submit`), and each actor streams back everything its units
+recorded within one window in one message (:meth:`UnitActor.serve`; the window: :func:`batch_window`),
+whose calls the driver commits in one transaction. ``benchmarks/ray_driver.py`` measures the driver's
+CPU per unit and the ceiling it implies.
+
+An actor lost mid-unit (its process killed, its node lost) loses only the calls it had not yet sent: the
+driver keeps what arrived and runs each of its units again (at most :data:`UNIT_RETRIES` times) on the
+least busy live actor, which replays the calls already received; the store's primary key on (unit, call
+key) keeps any call from being recorded twice. The lost actor gets no unit until Ray has it running
+again and it has opened the run again.
 
 Security: without ``address`` Ray is started on 127.0.0.1 only (every Ray server of the instance listens
 on loopback; checked after start), without its dashboard. API keys are never task arguments: an actor's
@@ -59,8 +67,6 @@ if TYPE_CHECKING:
 CALL_SQL = put_call_statements("", "", 0, "", "", "", {})[0][0]
 #: Columns of a call row (see :func:`~llmpsych.runs.store.put_call_statements`).
 CALL_COLUMNS = 13
-#: How often a unit is started again after its actor died, per actor of the run.
-RETRIES_PER_ACTOR = 3
 #: Set before Ray starts a local instance: every Ray server then binds 127.0.0.1 (see :func:`connect`).
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 
@@ -315,17 +321,34 @@ class _StoredCalls:
         return self.calls.get(call_key)
 
 
-class _Stream(GroupCommit):
-    """A unit context's writes on an actor: queued for the driver instead of committed."""
+@dataclass
+class _Feed:
+    """What an actor's units of one run (one lane epoch, see :class:`_Lane`) have to tell the driver, in
+    the order it happened: ``(unit id, "call", statements)`` and, last for each unit, ``(unit id,
+    "done", (counts, outcome))``; the driver reads it through :meth:`UnitActor.serve`."""
 
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[list[Statement]] = asyncio.Queue()
+    events: list[tuple[str, str, Any]] = field(default_factory=list)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    units: set[asyncio.Future[None]] = field(default_factory=set)
+    closed: bool = False
+
+    def put(self, event: tuple[str, str, Any]) -> None:
+        self.events.append(event)
+        self.ready.set()
+
+
+class _Stream(GroupCommit):
+    """A unit context's writes on an actor: put on the run's feed for the driver instead of committed."""
+
+    def __init__(self, feed: _Feed, unit_id: str) -> None:
+        self.feed = feed
+        self.unit_id = unit_id
 
     async def write(self, statements: Iterable[Statement]) -> None:
-        self.queue.put_nowait(list(statements))
+        self.feed.put((self.unit_id, "call", list(statements)))
 
     def defer(self, statements: Iterable[Statement]) -> None:
-        self.queue.put_nowait(list(statements))
+        self.feed.put((self.unit_id, "call", list(statements)))
 
     def flush(self) -> None:
         return None
@@ -357,13 +380,23 @@ class _OpenRun:
     cache: ResponseCache | None
 
 
+#: A unit as the driver sends it: (unit id, payload, may replay, the unit's stored calls).
+UnitMessage = tuple[str, dict[str, Any], bool, dict[str, dict[str, Any]]]
+
+
 class UnitActor:
     """One Ray actor: runs the units of any run it is sent, many at once, opening each run's task and
-    model clients once (an embedded model stays loaded for the actor's life, so a sweep loads it once)."""
+    model clients once (an embedded model stays loaded for the actor's life, so a sweep loads it once).
+
+    The driver sends units in batches (:meth:`submit`: every unit it handed this actor in one turn of its
+    event loop) and reads what they record through one stream per run (:meth:`serve`), which yields
+    everything that happened since its last message, at most one message per ``window`` seconds: Ray's
+    cost is per message, so a message carries many calls and results (see :func:`batch_window`)."""
 
     def __init__(self, threads: int) -> None:
         self.threads = threads
         self.runs: dict[str, asyncio.Future[_OpenRun]] = {}
+        self.feeds: dict[str, _Feed] = {}
 
     async def _open(self, config: RunConfig, identities: dict[str, str]) -> _OpenRun:
         from .clients import _open_cache, open_clients
@@ -391,7 +424,13 @@ class UnitActor:
         return os.getpid()
 
     async def release(self, run_key: str) -> None:
-        """Close a finished run's clients and cache (an embedded model stays loaded)."""
+        """End a finished run's streams, close its clients and cache (an embedded model stays loaded)."""
+        for key in [k for k in self.feeds if k.split("/")[0] == run_key]:
+            feed = self.feeds.pop(key)
+            feed.closed = True
+            feed.ready.set()
+            for unit in feed.units:
+                unit.cancel()
         opening = self.runs.pop(run_key, None)
         if opening is None or opening.cancelled() or (opening.done() and opening.exception()):
             return
@@ -402,50 +441,89 @@ class UnitActor:
         if opened.cache is not None:
             opened.cache.close()
 
-    async def run(
+    def _feed(self, feed_key: str) -> _Feed:
+        return self.feeds.setdefault(feed_key, _Feed())
+
+    async def submit(
+        self,
+        run_key: str,
+        feed_key: str,
+        config: RunConfig,
+        identities: dict[str, str],
+        units: list[UnitMessage],
+    ) -> None:
+        """Start ``units``; what they record goes to the feed ``feed_key``. Returns at once.
+
+        The run's config comes with every batch: an actor Ray restarted after its process died has lost
+        what it had opened, and opens it again."""
+        feed = self._feed(feed_key)
+        for unit in units:
+            running = asyncio.ensure_future(self._unit(run_key, config, identities, feed, *unit))
+            feed.units.add(running)
+            running.add_done_callback(feed.units.discard)
+
+    async def _unit(
         self,
         run_key: str,
         config: RunConfig,
         identities: dict[str, str],
+        feed: _Feed,
         unit_id: str,
         payload: dict[str, Any],
         may_replay: bool,
         stored: dict[str, dict[str, Any]],
-    ) -> AsyncIterator[tuple[str, Any]]:
-        """Run one unit, yielding ("call", statements) as calls complete, then its result or failure.
-
-        The run's config comes with every unit: an actor Ray restarted after its process died has lost
-        what it had opened, and opens it again."""
-        opened = await self._opened(run_key, config, identities)
-        stream = _Stream()
+    ) -> None:
+        """Run one unit, putting each call it makes on ``feed`` as it completes, then its outcome."""
+        try:
+            opened = await self._opened(run_key, config, identities)
+        except Exception as exc:  # the task or a model could not be opened here
+            feed.put((unit_id, "done", ((0, 0, 0, 0, 0), _error_item(exc))))
+            return
         ctx = _ActorContext(
             unit_id,
             cast(RunStore, _StoredCalls(stored)),
             opened.clients,
             config.seed,
             config.params,
-            stream,
+            _Stream(feed, unit_id),
             may_replay,
         )
-        running = asyncio.ensure_future(opened.task.run_unit(WorkUnit(unit_id, payload), ctx))
-        while not running.done():
-            getter = asyncio.ensure_future(stream.queue.get())
-            await asyncio.wait({running, getter}, return_when=asyncio.FIRST_COMPLETED)
-            if getter.done():
-                yield ("call", getter.result())
-            else:
-                getter.cancel()
-        while not stream.queue.empty():
-            yield ("call", stream.queue.get_nowait())
+        outcome: tuple[str, Any]
+        try:
+            outcome = ("result", await opened.task.run_unit(WorkUnit(unit_id, payload), ctx))
+        except Exception as exc:
+            outcome = _error_item(exc)
         counts = (ctx.sent, ctx.cached, ctx.replayed, ctx.answered, ctx.answers_replayed)
-        exc = running.exception()
-        yield ("counts", counts)
-        yield _error_item(exc) if exc is not None else ("result", running.result())
+        feed.put((unit_id, "done", (counts, outcome)))
+
+    async def serve(self, feed_key: str, window: float) -> AsyncIterator[list[tuple[str, str, Any]]]:
+        """The events of the feed ``feed_key`` as they happen, in messages at least ``window`` seconds
+        apart (the first at once), until :meth:`release` ends the run."""
+        feed = self._feed(feed_key)
+        loop = asyncio.get_running_loop()
+        last = -math.inf
+        while True:
+            if not feed.events:
+                if feed.closed:
+                    return
+                feed.ready.clear()
+                await feed.ready.wait()
+                continue
+            wait = last + window - loop.time()
+            if wait > 0:  # gather what else completes meanwhile into the same message
+                await asyncio.sleep(wait)
+            batch, feed.events = feed.events, []
+            last = loop.time()
+            yield batch
+
+    async def ping(self) -> int:
+        """The actor's process id (answered once Ray has restarted it, if it had died)."""
+        return os.getpid()
 
 
 # -- the driver side -------------------------------------------------------------------------------
 class ActorsLost(LlmpsychError):
-    """A unit whose actors kept dying."""
+    """A unit whose actors kept dying, or a run that had no live actor left for too long."""
 
 
 @dataclass
@@ -454,7 +532,6 @@ class _Pool:
 
     key: tuple[Any, ...]
     actors: list[Any]
-    busy: list[int] = field(default_factory=list)
 
 
 _pool: _Pool | None = None
@@ -477,7 +554,7 @@ async def _actor_pool(ray: Any, settings: ExecutorSettings) -> _Pool:
         max_concurrency=100_000,
     )
     actors = [actor_class.remote(settings.threads_per_actor) for _ in range(settings.actors)]
-    _pool = _Pool(key, actors, [0] * len(actors))
+    _pool = _Pool(key, actors)
     return _pool
 
 
@@ -492,17 +569,77 @@ def shutdown_actors() -> None:
     _pool = None
 
 
+def batch_window(actors: int) -> float:
+    """Seconds between two messages of one actor to the driver, and of the driver to one actor:
+    ``actors`` x 5 ms, at least 5 ms and at most 500 ms.
+
+    Ray's cost is per message (about 0.8 ms of the driver's CPU per message measured on a loaded 2-core
+    machine, ``benchmarks/ray_driver.py``), so the driver handles at most 2 x ``actors`` / window = 400
+    messages a second whatever the cluster's size, and each message carries every call and result of its
+    window. A unit reaches its actor, and its result the driver, up to one window later, which costs no
+    throughput as long as units in flight (``workers`` per actor) cover it; an actor lost mid-window loses
+    at most that window's calls, which are asked again."""
+    return min(0.5, max(0.005, 0.005 * actors))
+
+
+#: How often a unit is started again after the actor running it was lost (its process or its node), each
+#: time on a live actor; beyond that the unit is recorded as failed.
+UNIT_RETRIES = 3
+#: What the driver counted (messages to and from the actors); for benchmarks.
+COUNTERS: dict[str, int] = {"batches": 0, "messages": 0}
+
+
+class _Lost(Exception):
+    """The actor running a unit was lost before the unit's outcome reached the driver."""
+
+
+@dataclass
+class _Job:
+    """One attempt of a unit on a lane."""
+
+    unit: WorkUnit
+    ctx: UnitContext
+    done: asyncio.Future[tuple[str, Any]]
+
+
+@dataclass
+class _Lane:
+    """The driver's side of one actor in one run: the units it runs now, the batch to send, the stream it
+    reads. A lost actor's lane is down until Ray has restarted the actor (or placed it on another node)
+    and it has opened the run again; each time it comes up it reads a new feed (``epoch``), so nothing a
+    lost incarnation still sends is taken for the new one's."""
+
+    actor: Any
+    index: int
+    up: bool = True
+    epoch: int = 0
+    sent: float = -math.inf  # when its last batch was sent (event-loop time)
+    jobs: dict[str, _Job] = field(default_factory=dict)
+    outbox: list[_Job] = field(default_factory=list)
+    reader: asyncio.Task[None] | None = None
+    reviver: asyncio.Task[None] | None = None
+
+
 class RayExecutor:
     """Units on Ray actors (see the module docstring)."""
 
     def __init__(self, settings: ExecutorSettings) -> None:
         self.settings = settings
         self.pool = _Pool((), [])
-        self.stored: dict[str, dict[str, dict[str, Any]]] = {}
+        self.lanes: list[_Lane] = []
+        #: calls of units not yet finished, as the store holds them (unit -> call key -> response JSON)
+        self.stored: dict[str, dict[str, str]] = {}
         self.ray: Any = None
         self.run_key = uuid.uuid4().hex
         self.run_args: tuple[Any, ...] = ()
-        self.restarts = 0  # units run again after their actor died
+        self.restarts = 0  # units run again after their actor was lost
+        self.window = batch_window(settings.actors)
+        self.changed: asyncio.Event | None = None  # set when a lane comes up again
+        self.closing = False
+
+    def in_flight(self, per_process: int) -> int:
+        """Units in flight: ``per_process`` (the run's ``workers``) on each actor."""
+        return per_process * self.settings.actors
 
     async def open(
         self, task: Task[Any], config: RunConfig, clients: dict[str, ModelClient], store: RunStore
@@ -512,7 +649,7 @@ class RayExecutor:
         check_resources(self.settings, live_nodes(ray))  # a request it can never place: say so now
         self.ray = ray
         for row in store.call_rows() if store.units_with_calls() else []:
-            self.stored.setdefault(row[0], {})[row[1]] = json.loads(row[6])
+            self.stored.setdefault(row[0], {})[row[1]] = row[6]
         identities = {role: client.call_identity for role, client in clients.items()}
         config = absolute_paths(config)  # an actor works in its node's folder, not in the driver's
         self.run_args = (self.run_key, ray.put(config), identities)
@@ -542,57 +679,192 @@ class RayExecutor:
                 f"a Ray actor died while starting: {first}",
                 "every node needs the same llmpsych installed (pip install 'llmpsych[ray]')",
             ) from None
+        self.changed = asyncio.Event()
+        self.lanes = [_Lane(actor, index) for index, actor in enumerate(self.pool.actors)]
+        for lane in self.lanes:
+            self._read(lane)
 
+    # -- handing out units -------------------------------------------------------------------------
     async def run_unit(self, task: Task[Any], unit: WorkUnit, ctx: UnitContext) -> Any:
-        lost = (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError)
-        actors, busy = self.pool.actors, self.pool.busy
-        attempts = RETRIES_PER_ACTOR * len(actors) + 1
-        for _ in range(attempts):
-            index = min(range(len(actors)), key=busy.__getitem__)
-            busy[index] += 1
+        loop = asyncio.get_running_loop()
+        for _ in range(UNIT_RETRIES + 1):
+            lane = await self._live_lane(unit)
+            job = _Job(unit, ctx, loop.create_future())
+            lane.jobs[unit.unit_id] = job
+            if not lane.outbox:  # one batch per window, as the actor answers (see batch_window)
+                loop.call_at(max(loop.time(), lane.sent + self.window), self._send, lane)
+            lane.outbox.append(job)
             try:
-                return await self._run_on(actors[index], unit, ctx)
-            except lost:
+                kind, value = await job.done
+            except _Lost:
                 self.restarts += 1
+                continue
             finally:
-                busy[index] -= 1
-        raise ActorsLost(f"the Ray actors running unit {unit.unit_id} died {attempts} times")
+                if lane.jobs.get(unit.unit_id) is job:
+                    del lane.jobs[unit.unit_id]
+            self.stored.pop(unit.unit_id, None)
+            if kind == "error":
+                raise value
+            if kind == "error_text":
+                raise RemoteUnitError(*value)
+            return value
+        raise ActorsLost(
+            f"the Ray actor running unit {unit.unit_id} was lost {UNIT_RETRIES + 1} times",
+            "the cluster keeps losing nodes; --resume runs the unit again",
+        )
 
-    async def _run_on(self, actor: Any, unit: WorkUnit, ctx: UnitContext) -> Any:
-        stored = self.stored.setdefault(unit.unit_id, {})
-        may_replay = ctx.may_replay or bool(stored)
-        outcome: tuple[str, Any] | None = None
-        stream = actor.run.remote(*self.run_args, unit.unit_id, unit.payload, may_replay, stored)
-        async for ref in stream:
-            kind, value = await ref
+    async def _live_lane(self, unit: WorkUnit) -> _Lane:
+        """The live lane running the fewest units; with none live, wait for one (at most
+        ``start_timeout_s``, as for starting the actors)."""
+        assert self.changed is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.settings.start_timeout_s
+        while True:
+            live = [lane for lane in self.lanes if lane.up]
+            if live:
+                return min(live, key=lambda lane: len(lane.jobs))
+            self.changed.clear()
+            try:
+                await asyncio.wait_for(self.changed.wait(), max(0.0, deadline - loop.time()))
+            except TimeoutError:
+                raise ActorsLost(
+                    f"no Ray actor was alive for {self.settings.start_timeout_s:g} s to run unit "
+                    f"{unit.unit_id}",
+                    "the cluster lost its nodes; --resume finishes the run",
+                ) from None
+
+    def _send(self, lane: _Lane) -> None:
+        """Send the lane's batch: every unit handed to it in this turn of the event loop, in one message."""
+        batch, lane.outbox = lane.outbox, []
+        lane.sent = asyncio.get_running_loop().time()
+        batch = [job for job in batch if lane.jobs.get(job.unit.unit_id) is job and not job.done.done()]
+        if not batch:
+            return
+        if not lane.up:
+            for job in batch:
+                job.done.set_exception(_Lost())
+            return
+        units = [
+            (
+                job.unit.unit_id,
+                job.unit.payload,
+                job.ctx.may_replay or job.unit.unit_id in self.stored,
+                {key: json.loads(text) for key, text in self.stored.get(job.unit.unit_id, {}).items()},
+            )
+            for job in batch
+        ]
+        COUNTERS["batches"] += 1
+        # not awaited: the actor answers through its feed, and a lost actor ends the lane's stream
+        lane.actor.submit.remote(self.run_key, self._feed_key(lane), *self.run_args[1:], units)
+
+    def _feed_key(self, lane: _Lane) -> str:
+        return f"{self.run_key}/{lane.epoch}"
+
+    # -- reading what the actors send --------------------------------------------------------------
+    def _read(self, lane: _Lane) -> None:
+        lane.reader = asyncio.ensure_future(self._reader(lane))
+
+    async def _reader(self, lane: _Lane) -> None:
+        lost = (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError)
+        stream = lane.actor.serve.remote(self._feed_key(lane), self.window)
+        try:
+            async for ref in stream:
+                events = await ref
+                COUNTERS["messages"] += 1
+                await self._receive(lane, events)
+        except lost:
+            self._lose(lane)
+            return
+        except Exception as exc:  # the stream itself failed (not a unit: those fail one by one)
+            lane.up = False  # for good: its units fail with that error, the next ones go elsewhere
+            for job in list(lane.jobs.values()):
+                if not job.done.done():
+                    job.done.set_exception(exc)
+            return
+        if not self.closing:  # the stream ended though the run goes on: as if the actor were lost
+            self._lose(lane)
+
+    async def _receive(self, lane: _Lane, events: list[tuple[str, str, Any]]) -> None:
+        """Commit the calls of one message (one transaction), then hand each finished unit its outcome."""
+        rows: list[Statement] = []
+        finished: list[tuple[_Job, Any]] = []
+        commits: GroupCommit | None = None
+        for unit_id, kind, value in events:
+            job = lane.jobs.get(unit_id)
+            if job is None:  # not a unit this lane runs (or one abandoned: Ctrl-C): nothing is recorded
+                continue
             if kind == "call":
-                rows = [_checked(statement, unit.unit_id) for statement in value]
-                await ctx.commits.write(rows)
-                for _, row in rows:
-                    stored[row[1]] = json.loads(row[6])
+                stored = self.stored.setdefault(unit_id, {})
+                ctx = job.ctx
+                commits = ctx.commits
+                for statement in value:
+                    sql, row = _checked(statement, unit_id)
+                    rows.append((sql, row))
+                    stored[row[1]] = row[6]
                     ctx.sent += int(not row[11])
                     ctx.cached += int(row[11])
-            elif kind == "counts":
-                ctx.sent, ctx.cached, ctx.replayed, ctx.answered, ctx.answers_replayed = value
+            elif kind == "done":
+                finished.append((job, value))
             else:
-                outcome = (kind, value)
-        self.stored.pop(unit.unit_id, None)
-        if outcome is None:
-            raise self.ray.exceptions.RayActorError()
-        kind, value = outcome
-        if kind == "error":
-            raise value
-        if kind == "error_text":
-            raise RemoteUnitError(*value)
-        return value
+                raise ConfigError(f"a Ray actor sent {kind!r} for unit {unit_id}; it was refused")
+        if rows and commits is not None:
+            await commits.write(rows)
+        for job, (counts, outcome) in finished:
+            ctx = job.ctx
+            ctx.sent, ctx.cached, ctx.replayed, ctx.answered, ctx.answers_replayed = counts
+            if not job.done.done():
+                job.done.set_result(outcome)
+
+    # -- a lost actor --------------------------------------------------------------------------------
+    def _lose(self, lane: _Lane) -> None:
+        """The lane's actor is gone: its units run again elsewhere; the lane waits for Ray to bring the
+        actor back."""
+        lane.up = False
+        lane.epoch += 1
+        jobs = list(lane.jobs.values())
+        lane.jobs.clear()
+        for job in jobs:
+            if not job.done.done():
+                job.done.set_exception(_Lost())
+        if lane.reviver is None or lane.reviver.done():
+            lane.reviver = asyncio.ensure_future(self._revive(lane))
+
+    async def _revive(self, lane: _Lane) -> None:
+        """Wait until Ray has the lane's actor running again and it has opened the run, then use it."""
+        lost = (self.ray.exceptions.RayActorError, self.ray.exceptions.ObjectLostError)
+        pause = 0.1
+        while True:
+            try:
+                await lane.actor.prepare.remote(*self.run_args)
+            except lost:  # still dying, or not placed yet: ask again, less and less often
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, 5.0)
+                continue
+            except Exception:  # it cannot open the run any more: the lane stays down
+                return
+            break
+        lane.up = True
+        self._read(lane)
+        assert self.changed is not None
+        self.changed.set()
 
     async def aclose(self) -> None:
-        """Let the actors close this run's clients; the actors stay for the process's next run."""
+        """Let the actors close this run's clients and end its streams; the actors stay for the
+        process's next run."""
+        self.closing = True
+        for lane in self.lanes:
+            if lane.reviver is not None:
+                lane.reviver.cancel()
         if not self.pool.actors:
             return
         released = [actor.release.remote(self.run_key) for actor in self.pool.actors]
         with contextlib.suppress(Exception):
             await asyncio.wait_for(asyncio.gather(*released, return_exceptions=True), 30)
+        for lane in self.lanes:
+            if lane.reader is not None:
+                lane.reader.cancel()
+        if any(not lane.up for lane in self.lanes):  # a lost actor: the next run starts afresh (and
+            shutdown_actors()  # is refused in one line if the cluster has no room for all its actors)
 
 
 class RemoteUnitError(Exception):

@@ -152,8 +152,8 @@ async def _execute(
                 "the task now expands into different work units than the stored run; "
                 "resume it with the llmpsych version and data it was started with"
             )
-        workers = config.workers or DEFAULT_WORKERS
         executor = make_executor()
+        workers = executor.in_flight(config.workers or DEFAULT_WORKERS)  # per actor on Ray
         try:
             if len(store.units("done")) < len(units):  # nothing to run: no cluster to start
                 # before the units are registered: a cluster that fails to start leaves no run behind

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import itertools
 import json
 import os
 import sqlite3
@@ -29,6 +30,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -460,9 +462,9 @@ class RunStore:
         """
         with self._lock:
             self._db.execute("BEGIN")
-            try:
-                for sql, args in statements:
-                    self._db.execute(sql, args)
+            try:  # a run of one statement with many rows (the calls of many units) in one call
+                for sql, group in itertools.groupby(statements, key=itemgetter(0)):
+                    self._db.executemany(sql, [args for _, args in group])
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
