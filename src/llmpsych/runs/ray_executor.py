@@ -145,7 +145,7 @@ def token_file() -> Path:
 def private_token_file() -> None:
     """Make Ray's token file readable by its owner only when others can read it (Ray writes it with the
     process's umask, usually readable by every user), and say so."""
-    from .runner import notice
+    from .notices import notice
 
     path = token_file()
     with contextlib.suppress(OSError):

@@ -38,8 +38,8 @@ from .config import parse_run_config
 from .context import no_person_here
 from .executors import ExecutorSettings
 from .node_paths import absolute_paths, check_on_node
+from .notices import notice
 from .planned import PlannedRun, start_or_resume
-from .runner import notice
 
 if TYPE_CHECKING:
     from .runner import RunOutcome

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import sys
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -24,6 +23,7 @@ from .engine import RunSummary, execute
 from .executors import Executor, ExecutorSettings, LocalExecutor
 from .executors import current as current_executor
 from .manifest import build_manifest
+from .notices import notice as notice  # the one notice line (its home: runs.notices)
 from .params import params_report
 from .record import record_from_store
 from .store import STORE_FILE, RunStore, run_lock
@@ -78,12 +78,6 @@ def new_run_dir(parent: Path, task: str) -> Path:
         suffix += 1
         candidate = parent / f"{task}-{stamp}-{suffix}"
     return candidate
-
-
-def notice(text: str) -> None:
-    """One line on stderr that the user must see (control characters shown escaped, never interpreted)."""
-    safe = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-    print(safe, file=sys.stderr, flush=True)
 
 
 def _announce_code(config: RunConfig) -> None:
