@@ -251,7 +251,7 @@ def test_units_in_flight_scale_with_the_actors(cluster: Path, tmp_path: Path) ->
 
 def test_ray_listens_on_loopback_only_and_never_logs_the_key(cluster: Path, tmp_path: Path) -> None:
     assert str(ray.get_runtime_context().gcs_address).startswith("127.0.0.1:")
-    ray_pids = {p for p in _ray_pids()}
+    ray_pids = _ray_pids(cluster)
     listening = _listening_addresses(ray_pids)
     assert listening and all(host in ("127.0.0.1", "::ffff:127.0.0.1") for host in listening), listening
     # the server refuses any other key: the actors had it
@@ -279,18 +279,32 @@ def test_a_resumed_run_replays_its_calls_on_the_actors(cluster: Path, tmp_path: 
     assert len(call_keys(tmp_path / "r")) == 6 * 2 * 2
 
 
-def _ray_pids() -> set[int]:
-    """This Ray instance's processes: the children of the GCS server's parent and their children."""
-    names = (b"gcs_server", b"raylet", b"ray::")
-    pids = set()
+def _ray_pids(session: Path) -> set[int]:
+    """This Ray instance's processes: those whose command line names its session folder (the GCS server,
+    the raylet, their agents), and every process under them (the workers, whose command line Ray rewrites).
+    Another Ray on the machine (the multi-node cluster of tests/ray_cluster.py) is not this one."""
+    parents: dict[int, int] = {}
+    roots = set()
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if any(name in cmdline.split(b"\0")[0] for name in names):
-                pids.add(int(entry.name))
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        parents[pid] = int(stat.rsplit(")", 1)[1].split()[1])
+        if session.name.encode() in cmdline:
+            roots.add(pid)
+    pids = set(roots)
+    grown = True
+    while grown:
+        grown = False
+        for pid, parent in parents.items():
+            if parent in pids and pid not in pids:
+                pids.add(pid)
+                grown = True
     return pids
 
 
