@@ -1,10 +1,12 @@
-"""The MAS-Resilience preset and the quickstart are generated from their task's ``Options`` as the other
-run commands and presets are.
+"""The MAS-Resilience preset, the quickstart, ``psychobench validity`` and ``gamabench host`` are
+generated from their task's ``Options`` as the other run commands and presets are.
 
 Before, ``mas preset`` declared ``--items``, ``--max-tokens``, ``--model``, ``--out``, ``--dry-run``,
 ``--progress`` by hand with its own defaults (``--out mas-preset``, one model, no ``--temperature`` or
 ``--seed``), and ``quickstart`` declared ``--runs``/``--game-rounds`` with second defaults and set
-``game_players`` through ``--game-seats`` and ``--game/--no-game``. No model is called: the configs are
+``game_players`` through ``--game-seats`` and ``--game/--no-game``; ``psychobench validity`` declared five
+of its task's options again (``--runs`` "default 3" in its help) and ``gamabench host`` five of
+gamabench's (``--game guessing``, ``--max-tokens 1024`` a second time). No model is called: the configs are
 caught before they start (``--dry-run`` for the preset).
 """
 
@@ -30,6 +32,8 @@ GENERATED = [
     ("quickstart", "quickstart"),
     ("psychobench preset", "psychobench"),
     ("gamabench preset", "gamabench"),
+    ("psychobench validity", "validity"),
+    ("gamabench host", "gamabench"),
 ]
 
 
@@ -163,3 +167,41 @@ def test_quickstart_one_seat_is_refused_by_the_option(app: typer.Typer, tmp_path
     with pytest.raises(ConfigError, match="at least 2 seats"):
         kit.check_options("quickstart", options)
     assert json.dumps(kit.parse_options(["game_players=0"])) == '{"game_players": 0}'
+
+
+def test_validity_takes_its_options_as_flags_with_the_comma_forms_it_had(
+    app: typer.Typer, planned: list[Any]
+) -> None:
+    def options(*args: str) -> dict[str, Any]:
+        result = CliRunner().invoke(app, ["psychobench", "validity", *args])
+        assert isinstance(result.exception, Planned), result.output or repr(result.exception)
+        return dict(planned.pop().options)
+
+    given = options("--personas", "default,liar", "--benchmarks", "TruthfulQA", "--questions", "2")
+    assert given == {"personas": ["default", "liar"], "benchmarks": ["truthfulqa"], "questions": 2}
+    assert options("-O", "personas=default,liar")["personas"] == ["default", "liar"]  # -O reads it alike
+    role = "You are a pirate, and proud of it"  # a role text holding a comma stays one persona
+    assert options("--personas", role, "--personas", "hero")["personas"] == [role, "hero"]
+    # --preset thesis: its roles and runs lie under what is given
+    assert options("--preset", "thesis") == {
+        "personas": ["default", "psychopath", "liar", "ordinary", "hero"],
+        "runs": 3,
+    }
+    assert options("--preset", "thesis", "--runs", "1")["runs"] == 1
+
+
+def test_host_takes_gamabench_options_over_its_short_session(app: typer.Typer, planned: list[Any]) -> None:
+    def options(*args: str) -> dict[str, Any]:
+        result = CliRunner().invoke(app, ["gamabench", "host", *args])
+        assert isinstance(result.exception, Planned), result.output or repr(result.exception)
+        return dict(planned.pop().options)
+
+    assert options() == {"runs": 1, "players": 5, "rounds": 5}
+    assert options("--players", "3", "--game", "guessing,pirate", "--corrected") == {
+        "runs": 1,
+        "players": 3,
+        "rounds": 5,
+        "game": ["guessing", "pirate"],
+        "published": False,
+    }
+    assert options("-O", "rounds=2")["rounds"] == 2
