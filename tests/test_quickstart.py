@@ -120,7 +120,7 @@ def test_quickstart_command_end_to_end_on_the_embedded_model(tmp_path: Path) -> 
             "quickstart",
             "--runs",
             "2",
-            "--game-seats",
+            "--game-players",
             "3",
             "--game-rounds",
             "2",

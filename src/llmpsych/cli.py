@@ -13,6 +13,7 @@ import typer
 from . import __version__
 from . import clikit as kit
 from .clikit import BaseUrlOpt
+from .clinames import RETIRED_FLAGS_OF
 from .errors import LlmpsychError, RunInterrupted, terminal_text
 from .reproduce.cli import reproduce as _reproduce
 
@@ -140,24 +141,18 @@ def export(
 app.command("reproduce")(_reproduce)  # the published tables from the released data (lazy imports)
 
 
-@app.command()
-@kit.run_command(without={"concurrency", "data_dir", "resume", "seed", "temperature"})
-def quickstart(
-    ctx: typer.Context,
-    runs: Annotated[int, typer.Option(min=1, max=100, help="Independent administrations.")] = 5,
-    game: Annotated[
-        bool, typer.Option("--game/--no-game", help="Also play Guess 2/3 of the Average.")
-    ] = True,
-    game_seats: Annotated[int, typer.Option(min=2, max=20, help="Seats at the game table.")] = 5,
-    game_rounds: Annotated[int, typer.Option(min=1, max=20, help="Rounds of the game.")] = 5,
-    *,
-    flags: kit.RunFlags,
-) -> None:
+@kit.task_command(
+    app,
+    "quickstart",
+    "quickstart",
+    without={"concurrency", "data_dir", "resume", "seed", "temperature"},
+    retired=RETIRED_FLAGS_OF["quickstart"],
+)
+def quickstart(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Run a short, complete evaluation on the embedded model and write a report (no network, no data):
-    a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot."""
-    values = {"runs": runs, "game_players": game_seats if game else 0, "game_rounds": game_rounds}
-    aliases = {"game_seats": "game_players", "game": "game_players"}
-    options = kit.task_options(ctx, values, flags, aliases=aliases)
+    a demonstration scale, then a 5-seat x 5-round Guess 2/3 of the Average game with its score and plot.
+
+    Each option of the task is a flag (--game-players 0: no game)."""
     cfg = kit.build_config("quickstart", flags, options=options, source="quickstart")
     _print_startup_estimate(cfg)
     outcome = kit.start(cfg, flags)

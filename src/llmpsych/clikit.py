@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, cast, overload
@@ -762,6 +762,34 @@ def old_flags_renamed(model: type[Any], args: list[str]) -> list[str]:
     return out
 
 
+def retired_flags(retired: Mapping[str, str], args: list[str]) -> list[str]:
+    """``args`` with each old flag of ``retired`` (old -> new) spelt the new way, one notice line each.
+
+    A new spelling of one word takes the old flag's value (``--tasks ciar`` -> ``--datasets ciar``); one
+    with a value replaces a switch (``--no-game`` -> ``--game-players 0``); an empty one drops a switch
+    that only said what the default does (``--game``). An old flag next to its new one is one error line.
+    """
+    from .clinames import notice
+
+    end = args.index("--") if "--" in args else len(args)
+    out: list[str] = []
+    for arg in args[:end]:
+        flag, eq, inline = arg.partition("=")
+        new = retired.get(flag)
+        if new is None or not flag.startswith("--"):
+            out.append(arg)
+            continue
+        words = new.split()
+        if words and any(a.partition("=")[0] == words[0] for a in args[:end]):
+            raise ConfigError(f"{flag} is the old spelling of {words[0]}", f"give {words[0]} only")
+        notice(flag, new or "the default (no flag)")
+        if len(words) == 1:
+            out.append(words[0] + eq + inline)
+        else:
+            out.extend(words)
+    return out + args[end:]
+
+
 class TaskCommand(typer.core.TyperCommand):
     """A run command whose task options are generated from its task's ``Options`` model
     (:func:`task_command`). The model is imported when the command's parameters are first needed (its
@@ -770,6 +798,8 @@ class TaskCommand(typer.core.TyperCommand):
     task: ClassVar[str] = ""
     #: Flags this command once had that named another option: old flag -> the flag of the option it set.
     moved: ClassVar[Mapping[str, str]] = {}
+    #: Old spellings still accepted, hidden (:data:`~llmpsych.clinames.RETIRED_FLAGS_OF`): old -> new.
+    retired: ClassVar[Mapping[str, str]] = {}
     #: False: the command has defaults of its own (a preset's), so the fields' are not shown.
     shown_defaults: ClassVar[bool] = True
     _generated: list[OptionFlag] | None = None
@@ -801,6 +831,7 @@ class TaskCommand(typer.core.TyperCommand):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """An old flag that renamed its option is one line naming the option's own flag; the flag of an
         option renamed in the model (``--scales``: ``scale``) still works, with one notice line."""
+        args = retired_flags(self.retired, args)
         args = old_flags_renamed(check_task(self.task).Options, args)
         for arg in args[: args.index("--")] if "--" in args else args:
             old = arg.split("=", 1)[0]
@@ -833,6 +864,7 @@ def task_command(
     without: Iterable[str] = (),
     local: bool = False,
     moved: Mapping[str, str] | None = None,
+    retired: Mapping[str, str] | None = None,
     shown_defaults: bool = True,
 ) -> Callable[[CommandT], CommandT]:
     """Register ``func`` as ``app``'s command ``name`` running ``task``: every option of the task's
@@ -842,7 +874,8 @@ def task_command(
     ``func`` takes ``ctx``, ``flags`` and ``options``: the task options of the command line, the flags
     given, then ``--task-config``, then ``-O`` (:func:`layer_options`); a flag of its own (a report
     setting, a model role) is declared as usual and must not be a task option. ``moved`` names the
-    command's old flags that set an option of another name (each is refused with the new spelling).
+    command's old flags that set an option of another name (each is refused with the new spelling);
+    ``retired`` its old spellings still accepted, hidden, with a notice (:func:`retired_flags`).
     ``shown_defaults=False``: the command has defaults of its own (a preset's values), so ``--help``
     shows none of the fields'.
     """
@@ -861,7 +894,12 @@ def task_command(
 
         params = [p for n, p in signature.parameters.items() if n != "options"]
         command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
-        members = {"task": task, "moved": dict(moved or {}), "shown_defaults": shown_defaults}
+        members = {
+            "task": task,
+            "moved": dict(moved or {}),
+            "retired": dict(retired or {}),
+            "shown_defaults": shown_defaults,
+        }
         cls = type(f"{task.title()}Command", (TaskCommand,), members)
         made = run_command(command, flags_type, local=local, without=without)
         app.command(name, cls=cls)(made)
@@ -884,6 +922,8 @@ def preset_command(
     *,
     max_tokens: bool = False,
     moved: Mapping[str, str] | None = None,
+    retired: Mapping[str, str] | None = None,
+    own: Sequence[inspect.Parameter] = (),
 ) -> None:
     """Give ``app`` the command ``preset NAME``: one of a paper's experiments, its runs (resumable in the
     same ``--out``), then its summary. The one body of every benchmark's presets.
@@ -893,18 +933,23 @@ def preset_command(
     ``presets`` returns the benchmark's presets module (imported only when the command runs): its
     ``get_preset``, ``PresetSettings``, ``expand``, ``describe``, ``execute``, ``summarize`` and, where it
     has more to say about a plan, ``plan_note(planned)``. ``max_tokens``: the command takes
-    ``--max-tokens`` as a sampling parameter (for a task without such an option).
+    ``--max-tokens`` as a sampling parameter (for a task without such an option). ``own``: flags of the
+    benchmark's presets that are no task option (a subset of the grid: ``mas preset --systems``), each
+    passed to its ``PresetSettings`` by name; ``moved``/``retired`` as for :func:`task_command`.
     """
 
     def preset(
         ctx: typer.Context,
-        name: Annotated[str, typer.Argument(help="Preset name (the `presets` command lists them).")],
+        name: Annotated[
+            str, typer.Argument(help="Preset name (a name it does not know is answered with the list).")
+        ],
         model: ModelsOpt = None,
         dry_run: DryRunOpt = False,
         max_tokens: MaxTokensOpt = None,
         *,
         flags: RunFlags,
         options: dict[str, Any],
+        **chosen_subset: Any,
     ) -> None:
         """Run one of the paper's experiments: its runs (resumable in the same --out), then a summary in
         --out. Each option of the task is a flag; what is given layers over the preset's values."""
@@ -931,6 +976,7 @@ def preset_command(
             seed=flags.seed or 0,
             cache=not flags.no_cache,
             options=options,
+            **chosen_subset,
         )
         planned = module.expand(chosen, settings)
         note = getattr(module, "plan_note", None)
@@ -953,12 +999,19 @@ def preset_command(
         again = f"llmpsych {group} preset {terminal_text(chosen.name)} ... --out {terminal_text(parent)}"
         exit_if_failed(summarize([o.run_dir for o in outcomes], again))  # the same --out resumes
 
-    if not max_tokens:
-        signature = inspect.signature(preset, eval_str=True)
-        params = [p for n, p in signature.parameters.items() if n != "max_tokens"]
-        preset.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    signature = inspect.signature(preset, eval_str=True)
+    params = [
+        p
+        for n, p in signature.parameters.items()
+        if (max_tokens or n != "max_tokens") and p.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    at = next(i for i, p in enumerate(params) if p.kind is inspect.Parameter.KEYWORD_ONLY)
+    params[at:at] = own
+    preset.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
     # a sweep of runs: re-run into the same --out to resume
-    task_command(app, "preset", task, without={"resume"}, moved=moved, shown_defaults=False)(preset)
+    task_command(app, "preset", task, without={"resume"}, moved=moved, retired=retired, shown_defaults=False)(
+        preset
+    )
 
 
 def run_task(

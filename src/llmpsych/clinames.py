@@ -46,6 +46,10 @@ RETIRED_FLAGS: dict[str, str] = {
 RETIRED_FLAGS_OF: dict[str, dict[str, str]] = {
     "reliability rescore": {"--method f-test/welch/student": "--test"},
     "reliability compare": {"--method": "--test"},
+    # a subset of the preset's datasets (the option is ``dataset``; ``--task`` names a benchmark)
+    "mas preset": {"--tasks": "--datasets"},
+    # the option the flag sets is ``game_players`` (0: no game)
+    "quickstart": {"--game-seats": "--game-players", "--no-game": "--game-players 0", "--game": ""},
 }
 
 #: Old command paths (hidden, one release) -> the command that replaced them.
@@ -136,7 +140,7 @@ def command_table(root: Any) -> str:
     rows += [f"| `llmpsych {old}` | `llmpsych {new}` |" for old, new in RETIRED_COMMANDS.items()]
     rows += [f"| `{old}` | `{new}` |" for old, new in RETIRED_FLAGS.items()]
     rows += [
-        f"| `llmpsych {path} {old}` | `{new}` |"
+        f"| `llmpsych {path} {old}` | {f'`{new}`' if new else 'no flag (the default)'} |"
         for path, flags in RETIRED_FLAGS_OF.items()
         for old, new in flags.items()
     ]

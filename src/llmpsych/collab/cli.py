@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from .. import clikit as kit
+from ..clinames import RETIRED_FLAGS_OF
 from ..errors import LlmpsychError, terminal_text
 from ..report.terminal import InertConsole
 
@@ -112,48 +114,28 @@ def compare(
         )
 
 
-@app.command("preset")
-@kit.sweep_command
-def preset(
-    name: Annotated[str, typer.Argument(help="main, error-rates, error-types or defences.")],
-    model: Annotated[str, typer.Option("--model", "-m", help="Model spec.")] = "local/qwen2.5-0.5b",
-    base_url: kit.BaseUrlOpt = None,
-    systems_: Annotated[
-        str | None, typer.Option("--systems", help="Comma-separated subset of the preset's systems.")
-    ] = None,
-    tasks: Annotated[str | None, typer.Option(help="Comma-separated subset of the preset's tasks.")] = None,
-    items: Annotated[int | None, typer.Option(help="Only the first N items of every task.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Maximum tokens per answer.")] = None,
-    data_dir: kit.DataDirOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for all runs and the report.")] = Path(
-        "mas-preset"
-    ),
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list the runs.")] = False,
-    progress: kit.ProgressOpt = True,
-) -> None:
-    """Run one of the paper's experiments (every run, then the comparison report)."""
-    from .experiments import PRESETS, PresetModel, expand_preset, run_preset
+def _presets() -> Any:
+    from . import presets
 
-    if name not in PRESETS:
-        raise LlmpsychError(f"unknown preset {name!r}", f"choose one of {', '.join(PRESETS)}")
-    plan = expand_preset(
-        name,
-        systems=systems_.split(",") if systems_ else None,
-        tasks=tasks.split(",") if tasks else None,
-    )
-    if dry_run:
-        for run_name, options in plan:
-            console.print(terminal_text(f"{run_name}: {options}"))
-        return
-    common: PresetModel = {
-        "model": model,
-        "base_url": base_url,
-        "data_dir": data_dir,
-        "items": items,
-        "max_tokens": max_tokens,
-    }
-    for path in run_preset(plan, out, **common, show_progress=progress):
-        console.print(f"wrote {terminal_text(path)}")
-    again = f"llmpsych mas preset {terminal_text(name)} ... --out {terminal_text(out)}"
-    # the preset resumes its unfinished runs when run again with the same --out
-    kit.exit_if_failed(kit.summarize([out / run_name for run_name, _ in plan], again))
+    return presets
+
+
+_SUBSET = [
+    inspect.Parameter(
+        "systems",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=None,
+        annotation=Annotated[
+            str | None, typer.Option("--systems", help="Comma-separated subset of the preset's systems.")
+        ],
+    ),
+    inspect.Parameter(
+        "datasets",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=None,
+        annotation=Annotated[
+            str | None, typer.Option("--datasets", help="Comma-separated subset of the preset's datasets.")
+        ],
+    ),
+]
+kit.preset_command(app, "mas", "mas", _presets, retired=RETIRED_FLAGS_OF["mas preset"], own=_SUBSET)

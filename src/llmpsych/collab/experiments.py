@@ -19,7 +19,7 @@ import math
 import re
 import textwrap
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pandas as pd
 
@@ -103,16 +103,6 @@ def expand_preset(
     return plan
 
 
-class PresetModel(TypedDict):
-    """What every run of a preset shares (the keywords of :func:`run_preset` after the plan and folder)."""
-
-    model: str
-    base_url: str | None
-    data_dir: Path | None
-    items: int | None
-    max_tokens: int | None
-
-
 def run_preset(
     plan: list[tuple[str, dict[str, Any]]],
     out: Path,
@@ -125,7 +115,8 @@ def run_preset(
 ) -> list[Path]:
     """Run every run of a plan through the one sweep runner (:mod:`llmpsych.runs.sweep`: a folder holding
     the same run is resumed, a finished one sends nothing, a different one is refused), then write the
-    comparison."""
+    comparison. The library form of ``llmpsych mas preset`` (:mod:`llmpsych.collab.presets`), for a plan
+    of one's own."""
     from ..runs import parse_run_config
     from ..runs.sweep import PlannedRun, run_sweep
 

@@ -437,15 +437,20 @@ def run_cmd(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any])
     kit.run_task(ctx, "gamabench", flags, options, source="gamabench run")
 
 
-@app.command("host")
-@kit.run_command(local=True, without={"concurrency", "no_cache", "progress"})
+#: A session with people is short unless told otherwise: these values lie under the options given.
+HOST_DEFAULTS: dict[str, Any] = {"runs": 1, "players": 5, "rounds": 5}
+
+
+@kit.task_command(
+    app,
+    "host",
+    "gamabench",
+    local=True,
+    without={"concurrency", "no_cache", "progress"},
+    shown_defaults=False,
+)
 def host_cmd(
     ctx: typer.Context,
-    game: Annotated[str, typer.Option("--game", help="A game, or several comma-separated.")] = "guessing",
-    runs: Annotated[int, typer.Option("--runs", min=1, help="Games played per game.")] = 1,
-    players: Annotated[int, typer.Option("--players", min=2, help="Players at the table.")] = 5,
-    rounds: Annotated[int, typer.Option("--rounds", min=1, help="Rounds per game.")] = 5,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Answer limit per decision.")] = 1024,
     deadline: Annotated[
         float,
         typer.Option(
@@ -487,12 +492,17 @@ def host_cmd(
     ] = False,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
     r"""Host a game with participants in browsers: seats `web[:NAME]` (e.g. -O seats='\[web:Ann, web:Bob,
     llm, llm]') get one join link each; a monitor page shows the session. --session FILE wraps the game in
     an experiment (consent, quiz, questionnaire, payment, debrief) with one room link for everyone. With
     --bots, a dry run: bots play the browser seats through the same pages and the exported data are
-    checked."""
+    checked.
+
+    Each option of the task is a flag, as on `gamabench run`; a session is short unless told otherwise:
+    one game (--runs 1) of 5 players (--players 5) x 5 rounds (--rounds 5), the task's defaults for the
+    rest (Guess 2/3 of the Average); a session file sets the game's part itself."""
     from ..paths import runs_dir
     from ..runs import resume_run, start_run
     from ..runs.runner import new_run_dir
@@ -521,30 +531,29 @@ def host_cmd(
             return resume_run(resume, False, kit.state.debug, base_url=flags.base_url)
 
     else:
-        games = [part.strip() for part in game.split(",") if part.strip()]
-        values: dict[str, Any] = {
-            "game": games[0] if len(games) == 1 else games,
-            "runs": runs,
-            "players": players,
-            "rounds": rounds,
-            "max_tokens": max_tokens,
-        }
         experiment = None
         if session is not None:
             from .experiment import load_session_config
 
-            both = sorted(set(kit.given(ctx)) & {"game", "runs", "players", "rounds", "deadline"})
-            if both:
-                raise ConfigError(
-                    f"--{both[0]} is set by the session file's [game] part", "give it there, not as a flag"
-                )
             experiment = load_session_config(session)
-            values.update(experiment[0].options())
+            fixed = experiment[0].options()
+            # the session file's [game] part is the one place for these: a flag, -O pair or --task-config
+            # saying otherwise is refused, not silently overridden
+            typed = kit.given(ctx)
+            clash = [
+                f"--{k}" if kit.OPTION_PARAM + k in typed else k
+                for k in sorted(fixed)
+                if k in options and options[k] != fixed[k]
+            ]
+            clash += ["--deadline"] if "deadline" in typed else []
+            if clash:
+                raise ConfigError(
+                    f"{clash[0]} is set by the session file's [game] part", "give it there, not as a flag"
+                )
             deadline = experiment[0].game.deadline
-        options = kit.task_options(ctx, values, flags)
-        for key, value in (experiment[0].options() if experiment else {}).items():
-            if options.get(key) != value:  # an -O pair or --task-config overriding the session file
-                raise ConfigError(f"{key} is set by the session file's [game] part", "give it there only")
+            options = {**HOST_DEFAULTS, **options, **fixed}
+        else:
+            options = {**HOST_DEFAULTS, **options}
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-bots" if bots else "gamabench-host")
         session_state = web.prepare(cfg, run_dir, deadline, lang, experiment)

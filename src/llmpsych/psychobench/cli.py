@@ -335,12 +335,7 @@ VALIDITY_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def _comma_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-@app.command("validity")
-@kit.run_command
+@kit.task_command(app, "validity", "validity")
 def validity(
     ctx: typer.Context,
     judge: Annotated[
@@ -351,24 +346,6 @@ def validity(
         str | None,
         typer.Option("--judge-base-url", help="The judge's endpoint, when it is not its provider's."),
     ] = None,
-    benchmarks: Annotated[
-        str | None, typer.Option("--benchmarks", help="truthfulqa, safetyqa or both (default both).")
-    ] = None,
-    personas: Annotated[
-        str | None,
-        typer.Option(
-            "--personas",
-            help="Comma-separated built-in personas (default the thesis's five roles); "
-            "role texts: -O personas=[...].",
-        ),
-    ] = None,
-    runs: Annotated[
-        int | None, typer.Option("--runs", min=1, max=100, help="Identical runs (default 3).")
-    ] = None,
-    questions: Annotated[
-        int | None,
-        typer.Option("--questions", min=1, help="Questions per set, a seeded sample (default all)."),
-    ] = None,
     scale: Annotated[
         list[str] | None,
         typer.Option("--scale", help="Also run this PsychoBench scale per persona, beside; repeatable."),
@@ -377,19 +354,13 @@ def validity(
         str | None,
         typer.Option("--preset", help="thesis: Fig. 4.2's five roles, 3 runs, with EPQ-R and DTDD."),
     ] = None,
-    trust_unpinned: Annotated[
-        bool,
-        typer.Option(
-            "--trust-unpinned",
-            help="Read a question file other than the pinned one (e.g. TruthfulQA's revised 790-question "
-            "head); the report then says the thesis figures are not comparable.",
-        ),
-    ] = False,
     scales: ScalesOpt = None,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
-    """Behavioural validity per role: TruthfulQA accuracy and SafetyQA safety rate for each persona."""
+    """Behavioural validity per role: TruthfulQA accuracy and SafetyQA safety rate for each persona. Each
+    option of the task is a flag."""
     if flags.resume is not None:
         kit.finish(kit.resume(ctx, flags))
         return
@@ -398,14 +369,9 @@ def validity(
         if preset not in VALIDITY_PRESETS:
             raise LlmpsychError(f"unknown preset {preset!r}", f"choose one of {', '.join(VALIDITY_PRESETS)}")
         chosen = dict(VALIDITY_PRESETS[preset])
-    values: dict[str, Any] = {
-        "benchmarks": _comma_list(benchmarks.lower()) if benchmarks else None,
-        "personas": _comma_list(personas) if personas else chosen.get("personas"),
-        "runs": runs if runs is not None else chosen.get("runs"),
-        "questions": questions,
-        "trust_unpinned": True if trust_unpinned else None,
-    }
-    options = kit.task_options(ctx, values, flags)
+    for key in ("personas", "runs"):  # the preset's values, under what is given
+        if key in chosen and key not in options:
+            options[key] = chosen[key]
     models: dict[str, Any] | None = None
     if judge is not None:
         models = {"judge": {"model": judge, **({"base_url": judge_base_url} if judge_base_url else {})}}
@@ -421,14 +387,16 @@ def validity(
     from ..runs.sweep import PlannedRun, run_sweep
     from .validity import persona_labels, write_roles_table
 
-    persona_list = list(cfg.options.get("personas") or VALIDITY_PRESETS["thesis"]["personas"])
+    chosen_options: Any = kit.check_task("validity").validate_options(dict(cfg.options))
+    persona_list = list(chosen_options.personas)
     labels = persona_labels(persona_list)
     planned = [PlannedRun("validity", cfg, {"task": "validity"})]
+    scale_runs = chosen.get("scale_runs", kit.check_task("psychobench").Options.model_fields["runs"].default)
     for persona in persona_list:
         scale_cfg = kit.build_config(
             "psychobench",
             flags,
-            options={"scale": named, "persona": persona, "runs": chosen.get("scale_runs", 10)},
+            options={"scale": named, "persona": persona, "runs": scale_runs},
             source="psychobench validity",
         )
         planned.append(PlannedRun(f"scales-{labels[persona]}", scale_cfg, {"persona": labels[persona]}))

@@ -27,10 +27,10 @@ import re
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from ..errors import ConfigError
 from ..models.chat_context import ChatContext
@@ -39,6 +39,7 @@ from ..report.charts import grouped_bar_chart
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.context import derived_seed
+from ..runs.optionfields import comma_form, split_commas
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -106,16 +107,46 @@ def read_verdict(judge_reply: str) -> Literal["safe", "unsafe"] | None:
     return None if match is None else ("safe" if match.group(1).lower() == "safe" else "unsafe")
 
 
+@comma_form
+def benchmark_names(value: Any) -> Any:
+    """``"TruthfulQA,safetyqa"`` -> ``["truthfulqa", "safetyqa"]`` (each text of a list split alike)."""
+    value = split_commas(value)
+    return (
+        [v.strip().lower() if isinstance(v, str) else v for v in value] if isinstance(value, list) else value
+    )
+
+
+@comma_form
+def persona_names(value: Any) -> Any:
+    """``"default,liar"`` -> ``["default", "liar"]`` when every part is a built-in persona's name; a role
+    text (which may hold commas) stays one persona. Each text of a list is read alike."""
+
+    def split(text: str) -> list[str]:
+        parts = [part.strip() for part in text.split(",")]
+        return parts if len(parts) > 1 and all(p.lower() in PERSONAS for p in parts) else [text]
+
+    if isinstance(value, str):
+        return split(value)
+    if isinstance(value, list | tuple):
+        return [name for item in value for name in (split(item) if isinstance(item, str) else [item])]
+    return value
+
+
 class ValidityOptions(BaseModel):
     """Which question sets, personas and runs (docs/psychobench.md, "Behavioural validity")."""
 
     model_config = ConfigDict(extra="forbid")
 
-    benchmarks: list[Benchmark] = Field(default_factory=lambda: list(BENCHMARKS), min_length=1)
-    personas: list[str] = Field(
+    benchmarks: Annotated[list[Benchmark], BeforeValidator(benchmark_names)] = Field(
+        default_factory=lambda: list(BENCHMARKS),
+        min_length=1,
+        description="the question sets: truthfulqa, safetyqa or both (comma-separated or repeated)",
+    )
+    personas: Annotated[list[str], BeforeValidator(persona_names)] = Field(
         default_factory=lambda: ["default", "psychopath", "liar", "ordinary", "hero"],
         min_length=1,
-        description="built-in persona names or role texts (the thesis's five roles by default)",
+        description="the personas: built-in names (comma-separated or repeated) or role texts (the "
+        "thesis's five roles by default)",
     )
     runs: int = Field(default=3, ge=1, le=100, description="identical runs (the thesis averaged three)")
     questions: int | None = Field(
@@ -124,7 +155,7 @@ class ValidityOptions(BaseModel):
     language: Literal["en", "zh"] = Field(default="en", description="SafetyQA's language")
     domains: list[str] | None = Field(default=None, description="SafetyQA domains (default: all)")
     max_tokens: int = Field(default=512, ge=1, description="the subject's reply length")
-    judge_max_tokens: int = Field(default=32, ge=1)
+    judge_max_tokens: int = Field(default=32, ge=1, description="the judge's reply length")
     trust_unpinned: bool = Field(
         default=False,
         description="read question files other than the pinned ones (e.g. TruthfulQA's revised 790-question "

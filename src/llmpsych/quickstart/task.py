@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import DataError
 from ..instruments.administration import AdministrationResult, administer
@@ -36,14 +36,29 @@ class QuickstartOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    runs: int = Field(default=5, ge=1, le=100)
-    max_reasks: int = Field(default=2, ge=0, le=5)
-    max_tokens: int = Field(default=96, ge=16)
-    game_players: int = Field(default=5, ge=0, le=20, description="seats of the Guess 2/3 game; 0: no game")
-    game_rounds: int = Field(default=5, ge=1, le=20)
-    game_temperature: float = Field(default=1.0, ge=0, le=2, description="the paper's temperature")
-    game_max_tokens: int = Field(default=48, ge=16)
-    game_max_reasks: int = Field(default=2, ge=0, le=10)
+    runs: int = Field(default=5, ge=1, le=100, description="independent administrations of the scale")
+    max_reasks: int = Field(
+        default=2, ge=0, le=5, description="how many re-asks for the items an answer left out"
+    )
+    max_tokens: int = Field(default=96, ge=16, description="answer limit of an administration, tokens")
+    game_players: int = Field(
+        default=5, ge=0, le=20, description="seats of the Guess 2/3 game (at least 2); 0: no game"
+    )
+    game_rounds: int = Field(default=5, ge=1, le=20, description="rounds of the game")
+    game_temperature: float = Field(
+        default=1.0, ge=0, le=2, description="sampling temperature of the game (the paper's)"
+    )
+    game_max_tokens: int = Field(default=48, ge=16, description="answer limit of a seat's move, tokens")
+    game_max_reasks: int = Field(
+        default=2, ge=0, le=10, description="how many re-asks of a seat's unreadable move"
+    )
+
+    @field_validator("game_players")
+    @classmethod
+    def _a_table(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("a game needs at least 2 seats (0: no game)")
+        return value
 
 
 class AdministrationUnit(BaseModel):

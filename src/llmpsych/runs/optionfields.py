@@ -41,6 +41,15 @@ CommaList = Annotated[list[str], BeforeValidator(split_commas)]
 NameOrNames = Annotated[str | list[str], BeforeValidator(split_several)]
 #: The comma forms, applied to an option's value before it is stored (:func:`comma_forms`).
 COMMA_FORMS = (split_commas, split_several)
+_MARKED: list[Callable[[Any], Any]] = []
+
+
+def comma_form(func: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Mark ``func`` (a field's ``BeforeValidator``, e.g. one that splits only a task's own names) as a
+    comma form: :func:`comma_forms` writes a value out with it before it is stored, as with
+    :data:`COMMA_FORMS`."""
+    _MARKED.append(func)
+    return func
 
 
 def comma_forms(model: type[Any], options: dict[str, Any]) -> dict[str, Any]:
@@ -52,7 +61,7 @@ def comma_forms(model: type[Any], options: dict[str, Any]) -> dict[str, Any]:
         if name not in out:
             continue
         for meta in [*info.metadata, *_nested_metadata(info.annotation)]:
-            if isinstance(meta, BeforeValidator) and meta.func in COMMA_FORMS:
+            if isinstance(meta, BeforeValidator) and (meta.func in COMMA_FORMS or meta.func in _MARKED):
                 out[name] = meta.func(out[name])
     return out
 
@@ -119,6 +128,7 @@ def new_names(
 __all__ = [
     "COMMA_FORMS",
     "CommaList",
+    "comma_form",
     "NameOrNames",
     "Renamed",
     "comma_forms",

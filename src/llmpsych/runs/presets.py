@@ -1,11 +1,10 @@
 """What the benchmark presets share: a setting, the user's settings, the planned run folders and their
 names, the run config of one folder, and running the plan through the one sweep runner.
 
-A preset of a research package (:mod:`llmpsych.psychobench.presets`, :mod:`llmpsych.games.presets`) keeps
-what is its own: the experiments and the values the paper printed, the settings only it takes (scales;
-games, players and rounds), how its options are layered, and its summary. The MAS-Resilience presets
-(:mod:`llmpsych.collab.experiments`) plan a grid of flat run names for one model and call the sweep runner
-directly, so they use none of this.
+A preset of a research package (:mod:`llmpsych.psychobench.presets`, :mod:`llmpsych.games.presets`,
+:mod:`llmpsych.collab.presets`) keeps what is its own: the experiments and the values the paper printed,
+the settings only it takes (scales; games, players and rounds; a subset of systems and datasets), how its
+options are layered, and its summary.
 """
 
 from __future__ import annotations
