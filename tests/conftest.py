@@ -21,6 +21,34 @@ REPO = Path(__file__).resolve().parents[1]
 SEED_DATA = (REPO.parent / "shared" / "seed-data").resolve()
 
 
+def _mount_subcommands_once() -> None:
+    """Make ``llmpsych.cli._mount_subcommands`` keep one entry per group name when tests call it again.
+
+    Each call appends every sub-command group to ``cli.app`` again (a CLI process calls it once; tests
+    call it in fixtures and helpers, ~100 times in one suite run), and typer rebuilds every appended copy
+    on each ``CliRunner().invoke``: by the end of the suite an invoke built thousands of identical groups
+    (0.07 s per copy of all groups). Typer keys a group's commands by name, the first position with the
+    last value, so keeping exactly that entry per name builds the same click command."""
+    from llmpsych import cli
+
+    mount = cli._mount_subcommands
+    if getattr(mount, "keeps_one_per_name", False):
+        return
+
+    def mount_once(argv: list[str] | None = None) -> None:
+        mount(argv)
+        groups: dict[str | None, object] = {}
+        for info in cli.app.registered_groups:
+            groups[info.name] = info  # a name's first position, its last entry (as typer builds it)
+        cli.app.registered_groups[:] = list(groups.values())  # type: ignore[arg-type]
+
+    mount_once.keeps_one_per_name = True  # type: ignore[attr-defined]
+    cli._mount_subcommands = mount_once  # type: ignore[assignment]
+
+
+_mount_subcommands_once()
+
+
 @pytest.fixture(scope="session")
 def seed_data() -> Path:
     """The authors' released data; CI always has it, so its absence is a failure."""

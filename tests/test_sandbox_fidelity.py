@@ -4,11 +4,16 @@ The released per-system results (``Experiments/<System>/*_results.jsonl`` in CUH
 ``{task_id, completion, result, passed}``, judged by OpenAI's human-eval harness) are read at run time
 from ``MAS-Resilience-Experiments/`` in the seed data (kept apart from ``MAS-Resilience/``, which equals
 its data manifest); nothing of them is copied here. CI always has them: their absence is a failure.
+
+Every push judges a deterministic stratified sample of the released completions (every task with each
+released verdict, every results file with each released verdict, and every completion whose verdict may
+differ for a known reason); the nightly set (``--nightly``, README: "Tests") judges all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -110,21 +115,65 @@ def _reason(task_id: str, completion: str) -> str | None:
     return None
 
 
+#: completions kept per stratum in the push sample
+PER_STRATUM = 2
+
+
+def _sample(
+    same: list[tuple[str, str | None]],
+    released: dict[tuple[str, str | None], bool],
+    source: dict[tuple[str, str | None], str],
+) -> list[tuple[str, str | None]]:
+    """A deterministic stratified sample of ``same`` (in its order): per (task, released verdict) and per
+    (results file, released verdict) the :data:`PER_STRATUM` completions with the smallest SHA-256, so every
+    problem's tests, every file (system x fault kind) and both verdicts are judged; and every completion with
+    a known reason to differ (:func:`_reason`), so the explained disagreements stay exercised."""
+
+    def digest(key: tuple[str, str | None]) -> str:
+        return hashlib.sha256(f"{key[0]}\0{key[1]}".encode()).hexdigest()
+
+    strata: dict[tuple[str, str, bool], list[tuple[str, str | None]]] = {}
+    for key in same:
+        strata.setdefault(("task", key[0], released[key]), []).append(key)
+        strata.setdefault(("file", source[key], released[key]), []).append(key)
+    chosen = {key for key in same if _reason(key[0], key[1] or "")}
+    for keys in strata.values():
+        chosen.update(sorted(keys, key=digest)[:PER_STRATUM])
+    return [key for key in same if key in chosen]
+
+
+@pytest.mark.parametrize("scope", ["sample", pytest.param("all", marks=pytest.mark.nightly)])
 def test_released_verdicts_agree_with_openais_harness(
-    seed_data: Path, problems: dict[str, dict], sandbox: WorkerSandbox, official: frozenset[str]
+    scope: str,
+    seed_data: Path,
+    problems: dict[str, dict],
+    sandbox: WorkerSandbox,
+    official: frozenset[str],
 ) -> None:
+    """Every released completion that runs as it is gets llmpsych's verdict and OpenAI's harness's count.
+    ``sample`` (every push) judges :func:`_sample` of them; ``all`` (nightly) judges every one."""
     folder = _released(seed_data)
     released: dict[tuple[str, str | None], bool] = {}
+    source: dict[tuple[str, str | None], str] = {}
     for path in sorted(folder.rglob("*_results.jsonl")):
         for line in path.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
                 released[(row["task_id"], row["completion"])] = row["passed"]
+                source.setdefault((row["task_id"], row["completion"]), str(path.relative_to(folder)))
     same = [
         key
         for key in released
         if humaneval_source(problems[key[0]], key[1]) == problems[key[0]]["prompt"] + (key[1] or "")
     ]
+    assert len(same) > 9000
+    runnable = len(same)
+    if scope == "sample":
+        same = _sample(same, released, source)
+        files = {str(path.relative_to(folder)) for path in folder.rglob("*_results.jsonl")}
+        assert {source[key] for key in same} == files  # every file is judged
+        assert {key[0] for key in same} == set(problems)  # every problem's tests are run
+        assert {released[key] for key in same} == {True, False}
 
     async def judge() -> list:
         gate = asyncio.Semaphore(64)
@@ -149,13 +198,12 @@ def test_released_verdicts_agree_with_openais_harness(
     strict = sum(r.passed for r in results)
     reference = sum(r.extra["reference_passed"] for r in results)
     print(
-        f"\n{len(released)} distinct completions, {len(same)} run as they are; "
+        f"\n{len(released)} distinct completions, {runnable} run as they are, {len(same)} judged ({scope}); "
         f"{len(disagreements)} disagreements, {len(unexplained)} unexplained; "
         f"passed: llmpsych {strict}, as OpenAI's harness would count them {reference}, "
         f"released {sum(released[k] for k in same)}"
     )
     for key, passed, result in disagreements:
         print(f"  {key[0]}: released {passed}, llmpsych {result.passed}: {_reason(key[0], key[1] or '')}")
-    assert len(same) > 9000
     assert unexplained == []
     assert reference == sum(released[k] for k in same)  # run as OpenAI's harness runs it: the same count
