@@ -510,10 +510,6 @@ def host_cmd(
 
     web = people_host()
     resume = flags.resume
-    if bots and session is not None:
-        raise ConfigError(
-            "--bots dry-runs a bare game; the steps of a session file (consent, quiz, ...) have no bots yet"
-        )
     if bots and resume is not None:
         raise ConfigError("--bots dry-runs a new session; it cannot resume one")
     if bots and not flags.models:  # the model seats answer at once: the dry run takes seconds

@@ -46,11 +46,11 @@ def host_run(
     port: int,
     announce: Callable[[str], None],
     linger: bool,
-    on_ready: Callable[[dict[int, str], str], None] | None = None,
+    on_ready: Callable[[dict[int, str], str, str], None] | None = None,
 ) -> RunOutcome:
     """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game;
-    ``on_ready(links, monitor)`` is told the seats' links and the monitor's once the server listens (the
-    bots of a dry run start there).
+    ``on_ready(links, monitor, room)`` is told the first table's seat links, the monitor's and the room's
+    (empty without a session file) once the server listens (the bots of a dry run start there).
 
     The experimenter's token, the room's and the seats' are the session's (``session.json``), and a
     resumed host listens on the session's port unless ``--port`` names another: every link handed out
@@ -113,8 +113,8 @@ def host_run(
     monitor = f"{public}/session?{TOKEN_PARAM}={token}"
     announce(f"monitor (experimenter only): {monitor}")
     set_web_broker(session)
-    if on_ready is not None:  # the bots of a dry run: one table (a session file's tables are refused)
-        on_ready({s.player: links[s.seat] for s in session.slots.values() if s.table == 1}, monitor)
+    if on_ready is not None:  # the bots of a dry run (with a session file they arrive through the room)
+        on_ready({s.player: links[s.seat] for s in session.slots.values() if s.table == 1}, monitor, room)
     try:
         try:
             outcome = run()
