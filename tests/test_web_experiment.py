@@ -195,6 +195,7 @@ def test_with_lang_de_every_step_page_is_german_and_the_experimenters_texts_stay
     the pages' catalog is left, the experimenter's own texts (consent, quiz, debrief) are as written."""
     import re
 
+    from llmpsych.web.host import instructions
     from llmpsych.web.i18n import PAGES
     from llmpsych.web.seat_pages import SessionApp
     from test_own_instruments import TIDY_YAML
@@ -209,7 +210,15 @@ def test_with_lang_de_every_step_page_is_german_and_the_experimenters_texts_stay
     experiment = load_session_config(tmp_path / "session.toml")
     session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, "de", experiment)
     scale = participants.questionnaire_scale(experiment[0], None)
-    app = SessionApp(session, lambda *a: None, token="t", port=1, hosts={"x"}, scale=scale)  # type: ignore[arg-type]
+    app = SessionApp(
+        session,
+        lambda *a: None,  # type: ignore[arg-type]
+        token="t",
+        port=1,
+        hosts={"x"},
+        scale=scale,
+        instructions=lambda player: instructions(session, player),  # our default text, in German
+    )
     # the English messages that say something in words (a German page must show none of them)
     english = {
         re.sub(r"\{[^}]*\}", "", m).strip(" .:()")
@@ -241,6 +250,9 @@ def test_with_lang_de_every_step_page_is_german_and_the_experimenters_texts_stay
     session.agree(slot)
     quiz = german(body(app._seat(slot, None, 200)))
     assert "Anleitung" in quiz and "Q?" in quiz and "Antworten prüfen" in quiz
+    assert "An Ihrem Tisch: Sie, 1 weitere Teilnehmende und 1 Computerspieler" in quiz
+    assert "Auszahlung: jeder Punkt, den Sie im Spiel erzielen, wird mit 0,25 EUR vergütet" in quiz
+    assert "Vermutung" in quiz or "Zahl" in quiz  # the game's own rules, in German
     csrf = session.csrf(slot, "step:instructions")
     wrong = german(body(app._step(slot, {"step": "instructions", "csrf": csrf, "q1": "1", "q2": "x"})))
     assert "1 von 2 Antworten sind nicht richtig (Frage 1)" in wrong and "(nicht richtig)" in wrong

@@ -487,7 +487,8 @@ def host_cmd(
             "--bots",
             help="Dry-run the session: bots answer in the browser seats through the pages (one invalid "
             "answer each; the last web seat never comes), model seats from a scripted server unless "
-            "--model is given; then the exported data are checked.",
+            "--model is given; with --session, bots go through the room, consent, quiz, questionnaire "
+            "and debrief too; then the exported data are checked.",
         ),
     ] = False,
     *,

@@ -15,6 +15,18 @@ the bots do, so that the data have every case:
 - model seats answer from the run's models: without ``--model``, from a scripted loopback server
   (:func:`llmpsych.testing.game_player.game_answer`), so the dry run takes seconds.
 
+With a session file (``--bots --session FILE``) the bots go through the whole session as its
+participants would: each arrives through the **room link** with a label (the session's listed labels,
+else ``bot-1``, ``bot-2``, ...; the last label **never arrives**, and the monitor's "Start now" plays its
+seat by default), agrees to the consent text, answers the **quiz wrong once** (every question) and then
+right, plays as above, has one **questionnaire form refused** (an answer out of the scale's range) before
+its answers are taken, and reads the **debrief**: its completion code and total. The checks then cover the
+session's tables too: ``participants.csv`` (each bot at its seat, consent time, quiz attempts and the
+questions answered wrong, no row for the person who never came), ``participant_decisions.csv`` (each
+typed answer once, ``typed`` with its refused entry; the empty seat's ``never joined``), ``payments.csv``
+(the points of ``seats.csv`` at the session's rate, the fee, the total the debrief showed),
+``questionnaire.csv`` (the answers as posted, nothing of the refused form) and the completion code.
+
 What the bots did is written to ``bots.json`` in the run folder, and the exported data are checked
 against it (:func:`check`, which reads only the run folder, so a run can be checked again): every
 browser-seat decision in the run store has its row in ``decisions.csv``; every answer a bot gave has its

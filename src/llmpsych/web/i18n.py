@@ -77,6 +77,16 @@ PAGES = Catalog(
             "room.label.empty": "a participant label cannot be empty",
             "room.label.long": "a participant label has at most {chars} characters",
             "room.label.chars": "a participant label holds letters, digits, '-', '_' and '.' only",
+            "table.others": "At your table: you, {others}.",
+            "table.people": "{people} other participant(s)",
+            "table.nobody": "no other participant",
+            "table.machines": "{others} and {machines} computer player(s) answering through an AI language "
+            "model",
+            "instructions.deadline": "You have {deadline} seconds for each decision; if you do not answer in "
+            "time, a default answer is entered for you and marked as such.",
+            "instructions.payment": "Payment: {stakes}.",
+            "instructions.per.point": "each point you earn in the game is paid {rate} {currency}",
+            "instructions.fee": "you receive {fee} {currency} for taking part",
         },
         "de": {
             "page.title": "{name} · Spiel",
@@ -152,6 +162,18 @@ PAGES = Catalog(
             "room.label.empty": "eine Teilnehmerkennung darf nicht leer sein",
             "room.label.long": "eine Teilnehmerkennung hat höchstens {chars} Zeichen",
             "room.label.chars": "eine Teilnehmerkennung enthält nur Buchstaben, Ziffern, '-', '_' und '.'",
+            "table.others": "An Ihrem Tisch: Sie, {others}.",
+            "table.people": "{people} weitere Teilnehmende",
+            "table.nobody": "keine weiteren Teilnehmenden",
+            "table.machines": "{others} und {machines} Computerspieler, die über ein KI-Sprachmodell "
+            "antworten",
+            "instructions.deadline": "Sie haben für jede Entscheidung {deadline} Sekunden; wenn Sie nicht "
+            "rechtzeitig antworten, wird eine Standardantwort für Sie eingetragen und als solche "
+            "gekennzeichnet.",
+            "instructions.payment": "Auszahlung: {stakes}.",
+            "instructions.per.point": "jeder Punkt, den Sie im Spiel erzielen, wird mit {rate} {currency} "
+            "vergütet",
+            "instructions.fee": "Sie erhalten {fee} {currency} für die Teilnahme",
         },
     }
 )
