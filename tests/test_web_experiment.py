@@ -187,3 +187,86 @@ def test_step_forms_refuse_forgery_and_keep_nothing_unusable(tmp_path: Path) -> 
         assert post("questionnaire", **{**full, "i4": bad}) == 400
     assert slot.questionnaire_at is None and slot.answers == {}
     assert post("questionnaire", **full) == 303 and slot.answers == {i: 3 for i in range(1, 7)}
+
+
+def test_with_lang_de_every_step_page_is_german_and_the_experimenters_texts_stay(tmp_path: Path) -> None:
+    """Room, consent, instructions and quiz (and its refusal), lobby, questionnaire (and its refusal) and
+    debrief with the payment, rendered as the server sends them with ``--lang de``: no English text of
+    the pages' catalog is left, the experimenter's own texts (consent, quiz, debrief) are as written."""
+    import re
+
+    from llmpsych.web.host import instructions
+    from llmpsych.web.i18n import PAGES
+    from llmpsych.web.seat_pages import SessionApp
+    from test_own_instruments import TIDY_YAML
+
+    assert PAGES.missing("de") == []
+    (tmp_path / "tidy.yaml").write_text(TIDY_YAML, encoding="utf-8")
+    extra = '[consent]\ntext = "Consent as written."\n[[quiz]]\nquestion = "Q?"\nchoices = ["a", "b"]\n'
+    extra += 'answer = "b"\n[[quiz]]\nquestion = "Typed?"\nanswer = "x"\n'
+    extra += '[questionnaire]\nscale_file = "tidy.yaml"\n'
+    text = 'debrief = "Debrief as written."\n' + GOOD + extra
+    (tmp_path / "session.toml").write_text(text, encoding="utf-8")
+    experiment = load_session_config(tmp_path / "session.toml")
+    session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, "de", experiment)
+    scale = participants.questionnaire_scale(experiment[0], None)
+    app = SessionApp(
+        session,
+        lambda *a: None,  # type: ignore[arg-type]
+        token="t",
+        port=1,
+        hosts={"x"},
+        scale=scale,
+        instructions=lambda player: instructions(session, player),  # our default text, in German
+    )
+    # the English messages that say something in words (a German page must show none of them)
+    english = {
+        re.sub(r"\{[^}]*\}", "", m).strip(" .:()")
+        for k, m in PAGES.messages["en"].items()
+        if PAGES.messages["de"][k] != m
+    }
+    english = {m for m in english if len(m) > 5}
+
+    def german(page: str) -> str:
+        assert '<html lang="de">' in page
+        left = sorted(m for m in english if m in page)
+        assert not left, left
+        return page
+
+    def body(response: object) -> str:
+        return bytes(response.body).decode()  # type: ignore[attr-defined]
+
+    room = german(body(app._room(session.room_token, {"query_string": b""}, "GET")))
+    assert "Ihre Teilnehmerkennung" in room
+    refused = german(body(app._room(session.room_token, {"query_string": b"label=B9"}, "GET")))
+    assert "steht nicht auf der Liste" in refused
+    slot = session.arrive("A1")
+    assert not isinstance(slot, str)
+    consent = german(body(app._seat(slot, None, 200)))
+    assert "Information und Einwilligung" in consent and "Consent as written." in consent
+    assert "Um teilzunehmen" in german(
+        body(app._step(slot, {"step": "consent", "csrf": session.csrf(slot, "step:consent")}))
+    )
+    session.agree(slot)
+    quiz = german(body(app._seat(slot, None, 200)))
+    assert "Anleitung" in quiz and "Q?" in quiz and "Antworten prüfen" in quiz
+    assert "An Ihrem Tisch: Sie, 1 weitere Teilnehmende und 1 Computerspieler" in quiz
+    assert "Auszahlung: jeder Punkt, den Sie im Spiel erzielen, wird mit 0,25 EUR vergütet" in quiz
+    assert "Vermutung" in quiz or "Zahl" in quiz  # the game's own rules, in German
+    csrf = session.csrf(slot, "step:instructions")
+    wrong = german(body(app._step(slot, {"step": "instructions", "csrf": csrf, "q1": "1", "q2": "x"})))
+    assert "1 von 2 Antworten sind nicht richtig (Frage 1)" in wrong and "(nicht richtig)" in wrong
+    app._step(slot, {"step": "instructions", "csrf": csrf, "q1": "2", "q2": "X "})
+    assert german(body(app._seat(slot, None, 200))).count("Willkommen — bitte warten Sie") == 1  # lobby
+    session.finished = True
+    form = german(body(app._seat(slot, None, 200)))
+    assert "Von 1 (not like me) bis 5 (very like me)." in form and "Absenden" in form
+    csrf = session.csrf(slot, "step:questionnaire")
+    missing = german(body(app._step(slot, {"step": "questionnaire", "csrf": csrf})))
+    assert "Bitte beantworten Sie jede Aussage (Nummer 1 hat keine Antwort)." in missing
+    app._step(slot, {"step": "questionnaire", "csrf": csrf, **{f"i{i}": "3" for i in range(1, 7)}})
+    session.scores = [{"game": "guessing", "run": 1, "player": 0, "rounds won": 1.0}]
+    debrief = german(body(app._seat(slot, None, 200)))
+    assert "Debrief as written." in debrief and "Ihr Abschlusscode" in debrief
+    # money as German writes it: 1 point x 0.25 + fee 1.50 = 1,75 EUR
+    assert "Teilnahmevergütung: 1,50 EUR" in debrief and 'Gesamt: <strong id="total">1,75 EUR' in debrief

@@ -487,7 +487,8 @@ def host_cmd(
             "--bots",
             help="Dry-run the session: bots answer in the browser seats through the pages (one invalid "
             "answer each; the last web seat never comes), model seats from a scripted server unless "
-            "--model is given; then the exported data are checked.",
+            "--model is given; with --session, bots go through the room, consent, quiz, questionnaire "
+            "and debrief too; then the exported data are checked.",
         ),
     ] = False,
     *,
@@ -510,10 +511,6 @@ def host_cmd(
 
     web = people_host()
     resume = flags.resume
-    if bots and session is not None:
-        raise ConfigError(
-            "--bots dry-runs a bare game; the steps of a session file (consent, quiz, ...) have no bots yet"
-        )
     if bots and resume is not None:
         raise ConfigError("--bots dry-runs a new session; it cannot resume one")
     if bots and not flags.models:  # the model seats answer at once: the dry run takes seconds

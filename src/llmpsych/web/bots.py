@@ -15,6 +15,18 @@ the bots do, so that the data have every case:
 - model seats answer from the run's models: without ``--model``, from a scripted loopback server
   (:func:`llmpsych.testing.game_player.game_answer`), so the dry run takes seconds.
 
+With a session file (``--bots --session FILE``) the bots go through the whole session as its
+participants would: each arrives through the **room link** with a label (the session's listed labels,
+else ``bot-1``, ``bot-2``, ...; the last label **never arrives**, and the monitor's "Start now" plays its
+seat by default), agrees to the consent text, answers the **quiz wrong once** (every question) and then
+right, plays as above, has one **questionnaire form refused** (an answer out of the scale's range) before
+its answers are taken, and reads the **debrief**: its completion code and total. The checks then cover the
+session's tables too: ``participants.csv`` (each bot at its seat, consent time, quiz attempts and the
+questions answered wrong, no row for the person who never came), ``participant_decisions.csv`` (each
+typed answer once, ``typed`` with its refused entry; the empty seat's ``never joined``), ``payments.csv``
+(the points of ``seats.csv`` at the session's rate, the fee, the total the debrief showed),
+``questionnaire.csv`` (the answers as posted, nothing of the refused form) and the completion code.
+
 What the bots did is written to ``bots.json`` in the run folder, and the exported data are checked
 against it (:func:`check`, which reads only the run folder, so a run can be checked again): every
 browser-seat decision in the run store has its row in ``decisions.csv``; every answer a bot gave has its
@@ -64,7 +76,8 @@ def scripted_models() -> Iterator[str]:
 
 @dataclass
 class Bot:
-    """One web seat's bot: what it answered (question key -> the text posted) and refused entries."""
+    """One web seat's bot: what it answered (question key -> the text posted) and refused entries; with
+    a session file, its label and table and what it did on the steps around the game."""
 
     player: int
     link: str
@@ -73,6 +86,17 @@ class Bot:
     refused: dict[str, str] = field(default_factory=dict)
     #: problems a bot saw on a page (a refusal not shown, an entry not kept)
     problems: list[str] = field(default_factory=list)
+    label: str = ""
+    table: int = 1
+    #: the steps (a session file): consented, quiz attempts (the wrong numbers of each), the
+    #: questionnaire's answers posted (item -> value) and the refused one, the completion code and the
+    #: total the debrief showed
+    consent: bool = False
+    quiz: list[list[int]] = field(default_factory=list)
+    questionnaire: dict[str, int] = field(default_factory=dict)
+    questionnaire_refused: str = ""
+    code: str = ""
+    paid: str = ""
 
 
 @dataclass(frozen=True)
@@ -144,12 +168,26 @@ class Bots:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def ready(self, links: dict[int, str], monitor: str) -> None:
-        """The host serves: the bots start (the last web seat stays away when there are two or more)."""
-        players = sorted(links)
-        missing = players[-1] if len(players) > 1 else None
-        self.bots = [Bot(p, links[p], missing=p == missing) for p in players]
-        self._thread = threading.Thread(target=self._play, args=(monitor,), daemon=True)
+    def ready(self, links: dict[int, str], monitor: str, room: str = "") -> None:
+        """The host serves: the bots start (the last web seat stays away when there are two or more).
+        With a session file they arrive through the ``room`` link, one label each (the session's listed
+        labels, else ``bot-1``, ``bot-2``, ...), and the last label never comes."""
+        experiment = self.session.experiment
+        if experiment is not None and room:
+            seats = len(self.session.slots)
+            labels = (experiment.labels or [f"bot-{n}" for n in range(1, seats + 1)])[:seats]
+            self.bots = [
+                Bot(-1, "", missing=n == len(labels) - 1 and n > 0, label=label)
+                for n, label in enumerate(labels)
+            ]
+            target: Callable[..., None] = self._session
+            args: tuple[str, ...] = (monitor, room)
+        else:
+            players = sorted(links)
+            missing = players[-1] if len(players) > 1 else None
+            self.bots = [Bot(p, links[p], missing=p == missing) for p in players]
+            target, args = self._play, (monitor,)
+        self._thread = threading.Thread(target=target, args=args, daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -162,6 +200,7 @@ class Bots:
         """Write what the bots did to ``bots.json`` (the seat links are left out: they hold tokens)."""
         data = {
             "started": self.started,
+            "session": self.session.experiment is not None,
             "bots": [
                 {
                     "player": b.player,
@@ -169,6 +208,14 @@ class Bots:
                     "answered": b.answered,
                     "refused": b.refused,
                     "problems": b.problems,
+                    "label": b.label,
+                    "table": b.table,
+                    "consent": b.consent,
+                    "quiz": b.quiz,
+                    "questionnaire": b.questionnaire,
+                    "questionnaire_refused": b.questionnaire_refused,
+                    "code": b.code,
+                    "paid": b.paid,
                 }
                 for b in self.bots
             ],
@@ -184,13 +231,112 @@ class Bots:
                     clients[bot.player].get(bot.link)  # joins
                 if len(present) < len(self.bots):
                     self._start(lab, monitor)
-                self._answer(present, clients)
+                self._answer([(b, clients[b.player]) for b in present])
             except httpx.HTTPError as exc:
                 if not (self.session.finished or self._stop.is_set()):  # not the server ending
                     present[0].problems.append(f"the server could not be reached ({exc})")
             finally:
                 for client in clients.values():
                     client.close()
+
+    def _session(self, monitor: str, room: str) -> None:
+        """The whole session as its participants go through it: room (with a label), consent, the quiz
+        (failed once, then passed), the game, the questionnaire (one invalid answer first), debrief."""
+        present = [b for b in self.bots if not b.missing]
+        with httpx.Client(trust_env=False, timeout=30) as lab:
+            clients = {b.label: httpx.Client(trust_env=False, timeout=30) for b in present}
+            try:
+                for bot in present:
+                    self._arrive(bot, clients[bot.label], room)
+                if len(present) < len(self.bots):
+                    self._start(lab, monitor)
+                self._answer([(b, clients[b.label]) for b in present])
+                for bot in present:
+                    self._after(bot, clients[bot.label])
+            except httpx.HTTPError as exc:
+                if not self._stop.is_set():
+                    present[0].problems.append(f"the server could not be reached ({exc})")
+            finally:
+                for client in clients.values():
+                    client.close()
+
+    def _step_form(self, bot: Bot, page: httpx.Response, step: str) -> str | None:
+        """The form token of the step page ``step``; None (a problem noted) when the page is another."""
+        if f'name="step" value="{step}"' not in page.text:
+            bot.problems.append(f"{bot.label}: expected the {step} page, got HTTP {page.status_code}")
+            return None
+        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        return found.group(1) if found else None
+
+    def _arrive(self, bot: Bot, client: httpx.Client, room: str) -> None:
+        """Room link with the label, consent, the quiz failed once and then passed."""
+        experiment = self.session.experiment
+        assert experiment is not None
+        page = client.get(room, params={"label": bot.label}, follow_redirects=True)
+        bot.link = str(page.url)
+        slot = self.session.slot_for(bot.link.rpartition("/play/")[2])
+        if slot is None:
+            bot.problems.append(
+                f"{bot.label}: the room link did not lead to a seat (HTTP {page.status_code})"
+            )
+            return
+        bot.table, bot.player = slot.seat
+        if experiment.consent is not None:
+            csrf = self._step_form(bot, page, "consent")
+            if csrf is None:
+                return
+            done = client.post(bot.link, data={"step": "consent", "csrf": csrf, "agree": "yes"})
+            bot.consent = done.status_code == 303
+            page = client.get(bot.link)
+        csrf = self._step_form(bot, page, "instructions")
+        if csrf is None:
+            return
+        attempts = [False, True] if experiment.quiz else [True]
+        for right in attempts:
+            data = {"step": "instructions", "csrf": csrf}
+            for n, q in enumerate(experiment.quiz, 1):
+                data[f"q{n}"] = _quiz_entry(q.choices, q.answer, right)
+            reply = client.post(bot.link, data=data)
+            if experiment.quiz:  # a wrong attempt answers every question wrong
+                wrong = [] if right else list(range(1, len(experiment.quiz) + 1))
+                bot.quiz.append(wrong)
+                marked = [int(n) for n in re.findall(r'<fieldset id="q(\d+)" class="wrong"', reply.text)]
+                if marked != wrong:
+                    bot.problems.append(f"{bot.label}: the quiz page marked {marked} wrong, not {wrong}")
+            if right != (reply.status_code == 303):
+                bot.problems.append(f"{bot.label}: quiz attempt {len(bot.quiz)} got HTTP {reply.status_code}")
+
+    def _after(self, bot: Bot, client: httpx.Client) -> None:
+        """The questionnaire (its first form with one answer out of the scale's range: refused, nothing
+        kept) and the debrief (its completion code and total)."""
+        experiment = self.session.experiment
+        assert experiment is not None
+        page = client.get(bot.link)
+        if experiment.questionnaire is not None:
+            csrf = self._step_form(bot, page, "questionnaire")
+            items = re.findall(r'<fieldset id="i(\d+)">', page.text)
+            levels = [int(v) for v in re.findall(r'id="i\d+-(-?\d+)"', page.text)]
+            if csrf is None or not items or not levels:
+                return
+            rng = random.Random(f"{self.seed}:{bot.label}")
+            answers = {item: rng.randint(min(levels), max(levels)) for item in items}
+            bad = {**answers, items[0]: max(levels) + 1}
+            data = {"step": "questionnaire", "csrf": csrf, **{f"i{k}": str(v) for k, v in bad.items()}}
+            reply = client.post(bot.link, data=data)
+            bot.questionnaire_refused = f"i{items[0]}={max(levels) + 1}"
+            if reply.status_code != 400 or 'role="alert"' not in reply.text:
+                bot.problems.append(f"{bot.label}: the invalid questionnaire answer was not refused")
+            data = {"step": "questionnaire", "csrf": csrf, **{f"i{k}": str(v) for k, v in answers.items()}}
+            if client.post(bot.link, data=data).status_code != 303:
+                bot.problems.append(f"{bot.label}: the questionnaire's valid answers were not taken")
+            bot.questionnaire = answers
+            page = client.get(bot.link)
+        code = re.search(r'<strong id="code">([^<]*)</strong>', page.text)
+        total = re.search(r'<strong id="total">([^<]*)</strong>', page.text)
+        if code is None:
+            bot.problems.append(f"{bot.label}: the debrief shows no completion code")
+        bot.code = html.unescape(code.group(1)) if code else ""
+        bot.paid = html.unescape(total.group(1)) if total else ""
 
     def _start(self, lab: httpx.Client, monitor: str) -> None:
         """The experimenter's "Start now" on the monitor page (the missing seat plays the default)."""
@@ -202,19 +348,18 @@ class Bots:
         done = lab.post(str(page.url.join("/session/start")), data={"csrf": csrf.group(1)})
         self.started = done.status_code == 303
 
-    def _answer(self, present: list[Bot], clients: dict[int, httpx.Client]) -> None:
-        rngs = {b.player: random.Random(f"{self.seed}:{b.player}") for b in present}
+    def _answer(self, present: list[tuple[Bot, httpx.Client]]) -> None:
+        rngs = [random.Random(f"{self.seed}:{b.label or b.player}") for b, _ in present]
         while not (self.session.finished or self._stop.is_set()):
             asked = False
-            for bot in present:
-                client = clients[bot.player]
+            for (bot, client), rng in zip(present, rngs, strict=True):
                 form = read_form(client.get(bot.link).text)
                 if form is None:
                     continue
                 asked = True
                 if not bot.refused:  # the bot's first answer: one the game must refuse
                     self._refused(bot, client, form)
-                data = valid(form, rngs[bot.player])
+                data = valid(form, rng)
                 reply = client.post(bot.link, data={"key": form.key, "csrf": form.csrf, **data})
                 if reply.status_code != 303:
                     bot.problems.append(f"{form.key}: a valid answer got HTTP {reply.status_code}")
@@ -244,6 +389,17 @@ class Check:
     detail: str
 
 
+def _quiz_entry(choices: list[str], answer: str, right: bool) -> str:
+    """What a bot posts for a quiz question: the right answer (a choice's number from 1, or the text),
+    or a wrong one (another choice, or a text that is not the answer)."""
+    if not choices:
+        return answer if right else answer + "-not"
+    if right:
+        return str(choices.index(answer) + 1)
+    others = [n for n, c in enumerate(choices, 1) if c != answer]
+    return str(others[0] if others else len(choices) + 1)
+
+
 def _action(value: str) -> Any:
     """An answer as ``decisions.csv`` writes its action: numbers as numbers, a plan as a list, a Battle
     Royale target as the player's number (a miss: empty)."""
@@ -269,7 +425,8 @@ def _cell(value: str) -> Any:
     return int(number) if number.is_integer() else number
 
 
-def _bots(run_dir: Path) -> tuple[list[Bot], bool]:
+def _bots(run_dir: Path) -> tuple[list[Bot], bool, bool]:
+    """The bots of ``bots.json``, whether the monitor's start worked, whether it was a session file's."""
     data = json.loads((run_dir / BOTS_FILE).read_text(encoding="utf-8"))
     bots = [
         Bot(
@@ -279,10 +436,18 @@ def _bots(run_dir: Path) -> tuple[list[Bot], bool]:
             dict(b["answered"]),
             dict(b["refused"]),
             list(b["problems"]),
+            str(b.get("label", "")),
+            int(b.get("table", 1)),
+            bool(b.get("consent", False)),
+            [list(a) for a in b.get("quiz", [])],
+            {str(k): int(v) for k, v in b.get("questionnaire", {}).items()},
+            str(b.get("questionnaire_refused", "")),
+            str(b.get("code", "")),
+            str(b.get("paid", "")),
         )
         for b in data["bots"]
     ]
-    return bots, bool(data["started"])
+    return bots, bool(data["started"]), bool(data.get("session", False))
 
 
 def check(run_dir: Path) -> list[Check]:
@@ -291,11 +456,16 @@ def check(run_dir: Path) -> list[Check]:
     for name in (BOTS_FILE, "decisions.csv", SESSION_FILE):
         if not (run_dir / name).is_file():
             return [Check(f"{name} was written", False, f"{run_dir / name} is missing")]
-    bots, started = _bots(run_dir)
+    bots, started, stepped = _bots(run_dir)
     with (run_dir / "decisions.csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     session = Session.load(run_dir)
-    web = {s.player for s in session.slots.values()}
+    web = {s.seat for s in session.slots.values()}
+
+    def seat_of(row: dict[str, str]) -> tuple[int, int]:
+        """(table, player) of a decisions.csv row (one table plays every run without tables)."""
+        return (int(row["run"]) if session.tables > 1 else 1, int(row["player"]))
+
     by_key: dict[tuple[str, int, int, int], dict[str, str]] = {}
     for row in rows:
         by_key[(row["game"], int(row["run"]), int(row["round"]), int(row["player"]))] = row
@@ -311,7 +481,7 @@ def check(run_dir: Path) -> list[Check]:
             {c.call_key.removeprefix("web:").rpartition("#")[0] for c in store.calls() if c.role == "web"}
         )
     rowless = [k for k in asked if row_of(k) is None]
-    web_rows = [r for r in rows if int(r["player"]) in web]
+    web_rows = [r for r in rows if seat_of(r) in web]
     out.append(
         Check(
             "every browser-seat decision of the run store has its row (and no other row)",
@@ -357,19 +527,23 @@ def check(run_dir: Path) -> list[Check]:
             f"{len(refused) - len(unrecorded)} of {len(refused)}",
         )
     )
-    absent = [b.player for b in bots if b.missing]
-    if absent:
-        theirs = [r for r in rows if int(r["player"]) in absent]
+    if stepped:  # the seat nobody arrived at
+        absent = [s.seat for s in session.slots.values() if s.arrived_at is None]
+    else:
+        absent = [(1, b.player) for b in bots if b.missing]
+    if any(b.missing for b in bots):
+        theirs = [r for r in rows if seat_of(r) in absent]
         bad = [r for r in theirs if r["how"] != "never joined"]
+        where = ", ".join(f"table {t} player {p}" if session.tables > 1 else f"player {p}" for t, p in absent)
         out.append(
             Check(
-                f"the missing person's decisions (player {absent[0]}) say how=never joined",
+                f"the missing person's decisions ({where}) say how=never joined",
                 bool(theirs) and not bad and started,
                 f"{len(theirs) - len(bad)} of {len(theirs)} rows"
                 + ("" if started else "; the monitor's Start now failed"),
             )
         )
-    others = [r for r in rows if int(r["player"]) not in web]
+    others = [r for r in rows if seat_of(r) not in web]
     bad_models = [r for r in others if r["seat"].split(":")[0] in ("llm", "model") and r["how"] != "model"]
     out.append(
         Check(
@@ -381,7 +555,7 @@ def check(run_dir: Path) -> list[Check]:
     extra = [
         r
         for r in rows
-        if int(r["player"]) in {b.player for b in present} and r["how"] == "typed"
+        if seat_of(r) in {(b.table, b.player) for b in present} and r["how"] == "typed"
         if not any(row_of(k) is r for _, k, _ in answered)
     ]
     out.append(Check("no typed row that no bot typed", not extra, f"{len(extra)} such rows"))
@@ -395,11 +569,179 @@ def check(run_dir: Path) -> list[Check]:
             f"{len(answered) - len(untimed)} of {len(answered)}",
         )
     )
+    if stepped:
+        out += _check_steps(run_dir, session, bots)
     problems = [p for b in bots for p in b.problems]
     out.append(
         Check("the pages behaved as for a person", not problems, "; ".join(problems[:3]) or "no problem")
     )
     return out
+
+
+def _rows(path: Path) -> list[dict[str, str]] | None:
+    if not path.is_file():
+        return None
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _check_steps(run_dir: Path, session: Session, bots: list[Bot]) -> list[Check]:
+    """The tables of a session file's steps checked against what the bots did: ``participants.csv``
+    (who arrived, consent, quiz attempts), ``participant_decisions.csv`` (how each decision came),
+    ``payments.csv`` (the points of ``seats.csv``, money, fee, total as the debrief showed them),
+    ``questionnaire.csv`` (the answers posted, none of the refused form) and the completion code."""
+    experiment = session.experiment
+    assert experiment is not None
+    present = [b for b in bots if not b.missing]
+    gone = [b.label for b in bots if b.missing]
+    out: list[Check] = []
+    people = _rows(run_dir / "participants.csv")
+    if people is None:
+        return [Check("participants.csv was written", False, "it is missing")]
+    by_label = {r["label"]: r for r in people}
+    wrong: list[str] = []
+    for bot in present:
+        row = by_label.get(bot.label)
+        if row is None:
+            wrong.append(f"{bot.label}: no row")
+            continue
+        if (int(row["table"]), int(row["player"])) != (bot.table, bot.player):
+            wrong.append(
+                f"{bot.label}: seat {row['table']}/{row['player']}, the bot sat at {bot.table}/{bot.player}"
+            )
+        if (experiment.consent is not None) != bool(row["consent"]) or (bool(row["consent"]) != bot.consent):
+            wrong.append(f"{bot.label}: consent {row['consent']!r}")
+        attempts = "; ".join(",".join(str(n) for n in a) for a in bot.quiz)
+        if int(row["quiz attempts"] or 0) != len(bot.quiz) or row["quiz wrong"] != attempts:
+            wrong.append(
+                f"{bot.label}: quiz attempts {row['quiz attempts']} ({row['quiz wrong']!r}), bot {attempts!r}"
+            )
+        if not row["debrief"] or (experiment.questionnaire is not None) != bool(row["questionnaire"]):
+            wrong.append(f"{bot.label}: questionnaire {row['questionnaire']!r}, debrief {row['debrief']!r}")
+    extra = [label for label in by_label if label not in {b.label for b in present}]
+    out.append(
+        Check(
+            "participants.csv: each bot who came, at its seat, with its consent time and quiz attempts "
+            "(the person who never came has no row)",
+            not wrong and not extra and bool(present),
+            f"{len(present) - len(wrong)} of {len(present)} rows"
+            + (f"; {wrong[0]}" if wrong else "")
+            + (f"; rows of nobody who came: {', '.join(extra[:3])}" if extra else ""),
+        )
+    )
+    decided = _rows(run_dir / "participant_decisions.csv") or []
+    wrong = []
+    for bot in present:
+        for key, value in bot.answered.items():
+            unit, _, rest = key.rpartition(":p")
+            round_no = int(rest.split(":")[1].removeprefix("r"))
+            mine = [
+                r
+                for r in decided
+                if (r["label"], r["unit"], int(r["round"])) == (bot.label, unit, round_no)
+                and r["how"] == "typed"
+            ]
+            if len(mine) != 1 or mine[0]["answer"].strip() != value.strip():
+                wrong.append(f"{bot.label} {key}: {len(mine)} typed rows")
+            elif key in bot.refused and bot.refused[key] not in json.loads(mine[0]["refused_texts"] or "[]"):
+                wrong.append(f"{bot.label} {key}: the refused entry is not in refused_texts")
+    nobody = [r for r in decided if not r["label"]]
+    bad = [r for r in nobody if r["how"] != "never joined"]
+    typed = sum(len(b.answered) for b in present)
+    out.append(
+        Check(
+            "participant_decisions.csv: each typed answer once, how=typed with its refused entry; the "
+            "empty seat's how=never joined",
+            not wrong and not bad and (bool(nobody) or not gone) and len(decided) == typed + len(nobody),
+            f"{typed - len(wrong)} of {typed} typed; {len(nobody) - len(bad)} of {len(nobody)} never joined"
+            f"; {len(decided)} rows" + (f"; {wrong[0]}" if wrong else ""),
+        )
+    )
+    out.append(_check_payments(run_dir, session, present))
+    if experiment.questionnaire is not None:
+        answers = _rows(run_dir / "questionnaire.csv") or []
+        given: dict[str, dict[str, int]] = {}
+        for r in answers:
+            given.setdefault(r["run"], {})[r["item"]] = int(r["answer"]) if r["answer"] else -1
+        posted = sorted(sorted(b.questionnaire.items()) for b in present)
+        held = sorted(sorted(v.items()) for v in given.values())
+        out.append(
+            Check(
+                "questionnaire.csv holds each bot's answers as posted (and nothing of a refused form)",
+                bool(posted) and posted == held,
+                f"{len(held)} respondents, {len(answers)} answers; {len(posted)} bots answered",
+            )
+        )
+    codes = [b.label for b in present if b.code != session.completion_code]
+    out.append(
+        Check(
+            "each bot's debrief showed the session's completion code",
+            not codes,
+            f"{len(present) - len(codes)} of {len(present)}"
+            + (f"; not: {', '.join(codes[:3])}" if codes else ""),
+        )
+    )
+    return out
+
+
+def _check_payments(run_dir: Path, session: Session, present: list[Bot]) -> Check:
+    """``payments.csv``: one row per bot who came; its points the ``seats.csv`` points of its seat (the
+    session's points column, typed and defaulted rounds apart), money = points x rate to the cent, the
+    fee, total = money + fee, and the total the bot's debrief showed."""
+    from .participants import _cents
+
+    experiment = session.experiment
+    assert experiment is not None
+    what = "payments.csv: each bot who came is paid its seats.csv points at the rate, plus the fee"
+    pay = _rows(run_dir / "payments.csv")
+    seats = _rows(run_dir / "seats.csv")
+    if pay is None or seats is None:
+        return Check(what, False, "payments.csv or seats.csv is missing")
+    rate, fee = experiment.payment.per_point, experiment.payment.fee
+    wrong: list[str] = []
+    rows = {r["label"]: r for r in pay}
+    for bot in present:
+        row = rows.get(bot.label)
+        if row is None:
+            wrong.append(f"{bot.label}: no row")
+            continue
+        columns = row["points column"].split("+")
+        mine = [
+            s
+            for s in seats
+            if int(s["player"]) == bot.player and (session.tables == 1 or int(s["run"]) == bot.table)
+        ]
+        typed = sum(_number(s.get(c, "")) for s in mine for c in columns)
+        defaulted = sum(_number(s.get(f"{c} of default rounds", "")) for s in mine for c in columns)
+        points = float(row["paid points"])
+        money = _cents(points * rate)
+        expected = (round(typed, 2), round(defaulted, 2), round(typed + defaulted, 2), money, fee)
+        held = tuple(
+            float(row[c]) for c in ("points", "points of default answers", "paid points", "money", "fee")
+        )
+        total = float(row["total"])
+        shown = bot.paid.split(" ")[0].replace(",", ".")
+        if held != expected or total != _cents(money + fee) or (bot.paid and float(shown) != total):
+            wrong.append(
+                f"{bot.label}: points, default, paid, money, fee {held}, total {total}; "
+                f"expected {expected}, shown {bot.paid!r}"
+            )
+    extra = [label for label in rows if label not in {b.label for b in present}]
+    return Check(
+        what,
+        not wrong and not extra and bool(present),
+        f"{len(present) - len(wrong)} of {len(present)} rows"
+        + (f"; {wrong[0]}" if wrong else "")
+        + (f"; rows of nobody who came: {', '.join(extra[:3])}" if extra else ""),
+    )
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.0
+    return 0.0 if value != value else value
 
 
 def dry_run(

@@ -46,11 +46,11 @@ def host_run(
     port: int,
     announce: Callable[[str], None],
     linger: bool,
-    on_ready: Callable[[dict[int, str], str], None] | None = None,
+    on_ready: Callable[[dict[int, str], str, str], None] | None = None,
 ) -> RunOutcome:
     """Serve ``session`` (and the runs pages of ``run_dir``'s folder) while ``run()`` plays the game;
-    ``on_ready(links, monitor)`` is told the seats' links and the monitor's once the server listens (the
-    bots of a dry run start there).
+    ``on_ready(links, monitor, room)`` is told the first table's seat links, the monitor's and the room's
+    (empty without a session file) once the server listens (the bots of a dry run start there).
 
     The experimenter's token, the room's and the seats' are the session's (``session.json``), and a
     resumed host listens on the session's port unless ``--port`` names another: every link handed out
@@ -113,8 +113,8 @@ def host_run(
     monitor = f"{public}/session?{TOKEN_PARAM}={token}"
     announce(f"monitor (experimenter only): {monitor}")
     set_web_broker(session)
-    if on_ready is not None:  # the bots of a dry run: one table (a session file's tables are refused)
-        on_ready({s.player: links[s.seat] for s in session.slots.values() if s.table == 1}, monitor)
+    if on_ready is not None:  # the bots of a dry run (with a session file they arrive through the room)
+        on_ready({s.player: links[s.seat] for s in session.slots.values() if s.table == 1}, monitor, room)
     try:
         try:
             outcome = run()
@@ -163,12 +163,18 @@ def instructions(session: Session, player: int) -> str:
         return ""
     if experiment.instructions is not None:
         return experiment.instructions
-    return default_instructions(experiment, session.game_options, player)
+    return default_instructions(experiment, session.game_options, player, session.lang)
 
 
-def default_instructions(experiment: SessionConfig, options: dict[str, Any], player: int) -> str:
-    """Our default instructions (see :func:`instructions`), paragraphs separated by a blank line."""
+def default_instructions(
+    experiment: SessionConfig, options: dict[str, Any], player: int, lang: str = "en"
+) -> str:
+    """Our default instructions (see :func:`instructions`) in ``lang``, paragraphs separated by a blank
+    line."""
     from ..games import people_text
+    from .i18n import PAGES, money
+
+    t = PAGES.bound(lang)
 
     g = experiment.game
     games = [g.game] if isinstance(g.game, str) else list(g.game)
@@ -181,27 +187,26 @@ def default_instructions(experiment: SessionConfig, options: dict[str, Any], pla
             players=g.players,
             rounds=g.rounds,
             player=player,
+            lang=lang,
         )
     seats = build_seats(g.seats, g.players, load=False)
     people = sum(isinstance(s, WebSeat) for s in seats)
     machines = len(seats) - people
-    others = f"{people - 1} other participant(s)" if people > 1 else "no other participant"
+    others = t("table.people", people=people - 1) if people > 1 else t("table.nobody")
     if machines:
-        others += f" and {machines} computer player(s) answering through an AI language model"
-    lines.append(f"At your table: you, {others}.")
+        others = t("table.machines", others=others, machines=machines)
+    lines.append(t("table.others", others=others))
     if g.deadline > 0:
-        lines.append(
-            f"You have {round(g.deadline)} seconds for each decision; if you do not answer in time, "
-            "a default answer is entered for you and marked as such."
-        )
+        lines.append(t("instructions.deadline", deadline=round(g.deadline)))
     pay = experiment.payment
     stakes = []
-    if pay.per_point > 0:
-        stakes.append(f"each point you earn in the game is paid {pay.per_point:g} {pay.currency}")
+    if pay.per_point > 0:  # the rate as given (0.125 stays 0.125), in the language's decimal sign
+        rate = f"{pay.per_point:g}".replace(".", "," if lang == "de" else ".")
+        stakes.append(t("instructions.per.point", rate=rate, currency=pay.currency))
     if pay.fee > 0:
-        stakes.append(f"you receive {pay.fee:.2f} {pay.currency} for taking part")
+        stakes.append(t("instructions.fee", fee=money(pay.fee, lang), currency=pay.currency))
     if stakes:
-        lines.append("Payment: " + "; ".join(stakes) + ".")
+        lines.append(t("instructions.payment", stakes="; ".join(stakes)))
     return "\n\n".join(lines)
 
 

@@ -44,6 +44,49 @@ PAGES = Catalog(
             "score.total gain": "total gain",
             "score.rounds won of default rounds": "rounds won by the default answers entered for you",
             "score.total gain of default rounds": "gain from the default answers entered for you",
+            "step.title.consent": "Information and consent",
+            "step.title.instructions": "Instructions",
+            "step.title.questionnaire": "Questionnaire",
+            "step.title.debrief": "Thank you",
+            "continue": "Continue",
+            "consent.needed": "To take part, please tick the box to agree.",
+            "quiz.title": "Check your understanding",
+            "quiz.hint": "Answer every question correctly to continue.",
+            "quiz.not.right": "(not right)",
+            "quiz.your.answer": "Your answer",
+            "quiz.check": "Check my answers",
+            "quiz.none": "I have read the instructions",
+            "quiz.wrong": "{wrong} of {total} answers are not right (question {numbers}). Please read the "
+            "instructions again and correct them.",
+            "questionnaire.range": "From {low} to {high}.",
+            "questionnaire.send": "Send",
+            "questionnaire.missing": "Please answer every statement (number {item} has no answer).",
+            "payment.title": "Your payment",
+            "payment.points": "Points",
+            "payment.of.default": "of which {points} from default answers entered for you",
+            "payment.fee": "Participation fee",
+            "payment.total": "Total",
+            "completion.title": "Completion",
+            "completion.code": "Your completion code",
+            "completion.link": "Return to the panel to confirm your participation",
+            "room.title": "Welcome",
+            "room.label": "Your participant label",
+            "room.unlisted": "this participant label is not on the session's list (check your link)",
+            "room.need.label": "please give your participant label",
+            "room.full": "this session is full: every seat is taken",
+            "room.label.empty": "a participant label cannot be empty",
+            "room.label.long": "a participant label has at most {chars} characters",
+            "room.label.chars": "a participant label holds letters, digits, '-', '_' and '.' only",
+            "table.others": "At your table: you, {others}.",
+            "table.people": "{people} other participant(s)",
+            "table.nobody": "no other participant",
+            "table.machines": "{others} and {machines} computer player(s) answering through an AI language "
+            "model",
+            "instructions.deadline": "You have {deadline} seconds for each decision; if you do not answer in "
+            "time, a default answer is entered for you and marked as such.",
+            "instructions.payment": "Payment: {stakes}.",
+            "instructions.per.point": "each point you earn in the game is paid {rate} {currency}",
+            "instructions.fee": "you receive {fee} {currency} for taking part",
         },
         "de": {
             "page.title": "{name} · Spiel",
@@ -85,8 +128,61 @@ PAGES = Catalog(
             "score.rounds won of default rounds": "Runden, die die für Sie eingetragenen "
             "Standardantworten gewannen",
             "score.total gain of default rounds": "Gewinn aus den für Sie eingetragenen Standardantworten",
+            "step.title.consent": "Information und Einwilligung",
+            "step.title.instructions": "Anleitung",
+            "step.title.questionnaire": "Fragebogen",
+            "step.title.debrief": "Vielen Dank",
+            "continue": "Weiter",
+            "consent.needed": "Um teilzunehmen, kreuzen Sie bitte das Kästchen an, um zuzustimmen.",
+            "quiz.title": "Prüfen Sie Ihr Verständnis",
+            "quiz.hint": "Beantworten Sie jede Frage richtig, um fortzufahren.",
+            "quiz.not.right": "(nicht richtig)",
+            "quiz.your.answer": "Ihre Antwort",
+            "quiz.check": "Antworten prüfen",
+            "quiz.none": "Ich habe die Anleitung gelesen",
+            "quiz.wrong": "{wrong} von {total} Antworten sind nicht richtig (Frage {numbers}). Bitte lesen "
+            "Sie die Anleitung noch einmal und korrigieren Sie sie.",
+            "questionnaire.range": "Von {low} bis {high}.",
+            "questionnaire.send": "Absenden",
+            "questionnaire.missing": "Bitte beantworten Sie jede Aussage (Nummer {item} hat keine Antwort).",
+            "payment.title": "Ihre Auszahlung",
+            "payment.points": "Punkte",
+            "payment.of.default": "davon {points} aus Standardantworten, die für Sie eingetragen wurden",
+            "payment.fee": "Teilnahmevergütung",
+            "payment.total": "Gesamt",
+            "completion.title": "Abschluss",
+            "completion.code": "Ihr Abschlusscode",
+            "completion.link": "Zurück zum Panel, um Ihre Teilnahme zu bestätigen",
+            "room.title": "Willkommen",
+            "room.label": "Ihre Teilnehmerkennung",
+            "room.unlisted": "diese Teilnehmerkennung steht nicht auf der Liste der Sitzung (prüfen Sie "
+            "Ihren Link)",
+            "room.need.label": "bitte geben Sie Ihre Teilnehmerkennung an",
+            "room.full": "diese Sitzung ist voll: alle Plätze sind vergeben",
+            "room.label.empty": "eine Teilnehmerkennung darf nicht leer sein",
+            "room.label.long": "eine Teilnehmerkennung hat höchstens {chars} Zeichen",
+            "room.label.chars": "eine Teilnehmerkennung enthält nur Buchstaben, Ziffern, '-', '_' und '.'",
+            "table.others": "An Ihrem Tisch: Sie, {others}.",
+            "table.people": "{people} weitere Teilnehmende",
+            "table.nobody": "keine weiteren Teilnehmenden",
+            "table.machines": "{others} und {machines} Computerspieler, die über ein KI-Sprachmodell "
+            "antworten",
+            "instructions.deadline": "Sie haben für jede Entscheidung {deadline} Sekunden; wenn Sie nicht "
+            "rechtzeitig antworten, wird eine Standardantwort für Sie eingetragen und als solche "
+            "gekennzeichnet.",
+            "instructions.payment": "Auszahlung: {stakes}.",
+            "instructions.per.point": "jeder Punkt, den Sie im Spiel erzielen, wird mit {rate} {currency} "
+            "vergütet",
+            "instructions.fee": "Sie erhalten {fee} {currency} für die Teilnahme",
         },
     }
 )
 
-__all__ = ["PAGES"]
+
+def money(value: float, lang: str) -> str:
+    """An amount of money to the cent as ``lang`` writes it (``2.50``; German ``2,50``)."""
+    text = f"{value:.2f}"
+    return text.replace(".", ",") if lang == "de" else text
+
+
+__all__ = ["PAGES", "money"]

@@ -33,9 +33,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..games import people_text
 from ..games.experiment import QuizQuestion
 from ..games.seats import _shown
+from ..i18n import num
 from ..instruments.scale import Scale
 from . import participants, scores
-from .i18n import PAGES
+from .i18n import PAGES, money
 from .seat_view import seat_view
 from .security import SECURITY_HEADERS, _split_host, host_allowed
 from .session import ANSWERED, FORGED, Session
@@ -175,12 +176,13 @@ class SessionApp:
         query = dict(parse_qsl(scope.get("query_string", b"").decode("utf-8", errors="replace")))
         label = query.get("label", "").strip()
         asks = session.experiment.labels is not None
+        words = {"lang": session.lang, "t": PAGES.bound(session.lang)}
         if not label and asks:
-            return _page("room.html", 200, token=token, error=None)
+            return _page("room.html", 200, token=token, error=None, **words)
         seat = session.arrive(label or None)
         if isinstance(seat, str):
             return (
-                _page("room.html", 400 if label else 409, token=token, error=seat)
+                _page("room.html", 400 if label else 409, token=token, error=seat, **words)
                 if asks
                 else _text(seat, 409)
             )
@@ -198,16 +200,15 @@ class SessionApp:
             return _text(FORGED, 403)
         if step == "consent":
             if form.get("agree") != "yes":
-                return self._seat(slot, "To take part, please tick the box to agree.", 400)
+                return self._seat(slot, PAGES.text(session.lang, "consent.needed"), 400)
             session.agree(slot)
         elif step == "instructions":
             given = [_quiz_answer(q, form.get(f"q{n}", "")) for n, q in enumerate(session.experiment.quiz, 1)]
             wrong = session.take_quiz(slot, given)
             if wrong:
                 numbers = ", ".join(str(n) for n in wrong)
-                message = (
-                    f"{len(wrong)} of {len(given)} answers are not right (question {numbers}). "
-                    "Please read the instructions again and correct them."
+                message = PAGES.text(
+                    session.lang, "quiz.wrong", wrong=len(wrong), total=len(given), numbers=numbers
                 )
                 return self._seat(slot, message, 400, wrong=wrong, given=given)
         elif step == "questionnaire":
@@ -228,7 +229,7 @@ class SessionApp:
         for item in scale.items:
             value = whole_number(form.get(f"i{item.index}", ""))
             if value is None or not scale.response_min <= value <= scale.response_max:
-                return {}, f"Please answer every statement (number {item.index} has no answer)."
+                return {}, PAGES.text(self.session.lang, "questionnaire.missing", item=item.index)
             answers[item.index] = value
         return answers, None
 
@@ -325,6 +326,10 @@ class SessionApp:
             "pay": None,
             "completion": session.completion_code,
             "link": None,
+            "lang": session.lang,
+            "t": PAGES.bound(session.lang),
+            "num": lambda value: num(value, session.lang),
+            "money": lambda value: money(value, session.lang),
         }
         if step == "debrief":
             rows = [

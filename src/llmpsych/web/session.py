@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, LlmpsychError
-from ..games.experiment import SessionConfig, label_problem, parse_session_config
+from ..games.experiment import MAX_LABEL, SessionConfig, label_problem, parse_session_config
 from ..games.observation import Observation
 from ..games.parsing import InvalidAnswer
 from ..games.result import answers_text
@@ -351,9 +351,8 @@ class Session:
         experiment = self.experiment
         with self._lock:
             if label:
-                problem = label_problem(label)
-                if problem is not None:
-                    return problem
+                if label_problem(label) is not None:
+                    return self._label_words(label)
                 for slot in self.slots.values():
                     if slot.label == label:
                         return slot
@@ -362,19 +361,27 @@ class Session:
                     and experiment.labels is not None
                     and label not in experiment.labels
                 ):
-                    return "this participant label is not on the session's list (check your link)"
+                    return PAGES.text(self.lang, "room.unlisted")
             elif experiment is not None and experiment.labels is not None:
-                return "please give your participant label"
+                return PAGES.text(self.lang, "room.need.label")
             free = [s for s in sorted(self.slots.values(), key=lambda s: s.seat) if not s.label]
             free = [s for s in free if s.arrived_at is None]
             if not free:
-                return "this session is full: every seat is taken"
+                return PAGES.text(self.lang, "room.full")
             slot = free[0]
             slot.label = label or f"guest-{sum(1 for s in self.slots.values() if s.label) + 1}"
             slot.name = slot.label
             slot.arrived_at = time.time()
             self.save()
             return slot
+
+    def _label_words(self, label: str) -> str:
+        """Why ``label`` (refused by :func:`label_problem`) names no participant, in the pages' language."""
+        if not label:
+            return PAGES.text(self.lang, "room.label.empty")
+        if len(label) > MAX_LABEL:
+            return PAGES.text(self.lang, "room.label.long", chars=MAX_LABEL)
+        return PAGES.text(self.lang, "room.label.chars")
 
     def open_table(self, table: int) -> None:
         """Start the game at ``table``: its questions are shown (defaults for the seats not joined)."""
