@@ -19,8 +19,12 @@ if TYPE_CHECKING:
 class PeopleHost(Protocol):
     """Serves a GAMA-Bench run's ``web`` seats to people in browsers while the run plays."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> object:
-        """A new session in ``run_dir`` for the config's web seats (ConfigError without any)."""
+    def prepare(
+        self, config: RunConfig, run_dir: Path, deadline_s: float, on_deadline: str = "default"
+    ) -> object:
+        """A new session in ``run_dir`` for the config's web seats (ConfigError without any); a question
+        not answered by its deadline gets the policy ``on_deadline`` (``default``, ``skip``, ``repeat``,
+        ``llm[:ROLE]``)."""
         ...
 
     def load(self, run_dir: Path) -> object:

@@ -25,7 +25,7 @@ from . import registry
 from .engine import Game, Table, table_context
 from .prompts import PromptSet
 from .result import GamaBenchResult
-from .seats import LLMSeat, build_seats
+from .seats import LLMSeat, build_seats, stand_in_roles
 from .template_sets import TemplateSetOption
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         """The roles of the model seats: a game without one loads no model. Called when a run executes,
         it also imports the ``python:`` seats (a bad one stops the run before any unit)."""
         seats = build_seats(self.options.seats, self.options.players)
-        return {seat.role for seat in seats if isinstance(seat, LLMSeat)}
+        return {seat.role for seat in seats if isinstance(seat, LLMSeat)} | stand_in_roles()
 
     def _params(self, game: str) -> BaseModel:
         cls = game_class(game)

@@ -22,7 +22,7 @@ from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
 from .security import TOKEN_PARAM, host_names, new_token
 from .server import bind, is_loopback, public_name, server_config, url_host
-from .session import SESSION_FILE, Session
+from .session import SESSION_FILE, Session, check_policy
 
 
 def web_seats(config: RunConfig) -> list[tuple[int, str, str]]:
@@ -97,6 +97,7 @@ def host_run(
         return outcome
     finally:
         set_web_broker(None)
+        session.closed = True  # the live-update streams end, so the server can stop
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
@@ -105,8 +106,10 @@ def host_run(
 class WebHost:
     """The web app as ``gamabench host``'s people host (:mod:`llmpsych.games.hosting`)."""
 
-    def prepare(self, config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
-        return prepare(config, run_dir, deadline_s)
+    def prepare(
+        self, config: RunConfig, run_dir: Path, deadline_s: float, on_deadline: str = "default"
+    ) -> Session:
+        return prepare(config, run_dir, deadline_s, on_deadline)
 
     def load(self, run_dir: Path) -> Session:
         return Session.load(run_dir)
@@ -126,8 +129,11 @@ class WebHost:
         return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
 
 
-def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
-    """A new session in ``run_dir`` for the web seats of ``config`` (refused without any)."""
+def prepare(
+    config: RunConfig, run_dir: Path, deadline_s: float, on_deadline: str = "default"
+) -> Session:
+    """A new session in ``run_dir`` for the web seats of ``config`` (refused without any, or with a
+    stand-in role the config has no model for)."""
     if config.task != "gamabench":
         raise ConfigError("only GAMA-Bench runs can be hosted")
     seats = web_seats(config)
@@ -135,7 +141,8 @@ def prepare(config: RunConfig, run_dir: Path, deadline_s: float) -> Session:
         raise ConfigError(
             "this run has no web seats", "seat participants with e.g. -O seats='[web:Ann, web:Bob, llm, llm]'"
         )
+    policy = check_policy(on_deadline, set(config.roles()))
     if (run_dir / SESSION_FILE).exists():
         raise ConfigError(f"{run_dir} already holds a session", "continue it with --resume")
     run_dir.mkdir(parents=True, exist_ok=True)
-    return Session.create(run_dir, seats, deadline_s)
+    return Session.create(run_dir, seats, deadline_s, policy)

@@ -5,16 +5,27 @@ seat token in the path admits that one seat and nothing else (not another seat, 
 Answers are POSTed with a per-question form token (HMAC of this process's secret, the seat and the
 question), only from this server's own pages (``Origin`` checked, cookies ``SameSite=Strict``), with a
 body of at most 4 kB. The monitor (``/session``) sits behind the runs pages' gate (the experimenter
-token); starting the game early is its one form, protected the same way. Every text (rules, other seats'
+token); its forms (start the game early; per seat: move on, enter the default, more time, remove; pause
+and resume) are protected the same way and need the experimenter cookie. Every text (rules, other seats'
 replies, names) is escaped by Jinja2's autoescape.
+
+Live updates are server-sent events (``/play/<token>/events``, ``/session/events``): a stream says, in
+short, what its page shows (:meth:`Session.seat_signature`, the session's version for the monitor); when
+that changes the page fetches itself and swaps its content in place (``static/seat.js``), so nothing
+reloads on a timer and a typed answer or a link being copied is never lost. A stream is also the seat's
+presence on the monitor. Streams are capped per seat and for the monitor (:data:`.session.STREAMS_PER_SEAT`,
+:data:`.session.MONITOR_STREAMS`) on top of the server's per-client connection cap, end with the server,
+and send a comment every :data:`HEARTBEAT_S` seconds so a closed tab is noticed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hmac
 import json
 import time
+from collections.abc import AsyncIterator, Callable
 from http.cookies import SimpleCookie
 from importlib import resources
 from pathlib import Path
@@ -25,19 +36,31 @@ import anyio.to_thread
 import jinja2
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..games.seats import _shown
 from . import scores
 from .security import SECURITY_HEADERS, _split_host, host_allowed
-from .session import ANSWERED, FORGED, Session
+from .session import ANSWERED, FORGED, SEAT_ACTIONS, SESSION_ACTIONS, SeatSlot, Session
 
 #: Seconds a form submission waits for its answer to reach the run store.
 STORE_WAIT_S = 30.0
 #: Largest form body accepted (an answer is at most 200 characters).
 MAX_BODY = 4096
+#: Seconds between a live-update stream's looks at the session (an in-memory comparison), and between
+#: its heartbeats (a comment line: a closed tab's stream fails on it and the seat shows offline).
+POLL_S = 0.25
+HEARTBEAT_S = 10.0
+#: The paths this app answers itself (the rest goes to the gated runs app).
+_OWN = ("/seat.css", "/seat.js", "/session/start", "/session/control", "/session/events")
 _PACKAGE = resources.files("llmpsych.web")
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(_PACKAGE / "templates")),
@@ -68,7 +91,7 @@ class SessionApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if path == "/seat.css" or path.startswith("/play/") or (path == "/session/start"):
+        if path in _OWN or path.startswith("/play/"):
             response = await self._handle(scope, receive, path)
             for name, value in SECURITY_HEADERS:
                 response.headers[name.decode()] = value.decode()
@@ -86,6 +109,9 @@ class SessionApp:
             return _text("method not allowed", 405)
         if path == "/seat.css":
             return Response((_PACKAGE / "static" / "seat.css").read_bytes(), media_type="text/css")
+        if path == "/seat.js":
+            script = (_PACKAGE / "static" / "seat.js").read_bytes()
+            return Response(script, media_type="text/javascript")
         body = b""
         if method == "POST":
             origin = headers.get("origin")
@@ -107,18 +133,39 @@ class SessionApp:
         elif headers.get("content-length", "0") != "0":
             return _text("requests have no body here", 413)
         form = dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
-        if path == "/session/start":
-            return self._start(headers, method, form)
+        if path.startswith("/session/"):
+            refused = self._experimenter(headers)
+            if refused is not None:
+                return refused
+            if path == "/session/events":
+                return self._stream(None, lambda: f"{self.session.version}|{self.session.finished}")
+            if method != "POST":
+                return _text("use the monitor page's buttons", 405)
+            if not hmac.compare_digest(form.get("csrf", "").encode(), monitor_csrf(self.session).encode()):
+                return _text("this form is not valid (reload the monitor)", 403)
+            if path == "/session/start":
+                self.session.start()
+            else:
+                self._control(form)
+            return RedirectResponse("/session", 303)
         token = path[len("/play/") :]
+        events = token.endswith("/events")
+        token = token.removesuffix("/events")
         slot = self.session.slot_for(token) if token and "/" not in token else None
         if slot is None:
             return _text("this link does not open a seat (check the link you were given)", 403)
+        if events:
+            return self._stream(slot, lambda: self.session.seat_signature(slot))
         if method == "POST":
             taken = self.session.submit(
                 slot, form.get("key", ""), form.get("csrf", ""), form.get("answer", "")
             )
-            if taken in (FORGED, ANSWERED):
-                return _text(str(taken), 403)
+            if taken == ANSWERED:  # too late (the deadline, or the experimenter): the page says what happened
+                late = "Your answer came after this question had closed, so it was not counted."
+                return self._seat(slot, f"{late} {slot.notice}".strip(), 409)
+            if taken == FORGED:
+                return self._seat(slot, "This form was out of date, so nothing was taken; the page now "
+                                  "shows where the game is.", 403)
             if isinstance(taken, str):
                 return self._seat(slot, taken, 400)
             # answered once the answer is durable: a page that says "your answer is in" never lies
@@ -127,11 +174,61 @@ class SessionApp:
         self.session.join(slot)
         return self._seat(slot, None, 200)
 
-    def _seat(self, slot: Any, error: str | None, code: int) -> Response:
+    def _stream(self, slot: SeatSlot | None, signature: Callable[[], str]) -> Response:
+        """A live-update stream: the page's signature whenever it changes, a heartbeat between."""
+        session = self.session
+        if session.closed:
+            return _text("the session has ended", 503)
+        if not session.open_stream(slot):
+            return _text("too many live pages open for this seat; close one", 429)
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                yield "retry: 2000\n\n"
+                last, beat = "", time.monotonic()
+                while not session.closed:
+                    now = time.monotonic()
+                    current = signature()
+                    if current != last:
+                        last, beat = current, now
+                        yield f"data: {current}\n\n"
+                    elif now - beat >= HEARTBEAT_S:
+                        beat = now
+                        yield ": heartbeat\n\n"
+                    await asyncio.sleep(POLL_S)
+            finally:
+                session.close_stream(slot)
+
+        headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    def _experimenter(self, headers: Headers) -> Response | None:
+        """None when the request holds the experimenter cookie, else the refusal."""
+        cookie = SimpleCookie()
+        try:
+            cookie.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is a missing one
+            cookie = SimpleCookie()
+        held = cookie.get(self.cookie)
+        if held is None or not hmac.compare_digest(held.value.encode(), self.token.encode()):
+            return _text("the monitor needs the experimenter link", 403)
+        return None
+
+    def _control(self, form: dict[str, str]) -> None:
+        action = form.get("action", "")
+        try:
+            player = int(form["player"]) if "player" in form else None
+        except ValueError:
+            player = None
+        if action in SEAT_ACTIONS or action in SESSION_ACTIONS:
+            self.session.control(action, player)
+
+    def _seat(self, slot: SeatSlot, error: str | None, code: int) -> Response:
         session = self.session
         pending = session.current(slot)
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
-        context.update(game=None, more=0, final=[])
+        context.update(game=None, more=0, final=[], paused=session.paused, removed=slot.removed)
+        context.update(notice=slot.notice, signature=session.seat_signature(slot))
         if session.finished:
             state = "finished"
             context["final"] = scores.own_final(session.scores, slot.player)
@@ -139,6 +236,8 @@ class SessionApp:
             state = "lobby"
             context["joined"] = sum(1 for s in session.slots.values() if s.joined)
             context["seats"] = len(session.slots)
+        elif slot.removed:
+            state = "removed"
         elif pending is None:
             state = "waiting"
             last = slot.last
@@ -150,8 +249,10 @@ class SessionApp:
             context["game"] = _game(o, slot.player)
             context["more"] = max(0, len(slot.pending) - 1)
             left = None
-            if session.deadline_s > 0 and pending.shown_at is not None:
-                left = max(0, round(pending.shown_at + session.deadline_s - time.time()))
+            if pending.remaining is not None:
+                left = max(0, round(pending.remaining))
+            elif pending.due is not None:
+                left = max(0, round(pending.due - time.time()))
             context["q"] = {
                 "round": o.round,
                 "rules": o.rules,
@@ -167,23 +268,17 @@ class SessionApp:
         context["state"] = state
         context["token"] = slot.token
         context["deadline"] = round(session.deadline_s)
+        context["policy"] = _POLICY_TEXT[session.policy.partition(":")[0]]
         return _page("seat.html", code, **context)
 
-    def _start(self, headers: Headers, method: str, form: dict[str, str]) -> Response:
-        cookie = SimpleCookie()
-        try:
-            cookie.load(headers.get("cookie", ""))
-        except Exception:  # a malformed Cookie header is a missing one
-            cookie = SimpleCookie()
-        held = cookie.get(self.cookie)
-        if held is None or not hmac.compare_digest(held.value.encode(), self.token.encode()):
-            return _text("the monitor needs the experimenter link", 403)
-        if method != "POST":
-            return _text("start from the monitor page", 405)
-        if not hmac.compare_digest(form.get("csrf", "").encode(), monitor_csrf(self.session).encode()):
-            return _text("this form is not valid (reload the monitor)", 403)
-        self.session.start()
-        return RedirectResponse("/session", 303)
+
+#: What a person is told happens when their time runs out, per deadline policy.
+_POLICY_TEXT = {
+    "default": "the game's default answer is entered for you",
+    "skip": "you sit this round out",
+    "repeat": "your previous answer is entered again (the game's default answer if you have none)",
+    "llm": "a computer player answers for you",
+}
 
 
 def _turn(message: dict[str, Any]) -> tuple[str, str]:
@@ -236,6 +331,11 @@ def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir:
         return _page(
             "monitor.html",
             seats=session.status(),
+            paused=session.paused,
+            policy=session.policy,
+            events=session.events,
+            now=time.time(),
+            signature=f"{session.version}|{session.finished}",
             links=links,
             started=session.started,
             finished=session.finished,
