@@ -589,8 +589,8 @@ class Session:
             elif pending is None:
                 state = f"waiting-{len(self.timings)}"
             else:
-                due = pending.due or 0.0
-                state = f"question-{pending.observation.key}-{due:.0f}-{pending.remaining is not None}"
+                clock = f"due {pending.due:.0f}" if pending.due is not None else f"left {pending.remaining}"
+                state = f"question-{pending.observation.key}-{clock}"
             return f"{state}|{self.paused}|{slot.removed}|{slot.notices}"
 
     def _resolve(
