@@ -161,8 +161,11 @@ class SessionApp:
                 slot, form.get("key", ""), form.get("csrf", ""), form.get("answer", "")
             )
             if taken == ANSWERED:  # too late (the deadline, or the experimenter): the page says what happened
-                late = "Your answer came after this question had closed, so it was not counted."
-                return self._seat(slot, f"{late} {slot.notice}".strip(), 409)
+                if slot.notice:
+                    said = f"Your answer came after this question had closed, so it was not counted. {slot.notice}"
+                else:  # answered already (a second tab), or not asked again yet after a restart
+                    said = "This question is not open now, so this answer was not counted."
+                return self._seat(slot, said + " The page now shows where the game is.", 409)
             if taken == FORGED:
                 return self._seat(slot, "This form was out of date, so nothing was taken; the page now "
                                   "shows where the game is.", 403)
