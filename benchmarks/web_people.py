@@ -86,6 +86,10 @@ class Table:
         #: set while the host is killed and started again (a failed load is then retried)
         self.restarting = False
 
+    def kind(self, page: str) -> str:
+        """The figure a request counts in: the killed table's apart (its people wait for the restart)."""
+        return f"killed table: {page}" if self.restarted or self.restarting else page
+
     def answered(self) -> int:
         with self.lock:
             return len(self.typed)
@@ -112,7 +116,7 @@ def person(table: Table, player: int, address: str, times: Times, errors: list[s
             try:
                 t0 = time.perf_counter()
                 page = client.get(link)
-                times.add("seat page", time.perf_counter() - t0)
+                times.add(table.kind("seat page"), time.perf_counter() - t0)
             except httpx.TransportError:  # the host is down (the kill): load again, as a person would
                 if table.host.over.is_set() and not table.restarting:
                     return  # the game is over and the host (--exit) has stopped
@@ -127,7 +131,7 @@ def person(table: Table, player: int, address: str, times: Times, errors: list[s
                 try:
                     t0 = time.perf_counter()
                     sent = client.post(link, data={"key": key[1], "csrf": csrf[1], "answer": value})
-                    times.add("answer POST", time.perf_counter() - t0)
+                    times.add(table.kind("answer POST"), time.perf_counter() - t0)
                 except httpx.TransportError:
                     continue
                 if sent.status_code == 303:
@@ -146,7 +150,7 @@ def wait_for_change(client: httpx.Client, url: str, signature: str, times: Times
     try:
         t0 = time.perf_counter()
         with client.stream("GET", url, timeout=httpx.Timeout(30, read=PATIENCE_S)) as stream:
-            times.add("stream opened", time.perf_counter() - t0)
+            times.add(table.kind("stream opened"), time.perf_counter() - t0)
             if stream.status_code != 200:
                 time.sleep(0.5)
                 return
@@ -164,7 +168,7 @@ def experimenter(table: Table, times: Times, done: threading.Event) -> None:
             try:
                 t0 = time.perf_counter()
                 client.get(table.host.monitor)
-                times.add("monitor page", time.perf_counter() - t0)
+                times.add(table.kind("monitor page"), time.perf_counter() - t0)
             except httpx.TransportError:
                 continue
 
@@ -172,8 +176,11 @@ def experimenter(table: Table, times: Times, done: threading.Event) -> None:
 def stored_answers(run_dir: Path) -> dict[str, str]:
     store = RunStore.in_dir(run_dir)
     try:
-        return {c.call_key.removeprefix("web:").rsplit("#", 1)[0]: c.response["text"] for c in store.calls()
-                if c.role == "web"}
+        return {
+            c.call_key.removeprefix("web:").rsplit("#", 1)[0]: c.response["text"]
+            for c in store.calls()
+            if c.role == "web"
+        }
     finally:
         store.close()
 
@@ -181,12 +188,18 @@ def stored_answers(run_dir: Path) -> dict[str, str]:
 def percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return {"n": len(ordered), "p50_ms": 1000 * statistics.median(ordered), "p95_ms": 1000 * p95,
-            "max_ms": 1000 * ordered[-1]}
+    return {
+        "n": len(ordered),
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p95_ms": 1000 * p95,
+        "max_ms": 1000 * ordered[-1],
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tables", type=int, default=6)
     parser.add_argument("--players", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=5)
@@ -197,8 +210,10 @@ def main() -> None:
         root = Path(tmp)
         t0 = time.perf_counter()
         starting: list[Table] = []
-        threads = [threading.Thread(target=lambda i=i: starting.append(Table(i, root, args.players, args.rounds)))
-                   for i in range(args.tables)]
+        threads = [
+            threading.Thread(target=lambda i=i: starting.append(Table(i, root, args.players, args.rounds)))
+            for i in range(args.tables)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -209,7 +224,9 @@ def main() -> None:
         people = []
         for table in tables:
             for player in range(args.players):
-                address = f"127.0.{table.index + 1}.{player + 1}"  # one client per person (the per-client cap)
+                address = (
+                    f"127.0.{table.index + 1}.{player + 1}"  # one client per person (the per-client cap)
+                )
                 people.append(threading.Thread(target=person, args=(table, player, address, times, errors)))
             threading.Thread(target=experimenter, args=(table, times, done), daemon=True).start()
         began = time.perf_counter()
@@ -228,14 +245,24 @@ def main() -> None:
         for table in tables:
             table.host.over.wait(PATIENCE_S)
             table.host.proc.wait(PATIENCE_S)
-        lost = {}
+        lost: dict[int, dict[str, Any]] = {}
+        unconfirmed = stored_n = 0
         for table in tables:
             stored = stored_answers(table.run_dir)
-            if stored != table.typed:
-                lost[table.index + 1] = {k: (table.typed.get(k), stored.get(k))
-                                         for k in set(stored) | set(table.typed)
-                                         if table.typed.get(k) != stored.get(k)}
-        every = [s for kind, values in times.by_kind.items() if kind != "stream opened" for s in values]
+            stored_n += len(stored)
+            # lost: a confirmed answer not stored as typed, or a stored answer nobody sent
+            bad = {k: (v, stored.get(k)) for k, v in table.typed.items() if stored.get(k) != v}
+            bad |= {k: (table.sent.get(k), v) for k, v in stored.items() if table.sent.get(k) != v}
+            if bad:
+                lost[table.index + 1] = bad
+            # sent, its confirmation cut by the kill, and stored as sent: kept, not asked again
+            unconfirmed += sum(1 for k in stored if k not in table.typed)
+        every = [
+            s
+            for kind, values in times.by_kind.items()
+            if "stream opened" not in kind and not kind.startswith("killed")
+            for s in values
+        ]
         figures: dict[str, Any] = {
             "tables": args.tables,
             "people": args.tables * args.players,
@@ -244,12 +271,14 @@ def main() -> None:
             "played_s": round(played, 1),
             "killed_and_resumed": away is not None,
             "host_away_s": None if away is None else round(away, 1),
-            "answers_typed": sum(len(t.typed) for t in tables),
+            "answers_stored": stored_n,
             "answers_expected": args.tables * args.players * args.rounds,
+            "answers_confirmed": sum(len(t.typed) for t in tables),
+            "stored_though_the_kill_cut_the_confirmation": unconfirmed,
             "lost_or_different": lost,
             "asked_twice": errors,
             "pages": {kind: percentiles(values) for kind, values in sorted(times.by_kind.items())},
-            "all pages (streams excluded)": percentiles(every),
+            "all pages (streams and the killed table after its kill excluded)": percentiles(every),
         }
         print(json.dumps(figures, indent=2))
         if args.json:

@@ -67,7 +67,12 @@ def test_deadline_policies_monitor_controls_and_live_pages(tmp_path: Path, chrom
             + ["-O", "seats=[web:Ann, web:Bob, llm]"],
             **{
                 policy: [*model, "--out", str(tmp_path / policy), "--players", "2", "--on-deadline", policy]
-                + ["--rounds", "2" if policy == "repeat" else "1", "--deadline", "15" if policy == "repeat" else "2"]
+                + [
+                    "--rounds",
+                    "2" if policy == "repeat" else "1",
+                    "--deadline",
+                    "15" if policy == "repeat" else "2",
+                ]
                 + ["-O", "seats=[web:Solo, llm]"]
                 for policy in ("skip", "repeat", "llm")
             },
@@ -103,7 +108,9 @@ def test_deadline_policies_monitor_controls_and_live_pages(tmp_path: Path, chrom
                 assert ann.evaluate(STAYED)
                 # the countdown ticks
                 first = int(bob.inner_text("#left"))
-                bob.wait_for_function(f"() => parseInt(document.getElementById('left').textContent) < {first}")
+                bob.wait_for_function(
+                    f"() => parseInt(document.getElementById('left').textContent) < {first}"
+                )
                 # round 1: Ann answers, Bob lets the time run out
                 stale = {n: bob.get_attribute(f"input[name={n}]", "value") for n in ("key", "csrf")}
                 ann.fill("#answer", "30")
@@ -203,5 +210,9 @@ def test_deadline_policies_monitor_controls_and_live_pages(tmp_path: Path, chrom
     assert _decisions(tmp_path / "repeat", 0) == [(1, "typed", 33), (2, "repeated", 33)]
     [(_, how, _)] = _decisions(tmp_path / "llm", 0)
     assert how == "stand-in"
-    for policy, column in (("skip", "skipped answers"), ("repeat", "repeated answers"), ("llm", "stand-in answers")):
+    for policy, column in (
+        ("skip", "skipped answers"),
+        ("repeat", "repeated answers"),
+        ("llm", "stand-in answers"),
+    ):
         assert pd.read_csv(tmp_path / policy / "seats.csv").set_index("player").loc[0, column] == 1

@@ -253,7 +253,9 @@ class Table:
             if how == SKIPPED:  # a person's seat sat this round out: the game's no-answer action, flagged
                 log.append(self._turn("note", f"skipped; the no-answer action {decision.fallback!r}", "skip"))
                 took = sum(seconds) if seconds else None
-                return Answer(decision.fallback, attempt + 1, raw=raw, how=how, response_s=took, refused=refused)
+                return Answer(
+                    decision.fallback, attempt + 1, raw=raw, how=how, response_s=took, refused=refused
+                )
             try:
                 data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
                 action = decision.validate(data)

@@ -22,10 +22,10 @@ Seat specs are short strings (``-O seats='[llm, fixed:91, human]'``):
 ``web`` / ``web:<name>``
     a participant in a browser (``llmpsych gamabench host``): the question is shown on the seat's page and
     the answer comes from its form. Answers are stored (role ``web``) and replayed on resume, like
-    ``human``. Only a run hosted by ``gamabench host`` can seat one. What a question nobody answers in time gets is
-    the session's deadline policy (``--on-deadline``): the game's default action, the seat skipped this
-    round (the game's no-answer action), the seat's last answer repeated, or a model standing in; each
-    such answer says so in its ``how``.
+    ``human``. Only a run hosted by ``gamabench host`` can seat one. What a question nobody answers in
+    time gets is the session's deadline policy (``--on-deadline``): the game's default action, the seat
+    skipped this round (the game's no-answer action), the seat's last answer repeated, or a model
+    standing in; each such answer says so in its ``how``.
 
 A seat is given an :class:`~llmpsych.games.observation.Observation` (what its player may see) and the
 unit's :class:`~llmpsych.games.observation.SeatContext`, and returns a :class:`Reply`; it never sees the

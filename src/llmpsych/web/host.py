@@ -129,9 +129,7 @@ class WebHost:
         return host_run(play, run_dir, session, host=host, port=port, announce=announce, linger=linger)
 
 
-def prepare(
-    config: RunConfig, run_dir: Path, deadline_s: float, on_deadline: str = "default"
-) -> Session:
+def prepare(config: RunConfig, run_dir: Path, deadline_s: float, on_deadline: str = "default") -> Session:
     """A new session in ``run_dir`` for the web seats of ``config`` (refused without any, or with a
     stand-in role the config has no model for)."""
     if config.task != "gamabench":

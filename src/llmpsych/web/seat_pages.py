@@ -162,13 +162,17 @@ class SessionApp:
             )
             if taken == ANSWERED:  # too late (the deadline, or the experimenter): the page says what happened
                 if slot.notice:
-                    said = f"Your answer came after this question had closed, so it was not counted. {slot.notice}"
+                    said = "Your answer came after this question had closed, so it was not counted. "
+                    said += slot.notice
                 else:  # answered already (a second tab), or not asked again yet after a restart
                     said = "This question is not open now, so this answer was not counted."
                 return self._seat(slot, said + " The page now shows where the game is.", 409)
             if taken == FORGED:
-                return self._seat(slot, "This form was out of date, so nothing was taken; the page now "
-                                  "shows where the game is.", 403)
+                return self._seat(
+                    slot,
+                    "This form was out of date, so nothing was taken; the page now shows where the game is.",
+                    403,
+                )
             if isinstance(taken, str):
                 return self._seat(slot, taken, 400)
             # answered once the answer is durable: a page that says "your answer is in" never lies
@@ -300,13 +304,26 @@ def _turn(message: dict[str, Any]) -> tuple[str, str]:
     return "you", "Your answer: " + _shown(message).removeprefix("(your answer: ").removesuffix(")")
 
 
+#: Each game's scores so far by (unit, rounds finished): a seat page used to compute them (a pandas
+#: table of the whole game) on every load; a round's scores do not change once it is recorded.
+_SO_FAR: dict[tuple[str, int], list[dict[str, Any]]] = {}
+_SO_FAR_KEPT = 256
+
+
 def _game(o: Any, player: int) -> dict[str, Any]:
     """Which game and round a question belongs to, and the player's own score so far in it."""
     unit = o.sample.rpartition(":p")[0]
     own: list[tuple[str, Any]] = []
     if o.progress is not None:
         try:
-            per_seat, _ = scores.so_far([copy.deepcopy(o.progress())], {})
+            progress = o.progress()
+            done = (unit, len(progress.get("rounds") or []))
+            per_seat = _SO_FAR.get(done)
+            if per_seat is None:  # computed once per finished round of a game, not once per page
+                per_seat, _ = scores.so_far([copy.deepcopy(progress)], {})
+                if len(_SO_FAR) >= _SO_FAR_KEPT:
+                    _SO_FAR.clear()
+                _SO_FAR[done] = per_seat
         except RuntimeError:  # the engine is adding a round record right now; the next refresh shows it
             per_seat = []
         own = scores.own(per_seat, unit, player)
@@ -323,6 +340,7 @@ def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir:
     entered for them), every answer with how it came, the links to hand out, and the scores so far per
     seat and per model (the final ``seats.csv`` / ``seat_kinds.csv`` at the end)."""
     specs: dict[str, str] = {}
+    kept: dict[tuple[tuple[str, int], ...], tuple[list[dict[str, Any]], ...]] = {}
 
     def monitor(request: Request) -> Response:
         if session.finished and session.scores:
@@ -330,7 +348,12 @@ def monitor_route(session: Session, links: dict[int, str], run_id: str, run_dir:
         else:
             if not specs:
                 specs.update(scores.role_specs(run_dir))
-            per_seat, per_kind = scores.so_far(session.progress(), specs)
+            progress = session.progress()
+            done = tuple((str(r.get("run")), len(r.get("rounds") or [])) for r in progress)
+            if done not in kept:  # once per finished round, not once per load
+                kept.clear()
+                kept[done] = scores.so_far(progress, specs)
+            per_seat, per_kind = kept[done]
         return _page(
             "monitor.html",
             seats=session.status(),

@@ -540,7 +540,9 @@ class Session:
                     self._arm(slot, key, pending, pending.remaining)
         return "resumed: the clocks run again"
 
-    def _event(self, now: float, action: str, player: int | None = None, seconds: float | None = None) -> None:
+    def _event(
+        self, now: float, action: str, player: int | None = None, seconds: float | None = None
+    ) -> None:
         event: dict[str, Any] = {"at": now, "action": action}
         if player is not None:
             event["player"] = player
@@ -587,7 +589,7 @@ class Session:
             elif not self.started:
                 state = f"lobby-{joined}"
             elif pending is None:
-                state = f"waiting-{len(self.timings)}"
+                state = f"waiting-{slot.answered}"  # the next change is its next question (or the end)
             else:
                 clock = f"due {pending.due:.0f}" if pending.due is not None else f"left {pending.remaining}"
                 state = f"question-{pending.observation.key}-{clock}"
