@@ -142,10 +142,10 @@ def person(table: Table, player: int, address: str, times: Times, errors: list[s
                 continue
             mark = re.search(r'data-signature="([^"]*)"', text)
             signature = mark[1] if mark else signature
-            wait_for_change(client, link + "/events", signature, times)
+            wait_for_change(table, client, link + "/events", signature, times)
 
 
-def wait_for_change(client: httpx.Client, url: str, signature: str, times: Times) -> None:
+def wait_for_change(table: Table, client: httpx.Client, url: str, signature: str, times: Times) -> None:
     """Hold the page's live-update stream until it says something other than ``signature``."""
     try:
         t0 = time.perf_counter()
