@@ -81,6 +81,8 @@ class Table:
         self.host = Host(self.args)
         self.links = dict(self.host.links)
         self.typed: dict[str, str] = {}
+        #: every answer sent, confirmed or not (a POST cut by the kill may still have been stored)
+        self.sent: dict[str, str] = {}
         self.lock = threading.Lock()
         self.restarted = False
         #: set while the host is killed and started again (a failed load is then retried)
@@ -128,6 +130,8 @@ def person(table: Table, player: int, address: str, times: Times, errors: list[s
             key, csrf = KEY.search(text), CSRF.search(text)
             if key and csrf:
                 value = str((7 * player + 3 * len(table.typed) + table.index) % 60)
+                with table.lock:
+                    value = table.sent.setdefault(key[1], value)  # sent again after a cut: the same
                 try:
                     t0 = time.perf_counter()
                     sent = client.post(link, data={"key": key[1], "csrf": csrf[1], "answer": value})
