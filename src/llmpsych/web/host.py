@@ -7,8 +7,8 @@ the main thread exactly as ``gamabench run`` does, its web seats answered throug
 from __future__ import annotations
 
 import threading
-from importlib import import_module
 from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 
 import uvicorn
