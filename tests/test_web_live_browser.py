@@ -216,3 +216,19 @@ def test_deadline_policies_monitor_controls_and_live_pages(tmp_path: Path, chrom
         ("llm", "stand-in answers"),
     ):
         assert pd.read_csv(tmp_path / policy / "seats.csv").set_index("player").loc[0, column] == 1
+
+
+def test_a_deadline_policy_is_one_of_four_and_a_stand_in_needs_a_model_role(tmp_path: Path) -> None:
+    from llmpsych.errors import ConfigError
+    from llmpsych.runs import parse_run_config
+    from llmpsych.web.host import prepare
+    from llmpsych.web.session import Session
+
+    options = {"game": "guessing", "players": 2, "rounds": 1, "seats": ["web:Ann", "llm"]}
+    config = parse_run_config({"task": "gamabench", "model": "openai-compatible/m", "options": options})
+    for bad, says in (("pray", "unknown deadline policy 'pray'"), ("llm:judge", "no model role 'judge'")):
+        with pytest.raises(ConfigError, match=says):
+            prepare(config, tmp_path / bad, 5.0, bad)
+        assert not (tmp_path / bad).exists()  # refused before anything is written
+    assert prepare(config, tmp_path / "llm", 5.0, "LLM").policy == "llm:subject"
+    assert Session.load(tmp_path / "llm").stand_in == "subject"  # kept for --resume

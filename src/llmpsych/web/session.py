@@ -68,7 +68,8 @@ _POLICY_HOW = {"skip": "skipped", "repeat": "repeated", "llm": "stand-in"}
 STREAMS_PER_SEAT = 3
 #: Open live-update streams of the monitor.
 MONITOR_STREAMS = 4
-#: Seconds one "more time" on the monitor adds when the session has no deadline of its own.
+#: Seconds one "more time" on the monitor adds to a clock when the session's deadline is 0 (a clock
+#: can still run then: none does today, the constant keeps the rule total).
 EXTEND_S = 60.0
 #: The monitor's actions on one seat, and on the session.
 SEAT_ACTIONS = ("advance", "default", "extend", "remove")
@@ -494,8 +495,13 @@ class Session:
             if not shown:
                 return f"{slot.name} has no question open now"
             if action == "extend":
+                clocked = [
+                    k for k in shown if (p := slot.pending[k]).due is not None or p.remaining is not None
+                ]
+                if not clocked:
+                    return f"{slot.name}'s question has no deadline: there is no time to add"
                 seconds = self.deadline_s if self.deadline_s > 0 else EXTEND_S
-                for key in shown:
+                for key in clocked:
                     pending = slot.pending[key]
                     if pending.remaining is not None:
                         pending.remaining += seconds
