@@ -140,3 +140,32 @@ def test_calls_that_do_not_match_the_record_keep_the_renderers_grouping(tmp_path
     text = (run_dir / "transcripts" / "guessing-run01.md").read_text()
     assert "### Player" not in text and text.count("**reply**") == 3
     assert "### thread 1 (subject)" in text and "player 1 `llm` (model `openai-compatible/scripted`)" in text
+
+
+def test_a_games_web_transcript_shows_each_seat_once_and_each_turn_once(tmp_path: Path) -> None:
+    """The web unit page of a 5-player, 23-round Guess 2/3 game (its history drops the oldest turn each
+    round after the 20th): five conversations, one per player and titled so, each with one reply per call,
+    its rules once and each round's report once. Before: 115 untitled conversations, each call's whole
+    history again (measured: a 100-round game's page was 4.6 MB)."""
+    from llmpsych.web.catalog import _run_id
+    from test_web_security import WebServer
+
+    play(tmp_path / "g", game_answer, game="guessing", players=5, rounds=23)
+    server = WebServer(tmp_path)
+    try:
+        status, _, body = server.request(f"/run/{_run_id(0, 'g')}/unit?id=guessing-run01")
+    finally:
+        server.stop()
+    assert status == 200
+    page = body.decode()
+    titles = re.findall(r'<section class="thread">\s*<h3>(.*?) <span', page)
+    spec = "<code>llm</code>" if "<code>" in titles[0] else "`llm`"
+    assert titles == [f"Player {p}: {spec} (model `openai-compatible/scripted`)" for p in range(5)], titles
+    threads = page.split('<section class="thread">')[1:]
+    for player, thread in enumerate(threads):
+        assert thread.count("· reply</div>") == 23  # every call of the player, on its own thread
+        assert thread.count('<div class="msg msg-system">') == 1  # the rules once, not once per call
+        for round_no in range(1, 23):  # each round's report once (it stays in what is sent for 20 rounds)
+            assert thread.count(f"Round {round_no} is over.") == 1, (player, round_no)
+            assert thread.count(f"Round {round_no} begins.") == 1, (player, round_no)
+    assert len(body) < 400_000

@@ -22,6 +22,7 @@ from ..errors import DataError
 from ..report.files import write_csv
 from ..report.markdown import table
 from ..report.run_report import write_run_report
+from ..runs.provenance import DEFAULTED
 from . import registry, scoring
 from .engine import GameRound
 from .plots import write_plots
@@ -159,10 +160,25 @@ ANSWERS = "answers"
 TYPED = "typed answers"
 DEFAULTS = "default answers"
 DEADLINE = "deadline defaults"
+EXPERIMENTER = "experimenter defaults"
+SKIPPED_N = "skipped answers"
+REPEATED_N = "repeated answers"
+STAND_IN_N = "stand-in answers"
 NEVER_JOINED = "never joined defaults"
 UNKNOWN_HOW = "answers of unrecorded origin"
+#: The count column of each way a person's answer came (``seats.csv``), in the provenance's order.
+HOW_COLUMNS = {
+    "typed": TYPED,
+    "deadline": DEADLINE,
+    "default": EXPERIMENTER,
+    "skipped": SKIPPED_N,
+    "repeated": REPEATED_N,
+    "stand-in": STAND_IN_N,
+    "never joined": NEVER_JOINED,
+    "unknown": UNKNOWN_HOW,
+}
 #: Count columns: totals (not means) over a model's or person's seats in ``seat_kinds.csv``.
-COUNTS = ("mean action n", TYPED, DEFAULTS, DEADLINE, NEVER_JOINED, UNKNOWN_HOW)
+COUNTS = ("mean action n", TYPED, DEFAULTS, *list(HOW_COLUMNS.values())[1:])
 
 
 def _payoffs(rounds: Sequence[GameRound], player: int, kept: set[Any] | None) -> dict[str, Any]:
@@ -228,10 +244,9 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
                 row[ANSWERS] = answers_text(hows) if seat.person else ""
                 if seat.person:
                     row[TYPED] = hows["typed"]
-                    row[DEADLINE] = hows["deadline"]
-                    row[NEVER_JOINED] = hows["never joined"]
-                    row[DEFAULTS] = hows["deadline"] + hows["never joined"]
-                    row[UNKNOWN_HOW] = hows["unknown"]
+                    row[DEFAULTS] = sum(hows[h] for h in DEFAULTED)
+                    for how, column in list(HOW_COLUMNS.items())[1:]:
+                        row[column] = hows[how]
                     defaulted = _payoffs(rounds, player, untyped)
                     for name in ("rounds won", "total gain"):
                         if name in defaulted:
@@ -251,7 +266,7 @@ def seat_scores(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> tupl
         per_who[counts] = grouped[counts].sum(min_count=1).reset_index(drop=True).astype("Int64")
     if ANSWERS in per_seat.columns:
         texts = []
-        columns = {"typed": TYPED, "deadline": DEADLINE, "never joined": NEVER_JOINED, "unknown": UNKNOWN_HOW}
+        columns = HOW_COLUMNS
         for record in per_who.to_dict("records"):
             known = not pd.isna(record.get(TYPED))
             texts.append(answers_text({k: int(record[c]) for k, c in columns.items()}) if known else "")
@@ -283,7 +298,9 @@ def people_text(results: Sequence[GamaBenchResult], task: GamaBenchTask) -> str:
         return ""
     return (
         f"Seats of people (human and web): answers {answers_text(hows)}. A default is the game's "
-        "equilibrium action entered when the deadline passed or the seat was never opened; a person's mean "
+        "equilibrium action entered when the deadline passed or the seat was never opened (or by the "
+        "experimenter, from the monitor); a skipped answer is the game's action for a missing answer, a "
+        "repeated one the person's previous answer, a stand-in's a model's reply; a person's mean "
         "action and payoffs in `seats.csv` count typed answers only, the defaults are counted beside them, "
         "and `decisions.csv` says how each answer came (`how`), its seconds (`response_s`) and the entries "
         "refused before it (`refused`, `refused_texts`)."

@@ -456,10 +456,18 @@ def host_cmd(
         typer.Option(
             "--deadline",
             min=0,
-            help="Seconds a participant has per decision (0: none); then the game's equilibrium action "
-            "is entered for them.",
+            help="Seconds a participant has per decision (0: none); then --on-deadline decides.",
         ),
     ] = 120.0,
+    on_deadline: Annotated[
+        str,
+        typer.Option(
+            "--on-deadline",
+            help="What a question past its deadline gets: default (the game's equilibrium action), skip "
+            "(the seat sits the round out), repeat (the seat's last answer), llm[:ROLE] (a model stands "
+            "in). Each such answer is flagged so in every table.",
+        ),
+    ] = "default",
     host: Annotated[
         str,
         typer.Option(
@@ -553,7 +561,7 @@ def host_cmd(
             options = {**HOST_DEFAULTS, **options}
         cfg = kit.build_config("gamabench", flags, options=options, source="gamabench host")
         run_dir = flags.out or new_run_dir(runs_dir(), "gamabench-bots" if bots else "gamabench-host")
-        session_state = web.prepare(cfg, run_dir, deadline, lang, experiment)
+        session_state = web.prepare(cfg, run_dir, deadline, lang, experiment, on_deadline)
 
         def play() -> RunOutcome:
             return start_run(cfg, run_dir, False, kit.state.debug)

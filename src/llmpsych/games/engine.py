@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import ChatResult, GenerationParams, Message
-from ..runs.provenance import UNKNOWN
+from ..runs.provenance import SKIPPED, UNKNOWN
 from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
@@ -67,7 +67,8 @@ REFUSED_CHARS = 200
 @dataclass
 class Answer:
     """The outcome of asking one decision: the action, how the answer came (:mod:`llmpsych.runs.provenance`:
-    ``typed``, ``deadline``, ``never joined``, ``bot``, ``model``, ``strategy``, ``python``), the seconds
+    ``typed``, ``deadline``, ``default``, ``skipped`` (the decision's no-answer action, its ``fallback``),
+    ``repeated``, ``stand-in``, ``never joined``, ``bot``, ``model``, ``strategy``, ``python``), the seconds
     from the question being shown to the answer (summed over re-asks; None when it was never asked of
     anyone) and every refused text (a form's refused entries, then the answers the game could not use)."""
 
@@ -250,6 +251,12 @@ class Table:
             refused += reply.refused
             if reply.response_s is not None:
                 seconds.append(reply.response_s)
+            if how == SKIPPED:  # a person's seat sat this round out: the game's no-answer action, flagged
+                log.append(self._turn("note", f"skipped; the no-answer action {decision.fallback!r}", "skip"))
+                took = sum(seconds) if seconds else None
+                return Answer(
+                    decision.fallback, attempt + 1, raw=raw, how=how, response_s=took, refused=refused
+                )
             try:
                 data = reply.data if reply.data is not None else extract_fields(reply.text, decision.fields)
                 action = decision.validate(data)

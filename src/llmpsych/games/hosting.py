@@ -27,10 +27,12 @@ class PeopleHost(Protocol):
         deadline_s: float,
         lang: str = "en",
         experiment: object = None,
+        on_deadline: str = "default",
     ) -> object:
         """A new session in ``run_dir`` for the config's web seats, its pages in ``lang`` (ConfigError
         without any); with the experiment of a session file
-        (:func:`llmpsych.games.experiment.load_session_config`) around it."""
+        (:func:`llmpsych.games.experiment.load_session_config`) around it; a question not answered by its
+        deadline gets the policy ``on_deadline`` (``default``, ``skip``, ``repeat``, ``llm[:ROLE]``)."""
         ...
 
     def load(self, run_dir: Path) -> object:

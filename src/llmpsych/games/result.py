@@ -223,12 +223,17 @@ def as_result(result: GamaBenchResult | Mapping[str, Any]) -> GamaBenchResult:
 
 def answers_text(hows: Mapping[str, int]) -> str:
     """A person's answers as the monitor and ``seats.csv`` say them: ``typed 2 of 5 (3 deadline
-    defaults)``; ``never joined`` and ``unknown`` (an old store) named likewise."""
+    defaults)``; every other way (``default``, ``skipped``, ``repeated``, ``stand-in``, ``never joined``,
+    ``unknown``: an old store) named likewise."""
     total = sum(hows.values())
     others = [
         f"{n} {label}"
         for how, label in (
             ("deadline", "deadline defaults"),
+            ("default", "experimenter defaults"),
+            ("skipped", "skipped"),
+            ("repeated", "repeated"),
+            ("stand-in", "by a model stand-in"),
             ("never joined", "never-joined defaults"),
             ("unknown", "of unrecorded origin"),
         )

@@ -22,7 +22,10 @@ Seat specs are short strings (``-O seats='[llm, fixed:91, human]'``):
 ``web`` / ``web:<name>``
     a participant in a browser (``llmpsych gamabench host``): the question is shown on the seat's page and
     the answer comes from its form. Answers are stored (role ``web``) and replayed on resume, like
-    ``human``. Only a run hosted by ``gamabench host`` can seat one.
+    ``human``. Only a run hosted by ``gamabench host`` can seat one. What a question nobody answers in
+    time gets is the session's deadline policy (``--on-deadline``): the game's default action, the seat
+    skipped this round (the game's no-answer action), the seat's last answer repeated, or a model
+    standing in; each such answer says so in its ``how``.
 
 A seat is given an :class:`~llmpsych.games.observation.Observation` (what its player may see) and the
 unit's :class:`~llmpsych.games.observation.SeatContext`, and returns a :class:`Reply`; it never sees the
@@ -315,14 +318,18 @@ class HumanSeat(Seat):
 
 @dataclass(frozen=True)
 class WebAnswer:
-    """A browser seat's answer as the session took it: the text, how (``typed``, ``deadline``, ``never
-    joined``), seconds from the question being shown to the answer (None: never shown) and the texts the
-    form refused before it."""
+    """A browser seat's answer as the session took it: the text, how (``typed``, ``deadline``, ``default``,
+    ``skipped``, ``repeated``, ``stand-in``, ``never joined``), seconds from the question being shown to the
+    answer (None: never shown) and the texts the form refused before it; for ``stand-in`` the model role
+    that answers instead (the seat asks it), and the default action should it give no usable answer."""
 
     text: str
     how: str
     response_s: float | None = None
     refused: tuple[str, ...] = ()
+    role: str = ""
+    #: how the default action ``text`` is flagged when the stand-in gives no usable answer
+    otherwise: str = "deadline"
 
 
 class WebBroker(Protocol):
@@ -335,6 +342,11 @@ class WebBroker(Protocol):
     def saved(self, observation: Observation) -> None:
         """The answer to ``observation`` is durable in the run store."""
 
+    @property
+    def stand_in(self) -> str | None:
+        """The model role that answers for a seat whose deadline passed (None: no model stands in)."""
+        ...
+
 
 #: the session of ``llmpsych gamabench host`` (None: no run in this process may seat a ``web`` player)
 _WEB_BROKER: list[WebBroker] = []
@@ -345,6 +357,16 @@ def set_web_broker(broker: WebBroker | None) -> None:
     _WEB_BROKER.clear()
     if broker is not None:
         _WEB_BROKER.append(broker)
+
+
+def stand_in_roles() -> set[str]:
+    """The model role the hosted session's deadline policy asks (opened with the run's model seats)."""
+    role = _WEB_BROKER[0].stand_in if _WEB_BROKER else None
+    return {role} if role else set()
+
+
+#: Model asks a stand-in gets for one decision before the default action is entered instead.
+STAND_IN_TRIES = 3
 
 
 class WebSeat(Seat):
@@ -374,12 +396,42 @@ class WebSeat(Seat):
             given = await _WEB_BROKER[0].answer(self, observation)
             # stored with the answer: ctx.recorded writes after produce returns
             meta.update(how=given.how, response_s=given.response_s, refused=list(given.refused))
+            if given.how == "stand-in":
+                return await self._stand_in(observation, ctx, given, meta)
             return given.text
 
         line = await ctx.recorded("web", f"web:{observation.key}", self.spec, request, ask, meta)
         if _WEB_BROKER:
             _WEB_BROKER[0].saved(observation)
+        if meta.get("how") == "stand-in":  # a model's reply: the game reads it as it reads a model seat's
+            return Reply(line, None, how="stand-in", response_s=meta.get("response_s"))
         return _wrap(line, observation, UNKNOWN, meta)  # an old store's answer: how it came is unknown
+
+    async def _stand_in(
+        self, observation: Observation, ctx: SeatContext, given: WebAnswer, meta: dict[str, Any]
+    ) -> str:
+        """A model answers for the person (the prompt a model seat is sent, through the run context, so
+        the call is stored like any model call); after :data:`STAND_IN_TRIES` unusable replies the
+        default action the session gave is entered instead, ``how`` saying so."""
+        from .parsing import InvalidAnswer, extract_fields
+
+        for attempt in range(STAND_IN_TRIES):
+            result = await ctx.chat(
+                observation.messages,
+                observation.params,
+                role=given.role,
+                sample=f"{observation.sample}:stand-in:{attempt}",
+            )
+            try:
+                data = extract_fields(result.text, observation.fields)
+                if observation.check is not None:
+                    observation.check(data)
+            except InvalidAnswer:
+                continue
+            meta["stand_in"] = given.role
+            return result.text
+        meta.update(how=given.otherwise)
+        return given.text
 
 
 def parse_seat(spec: str, load: bool = True) -> Seat:

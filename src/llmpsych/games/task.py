@@ -6,8 +6,9 @@ the paper's protocol is the default (10 players, 20 rounds, 5 runs; pass ``--tem
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -24,8 +25,12 @@ from . import registry
 from .engine import Game, Table, table_context
 from .prompts import PromptSet
 from .result import GamaBenchResult
-from .seats import LLMSeat, build_seats
+from .seats import LLMSeat, build_seats, stand_in_roles
 from .template_sets import TemplateSetOption
+
+if TYPE_CHECKING:
+    from ..runs.calls import StoredCall
+    from ..runs.config import RunConfig
 
 #: The registered games by engine name (a live view of :mod:`llmpsych.games.registry`).
 GAMES = registry.SCORING_NAMES
@@ -239,7 +244,7 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         """The roles of the model seats: a game without one loads no model. Called when a run executes,
         it also imports the ``python:`` seats (a bad one stops the run before any unit)."""
         seats = build_seats(self.options.seats, self.options.players)
-        return {seat.role for seat in seats if isinstance(seat, LLMSeat)}
+        return {seat.role for seat in seats if isinstance(seat, LLMSeat)} | stand_in_roles()
 
     def _params(self, game: str) -> BaseModel:
         cls = game_class(game)
@@ -319,6 +324,21 @@ class GamaBenchTask(Task[GamaBenchOptions]):
         from .analysis import analyze_record
 
         return analyze_record(record, self)
+
+    @classmethod
+    def conversations(
+        cls, config: RunConfig, result: Any, calls: list[StoredCall]
+    ) -> tuple[dict[int, Hashable], dict[Hashable, str]] | None:
+        """Each call of a finished game by its player (a seat spec shared by several non-model seats:
+        that spec), titled ``Player 2: `llm` (model `m`)``: :func:`.transcripts.player_keys`."""
+        from .transcripts import player_keys, seat_title
+
+        if not isinstance(result, dict):
+            return None
+        game = GamaBenchResult.model_validate(result)
+        seats = game.seat_info(config.role_specs())
+        keys = player_keys(game, calls, seats)
+        return keys, {key: seat_title(key, seats) for key in dict.fromkeys(keys.values())}
 
 
 def console_lines(run_dir: Path) -> list[str]:

@@ -151,13 +151,19 @@ def _how(asked: Asked) -> str:
     return ", ".join(parts)
 
 
+def seat_title(key: Hashable, seats: list[SeatInfo]) -> str:
+    """A conversation's title from its :func:`player_keys` key: ``Player 2: `llm` (model `m`)``, or
+    ``Seats `fixed:50``` for a spec several seats share."""
+    if isinstance(key, int) and 0 <= key < len(seats):
+        seat = seats[key]
+        return f"Player {seat.player}: {_seat(seat)}"
+    return f"Seats `{key}`"
+
+
 def _thread_title(seats: list[SeatInfo]) -> Callable[[Thread, int], str]:
     def title(thread: Thread, index: int) -> str:
-        if isinstance(thread.key, int) and 0 <= thread.key < len(seats):
-            seat = seats[thread.key]
-            return f"Player {seat.player}: {_seat(seat)}"
-        if isinstance(thread.key, str):
-            return f"Seats `{thread.key}`"
+        if thread.key is not None:
+            return seat_title(thread.key, seats)
         return default_thread_title(thread, index)
 
     return title
@@ -200,4 +206,4 @@ def _write_game(record: RunRecord, unit: UnitRow, result: GamaBenchResult, path:
     )
 
 
-__all__ = ["player_keys", "seat_note", "write_transcripts"]
+__all__ = ["player_keys", "seat_note", "seat_title", "write_transcripts"]

@@ -125,6 +125,26 @@ def _common(a: list[dict[str, str]], b: list[dict[str, str]]) -> int:
     return n
 
 
+#: Oldest messages a keyed thread's next call may have dropped and still be matched to it (a game drops one
+#: per round once its history is long; :func:`_shared`).
+MAX_DROPPED = 8
+
+
+def _shared(messages: list[dict[str, str]], before: list[dict[str, str]]) -> int:
+    """How many leading messages of ``messages`` a keyed thread has shown already: those it shares with
+    ``before`` (the thread's previous exchange), where ``messages`` may lack up to :data:`MAX_DROPPED` of
+    ``before``'s oldest turns after the first (a game that truncates its history keeps the system message
+    and drops the oldest report). Without this, every call of a 100-round game after its 20th round showed
+    its whole history again."""
+    best = _common(messages, before)
+    if best == 0:
+        return 0
+    for dropped in range(1, min(MAX_DROPPED, len(before) - 1) + 1):
+        n = 1 + _common(messages[1:], before[1 + dropped :])
+        best = max(best, n)
+    return best
+
+
 def threads(
     calls: Iterable[StoredCall], key: Callable[[StoredCall], Hashable | None] | None = None
 ) -> list[Thread]:
@@ -154,7 +174,7 @@ def threads(
             out.append(owner)
             if name is not None:
                 keyed[name] = owner
-        shared = _common(messages, owner._history) if name is not None else len(owner._history)
+        shared = _shared(messages, owner._history) if name is not None else len(owner._history)
         new = messages[shared:]
         owner.turns.append(Turn(call, new, reply, errors))
         owner._history = [*messages, {"role": "assistant", "content": reply}]

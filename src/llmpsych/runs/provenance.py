@@ -6,6 +6,16 @@ Every answer a run records says how it was given, from one vocabulary (:data:`HO
     a person typed it (a ``human`` seat at the terminal, a ``web`` seat's form);
 ``deadline``
     a person's seat was shown the question and did not answer in time: the default action was entered;
+``default``
+    the experimenter entered the game's default action for a person from the monitor (or removed the seat,
+    or moved the game on, with the default policy);
+``skipped``
+    a person's seat sat the round out (the deadline policy ``skip``): the game's action for a missing
+    answer (a decision's ``fallback``) was used;
+``repeated``
+    a person's last answer to the same kind of decision was entered again (the deadline policy ``repeat``);
+``stand-in``
+    a model answered for a person (the deadline policy ``llm:<role>``; its call is stored like any other);
 ``never joined``
     a person's seat was never opened (its participant did not come): the default action was entered;
 ``bot``
@@ -35,12 +45,41 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from .calls import StoredCall
 
-How = Literal["typed", "deadline", "never joined", "bot", "model", "strategy", "python", "unknown"]
+How = Literal[
+    "typed",
+    "deadline",
+    "default",
+    "skipped",
+    "repeated",
+    "stand-in",
+    "never joined",
+    "bot",
+    "model",
+    "strategy",
+    "python",
+    "unknown",
+]
 #: The provenance vocabulary, in this order in tables (``unknown``: an old store that did not record it).
-HOW: tuple[str, ...] = ("typed", "deadline", "never joined", "bot", "model", "strategy", "python")
+HOW: tuple[str, ...] = (
+    "typed",
+    "deadline",
+    "default",
+    "skipped",
+    "repeated",
+    "stand-in",
+    "never joined",
+    "bot",
+    "model",
+    "strategy",
+    "python",
+)
 UNKNOWN = "unknown"
-#: Provenances that are a default entered for a person who did not answer.
-DEFAULTED: frozenset[str] = frozenset({"deadline", "never joined"})
+SKIPPED = "skipped"
+#: Provenances of an answer a person did not type though their seat was asked (a deadline policy or the
+#: experimenter entered it), and ``never joined``.
+DEFAULTED: frozenset[str] = frozenset(
+    {"deadline", "default", "skipped", "repeated", "stand-in", "never joined"}
+)
 #: The older web seats' ``answered`` values and what they meant.
 _LEGACY_ANSWERED = {"typed": "typed", "deadline": "deadline", "bot": "never joined"}
 
@@ -65,4 +104,4 @@ def call_provenance(call: StoredCall) -> tuple[str, float | None, list[str]]:
     return UNKNOWN, None, texts
 
 
-__all__ = ["DEFAULTED", "HOW", "UNKNOWN", "How", "call_provenance"]
+__all__ = ["DEFAULTED", "HOW", "SKIPPED", "UNKNOWN", "How", "call_provenance"]

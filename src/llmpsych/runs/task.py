@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
@@ -16,6 +17,7 @@ from .scores import ScoreTable
 
 if TYPE_CHECKING:
     from ..models.chat_context import ChatContext
+    from .calls import StoredCall
     from .items import Administration
     from .record import RunRecord
 
@@ -130,6 +132,16 @@ class Task(ABC, Generic[OptionsT]):
     def analyze(self, record: RunRecord) -> list[Path]:
         """Write tables and reports from the run record into ``record.run_dir``; return the files written."""
         return []
+
+    @classmethod
+    def conversations(
+        cls, config: RunConfig, result: Any, calls: list[StoredCall]
+    ) -> tuple[dict[int, Hashable], dict[Hashable, str]] | None:
+        """Who each of a finished unit's calls (in seq order) belongs to, when their messages do not chain
+        (a game's seats are sent the game's summary of their answers, not their replies): the key of each
+        call by ``seq`` and a title per key (the web unit page and the transcripts group by them). None
+        (the default): calls are grouped by their messages (:func:`llmpsych.report.transcripts.threads`)."""
+        return None
 
 
 #: The tasks by name, each imported when first asked for, so the CLI starts fast (:mod:`llmpsych.registry`).

@@ -34,7 +34,7 @@ from .catalog import CONTENT_TYPES, STATUSES, Catalog, RunInfo, links_in, read_i
 from .compare import COMPARISONS, compare_html
 from .render import markdown_fragment, run_fragment
 from .security import Gate
-from .transcript import threads
+from .transcript import page_threads, task_keys
 
 #: Where ``/reproduce`` finds ``llmpsych reproduce``'s report: ``--out <runs folder>/reproduce``.
 REPRODUCE_REPORT = "reproduce/reproduce.md"
@@ -229,15 +229,17 @@ class Pages:
         unit, calls, failures = found
         pages = max(1, math.ceil(len(calls) / CALLS_PER_PAGE))
         page = _int(request.query_params.get("page"), 1, 1, pages)
-        shown = calls[(page - 1) * CALLS_PER_PAGE : page * CALLS_PER_PAGE]
+        start = (page - 1) * CALLS_PER_PAGE
+        grouping = task_keys(store.read_meta(info.run_dir), unit["result"], calls) if unit["result"] else None
         result = _pretty(unit["result"])
         return self._render(
             request,
             "unit.html",
             run=info,
             unit=unit,
-            threads=threads(shown),
+            threads=page_threads(calls, grouping, start, start + CALLS_PER_PAGE),
             calls=len(calls),
+            per_page=CALLS_PER_PAGE,
             page=page,
             pages=pages,
             failures=failures,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
 from .security import TOKEN_PARAM, host_names
 from .server import bind, is_loopback, public_name, server_config, url_host
-from .session import SESSION_FILE, Session
+from .session import SESSION_FILE, Session, check_policy
 
 
 def web_seats(config: RunConfig) -> list[tuple[int, str, str]]:
@@ -57,6 +58,10 @@ def host_run(
     works again after ``--resume``. With an experiment around the game, the host stays up after the game
     until every participant who played reached the debrief (or Ctrl+C), then writes ``payments.csv``,
     ``participants.csv`` and the scored questionnaire (:mod:`.participants`)."""
+    # the scores pages read (pandas, the games' analysis): imported now, before the links are given, not
+    # by the first 30 seat pages at once (measured: the seat pages' p95 went from 1.7 s to 0.3 s in
+    # benchmarks/web_people.py)
+    import_module("llmpsych.games.analysis")
     sock = bind(host, port or session.port)
     port = sock.getsockname()[1]
     if session.port != port:
@@ -140,6 +145,7 @@ def host_run(
         return outcome
     finally:
         set_web_broker(None)
+        session.closed = True  # the live-update streams end, so the server can stop
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
@@ -163,14 +169,14 @@ def instructions(session: Session, player: int) -> str:
         return ""
     if experiment.instructions is not None:
         return experiment.instructions
-    return default_instructions(experiment, session.game_options, player, session.lang)
+    return default_instructions(experiment, session.game_options, player, session.lang, session.policy)
 
 
 def default_instructions(
-    experiment: SessionConfig, options: dict[str, Any], player: int, lang: str = "en"
+    experiment: SessionConfig, options: dict[str, Any], player: int, lang: str = "en", policy: str = "default"
 ) -> str:
     """Our default instructions (see :func:`instructions`) in ``lang``, paragraphs separated by a blank
-    line."""
+    line; what happens at a deadline is the deadline ``policy``'s."""
     from ..games import people_text
     from .i18n import PAGES, money
 
@@ -197,7 +203,8 @@ def default_instructions(
         others = t("table.machines", others=others, machines=machines)
     lines.append(t("table.others", others=others))
     if g.deadline > 0:
-        lines.append(t("instructions.deadline", deadline=round(g.deadline)))
+        then = t("deadline.then." + policy.partition(":")[0])
+        lines.append(t("instructions.deadline", deadline=round(g.deadline), then=then))
     pay = experiment.payment
     stakes = []
     if pay.per_point > 0:  # the rate as given (0.125 stays 0.125), in the language's decimal sign
@@ -220,9 +227,10 @@ class WebHost:
         deadline_s: float,
         lang: str = "en",
         experiment: object = None,
+        on_deadline: str = "default",
     ) -> Session:
         assert experiment is None or isinstance(experiment, tuple)
-        return prepare(config, run_dir, deadline_s, lang, experiment)
+        return prepare(config, run_dir, deadline_s, lang, experiment, on_deadline)
 
     def load(self, run_dir: Path) -> Session:
         return Session.load(run_dir)
@@ -272,10 +280,12 @@ def prepare(
     deadline_s: float,
     lang: str = "en",
     experiment: tuple[SessionConfig, dict[str, Any]] | None = None,
+    on_deadline: str = "default",
 ) -> Session:
     """A new session in ``run_dir`` for the web seats of ``config``, its pages in ``lang`` (refused
-    without any), with the ``experiment`` around the game when one is given (its questionnaire's scale
-    is loaded now: a bad one is refused before anybody arrives)."""
+    without any, or with a stand-in role the config has no model for), a question not answered by its
+    deadline answered by ``on_deadline``, with the ``experiment`` around the game when one is given (its
+    questionnaire's scale is loaded now: a bad one is refused before anybody arrives)."""
     if config.task != "gamabench":
         raise ConfigError("only GAMA-Bench runs can be hosted")
     lang = language(lang)  # before anything is written
@@ -284,13 +294,16 @@ def prepare(
         raise ConfigError(
             "this run has no web seats", "seat participants with e.g. -O seats='[web:Ann, web:Bob, llm, llm]'"
         )
+    policy = check_policy(on_deadline, set(config.roles()))
     if (run_dir / SESSION_FILE).exists():
         raise ConfigError(f"{run_dir} already holds a session", "continue it with --resume")
     if experiment is not None and experiment[0].questionnaire is not None:
         participants.questionnaire_scale(experiment[0], config.data_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     options = config.options if isinstance(config.options, dict) else {}
-    session = Session.create(run_dir, seats, deadline_s, lang, experiment, data_dir=config.data_dir)
+    session = Session.create(
+        run_dir, seats, deadline_s, lang, experiment, data_dir=config.data_dir, policy=policy
+    )
     if experiment is not None:
         session.game_options = {k: v for k, v in options.items() if isinstance(v, dict)}
         session.save()

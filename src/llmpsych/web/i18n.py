@@ -32,8 +32,37 @@ PAGES = Catalog(
             "retry": "Your last answer could not be used. Please answer with {valid}.",
             "answer.label": "Your answer ({valid})",
             "send": "Send answer",
-            "deadline": "Please answer within {deadline} seconds of the question appearing (about {left} s "
-            "left when this page loaded); otherwise a default answer is entered for you.",
+            "deadline.policy": "Please answer within {deadline} seconds of the question appearing; then "
+            "{then}, and this page moves on by itself.",
+            "deadline.then.default": "the game's default answer is entered for you",
+            "deadline.then.skip": "you sit this round out",
+            "deadline.then.repeat": "your previous answer is entered again (the game's default answer if you "
+            "have none)",
+            "deadline.then.llm": "a computer player answers for you",
+            "countdown": "{left} seconds left",
+            "countdown.paused": "{left} seconds left (paused)",
+            "paused": "The experimenter has paused the game; the clock is stopped.",
+            "removed.title": "Your part in the game has ended",
+            "removed.text": "The experimenter has closed your seat. Thank you for taking part; you can close "
+            "this page.",
+            "notice.deadline": "Time ran out",
+            "notice.advance": "The experimenter moved the game on",
+            "notice.remove": "Your seat was closed by the experimenter",
+            "notice.where": "round {round}",
+            "notice.where.of": "round {round} of {title}",
+            "notice.frame": "{why} in {where}: {what}",
+            "notice.skipped": "you sat this round out (no answer of yours was counted).",
+            "notice.repeated": "your previous answer ({answer}) was entered again for you.",
+            "notice.stand-in": "a computer player answered for you this round.",
+            "notice.default": "the game's default answer ({answer}) was entered for you.",
+            "notice.default.none": "the game's default answer was entered for you.",
+            "notice.entered": "The experimenter entered the game's default answer ({answer}) for you in "
+            "round {round}.",
+            "late.closed": "Your answer came after this question had closed, so it was not counted.",
+            "late.not.open": "This question is not open now, so this answer was not counted.",
+            "late.moved": "The page now shows where the game is.",
+            "form.old": "This form was out of date, so nothing was taken; the page now shows where the game "
+            "is.",
             "history.title": "What happened so far",
             "rules.title": "Instructions",
             "refused": "This answer cannot be used: {reason}. Please answer with {valid}.",
@@ -83,7 +112,7 @@ PAGES = Catalog(
             "table.machines": "{others} and {machines} computer player(s) answering through an AI language "
             "model",
             "instructions.deadline": "You have {deadline} seconds for each decision; if you do not answer in "
-            "time, a default answer is entered for you and marked as such.",
+            "time, {then}, and this is marked as such.",
             "instructions.payment": "Payment: {stakes}.",
             "instructions.per.point": "each point you earn in the game is paid {rate} {currency}",
             "instructions.fee": "you receive {fee} {currency} for taking part",
@@ -112,9 +141,38 @@ PAGES = Catalog(
             "retry": "Ihre letzte Antwort konnte nicht verwendet werden. Bitte antworten Sie mit {valid}.",
             "answer.label": "Ihre Antwort ({valid})",
             "send": "Antwort senden",
-            "deadline": "Bitte antworten Sie innerhalb von {deadline} Sekunden nach Erscheinen der Frage "
-            "(beim Laden dieser Seite noch etwa {left} s); sonst wird eine Standardantwort für Sie "
-            "eingetragen.",
+            "deadline.policy": "Bitte antworten Sie innerhalb von {deadline} Sekunden nach Erscheinen der "
+            "Frage; danach {then}, und diese Seite geht von selbst weiter.",
+            "deadline.then.default": "wird die Standardantwort des Spiels für Sie eingetragen",
+            "deadline.then.skip": "setzen Sie diese Runde aus",
+            "deadline.then.repeat": "wird Ihre vorige Antwort erneut eingetragen (die Standardantwort des "
+            "Spiels, wenn Sie noch keine haben)",
+            "deadline.then.llm": "antwortet ein Computerspieler für Sie",
+            "countdown": "noch {left} Sekunden",
+            "countdown.paused": "noch {left} Sekunden (angehalten)",
+            "paused": "Die Versuchsleitung hat das Spiel angehalten; die Uhr steht.",
+            "removed.title": "Ihr Teil des Spiels ist zu Ende",
+            "removed.text": "Die Versuchsleitung hat Ihren Platz geschlossen. Danke für Ihre Teilnahme; Sie "
+            "können diese Seite schließen.",
+            "notice.deadline": "Die Zeit ist abgelaufen",
+            "notice.advance": "Die Versuchsleitung hat das Spiel weitergeführt",
+            "notice.remove": "Die Versuchsleitung hat Ihren Platz geschlossen",
+            "notice.where": "Runde {round}",
+            "notice.where.of": "Runde {round} von {title}",
+            "notice.frame": "{why} ({where}): {what}",
+            "notice.skipped": "Sie haben diese Runde ausgesetzt (keine Antwort von Ihnen wurde gezählt).",
+            "notice.repeated": "Ihre vorige Antwort ({answer}) wurde erneut für Sie eingetragen.",
+            "notice.stand-in": "Ein Computerspieler hat in dieser Runde für Sie geantwortet.",
+            "notice.default": "Die Standardantwort des Spiels ({answer}) wurde für Sie eingetragen.",
+            "notice.default.none": "Die Standardantwort des Spiels wurde für Sie eingetragen.",
+            "notice.entered": "Die Versuchsleitung hat in Runde {round} die Standardantwort des Spiels "
+            "({answer}) für Sie eingetragen.",
+            "late.closed": "Ihre Antwort kam, nachdem diese Frage geschlossen war, und wurde daher nicht "
+            "gezählt.",
+            "late.not.open": "Diese Frage ist gerade nicht offen; diese Antwort wurde daher nicht gezählt.",
+            "late.moved": "Die Seite zeigt jetzt, wo das Spiel steht.",
+            "form.old": "Dieses Formular war veraltet, daher wurde nichts übernommen; die Seite zeigt jetzt, "
+            "wo das Spiel steht.",
             "history.title": "Was bisher geschah",
             "rules.title": "Anleitung",
             "refused": "Diese Antwort kann nicht verwendet werden: {reason}. Bitte antworten Sie mit "
@@ -168,8 +226,7 @@ PAGES = Catalog(
             "table.machines": "{others} und {machines} Computerspieler, die über ein KI-Sprachmodell "
             "antworten",
             "instructions.deadline": "Sie haben für jede Entscheidung {deadline} Sekunden; wenn Sie nicht "
-            "rechtzeitig antworten, wird eine Standardantwort für Sie eingetragen und als solche "
-            "gekennzeichnet.",
+            "rechtzeitig antworten, {then}, und dies wird als solches gekennzeichnet.",
             "instructions.payment": "Auszahlung: {stakes}.",
             "instructions.per.point": "jeder Punkt, den Sie im Spiel erzielen, wird mit {rate} {currency} "
             "vergütet",

@@ -5,17 +5,27 @@ seat token in the path admits that one seat and nothing else (not another seat, 
 Answers are POSTed with a per-question form token (HMAC of this process's secret, the seat and the
 question), only from this server's own pages (``Origin`` checked, cookies ``SameSite=Strict``), with a
 body of at most 4 kB. The monitor (``/session``) sits behind the runs pages' gate (the experimenter
-token); starting the game early is its one form, protected the same way. Every text (rules, other seats'
+token); its forms (start the game early; per seat: move on, enter the default, more time, remove; pause
+and resume) are protected the same way and need the experimenter cookie. Every text (rules, other seats'
 replies, names) is escaped by Jinja2's autoescape.
+
+Live updates are server-sent events (``/play/<token>/events``, ``/session/events``): a stream says, in
+short, what its page shows (:meth:`Session.seat_signature`, the session's version for the monitor); when
+that changes the page fetches itself and swaps its content in place (``static/seat.js``), so nothing
+reloads on a timer and a typed answer or a link being copied is never lost. A stream is also the seat's
+presence on the monitor. Streams are capped per seat and for the monitor (:data:`.session.STREAMS_PER_SEAT`,
+:data:`.session.MONITOR_STREAMS`) on top of the server's per-client connection cap, end with the server,
+and send a comment every :data:`HEARTBEAT_S` seconds so a closed tab is noticed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import hmac
 import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from http.cookies import SimpleCookie
 from importlib import resources
 from pathlib import Path
@@ -26,7 +36,13 @@ import anyio.to_thread
 import jinja2
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import (
+    HTMLResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -39,7 +55,7 @@ from . import participants, scores
 from .i18n import PAGES, money
 from .seat_view import seat_view
 from .security import SECURITY_HEADERS, _split_host, host_allowed
-from .session import ANSWERED, FORGED, Session
+from .session import ANSWERED, FORGED, SEAT_ACTIONS, SESSION_ACTIONS, SeatSlot, Session, notice_text
 
 #: Seconds a form submission waits for its answer to reach the run store.
 STORE_WAIT_S = 30.0
@@ -47,6 +63,20 @@ STORE_WAIT_S = 30.0
 MAX_BODY = 4096
 #: Most fields of a Pirate plan read from one form (one per pirate; a table seats at most 100).
 MAX_SHARES = 100
+#: Seconds between a live-update stream's looks at the session (an in-memory comparison), and between
+#: its heartbeats (a comment line: a closed tab's stream fails on it and the seat shows offline).
+POLL_S = 0.25
+HEARTBEAT_S = 10.0
+#: The paths this app answers itself besides ``/play/`` and ``/room/`` (the rest goes to the gated runs
+#: app).
+_OWN = (
+    "/seat.css",
+    "/seat.js",
+    "/session/start",
+    "/session/control",
+    "/session/events",
+    "/session/payments.csv",
+)
 _PACKAGE = resources.files("llmpsych.web")
 _ENV = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(_PACKAGE / "templates")),
@@ -91,11 +121,7 @@ class SessionApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else ""
-        if (
-            path == "/seat.css"
-            or path.startswith(("/play/", "/room/"))
-            or (path in ("/session/start", "/session/payments.csv"))
-        ):
+        if path in _OWN or path.startswith(("/play/", "/room/")):
             response = await self._handle(scope, receive, path)
             for name, value in SECURITY_HEADERS:
                 response.headers[name.decode()] = value.decode()
@@ -113,6 +139,9 @@ class SessionApp:
             return _text("method not allowed", 405)
         if path == "/seat.css":
             return Response((_PACKAGE / "static" / "seat.css").read_bytes(), media_type="text/css")
+        if path == "/seat.js":
+            script = (_PACKAGE / "static" / "seat.js").read_bytes()
+            return Response(script, media_type="text/javascript")
         body = b""
         if method == "POST":
             origin = headers.get("origin")
@@ -137,26 +166,46 @@ class SessionApp:
         form = dict(pairs)
         # a Pirate plan comes as one field per pirate (``share``): the game reads them as "a,b,c"
         shares = [value.strip() for key, value in pairs if key == "share"][:MAX_SHARES]
-        if path == "/session/start":
-            return self._start(headers, method, form)
-        if path == "/session/payments.csv":
+        if path.startswith("/session/"):
             if not self._experimenter(headers):
                 return _text("the monitor needs the experimenter link", 403)
-            rows = participants.payments(self.session)
-            return Response(participants._csv(rows, participants.PAYMENT_COLUMNS), media_type="text/csv")
+            if path == "/session/events":
+                return self._stream(None, lambda: f"{self.session.version}|{self.session.finished}")
+            if path == "/session/payments.csv":
+                rows = participants.payments(self.session)
+                return Response(participants._csv(rows, participants.PAYMENT_COLUMNS), media_type="text/csv")
+            if method != "POST":
+                return _text("use the monitor page's buttons", 405)
+            if not hmac.compare_digest(form.get("csrf", "").encode(), monitor_csrf(self.session).encode()):
+                return _text("this form is not valid (reload the monitor)", 403)
+            if path == "/session/start":
+                self.session.start()
+            else:
+                self._control(form)
+            return RedirectResponse("/session", 303)
         if path.startswith("/room/"):
             return self._room(path[len("/room/") :], scope, method)
         token = path[len("/play/") :]
+        events = token.endswith("/events")
+        token = token.removesuffix("/events")
         slot = self.session.slot_for(token) if token and "/" not in token else None
         if slot is None:
             return _text("this link does not open a seat (check the link you were given)", 403)
+        if events:
+            return self._stream(slot, lambda: self.session.seat_signature(slot))
         if method == "POST" and "step" in form:
             return self._step(slot, form)
         if method == "POST":
             answer = ",".join(shares) if shares and "answer" not in form else form.get("answer", "")
             taken = self.session.submit(slot, form.get("key", ""), form.get("csrf", ""), answer)
-            if taken in (FORGED, ANSWERED):
-                return _text(str(taken), 403)
+            t = PAGES.bound(self.session.lang)
+            if taken == ANSWERED:  # too late (the deadline, or the experimenter): the page says what happened
+                notice = notice_text(slot.notice, t)
+                # else answered already (a second tab), or not asked again yet after a restart
+                said = t("late.closed") + " " + notice if notice else t("late.not.open")
+                return self._seat(slot, said + " " + t("late.moved"), 409)
+            if taken == FORGED:
+                return self._seat(slot, t("form.old"), 403)
             if isinstance(taken, str):  # refused: the page again, the entry kept in its field
                 return self._seat(slot, taken, 400, kept=shares or [answer])
             # answered once the answer is durable: a page that says "your answer is in" never lies
@@ -164,6 +213,44 @@ class SessionApp:
             return RedirectResponse(f"/play/{slot.token}", 303)
         self.session.opened(slot)
         return self._seat(slot, None, 200)
+
+    def _stream(self, slot: SeatSlot | None, signature: Callable[[], str]) -> Response:
+        """A live-update stream: the page's signature whenever it changes, a heartbeat between."""
+        session = self.session
+        if session.closed:
+            return _text("the session has ended", 503)
+        if not session.open_stream(slot):
+            return _text("too many live pages open for this seat; close one", 429)
+
+        async def events() -> AsyncIterator[str]:
+            try:
+                yield "retry: 2000\n\n"
+                last, beat = "", time.monotonic()
+                while not session.closed:
+                    now = time.monotonic()
+                    current = signature()
+                    if current != last:
+                        last, beat = current, now
+                        yield f"data: {current}\n\n"
+                    elif now - beat >= HEARTBEAT_S:
+                        beat = now
+                        yield ": heartbeat\n\n"
+                    await asyncio.sleep(POLL_S)
+            finally:
+                session.close_stream(slot)
+
+        headers = {"cache-control": "no-store", "x-accel-buffering": "no"}
+        return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
+
+    def _control(self, form: dict[str, str]) -> None:
+        """One monitor action; a seat is named by its table (1 when the form has none) and player."""
+        action = form.get("action", "")
+        try:
+            seat = (int(form.get("table", "1")), int(form["player"])) if "player" in form else None
+        except ValueError:
+            seat = None
+        if action in SEAT_ACTIONS or action in SESSION_ACTIONS:
+            self.session.control(action, seat)
 
     def _room(self, token: str, scope: Scope, method: str) -> Response:
         """The room link: an arrival (``?label=PANELID`` as panel providers pass it, or typed on the
@@ -250,7 +337,10 @@ class SessionApp:
         pending = session.current(slot)
         lang = session.lang
         context: dict[str, Any] = {"name": slot.name, "player": slot.player, "error": error, "q": None}
-        context.update(game=None, more=0, final=[], lang=lang, t=PAGES.bound(lang))
+        t = PAGES.bound(lang)
+        context.update(game=None, more=0, final=[], lang=lang, t=t)
+        context.update(paused=session.paused, removed=slot.removed)
+        context.update(notice=notice_text(slot.notice, t), signature=session.seat_signature(slot))
         if session.finished:
             state = "finished"
             context["final"] = [
@@ -262,6 +352,8 @@ class SessionApp:
             table = [s for s in session.slots.values() if s.table == slot.table]
             context["joined"] = sum(1 for s in table if s.joined)
             context["seats"] = len(table)
+        elif slot.removed:
+            state = "removed"
         elif pending is None:
             state = "waiting"
             last = slot.last
@@ -273,8 +365,10 @@ class SessionApp:
             context["game"] = _game(o, slot.player, lang)
             context["more"] = max(0, len(slot.pending) - 1)
             left = None
-            if session.deadline_s > 0 and pending.shown_at is not None:
-                left = max(0, round(pending.shown_at + session.deadline_s - time.time()))
+            if pending.remaining is not None:
+                left = max(0, round(pending.remaining))
+            elif pending.due is not None:
+                left = max(0, round(pending.due - time.time()))
             view = seat_view(o, lang)
             context["q"] = {
                 "round": o.round,
@@ -295,6 +389,7 @@ class SessionApp:
         context["state"] = state
         context["token"] = slot.token
         context["deadline"] = round(session.deadline_s)
+        context["policy"] = session.policy.partition(":")[0]
         return _page("seat.html", code, **context)
 
     def _experimenter(self, headers: Headers) -> bool:
@@ -344,16 +439,6 @@ class SessionApp:
                 ).replace("{label}", quote(slot.label, safe=""))
         return _page("steps.html", code, **context)
 
-    def _start(self, headers: Headers, method: str, form: dict[str, str]) -> Response:
-        if not self._experimenter(headers):
-            return _text("the monitor needs the experimenter link", 403)
-        if method != "POST":
-            return _text("start from the monitor page", 405)
-        if not hmac.compare_digest(form.get("csrf", "").encode(), monitor_csrf(self.session).encode()):
-            return _text("this form is not valid (reload the monitor)", 403)
-        self.session.start()
-        return RedirectResponse("/session", 303)
-
 
 def _quiz_answer(question: QuizQuestion, posted: str) -> str:
     """A quiz answer as given: the text of the choice whose number (from 1) was posted (a form posts the
@@ -382,6 +467,12 @@ def _turn(message: dict[str, Any]) -> tuple[str, str]:
     return "you", "Your answer: " + _shown(message).removeprefix("(your answer: ").removesuffix(")")
 
 
+#: Each game's scores so far by (unit, rounds finished): a seat page used to compute them (a pandas
+#: table of the whole game) on every load; a round's scores do not change once it is recorded.
+_SO_FAR: dict[tuple[str, int], list[dict[str, Any]]] = {}
+_SO_FAR_KEPT = 256
+
+
 def _game(o: Any, player: int, lang: str = "en") -> dict[str, Any]:
     """Which game and round a question belongs to (its title for people), and the player's own score so
     far in it."""
@@ -389,7 +480,14 @@ def _game(o: Any, player: int, lang: str = "en") -> dict[str, Any]:
     own: list[tuple[str, Any]] = []
     if o.progress is not None:
         try:
-            per_seat, _ = scores.so_far([copy.deepcopy(o.progress())], {})
+            progress = o.progress()
+            done = (unit, len(progress.get("rounds") or []))
+            per_seat = _SO_FAR.get(done)
+            if per_seat is None:  # computed once per finished round of a game, not once per page
+                per_seat, _ = scores.so_far([copy.deepcopy(progress)], {})
+                if len(_SO_FAR) >= _SO_FAR_KEPT:
+                    _SO_FAR.clear()
+                _SO_FAR[done] = per_seat
         except RuntimeError:  # the engine is adding a round record right now; the next refresh shows it
             per_seat = []
         own = scores.own(per_seat, unit, player)
@@ -427,6 +525,7 @@ def monitor_route(
     entered for them), every answer with how it came, the links to hand out, and the scores so far per
     seat and per model (the final ``seats.csv`` / ``seat_kinds.csv`` at the end)."""
     specs: dict[str, str] = {}
+    kept: dict[tuple[tuple[str, int], ...], tuple[list[dict[str, Any]], ...]] = {}
 
     def monitor(request: Request) -> Response:
         if session.finished and session.scores:
@@ -434,10 +533,20 @@ def monitor_route(
         else:
             if not specs:
                 specs.update(scores.role_specs(run_dir))
-            per_seat, per_kind = scores.so_far(session.progress(), specs)
+            progress = session.progress()
+            done = tuple((str(r.get("run")), len(r.get("rounds") or [])) for r in progress)
+            if done not in kept:  # once per finished round, not once per load
+                kept.clear()
+                kept[done] = scores.so_far(progress, specs)
+            per_seat, per_kind = kept[done]
         return _page(
             "monitor.html",
             seats=session.status(),
+            paused=session.paused,
+            policy=session.policy,
+            events=session.events,
+            now=time.time(),
+            signature=f"{session.version}|{session.finished}",
             links=links,
             started=session.started,
             finished=session.finished,

@@ -8,9 +8,21 @@ the engine's loop and waits on a future of that loop; the page that receives the
 engine is used exactly as ``gamabench run`` uses it.
 
 What is kept about participants (``session.json`` in the run folder, readable by its owner only): the
-seat tokens and names given by the experimenter, whether each seat joined, and for every answer the
-question's key, when it was shown, when it was answered, how (``typed``, ``deadline``, ``never joined``)
-and how many entries the form refused before it. The answers themselves, with how they came, their
+seat tokens and names given by the experimenter, whether each seat joined or was removed, each seat's
+last typed answer per kind of decision (the ``repeat`` policy enters it), and for every answer the
+question's key, when it was shown, when it was answered, how (``typed``, ``deadline``, ``default``,
+``skipped``, ``repeated``, ``stand-in``, ``never joined``), what triggered it (``deadline``, or the
+experimenter's ``advance``, ``default``, ``remove``) and how many entries the form refused before it; and
+every action the experimenter took on the monitor, with its time (``events``).
+
+Deadlines and control. A question shown to a seat is due ``deadline_s`` after it appears (0: no
+deadline); then the session's deadline policy answers it (:data:`POLICIES`): the game's default action,
+the seat skipped this round, the seat's last answer repeated (the default action when it has none the
+game accepts now) or a model role standing in. The experimenter may, per seat, move it on now (the
+policy), enter the default action, give it more time, or remove it (its open and later questions get the
+policy at once), and pause or resume every clock; so a person who leaves never stalls a table, with or
+without a deadline. Presence is the seat's open live-update streams (:meth:`Session.connected`): a
+closed tab is shown offline within one heartbeat. The answers themselves, with how they came, their
 response time and the refused texts, are in the run store, like every model answer. Nothing else (no
 address, no browser data).
 """
@@ -51,6 +63,39 @@ DEFAULT_DEADLINE_S = 120.0
 MAX_ANSWER_CHARS = 200
 FORGED = "this form is not valid for this question (reload the page)"
 ANSWERED = "this question was already answered (reload the page)"
+#: The deadline policies (``--on-deadline``); ``llm`` / ``llm:<role>`` is a model stand-in.
+POLICIES = ("default", "skip", "repeat", "llm[:ROLE]")
+#: What each policy enters, as its ``how`` (the default action: ``deadline`` at the deadline, ``default``
+#: when the experimenter triggered it).
+_POLICY_HOW = {"skip": "skipped", "repeat": "repeated", "llm": "stand-in"}
+#: Open live-update streams one seat may hold (a few tabs); one more is refused (429).
+STREAMS_PER_SEAT = 3
+#: Open live-update streams of the monitor.
+MONITOR_STREAMS = 4
+#: Seconds one "more time" on the monitor adds to a clock when the session's deadline is 0 (a clock
+#: can still run then: none does today, the constant keeps the rule total).
+EXTEND_S = 60.0
+#: The monitor's actions on one seat, and on the session.
+SEAT_ACTIONS = ("advance", "default", "extend", "remove")
+SESSION_ACTIONS = ("pause", "resume")
+
+
+def check_policy(policy: str, roles: set[str] | None = None) -> str:
+    """``policy`` in its one spelling (``llm`` is ``llm:subject``); ConfigError naming the choices, or a
+    stand-in role the run has no model for."""
+    text = policy.strip().lower()
+    if text in ("default", "skip", "repeat"):
+        return text
+    kind, _, role = policy.strip().partition(":")
+    if kind.lower() in ("llm", "model"):
+        role = role.strip() or "subject"
+        if roles is not None and role not in roles:
+            raise ConfigError(
+                f"--on-deadline {policy}: the run has no model role {role!r}",
+                f"give it with --models {role}=SPEC, or use one of {', '.join(sorted(roles))}",
+            )
+        return f"llm:{role}"
+    raise ConfigError(f"unknown deadline policy {policy!r}", f"use one of {', '.join(POLICIES)}")
 
 
 @dataclass
@@ -64,6 +109,10 @@ class Pending:
     #: the entries the form refused for this question (the game's check), in order
     refused: list[str] = field(default_factory=list)
     timer: asyncio.TimerHandle | None = None
+    #: when the question is due (wall clock; None: no deadline, or the clocks are paused)
+    due: float | None = None
+    #: seconds left when the clocks were paused
+    remaining: float | None = None
     #: set once the answer is in the run store (the page that took it waits for this)
     stored: threading.Event = field(default_factory=threading.Event)
 
@@ -99,6 +148,17 @@ class SeatSlot:
     quiz: list[dict[str, Any]] = field(default_factory=list)
     #: the questionnaire's answers (item number -> value)
     answers: dict[int, int] = field(default_factory=dict)
+    #: the experimenter removed the seat: its questions get the deadline policy at once
+    removed: bool = False
+    #: the seat's last typed answer per kind of decision (``repeat`` enters it)
+    typed: dict[str, str] = field(default_factory=dict)
+    #: live-update streams open now (presence), and when the last one opened or closed
+    streams: int = 0
+    seen: float | None = None
+    #: what the seat's page says happened to its last question when the person did not answer it: the
+    #: catalog keys (``what``, ``why``) and values of :func:`notice_text`; empty: nothing to say
+    notice: dict[str, Any] = field(default_factory=dict)
+    notices: int = 0
 
     @property
     def seat(self) -> tuple[int, int]:
@@ -113,6 +173,8 @@ class SeatSlot:
             "name": self.name,
             "token": self.token,
             "joined": self.joined,
+            "removed": self.removed,
+            "typed": self.typed,
         }
         if self.table != 1 or self.label or self.arrived_at is not None:
             out |= {"table": self.table, "label": self.label, "arrived_at": self.arrived_at}
@@ -123,9 +185,11 @@ class SeatSlot:
 
     @classmethod
     def from_stored(cls, s: dict[str, Any]) -> SeatSlot:
-        """A slot from ``session.json`` (sessions without an experiment hold only the first five keys)."""
+        """A slot from ``session.json`` (sessions without an experiment hold only the first seven keys)."""
         slot = cls(int(s["player"]), str(s["spec"]), str(s["name"]), str(s["token"]), bool(s["joined"]))
         slot.table = int(s.get("table", 1))
+        slot.removed = bool(s.get("removed", False))
+        slot.typed = {str(k): str(v) for k, v in dict(s.get("typed") or {}).items()}
         slot.label = str(s.get("label", ""))
         for name in ("arrived_at", "consent_at", "ready_at", "questionnaire_at", "finished_at"):
             value = s.get(name)
@@ -133,6 +197,27 @@ class SeatSlot:
         slot.quiz = [dict(a) for a in s.get("quiz", [])]
         slot.answers = {int(k): int(v) for k, v in dict(s.get("answers", {})).items()}
         return slot
+
+
+def notice_text(notice: dict[str, Any], t: Callable[..., str]) -> str:
+    """A seat's notice (:attr:`SeatSlot.notice`) in the page's words (``t``: its catalog, bound to its
+    language); "" for none."""
+    if not notice:
+        return ""
+    what = str(notice["what"])
+    answer = str(notice.get("answer", ""))
+    said = t(what, answer=answer, round=notice.get("round", ""))
+    if what == "notice.default" and not answer:
+        said = t("notice.default.none")
+    if "why" not in notice:
+        return said
+    title = str(notice.get("title") or "")
+    where = (
+        t("notice.where.of", round=notice["round"], title=title)
+        if title
+        else t("notice.where", round=notice["round"])
+    )
+    return t("notice.frame", why=t(str(notice["why"])), where=where, what=said)
 
 
 def default_action(observation: Observation) -> str:
@@ -177,13 +262,20 @@ class Session:
     """The web seats of one hosted run (thread-safe: the engine's loop and the server's thread use it)."""
 
     def __init__(
-        self, run_dir: Path, slots: list[SeatSlot], deadline_s: float, started: bool = False, lang: str = "en"
+        self,
+        run_dir: Path,
+        slots: list[SeatSlot],
+        deadline_s: float,
+        started: bool = False,
+        lang: str = "en",
+        policy: str = "default",
     ) -> None:
         self.run_dir = run_dir
         #: the language of the participants' pages (:mod:`llmpsych.i18n`)
         self.lang = language(lang)
         self.slots = {s.seat: s for s in slots}
         self.deadline_s = deadline_s
+        self.policy = check_policy(policy)
         self.started = started
         #: the tables whose game started (all of them once :attr:`started`)
         self.open_tables: set[int] = set()
@@ -204,6 +296,14 @@ class Session:
         self.game_options: dict[str, Any] = {}
         #: set whenever a participant reaches the debrief (the host waits for all before it exits)
         self.progressed = threading.Event()
+        self.paused = False
+        #: the experimenter's actions on the monitor: {"at", "action", "player"?, "seconds"?}
+        self.events: list[dict[str, Any]] = []
+        #: bumped on every change a page shows (live updates send it)
+        self.version = 0
+        #: set when the server stops: the live-update streams end
+        self.closed = False
+        self.monitor_streams = 0
         #: signs the form tokens; kept in session.json, so a form loaded before a restart still works
         self.secret = secrets.token_bytes(32)
         self.timings: list[dict[str, Any]] = []
@@ -227,9 +327,11 @@ class Session:
         experiment: tuple[SessionConfig, dict[str, Any]] | None = None,
         *,
         data_dir: Path | None = None,
+        policy: str = "default",
     ) -> Session:
         """A new session for ``(player, spec, name)`` web seats, each with a fresh token (at every table
-        of the ``experiment``, when one is given), its pages in ``lang``; saved at once."""
+        of the ``experiment``, when one is given), its pages in ``lang``, a question not answered by its
+        deadline answered by ``policy`` (:data:`POLICIES`); saved at once."""
         if not seats:
             raise ConfigError("no web seats: give at least one, e.g. -O seats='[web:Ann, web:Bob, llm]'")
         tables = experiment[0].game.tables if experiment is not None else 1
@@ -238,7 +340,7 @@ class Session:
             for t in range(1, tables + 1)
             for p, spec, name in seats
         ]
-        session = cls(run_dir, slots, deadline_s, lang=lang)
+        session = cls(run_dir, slots, deadline_s, lang=lang, policy=policy)
         if experiment is not None:
             session.experiment, session.experiment_data = experiment
             session.completion_code = experiment[0].code()
@@ -254,8 +356,11 @@ class Session:
             data = parse_json(read_text(path, "session file", MAX_DATA_FILE_BYTES), str(path))
             slots = [SeatSlot.from_stored(s) for s in data["seats"]]
             lang = str(data.get("lang", "en"))  # sessions before pages were translated: English
-            session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]), lang)
+            policy = str(data.get("on_deadline", "default"))  # sessions before policies: the default
+            session = cls(run_dir, slots, float(data["deadline_s"]), bool(data["started"]), lang, policy)
             session.timings = list(data.get("answers", []))
+            session.events = list(data.get("events", []))
+            session.paused = bool(data.get("paused", False))
             session.secret = bytes.fromhex(str(data["secret"]))
             session.open_tables = {int(t) for t in data.get("open_tables", [])}
             session.monitor_token = str(data.get("monitor_token") or session.monitor_token)
@@ -287,9 +392,11 @@ class Session:
         with self._lock:
             data: dict[str, Any] = {
                 "deadline_s": self.deadline_s,
+                "on_deadline": self.policy,
                 "started": self.started,
                 "open_tables": sorted(self.open_tables),
                 "lang": self.lang,
+                "paused": self.paused,
                 "secret": self.secret.hex(),
                 "monitor_token": self.monitor_token,
                 "room_token": self.room_token,
@@ -297,11 +404,13 @@ class Session:
                 "data_dir": str(self.data_dir) if self.data_dir else None,
                 "seats": [s.stored() for s in self.slots.values()],
                 "answers": self.timings,
+                "events": self.events,
             }
             if self.experiment is not None:
                 data["experiment"] = self.experiment_data
                 data["completion_code"] = self.completion_code
                 data["game_options"] = self.game_options
+            self.version += 1
             path = self.run_dir / SESSION_FILE
             tmp = path.with_suffix(".tmp")
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -426,6 +535,8 @@ class Session:
             if refusal is not None:
                 pending.refused.append(answer)  # kept: the decision's row says what was refused
                 return refusal
+            slot.typed[pending.observation.kind] = answer
+            slot.notice = {}
             self._resolve(slot, key, answer, "typed")
         return pending.stored
 
@@ -443,7 +554,9 @@ class Session:
 
     def _release(self, slot: SeatSlot) -> None:
         for key in list(slot.pending):
-            if slot.joined:
+            if slot.removed:
+                self._by_policy(slot, key, "remove")
+            elif slot.joined:
                 self._show(slot, key)
             else:
                 observation = slot.pending[key].observation
@@ -468,10 +581,13 @@ class Session:
             self._track(observation)
             slot.pending[observation.key] = Pending(observation, future, loop)
             if self.table_open(slot.table):
-                if slot.joined:
+                if slot.removed:
+                    self._by_policy(slot, observation.key, "remove")
+                elif slot.joined:
                     self._show(slot, observation.key)
                 else:
                     self._resolve(slot, observation.key, default_action(observation), "never joined")
+            self.version += 1
         return await future
 
     def saved(self, observation: Observation) -> None:
@@ -505,18 +621,202 @@ class Session:
         pending = slot.pending[key]
         pending.shown_at = time.time()
         if self.deadline_s > 0:
+            if self.paused:
+                pending.remaining = self.deadline_s
+            else:
+                self._arm(slot, key, pending, self.deadline_s)
 
-            def arm() -> None:
-                pending.timer = pending.loop.call_later(self.deadline_s, self._expire, slot, key, pending)
+    def _arm(self, slot: SeatSlot, key: str, pending: Pending, seconds: float) -> None:
+        """(Re)start the question's clock: due ``seconds`` from now."""
+        pending.due = time.time() + seconds
+        pending.remaining = None
 
-            pending.loop.call_soon_threadsafe(arm)
+        def arm() -> None:  # on the engine's loop, in the order armed: the newest clock wins
+            if pending.timer is not None:
+                pending.timer.cancel()
+            pending.timer = pending.loop.call_later(seconds, self._expire, slot, key, pending)
+
+        pending.loop.call_soon_threadsafe(arm)
 
     def _expire(self, slot: SeatSlot, key: str, pending: Pending) -> None:
         with self._lock:
-            if slot.pending.get(key) is pending:
-                self._resolve(slot, key, default_action(pending.observation), "deadline")
+            if slot.pending.get(key) is pending and not self.paused:
+                due, now = pending.due, time.time()
+                if due is not None and due > now + 0.05:  # the wall clock lags the loop's: wait the rest
+                    self._arm(slot, key, pending, due - now)
+                    return
+                self._by_policy(slot, key, "deadline")
 
-    def _resolve(self, slot: SeatSlot, key: str, answer: str, how: str) -> None:
+    def _by_policy(self, slot: SeatSlot, key: str, trigger: str) -> None:
+        """Answer the seat's question by the deadline policy; ``trigger``: ``deadline``, or the
+        experimenter's ``advance`` / ``remove``. The seat's page then says what was entered."""
+        o = slot.pending[key].observation
+        fallback = default_action(o)
+        default_how = "deadline" if trigger == "deadline" else "default"
+        kind = self.policy.partition(":")[0]
+        # the page says it in its language (:mod:`llmpsych.web.i18n`, keys ``notice.*``)
+        where = {"why": f"notice.{trigger}", "round": o.round, "title": o.title}
+        if kind == "skip":
+            self._resolve(slot, key, "", "skipped", trigger)
+            slot.notice = {**where, "what": "notice.skipped"}
+        elif kind == "repeat" and (last := slot.typed.get(o.kind)) and _refusal(o, last) is None:
+            self._resolve(slot, key, last, "repeated", trigger)
+            slot.notice = {**where, "what": "notice.repeated", "answer": last}
+        elif kind == "llm":
+            role = self.policy.partition(":")[2]
+            self._resolve(slot, key, fallback, "stand-in", trigger, role=role, otherwise=default_how)
+            slot.notice = {**where, "what": "notice.stand-in"}
+        else:
+            self._resolve(slot, key, fallback, default_how, trigger)
+            slot.notice = {**where, "what": "notice.default", "answer": fallback}
+        slot.notices += 1
+
+    # -- the experimenter's controls (server thread) ----------------------------------------------------
+    def control(self, action: str, seat: tuple[int, int] | None = None) -> str:
+        """Carry out one monitor action (:data:`SEAT_ACTIONS` on the ``(table, player)`` seat,
+        :data:`SESSION_ACTIONS` on every table); what it did, in words (stored as an event when it did
+        something)."""
+        with self._lock:
+            now = time.time()
+            if action in SESSION_ACTIONS:
+                done = self._pause(now) if action == "pause" else self._resume(now)
+                if done:
+                    self._event(now, action)
+                return done or f"the clocks were already {'paused' if action == 'pause' else 'running'}"
+            slot = self.slots.get(seat) if seat is not None else None
+            if slot is None or action not in SEAT_ACTIONS:
+                return "no such seat or action"
+            shown = [k for k, p in slot.pending.items() if p.shown_at is not None]
+            if action == "remove":
+                if slot.removed:
+                    return f"{slot.name}'s seat is already closed"
+                slot.removed = True
+                for key in shown:
+                    self._by_policy(slot, key, "remove")
+                self._event(now, action, slot)
+                return f"{slot.name}'s seat is closed: its questions get the deadline policy from now on"
+            if not shown:
+                return f"{slot.name} has no question open now"
+            if action == "extend":
+                clocked = [
+                    k for k in shown if (p := slot.pending[k]).due is not None or p.remaining is not None
+                ]
+                if not clocked:
+                    return f"{slot.name}'s question has no deadline: there is no time to add"
+                seconds = self.deadline_s if self.deadline_s > 0 else EXTEND_S
+                for key in clocked:
+                    pending = slot.pending[key]
+                    if pending.remaining is not None:
+                        pending.remaining += seconds
+                    else:
+                        left = max(0.0, (pending.due or now) - now)
+                        self._arm(slot, key, pending, left + seconds)
+                self._event(now, action, slot, seconds)
+                return f"{slot.name} has {seconds:.0f} s more"
+            for key in shown:
+                if action == "advance":
+                    self._by_policy(slot, key, "advance")
+                else:
+                    o = slot.pending[key].observation
+                    fallback = default_action(o)
+                    self._resolve(slot, key, fallback, "default", "default")
+                    slot.notice = {"what": "notice.entered", "round": o.round, "answer": fallback}
+                    slot.notices += 1
+            self._event(now, action, slot)
+            return f"{slot.name}: {action} done"
+
+    def _pause(self, now: float) -> str:
+        if self.paused:
+            return ""
+        self.paused = True
+        for slot in self.slots.values():
+            for pending in slot.pending.values():
+                if pending.due is not None:
+                    pending.remaining = max(0.0, pending.due - now)
+                    pending.due = None
+        return "paused: no clock runs until you resume"
+
+    def _resume(self, now: float) -> str:
+        if not self.paused:
+            return ""
+        self.paused = False
+        for slot in self.slots.values():
+            for key, pending in list(slot.pending.items()):
+                if pending.remaining is not None:
+                    self._arm(slot, key, pending, pending.remaining)
+        return "resumed: the clocks run again"
+
+    def _event(
+        self, now: float, action: str, slot: SeatSlot | None = None, seconds: float | None = None
+    ) -> None:
+        event: dict[str, Any] = {"at": now, "action": action}
+        if slot is not None:
+            event["player"] = slot.player
+            if self.tables > 1:
+                event["table"] = slot.table
+        if seconds is not None:
+            event["seconds"] = seconds
+        self.events.append(event)
+        self.save()
+
+    # -- presence and live updates (server thread) ------------------------------------------------------
+    def open_stream(self, slot: SeatSlot | None) -> bool:
+        """Count one more live-update stream of ``slot`` (None: the monitor); False past the cap."""
+        with self._lock:
+            if slot is None:
+                if self.monitor_streams >= MONITOR_STREAMS:
+                    return False
+                self.monitor_streams += 1
+                return True
+            if slot.streams >= STREAMS_PER_SEAT:
+                return False
+            slot.streams += 1
+            slot.seen = time.time()
+            self.version += 1
+            return True
+
+    def close_stream(self, slot: SeatSlot | None) -> None:
+        """One live-update stream of ``slot`` (None: the monitor) ended (the tab closed, or the server)."""
+        with self._lock:
+            if slot is None:
+                self.monitor_streams = max(0, self.monitor_streams - 1)
+                return
+            slot.streams = max(0, slot.streams - 1)
+            slot.seen = time.time()
+            self.version += 1
+
+    def seat_signature(self, slot: SeatSlot) -> str:
+        """What the seat's page shows, in short: it changes exactly when the page should (its state, its
+        question and clock, the lobby's count, a notice), so the page updates without losing a typed
+        answer."""
+        with self._lock:
+            pending = self.current(slot)
+            joined = sum(1 for s in self.slots.values() if s.joined and s.table == slot.table)
+            step = self.step(slot)
+            if step != "game":  # a step around the game (its page waits for nobody: it changes on a form)
+                state = f"step-{step}"
+            elif self.finished:
+                state = "finished"
+            elif not self.table_open(slot.table):
+                state = f"lobby-{joined}"
+            elif pending is None:
+                state = f"waiting-{slot.answered}"  # the next change is its next question (or the end)
+            else:
+                clock = f"due {pending.due:.0f}" if pending.due is not None else f"left {pending.remaining}"
+                state = f"question-{pending.observation.key}-{clock}"
+            return f"{state}|{self.paused}|{slot.removed}|{slot.notices}"
+
+    def _resolve(
+        self,
+        slot: SeatSlot,
+        key: str,
+        answer: str,
+        how: str,
+        trigger: str = "",
+        *,
+        role: str = "",
+        otherwise: str = "deadline",
+    ) -> None:
         pending = slot.pending.pop(key)
         self._storing[key] = pending.stored
         now = time.time()
@@ -533,12 +833,13 @@ class Session:
                 "answered_at": now,
                 "how": how,
                 "refused": len(pending.refused),
+                **({"trigger": trigger} if trigger else {}),
             }
         )
         slot.answered += 1
         slot.hows[how] = slot.hows.get(how, 0) + 1
         self.save()
-        given = WebAnswer(answer, how, seconds, tuple(pending.refused))
+        given = WebAnswer(answer, how, seconds, tuple(pending.refused), role, otherwise)
 
         def settle() -> None:
             if pending.timer is not None:
@@ -547,6 +848,12 @@ class Session:
                 pending.future.set_result(given)
 
         pending.loop.call_soon_threadsafe(settle)
+
+    @property
+    def stand_in(self) -> str | None:
+        """The model role standing in at a deadline (the ``llm:<role>`` policy), else None."""
+        kind, _, role = self.policy.partition(":")
+        return role if kind == "llm" else None
 
     def answer_log(self) -> list[dict[str, Any]]:
         """Every answer of the web seats so far, in order: player, question key, how it came, seconds
@@ -568,6 +875,7 @@ class Session:
                     "player": t.get("player"),
                     "key": t.get("key"),
                     "how": _LEGACY_HOW.get(how, how),
+                    "trigger": t.get("trigger", "deadline" if how == "deadline" else ""),
                     "seconds": seconds,
                     "refused": t.get("refused", "?"),
                 }
@@ -586,6 +894,15 @@ class Session:
                     "name": s.name,
                     "spec": s.spec,
                     "joined": s.joined,
+                    "online": s.streams > 0,
+                    "seen": s.seen,
+                    "removed": s.removed,
+                    "open": any(p.shown_at is not None for p in s.pending.values()),
+                    "due": [
+                        max(0, round(p.due - time.time())) if p.due is not None else None
+                        for p in s.pending.values()
+                        if p.shown_at is not None
+                    ],
                     "answered": s.answered,
                     "answers": answers_text(s.hows),
                     "round": s.last_round,
