@@ -59,6 +59,17 @@ def wider_than_phone(page: Any) -> int:
     return int(page.evaluate("document.documentElement.scrollWidth - window.innerWidth"))
 
 
+def live_page(page: Any, box: str) -> dict[str, Any]:
+    """What a page that waits (the lobby, the waiting page) is made of: whether it shows ``box``, reloads
+    itself on a timer (a meta refresh), listens to the server's live updates; its axe findings."""
+    return {
+        "shown": page.locator(box).count(),
+        "refresh": page.locator("meta[http-equiv=refresh]").count(),
+        "events": page.get_attribute("#live", "data-events") or "",
+        "axe": axe_serious(page),
+    }
+
+
 def next_question(people: list[Any], host: Host, links: dict[int, str]) -> int | None:
     """The first participant whose page shows a question, or None once the game is over (each page is
     loaded again between looks: the waiting page's own refresh is not waited for)."""
@@ -145,6 +156,7 @@ def session(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     typed: dict[str, str] = {}
     refused: dict[str, Any] = {}
     checked: set[tuple[str, str]] = set()
+    calm: dict[str, dict[str, Any]] = {}
     with FaultServer(responder=lambda body: game_answer(body, fenced=True)) as server:
         game_args = ["--game", ",".join(GAMES), "--players", "3", "--rounds", "2"]
         table = host(server, run_dir, *game_args, "-O", "seats=[web:Ann, web:Bob, llm]")
@@ -152,8 +164,9 @@ def session(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
             people = [browser.new_context(viewport=PHONE).new_page() for _ in range(2)]
             for page in people:
                 page.set_default_timeout(PATIENCE_S * 1000)  # bounds, not expectations of speed
-            for i, page in enumerate(people):
-                page.goto(table.links[i])
+            people[0].goto(table.links[0])  # Ann is in the lobby until Bob comes
+            calm["lobby"] = live_page(people[0], "#lobby")
+            people[1].goto(table.links[1])
             while (i := next_question(people, table, table.links)) is not None:
                 page = people[i]
                 key = str(page.get_attribute("input[name=key]", "value"))
@@ -188,6 +201,8 @@ def session(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
                         "axe": axe_serious(page),
                     }
                 typed[key] = answer_by_keyboard(page, kind, key)
+                if "waiting" not in calm and page.locator("#waiting").count() and i == 0:
+                    calm["waiting"] = live_page(page, "#waiting")  # Bob has not answered yet: it stays
             people[0].goto(table.links[0])
             final = {"main": people[0].inner_text("main"), "axe": axe_serious(people[0])}
         finally:
@@ -200,6 +215,7 @@ def session(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
         "refused": refused,
         "stored": stored,
         "final": final,
+        "calm": calm,
         "dir": run_dir,
     }
 
@@ -290,3 +306,14 @@ def test_german_pages(browser: Any, tmp_path: Path) -> None:
             table.close()
     session = json.loads((run_dir / "session.json").read_text())
     assert session["lang"] == "de"
+
+
+def test_the_lobby_and_waiting_pages_update_live_and_pass_axe(session: dict[str, Any]) -> None:
+    """The pages that wait update over the server's live events, not a meta refresh (which axe reports
+    as a critical finding: a page that reloads under a screen reader's user)."""
+    calm = session["calm"]
+    assert set(calm) == {"lobby", "waiting"}, calm
+    for name, page in calm.items():
+        assert page["shown"] == 1 and page["refresh"] == 0, (name, page)
+        assert page["events"].startswith("/play/") and page["events"].endswith("/events"), (name, page)
+        assert page["axe"] == [], (name, page["axe"])
