@@ -270,3 +270,58 @@ def test_with_lang_de_every_step_page_is_german_and_the_experimenters_texts_stay
     assert "Debrief as written." in debrief and "Ihr Abschlusscode" in debrief
     # money as German writes it: 1 point x 0.25 + fee 1.50 = 1,75 EUR
     assert "Teilnahmevergütung: 1,50 EUR" in debrief and 'Gesamt: <strong id="total">1,75 EUR' in debrief
+
+
+def test_monitor_controls_act_on_one_tables_seat_and_its_page_says_so_in_its_language(tmp_path: Path) -> None:
+    """Two tables with a player 0 each: the monitor's form names the table, so moving table 2's player 0
+    on (or removing table 1's) never touches the other table's player 0; each action is kept with its
+    table; the seat's page says what was entered, in German with ``--lang de``."""
+    import asyncio
+
+    from llmpsych.games.observation import Observation
+    from llmpsych.games.seats import WebSeat
+    from llmpsych.web.seat_pages import SessionApp
+    from llmpsych.web.session import notice_text
+
+    (tmp_path / "session.toml").write_text(GOOD, encoding="utf-8")
+    experiment = load_session_config(tmp_path / "session.toml")
+    session = Session.create(tmp_path, [(0, "web", ""), (1, "web", "")], 0.0, "de", experiment)
+    app = SessionApp(session, lambda *a: None, token="t", port=1, hosts={"x"})  # type: ignore[arg-type]
+    for slot in session.slots.values():
+        session.join(slot)  # both tables full: both games start
+    question = Observation(
+        player=0,
+        round=1,
+        kind="number",
+        rules="",
+        history=[],
+        request="?",
+        fields=["number"],
+        sample="guessing-run02:p0",
+        key="guessing-run02:p0:r1:number",
+        strategy=lambda name, rng: 0,
+    )
+
+    async def table_two_moved_on() -> tuple[str, str]:
+        asked = asyncio.ensure_future(session.answer(WebSeat("web"), question))
+        await asyncio.sleep(0)  # one turn of the loop: the question is now open at table 2
+        assert session.current(session.slots[(2, 0)]) is not None
+        assert session.current(session.slots[(1, 0)]) is None
+        app._control({"action": "advance", "table": "1", "player": "0"})  # nothing open there
+        app._control({"action": "remove", "table": "1", "player": "0"})
+        assert not asked.done() and session.slots[(1, 0)].removed and not session.slots[(2, 0)].removed
+        app._control({"action": "advance", "table": "2", "player": "0"})
+        given = await asked
+        return given.how, given.text
+
+    assert asyncio.run(table_two_moved_on()) == ("default", "0")
+    assert [(e["action"], e["table"], e["player"]) for e in session.events] == [
+        ("remove", 1, 0),
+        ("advance", 2, 0),
+    ]
+    said = notice_text(session.slots[(2, 0)].notice, "de")
+    assert said.startswith("Die Versuchsleitung hat das Spiel weitergeführt (Runde 1")
+    assert "Die Standardantwort des Spiels (0) wurde für Sie eingetragen." in said
+    assert notice_text(session.slots[(1, 0)].notice, "de") == ""
+    again = Session.load(tmp_path)  # the removal and the actions survive a restart
+    assert again.slots[(1, 0)].removed and not again.slots[(2, 0)].removed and again.events == session.events

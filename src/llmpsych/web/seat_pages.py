@@ -200,7 +200,7 @@ class SessionApp:
             taken = self.session.submit(slot, form.get("key", ""), form.get("csrf", ""), answer)
             t = PAGES.bound(self.session.lang)
             if taken == ANSWERED:  # too late (the deadline, or the experimenter): the page says what happened
-                notice = notice_text(slot.notice, t)
+                notice = notice_text(slot.notice, self.session.lang)
                 # else answered already (a second tab), or not asked again yet after a restart
                 said = t("late.closed") + " " + notice if notice else t("late.not.open")
                 return self._seat(slot, said + " " + t("late.moved"), 409)
@@ -340,7 +340,7 @@ class SessionApp:
         t = PAGES.bound(lang)
         context.update(game=None, more=0, final=[], lang=lang, t=t)
         context.update(paused=session.paused, removed=slot.removed)
-        context.update(notice=notice_text(slot.notice, t), signature=session.seat_signature(slot))
+        context.update(notice=notice_text(slot.notice, lang), signature=session.seat_signature(slot))
         if session.finished:
             state = "finished"
             context["final"] = [

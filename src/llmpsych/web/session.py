@@ -199,11 +199,14 @@ class SeatSlot:
         return slot
 
 
-def notice_text(notice: dict[str, Any], t: Callable[..., str]) -> str:
-    """A seat's notice (:attr:`SeatSlot.notice`) in the page's words (``t``: its catalog, bound to its
-    language); "" for none."""
+def notice_text(notice: dict[str, Any], lang: str) -> str:
+    """A seat's notice (:attr:`SeatSlot.notice`) in the words of a page in ``lang`` (the game's title
+    for people in that language); "" for none."""
     if not notice:
         return ""
+    from ..games import people_text
+
+    t = PAGES.bound(lang)
     what = str(notice["what"])
     answer = str(notice.get("answer", ""))
     said = t(what, answer=answer, round=notice.get("round", ""))
@@ -211,7 +214,8 @@ def notice_text(notice: dict[str, Any], t: Callable[..., str]) -> str:
         said = t("notice.default.none")
     if "why" not in notice:
         return said
-    title = str(notice.get("title") or "")
+    game = str(notice.get("game") or "")
+    title = people_text.title(game, lang) if game in people_text.GAMES else str(notice.get("title") or "")
     where = (
         t("notice.where.of", round=notice["round"], title=title)
         if title
@@ -655,7 +659,8 @@ class Session:
         default_how = "deadline" if trigger == "deadline" else "default"
         kind = self.policy.partition(":")[0]
         # the page says it in its language (:mod:`llmpsych.web.i18n`, keys ``notice.*``)
-        where = {"why": f"notice.{trigger}", "round": o.round, "title": o.title}
+        game = o.sample.rpartition(":p")[0].rpartition("-run")[0]
+        where = {"why": f"notice.{trigger}", "round": o.round, "title": o.title, "game": game}
         if kind == "skip":
             self._resolve(slot, key, "", "skipped", trigger)
             slot.notice = {**where, "what": "notice.skipped"}
