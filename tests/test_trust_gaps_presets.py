@@ -32,7 +32,7 @@ def _games(server: FaultServer, out: Path) -> subprocess.CompletedProcess[str]:
 
 def _mas(server: FaultServer, out: Path, seed_data: Path) -> subprocess.CompletedProcess[str]:
     return _llmpsych(
-        "mas", "preset", "main", "--systems", "mad", "--tasks", "ciar", "--items", "1",
+        "mas", "preset", "main", "--systems", "mad", "--datasets", "ciar", "--items", "1",
         "--model", "openai-compatible/m", "--base-url", server.base_url, "--data-dir", str(seed_data),
         "--out", str(out),
     )  # fmt: skip
