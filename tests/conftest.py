@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,3 +141,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 from ray_cluster import ray_cluster  # noqa: E402, F401 - one real multi-node Ray cluster per session
+
+
+@pytest.fixture(autouse=True)
+def _no_host_outlives_its_test() -> Iterator[None]:
+    """End every ``gamabench host`` process a test started and left running (a failed assertion between
+    start and stop), so none outlives the test run."""
+    yield
+    hosts = sys.modules.get("web_host")
+    if hosts is not None:
+        for host in hosts.Host.started:
+            host.close()
+        hosts.Host.started.clear()

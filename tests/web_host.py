@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+from typing import ClassVar
 
 #: Upper bound of the host's start-up (its monitor line): generous for a loaded machine.
 STARTUP_S = 240.0
@@ -15,7 +16,12 @@ STARTUP_S = 240.0
 class Host:
     """One ``llmpsych gamabench host`` process, its printed links read as they come."""
 
+    #: Every host a test started: tests/conftest.py ends those still running after each test, so a test
+    #: that fails between start and stop leaves no server behind (it would outlive pytest).
+    started: ClassVar[list[Host]] = []
+
     def __init__(self, args: list[str]) -> None:
+        Host.started.append(self)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1", "COLUMNS": "400"}
         command = [sys.executable, "-m", "llmpsych", "gamabench", "host", *args]
         self.proc = subprocess.Popen(
