@@ -40,7 +40,7 @@ a model call is ``model``; a recorded answer with the web seats' older ``answere
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 if TYPE_CHECKING:
     from .calls import StoredCall
@@ -59,21 +59,9 @@ How = Literal[
     "python",
     "unknown",
 ]
-#: The provenance vocabulary, in this order in tables (``unknown``: an old store that did not record it).
-HOW: tuple[str, ...] = (
-    "typed",
-    "deadline",
-    "default",
-    "skipped",
-    "repeated",
-    "stand-in",
-    "never joined",
-    "bot",
-    "model",
-    "strategy",
-    "python",
-)
 UNKNOWN = "unknown"
+#: The provenance vocabulary, in this order in tables (``unknown``: an old store that did not record it).
+HOW: tuple[str, ...] = tuple(h for h in get_args(How) if h != UNKNOWN)
 SKIPPED = "skipped"
 #: Provenances of an answer a person did not type though their seat was asked (a deadline policy or the
 #: experimenter entered it), and ``never joined``.
