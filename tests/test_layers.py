@@ -195,11 +195,8 @@ def _research_task_names() -> set[str]:
     return {name for name, target in TASKS.targets().items() if _area(target.partition(":")[0]) in RESEARCH}
 
 
-def test_shared_layers_ask_the_task_instead_of_comparing_its_name() -> None:
-    """``task == "psychobench"`` or ``task in ("emotionbench", ...)`` in a shared layer is a benchmark's case
-    handled below it; the shared code asks the task through a hook on ``Task`` instead."""
-    names = _research_task_names()
-    assert {"psychobench", "emotionbench", "gamabench", "reliability"} <= names
+def task_name_comparisons(names: set[str]) -> list[str]:
+    """Each comparison with one of the task ``names`` in a shared layer's module."""
     bad = []
     for module, (path, _) in _modules().items():
         if _area(module) not in SHARED:
@@ -212,6 +209,15 @@ def test_shared_layers_ask_the_task_instead_of_comparing_its_name() -> None:
                 named = [v.value for v in values if isinstance(v, ast.Constant) and v.value in names]
                 if named:
                     bad.append(f"{module} (line {node.lineno}) compares with task name(s) {named}")
+    return bad
+
+
+def test_shared_layers_ask_the_task_instead_of_comparing_its_name() -> None:
+    """``task == "psychobench"`` or ``task in ("emotionbench", ...)`` in a shared layer is a benchmark's case
+    handled below it; the shared code asks the task through a hook on ``Task`` instead."""
+    names = _research_task_names()
+    assert {"psychobench", "emotionbench", "gamabench", "reliability"} <= names
+    bad = task_name_comparisons(names)
     assert not bad, "a shared layer branches on a benchmark's name:\n" + "\n".join(bad)
 
 
