@@ -257,3 +257,29 @@ def test_a_dotted_key_keeps_the_config_files_other_keys(
     result = CliRunner().invoke(app, ["run", str(tmp_path / "game.toml"), "-O", "guessing.ratio=0.5"])
     assert isinstance(result.exception, Planned), result.output or repr(result.exception)
     assert started[0].options["guessing"] == {"max": 50, "ratio": 0.5}
+
+
+def generated_commands(app: typer.Typer) -> list[tuple[str, Any]]:
+    """Every visible command whose task options are generated (run commands, presets, grid, host, ...)."""
+    from llmpsych.clinames import visible_commands
+
+    root = typer.main.get_command(app)
+    return [(path, c) for path, c in visible_commands(root) if isinstance(c, kit.TaskCommand)]
+
+
+def test_every_generated_flag_has_help_and_published_is_one_switch(app: typer.Typer) -> None:
+    """Not only the five run commands: every generated command's flags say what they set (help read off the
+    field), and the published/corrected switch is spelled ``--published/--corrected`` everywhere
+    (``reliability grid`` showed six flags with no help and ``--published/--no-published``)."""
+    commands = generated_commands(app)
+    assert {"reliability grid", "gamabench host", "psychobench validity"} <= {path for path, _ in commands}
+    silent, switches = [], set()
+    for path, command in commands:
+        for f in command.generated():
+            if not f.help.removeprefix("Required.").strip():
+                silent.append(f"{path} {f.flag}")
+        for param in command.params:
+            if param.name == kit.OPTION_PARAM + "published":
+                switches.add((path, tuple(param.opts), tuple(param.secondary_opts)))
+    assert not silent, silent
+    assert {(o, s) for _, o, s in switches} == {(("--published",), ("--corrected",))}, sorted(switches)

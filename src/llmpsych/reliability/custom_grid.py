@@ -38,7 +38,7 @@ from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..psychobench.logprob import weighted_scores
 from ..runs.context import derived_seed
-from ..runs.optionfields import Renamed, new_names
+from ..runs.optionfields import Renamed, new_names, off_switch
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable, require_columns, whole_numbers
 from ..runs.task import Task, WorkUnit
@@ -251,13 +251,26 @@ class CustomGridOptions(BaseModel):
     scale: str | None = Field(default=None, description="the scale's name when a file holds several")
     grid: StoredText = Field(description="the grid file (YAML or JSON)")
     runs: int = Field(default=1, ge=1, le=1000, description="units per configuration")
-    item_order: Literal["random", "original"] = "random"
-    max_attempts: int = Field(default=3, ge=1, le=10)
-    max_tokens: int = Field(default=512, ge=16)
+    item_order: Literal["random", "original"] = Field(
+        default="random", description="random: a new shuffle per attempt; original: the file's order"
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, le=10, description="tries per configuration when answers are missing or invalid"
+    )
+    max_tokens: int = Field(default=512, ge=16, description="maximum tokens per answer")
     eps: float = Field(default=EPS, gt=0, description="DBSCAN radius on the 2-D map, in score units")
-    min_pts: int = Field(default=MIN_PTS, ge=1)
-    test: Literal["f-test", "welch", "student"] = "f-test"
-    published: bool = False
+    min_pts: int = Field(default=MIN_PTS, ge=1, description="DBSCAN minPts, self included (outliers)")
+    test: Literal["f-test", "welch", "student"] = Field(
+        default="f-test",
+        description="t-test of the factor levels: f-test (the authors' F-test chooses Student or Welch), "
+        "welch, student",
+    )
+    published: bool = Field(
+        default=False,
+        description="published: the original code's test details (population SDs + 1e-8); corrected (the "
+        "default): see docs/statistics.md, 'Published or corrected'",
+        json_schema_extra=off_switch("corrected"),
+    )
 
     @model_validator(mode="before")
     @classmethod
