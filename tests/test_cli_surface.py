@@ -8,8 +8,11 @@ method in eleven ways. An old spelling still works for one release, hidden, with
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,8 @@ from llmpsych.clinames import (
     RETIRED_COMMANDS,
     RETIRED_FLAGS,
     RETIRED_FLAGS_OF,
+    TABLE_END,
+    TABLE_START,
     command_table,
     documented_table,
     visible_commands,
@@ -224,3 +229,79 @@ def test_emotionbench_compare_out_named_a_markdown_file(tmp_path: Path, seed_dat
     assert old.exit_code == 0, old.output
     assert (tmp_path / "table.md").read_text().startswith("# EmotionBench comparison")
     assert notices(old)[0].startswith("note: `--out FILE.md` is now `--out FOLDER")
+
+
+# -- the docs show the spellings the CLI shows ------------------------------------------------------------
+#: Words of a sentence that names an old spelling on purpose ("formerly `score-logs`, still accepted").
+OLD_CONTEXT = re.compile(r"\b(old|older|formerly|still|is now|retired)\b", re.IGNORECASE)
+
+
+def documented_commands(text: str) -> Iterator[tuple[int, str, str]]:
+    """Each ``llmpsych ...`` command line of a Markdown page (in a code block, or an inline code span that
+    may wrap), as (line, command, the text around it)."""
+    for block in re.finditer(r"```[^\n]*\n(.*?)```", text, re.S):
+        first = text.count("\n", 0, block.start()) + 2
+        for k, line in enumerate(block.group(1).replace("\\\n", " ").splitlines()):
+            line = line.strip().removeprefix("$ ")
+            if line.startswith("llmpsych "):
+                yield first + k, line, ""
+    prose = re.sub(r"```.*?```", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    for span in re.finditer(r"`(llmpsych [^`]+)`", prose):
+        around = prose[max(0, span.start() - 150) : span.end() + 150]
+        yield prose.count("\n", 0, span.start()) + 1, " ".join(span.group(1).split()), around
+
+
+def stale_spellings(root: Any, command: str, around: str) -> list[str]:
+    """What a documented command line says that ``--help`` does not show: a hidden (old) command, a flag
+    its command does not have, or an old flag kept hidden (unless the sentence says it is old)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return []
+    command_obj, path = root, []
+    for word in words[1:]:
+        subs = getattr(command_obj, "commands", None)
+        if not subs or word not in subs:
+            break
+        command_obj = subs[word]
+        path.append(word)
+        if command_obj.hidden and not OLD_CONTEXT.search(around):
+            return [f"`llmpsych {' '.join(path)}` is an old spelling"]
+    flags = {
+        flag: param
+        for param in command_obj.params
+        if param.param_type_name == "option"
+        for flag in [*param.opts, *param.secondary_opts]
+    }
+    found = []
+    for word in words[1 + len(path) :]:
+        if word == "--":
+            break
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--") or flag == "--help":
+            continue
+        if flag not in flags:
+            found.append(f"`llmpsych {' '.join(path)}` has no {flag}")
+        elif flags[flag].hidden and not OLD_CONTEXT.search(around):
+            found.append(f"{flag} is an old spelling on `llmpsych {' '.join(path)}`")
+    return found
+
+
+def test_the_docs_use_the_spellings_the_cli_shows(root: Any) -> None:
+    """Every ``llmpsych`` command line in README.md and docs/ uses commands and flags ``--help`` shows
+    (docs/scales.md told readers to run ``emotionbench run --situations FILE``, refused since the flag is
+    ``--situations-file``); an old spelling appears only in a sentence that says it is old."""
+    assert stale_spellings(root, "llmpsych emotionbench run --situations s.json", "") == [
+        "`llmpsych emotionbench run` has no --situations"
+    ]
+    assert stale_spellings(root, "llmpsych report RUN", "") == ["`llmpsych report` is an old spelling"]
+    assert stale_spellings(root, "llmpsych report RUN", "its old name") == []
+    found = []
+    for page in sorted([*ROOT.glob("docs/*.md"), ROOT / "README.md"]):
+        text = page.read_text(encoding="utf-8")
+        if TABLE_START in text:  # the generated table lists the old spellings on purpose
+            start, end = text.index(TABLE_START), text.index(TABLE_END)
+            text = text[:start] + "\n" * text[start:end].count("\n") + text[end:]
+        for line, command, around in documented_commands(text):
+            found += [f"{page.relative_to(ROOT)}:{line}: {s}" for s in stale_spellings(root, command, around)]
+    assert not found, "\n".join(found)
