@@ -42,6 +42,7 @@ OTHER_SPELLINGS: dict[str, set[str]] = {
     "the scale(s)": {"--scales"},
     "the output folder": {"--dest"},
     "the scoring method": {"--scoring", "--mode", "--logprobs"},
+    "a scale file": {"--file"},
 }
 
 
@@ -305,3 +306,20 @@ def test_the_docs_use_the_spellings_the_cli_shows(root: Any) -> None:
         for line, command, around in documented_commands(text):
             found += [f"{page.relative_to(ROOT)}:{line}: {s}" for s in stale_spellings(root, command, around)]
     assert not found, "\n".join(found)
+
+
+def test_scales_show_takes_the_scale_file_as_scale_file(tmp_path: Path) -> None:
+    """A scale file is ``--scale-file`` on every command that reads one (``scales show`` alone said
+    ``--file``); ``--file`` still works for one release, with one line naming the new spelling."""
+    from test_instruments_native import EXAMPLE
+
+    path = tmp_path / "scale.yaml"
+    path.write_text(EXAMPLE, encoding="utf-8")
+    new = invoke("scales", "show", "SUNNY2", "--scale-file", path)
+    old = invoke("scales", "show", "SUNNY2", "--file", path)
+    assert new.exit_code == old.exit_code == 0, new.output
+    assert new.stdout == old.stdout and "Sunshine" not in new.stdout and "Weather mood" in new.stdout
+    assert notices(new) == []
+    assert notices(old) == [
+        "note: `--file` is now `--scale-file` (the old spelling goes in the next release)"
+    ]

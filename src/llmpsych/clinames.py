@@ -30,6 +30,7 @@ CONCEPTS: dict[str, str] = {
     "the scale(s)": "--scale",
     "the output folder": "--out",
     "the scoring method": "--method",
+    "a scale file": "--scale-file",
 }
 
 #: Old flag spellings: no visible flag may use one; where a command had one, it still works there, hidden.
@@ -48,6 +49,8 @@ RETIRED_FLAGS_OF: dict[str, dict[str, str]] = {
     "reliability compare": {"--method": "--test"},
     # a subset of the preset's datasets (the option is ``dataset``; ``--task`` names a benchmark)
     "mas preset": {"--tasks": "--datasets"},
+    # a scale file is --scale-file on every command that reads one
+    "scales show": {"--file": "--scale-file"},
     # the option the flag sets is ``game_players`` (0: no game)
     "quickstart": {"--game-seats": "--game-players", "--no-game": "--game-players 0", "--game": ""},
 }

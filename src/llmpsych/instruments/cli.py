@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from .. import clikit as kit
+from ..clinames import renamed, retired_option
 from ..errors import DataError, LlmpsychError, terminal_text
 from ..report.terminal import InertConsole
 
@@ -112,14 +113,16 @@ def show_scale(
     data_dir: DataDirOpt = None,
     dataset: DatasetOpt = None,
     no_corrections: NoCorrectionsOpt = False,
-    file: Annotated[
-        Path | None, typer.Option("--file", help="Read the scale from this scale file instead.")
+    scale_file: Annotated[
+        Path | None, typer.Option("--scale-file", help="Read the scale from this scale file instead.")
     ] = None,
     items: Annotated[bool, typer.Option("--items", help="Also print the item texts from the data.")] = False,
+    old_file: Annotated[Path | None, retired_option("--file", "--scale-file")] = None,
 ) -> None:
     """Everything llmpsych knows about one scale."""
     from .native import load_scale_file
 
+    file = renamed(scale_file, old_file, default=None, names=("--scale-file", "--file"))
     if file is not None:
         candidates = {s.name: s for s in load_scale_file(file, corrections=not no_corrections)}
     else:
