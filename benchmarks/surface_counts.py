@@ -62,6 +62,9 @@ CONCEPT_SPELLINGS: dict[str, tuple[str, ...]] = {
     "the scale(s)": ("--scale", "--scales"),
     "the output folder": ("--out", "--dest", "--output", "--output-dir", "--out-dir"),
     "the scoring method": ("--method", "--scoring", "--mode", "--logprobs"),
+    # beyond the issue's four: a concept a reader meets on several commands
+    "a scale file": ("--scale-file", "--file"),
+    "the game(s)": ("--game", "--games"),
 }
 #: The verbs that re-score released data, as they were spelled (issue 29).
 RESCORE_VERBS = {"rescore", "score-released", "score-logs", "score-results"}
@@ -315,6 +318,9 @@ def probe() -> dict[str, Any]:
     root = typer.main.get_command(cli.app)
 
     commands: list[dict[str, Any]] = []
+    generated = getattr(kit, "TaskCommand", None)
+    silent: list[str] = []
+    switches: set[str] = set()
 
     def walk(group: Any, path: str, hidden: bool) -> None:
         for name, command in group.commands.items():
@@ -323,6 +329,11 @@ def probe() -> dict[str, Any]:
             runs_alone = bool(getattr(command, "invoke_without_command", False))
             callback = inspect.unwrap(command.callback) if command.callback else None
             params = [p for p in command.params if p.param_type_name == "option"]
+            if generated is not None and isinstance(command, generated) and not hide:
+                silent.extend(f"{where} {f.flag}" for f in command.generated() if not f.help.strip())
+            for p in params:
+                if "--published" in p.opts and not hide:
+                    switches.add("/".join([*p.opts, *p.secondary_opts]))
             commands.append(
                 {
                     "path": where,
@@ -405,7 +416,14 @@ def probe() -> dict[str, Any]:
             if kind_of in (dict, list)
             else f"{kind_of.__module__}.{kind_of.__qualname__}"
         )
-    return {"commands": commands, "tasks": tasks, "dash_o": dash_o, "registries": registries}
+    return {
+        "commands": commands,
+        "tasks": tasks,
+        "dash_o": dash_o,
+        "registries": registries,
+        "silent": silent if generated is not None else None,
+        "switches": sorted(switches),
+    }
 
 
 def probed(root: Path) -> dict[str, Any]:
@@ -451,6 +469,9 @@ def cli_counts(seen: dict[str, Any]) -> dict[str, Any]:
         where = sorted(f"{c['path']} {f}" for c in visible for f in c["flags"] if f in spellings)
         out[f"spell:{concept}"] = (len(used), where)
     out["dash_o"] = (seen["dash_o"], [])
+    silent = seen["silent"]
+    out["silent_flags"] = ("no generated commands" if silent is None else len(silent), silent or [])
+    out["published_switches"] = (len(seen["switches"]), seen["switches"])
     styles = seen["registries"]
     out["registry_styles"] = (len(set(styles.values())), [f"{k}: {v}" for k, v in styles.items()])
     return out
@@ -476,6 +497,8 @@ ROWS: list[tuple[str, str]] = [
     ("defaults_twice", "defaults written twice (hand option = its task option's default)"),
     ("renaming_flags", "visible flags that rename the option they set"),
     ("dash_o", "`gamabench run -O guessing.ratio=0.5`"),
+    ("silent_flags", "generated flags without help"),
+    ("published_switches", "spellings of the published/corrected switch"),
     ("reanalyse_verbs", "top-level re-analyse verbs in `--help` (analyze/report)"),
     ("rescore_visible", "re-score verbs in `--help` (rescore, score-*)"),
     ("rescore_hidden", "hidden re-score aliases (each function once)"),
@@ -484,6 +507,8 @@ ROWS: list[tuple[str, str]] = [
     ("spell:the scale(s)", "visible spellings: the scale(s)"),
     ("spell:the output folder", "visible spellings: the output folder"),
     ("spell:the scoring method", "visible spellings: the scoring method"),
+    ("spell:a scale file", "visible spellings: a scale file"),
+    ("spell:the game(s)", "visible spellings: the game(s)"),
     ("shared_importers", "shared-layer modules importing a research package or web"),
     ("task_name_branches", "shared-layer comparisons with a task's name"),
     ("import_loops", "import loops between files (strongly connected sets)"),
