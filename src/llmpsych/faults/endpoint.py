@@ -54,8 +54,8 @@ from ..runs.runner import MANIFEST_FILE, analyze_run, new_run_dir
 from ..runs.store import STORE_FILE, RunStore, run_lock
 from ..web.security import _split_host, host_allowed, host_names, new_token
 from ..web.server import bind, is_loopback, server_config, url_host
-from .plan import FaultPlan, parse_plan
-from .session import FaultSession, Reply, UnitResult
+from .plan import ORIGINAL_HEADER, FaultPlan, parse_plan
+from .session import FaultSession, Reply, UnitResult, header_problem
 
 #: The task name of an endpoint's run (:class:`llmpsych.faults.task.FaultsTask`).
 TASK = "faults"
@@ -106,11 +106,12 @@ def _json_body(raw: bytes) -> dict[str, Any] | str:
     return body
 
 
-def completion(reply: Reply, result: UnitResult) -> dict[str, Any]:
-    """The chat-completions body of a reply."""
+def completion(reply: Reply, result: UnitResult, original: bool = False) -> dict[str, Any]:
+    """The chat-completions body of a reply; with ``original`` (the request's ``X-Llmpsych-Original: 1``)
+    also ``"llmpsych": {"original": <the model's own text>}``, beside the delivered message."""
     message = reply.message
     finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
-    return {
+    body = {
         "id": f"chatcmpl-llmpsych-{result.call}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -118,6 +119,9 @@ def completion(reply: Reply, result: UnitResult) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage(reply),
     }
+    if original and reply.original is not None:
+        body["llmpsych"] = {"original": reply.original}
+    return body
 
 
 def _usage(reply: Reply) -> dict[str, int]:
@@ -193,6 +197,8 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
         if isinstance(body, str):
             return _error(400, body)
         headers = {k.lower(): v for k, v in request.headers.items()}
+        if (problem := header_problem(headers)) is not None:
+            return _error(400, problem)
         reply, result = await session.handle(body, headers)
         if reply.status in (500, 502):
             return _error(
@@ -217,7 +223,7 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
                     yield piece
 
             return StreamingResponse(events(), media_type="text/event-stream")
-        return JSONResponse(completion(reply, result))
+        return JSONResponse(completion(reply, result, headers.get(ORIGINAL_HEADER) == "1"))
 
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),

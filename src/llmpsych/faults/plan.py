@@ -11,6 +11,13 @@ How a request is matched to an agent (the first rule that fits, in the plan's or
 * ``calls``: the request is one of these calls, numbered 1, 2, ... in the order the endpoint received them.
 
 A request no rule fits is forwarded unchanged and recorded as agent :data:`UNMATCHED`.
+
+A program that knows llmpsych may say more about a request in headers (llmpsych's own runner of its six
+systems, :mod:`llmpsych.faults.inhouse`, does; a framework that sends none of them is served as before):
+:data:`UNIT_HEADER` and :data:`MESSAGE_HEADER` name the work unit and the message index the reply will
+have (a plan with ``seed_from = "message"`` draws AutoInject from them, as ``mas run`` does),
+:data:`PROFILE_HEADER` the agent's profile template and its values (AutoTransform rewrites the template,
+as ``mas run`` does), and :data:`ORIGINAL_HEADER` asks for the model's own text beside the delivered one.
 """
 
 from __future__ import annotations
@@ -29,6 +36,15 @@ from ..userfiles import parse_json, parse_toml, read_text
 UNMATCHED = "(unmatched)"
 #: The header a framework may set to name the agent (``header`` rules).
 AGENT_HEADER = "x-llmpsych-agent"
+#: The work unit a request belongs to (``mas run``'s unit id: the task item), at most 200 characters.
+UNIT_HEADER = "x-llmpsych-unit"
+#: The index the reply will have among the unit's messages (0, 1, ...), when it is sent as a message.
+MESSAGE_HEADER = "x-llmpsych-message"
+#: The agent's profile as a template and its values: base64 of the JSON ``{"template": ..., "values":
+#: {...}}`` (used only when the filled-in template is the request's system message).
+PROFILE_HEADER = "x-llmpsych-profile"
+#: ``1``: the reply carries the model's own text beside the delivered one (``llmpsych.original``).
+ORIGINAL_HEADER = "x-llmpsych-original"
 #: The characters of a system message a ``system`` pattern is searched in.
 SYSTEM_SEARCHED = 20_000
 #: The longest ``system`` pattern accepted.
@@ -185,6 +201,12 @@ class FaultPlan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = Field(default=0, ge=0, lt=2**63)
+    seed_from: Literal["turn", "message"] = Field(
+        default="turn",
+        description="what AutoInject's draws come from: the agent's turn (any framework), or the unit and "
+        "message index a request names in its x-llmpsych-unit and x-llmpsych-message headers (the draws of "
+        "mas run on the same seed; a request without them falls back to its turn)",
+    )
     task: str = Field(
         default="", max_length=20_000, description="what the team is asked (the Inspector sees it)"
     )

@@ -11,12 +11,18 @@ delivered text. A resumed endpoint (the same run folder) answers a request it ha
 same agent and turn from the store, so a re-run of a deterministic program repeats no model call.
 
 All randomness comes from the plan's seed, the agent, the turn and the attempt (never from arrival
-times), so the same program against the same plan gets the same faults.
+times), so the same program against the same plan gets the same faults. A plan with ``seed_from =
+"message"`` draws AutoInject for a request that names its unit and message index (the headers of
+:mod:`.plan`) from the seed, that unit and that index instead: the draw ``mas run`` makes for that message
+(:meth:`llmpsych.runs.context.UnitContext.rng`), so llmpsych's own systems run through the endpoint get
+the faults ``mas run`` gives them on the same seed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import difflib
 import hashlib
 import json
@@ -33,16 +39,35 @@ from ..collab.defences import Challenger, Inspector
 from ..collab.inject import AutoInject
 from ..collab.runtime import Agent, Message, Route, Runtime
 from ..collab.taxonomy import NOT_CODE, classify
-from ..collab.transform import AutoTransform
+from ..collab.transform import AutoTransform, fill
 from ..errors import LlmpsychError
 from ..models.canonical import canonical_json
+from ..models.chat_context import ChatRequest
 from ..models.client import ModelClient, RequestFailed
 from ..models.retry import FatalRequestError, RetriesExhausted, RetryableError, call_with_retries
-from ..models.types import GenerationParams, MalformedReply, clean_text, reply_text, token_count
+from ..models.types import (
+    ChatResult,
+    GenerationParams,
+    MalformedReply,
+    clean_text,
+    reply_text,
+    token_count,
+)
+from ..models.types import Message as ChatMessage
 from ..runs.context import UnitContext, derived_seed
 from ..runs.group_commit import GroupCommit
 from ..runs.store import RunStore, fail_unit_statements, finish_unit_statements, start_unit_statements
-from .plan import AGENT_HEADER, SYSTEM_SEARCHED, TRANSPORT, UNMATCHED, Fault, FaultPlan
+from .plan import (
+    AGENT_HEADER,
+    MESSAGE_HEADER,
+    PROFILE_HEADER,
+    SYSTEM_SEARCHED,
+    TRANSPORT,
+    UNIT_HEADER,
+    UNMATCHED,
+    Fault,
+    FaultPlan,
+)
 
 #: The reply of a ``refusal`` fault (our words).
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -52,6 +77,9 @@ MALFORMED_BODY = (
 )
 #: The most characters of a reply kept and delivered (a larger upstream reply is cut and says so).
 MAX_REPLY_CHARS = 1_000_000
+#: The longest unit name (:data:`~.plan.UNIT_HEADER`) and profile header (:data:`~.plan.PROFILE_HEADER`).
+MAX_UNIT_CHARS = 200
+MAX_PROFILE_HEADER = 1 << 20
 
 
 class Change(BaseModel):
@@ -95,6 +123,7 @@ class Reply:
     fault: str | None = None  # "timeout" or "malformed": not a message
     delay_s: float = 0.0
     error: str = ""
+    original: str | None = None  # the model's own text (what the forwarded request was answered)
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -116,6 +145,87 @@ def request_digest(body: dict[str, Any]) -> str:
     """What identifies a request for retry detection (everything but ``stream``)."""
     text = canonical_json({k: v for k, v in body.items() if k not in ("stream", "stream_options")})
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def message_labels(headers: dict[str, str]) -> tuple[str, int] | None | str:
+    """(unit, message index) a request names in its headers, None when it names none, or why they are
+    refused (a string)."""
+    unit, index = headers.get(UNIT_HEADER), headers.get(MESSAGE_HEADER)
+    if unit is None and index is None:
+        return None
+    if unit is None or index is None:
+        return f"{UNIT_HEADER} and {MESSAGE_HEADER} go together: give both or neither"
+    if not unit or len(unit) > MAX_UNIT_CHARS:
+        return f"{UNIT_HEADER} must hold 1 to {MAX_UNIT_CHARS} characters"
+    if not index.isdigit() or len(index) > 9:
+        return f"{MESSAGE_HEADER} must be a whole number from 0"
+    return unit, int(index)
+
+
+def profile_template(headers: dict[str, str], profile: str) -> tuple[str, dict[str, str]] | None | str:
+    """(template, values) of the request's profile from :data:`~.plan.PROFILE_HEADER`, None without the
+    header or when the template filled with the values is not the request's system message (then the
+    profile as sent is the one transformed), or why the header is refused."""
+    raw = headers.get(PROFILE_HEADER)
+    if raw is None:
+        return None
+    why = f"{PROFILE_HEADER} must be base64 of a JSON object with a template and string values"
+    if len(raw) > MAX_PROFILE_HEADER:
+        return f"{PROFILE_HEADER} is over {MAX_PROFILE_HEADER} characters"
+    try:
+        data = json.loads(base64.b64decode(raw, validate=True))
+    except (binascii.Error, ValueError, RecursionError):
+        return why
+    template = data.get("template") if isinstance(data, dict) else None
+    values = data.get("values", {}) if isinstance(data, dict) else None
+    if (
+        not isinstance(template, str)
+        or not isinstance(values, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items())
+    ):
+        return why
+    return (template, values) if fill(template, values) == profile else None
+
+
+def header_problem(headers: dict[str, str]) -> str | None:
+    """Why the llmpsych headers of a request are refused (HTTP 400), or None."""
+    for found in (message_labels(headers), profile_template(headers, "")):
+        if isinstance(found, str):
+            return found
+    return None
+
+
+class DrawsOf:
+    """A unit context whose draws are another unit's (``mas run``'s unit named by a request): the calls
+    are still recorded in the endpoint's own unit."""
+
+    def __init__(self, ctx: UnitContext, unit: str) -> None:
+        self._ctx = ctx
+        self._unit = unit
+
+    @property
+    def unit_id(self) -> str:
+        return self._ctx.unit_id
+
+    @property
+    def clients(self) -> dict[str, ModelClient]:
+        return self._ctx.clients
+
+    def rng(self, *labels: Any) -> random.Random:
+        """The generator ``UnitContext.rng`` gives unit ``unit`` of a run with this seed."""
+        return random.Random(derived_seed(self._ctx.seed, self._unit, *labels))
+
+    async def chat(
+        self,
+        messages: list[ChatMessage],
+        params: GenerationParams | None = None,
+        role: str = "subject",
+        sample: int | str = 0,
+    ) -> ChatResult:
+        return await self._ctx.chat(messages, params, role, sample)
+
+    async def chat_all(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        return await self._ctx.chat_all(requests)
 
 
 def drawn(seed: int, agent: str, turn: int, attempt: int, kind: str, rate: float) -> bool:
@@ -200,7 +310,7 @@ class FaultSession:
         )
         ctx = UnitContext(unit_id, self.store, self.clients, self.seed, GenerationParams(), self.commits)
         try:
-            reply = await self._answer(agent, turn, attempt, body, ctx, result)
+            reply = await self._answer(agent, turn, attempt, body, headers, ctx, result)
         except RequestFailed as exc:
             result.status, result.error = 502, str(exc)
             await self.commits.write(fail_unit_statements(unit_id, str(exc)))
@@ -218,14 +328,29 @@ class FaultSession:
         return reply, result
 
     async def _answer(
-        self, agent: str, turn: int, attempt: int, body: dict[str, Any], ctx: UnitContext, result: UnitResult
+        self,
+        agent: str,
+        turn: int,
+        attempt: int,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        ctx: UnitContext,
+        result: UnitResult,
     ) -> Reply:
         faults = [f for f in self.plan.faults_of(agent) if f.turns is None or turn in f.turns]
         defences = {d.kind for d in self.plan.defences_of(agent)}
         params = GenerationParams()
         kind = next((f.content for f in faults if f.kind == "autoinject"), "code")
+        labels = message_labels(headers) if self.plan.seed_from == "message" else None
+        # mas run's draws for the message the request names (checked by the endpoint: never a string here)
+        named = labels if isinstance(labels, tuple) else None
         runtime = Runtime(
-            ctx, Route.of("endpoint"), [], params, kind=kind, task_description=self.plan.task or "(not given)"
+            ctx if named is None else DrawsOf(ctx, named[0]),
+            Route.of("endpoint"),
+            [],
+            params,
+            kind=kind,
+            task_description=self.plan.task or "(not given)",
         )
         forward = json.loads(json.dumps(body))  # a copy the changes below may edit
         messages: list[dict[str, Any]] = forward["messages"]
@@ -234,7 +359,10 @@ class FaultSession:
         runtime.agents[agent] = actor
         # -- changes to the request: the agent's profile, then what it receives
         if any(f.kind == "autotransform" for f in faults) and profile:
-            rewritten, note = await self._transformed(agent, profile, runtime)
+            template = profile_template(headers, profile)
+            rewritten, note = await self._transformed(
+                agent, profile, runtime, template if isinstance(template, tuple) else None
+            )
             if rewritten != profile:
                 set_system_text(messages, rewritten)
                 actor.profile = rewritten
@@ -268,9 +396,13 @@ class FaultSession:
         )
         text = message_text(reply.message)
         if transport is not None:
-            return self._transport_fault(transport, reply, text, result)
+            out = self._transport_fault(transport, reply, text, result)
+            out.original = text
+            return out
+        reply.original = text
         inject = next((f for f in faults if f.kind == "autoinject"), None)
-        message = Message(turn, agent, ["(framework)"], text, turn)
+        index = turn if named is None else named[1]
+        message = Message(index, agent, ["(framework)"], text, turn)
         if inject is not None and text.strip():
             hook = AutoInject(agent, inject.rate, inject.share, inject.error_type, inject.unit_mode)
             message = await hook.on_message(message, runtime)
@@ -296,6 +428,9 @@ class FaultSession:
                             "units": record.get("n_units"),
                             "chosen": record.get("chosen"),
                             "diff": record.get("diff"),
+                            "drawn_from": f"turn {turn}"
+                            if named is None
+                            else f"message {named[1]} of unit {named[0]}",
                         },
                     )
                 )
@@ -344,13 +479,23 @@ class FaultSession:
         )
         return out
 
-    async def _transformed(self, agent: str, profile: str, runtime: Runtime) -> tuple[str, dict[str, Any]]:
-        """AutoTransform's rewrite of ``profile``, made once per agent and profile (later turns reuse it)."""
-        key = (agent, hashlib.sha256(profile.encode("utf-8", "surrogatepass")).hexdigest())
+    async def _transformed(
+        self,
+        agent: str,
+        profile: str,
+        runtime: Runtime,
+        template: tuple[str, dict[str, str]] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """AutoTransform's rewrite of ``profile``, made once per agent and profile (later turns reuse it).
+        With ``template`` (the profile as a template and its values, :func:`profile_template`), the
+        template is rewritten and filled in, as ``mas run`` does."""
+        named = canonical_json([profile, template])
+        key = (agent, hashlib.sha256(named.encode("utf-8", "surrogatepass")).hexdigest())
         lock = self._profile_locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key not in self._profiles:
-                actor = Agent(agent, profile, notes={"template": profile, "values": {}})
+                shape, values = template or (profile, {})
+                actor = Agent(agent, profile, notes={"template": shape, "values": values})
                 await AutoTransform(agent).on_agent(actor, runtime)
                 note = dict(actor.notes.get("transformed", {}))
                 note.pop("original", None)

@@ -1,0 +1,147 @@
+"""llmpsych's six systems run as a study's system behind the fault endpoint equal ``mas run`` on the same
+seed, under AutoInject at a message rate and a line share below 1 and under AutoTransform.
+
+For each system the study (its command ``python -m llmpsych.faults.inhouse``, the endpoint in front, the
+``humaneval`` scorer) and ``mas run`` run the same HumanEval item against two scripted loopback model
+servers. Equal are: the item's score; which of the faulty agent's messages were corrupted and which of
+their lines, as ``mas run``'s injection records give them; and every request body the model received,
+counted (so the faulty agent remembered its own text, as ``mas run``'s sender does, and the others
+received the corrupted one). The plan names the faulty agent by llmpsych's agent header.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from llmpsych.collab.datasets import load_items
+from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
+from llmpsych.collab.runtime import digest
+from llmpsych.collab.systems import system_class
+from llmpsych.faults.plan import parse_plan
+from llmpsych.faults.study import Study, StudyPlan, load_tasks, make_scorer, run_study
+from llmpsych.faults.truth import requests_of, truth_frame
+from llmpsych.runs import parse_run_config, read_run, start_run
+from llmpsych.testing.fault_server import FaultServer
+
+SYSTEMS = ["metagpt", "selfcollab", "camel", "spp", "mad", "agentverse"]
+#: AutoInject: a message rate and a line share below 1, so the draws decide which messages and lines.
+RATE, SHARE = 0.5, 0.5
+#: The seed of both paths (the plan's; ``mas run``'s run seed).
+SEED = 0
+ITEM = 2  # the third HumanEval item: a solution of several lines, so a share of them can be drawn
+
+
+@pytest.fixture(scope="module")
+def humaneval(seed_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, str]]:
+    """A tasks file with one HumanEval row (written from the data folder at run time), its id, and the
+    scripted model's solutions."""
+    item = load_items("humaneval50", seed_data)[ITEM]
+    path = tmp_path_factory.mktemp("tasks") / "humaneval.jsonl"
+    path.write_text(json.dumps({"task_id": item.item_id, **item.reference}) + "\n")
+    solutions = {item.reference["prompt"]: item.reference["prompt"] + item.reference["canonical_solution"]}
+    return path, item.item_id, solutions
+
+
+def _mas_run(server: FaultServer, seed_data: Path, out: Path, item: str, **options: Any) -> dict[str, Any]:
+    config = parse_run_config(
+        {
+            "task": "mas",
+            "model": "openai-compatible/scripted",
+            "base_url": server.base_url,
+            "cache": False,
+            "seed": SEED,
+            "data_dir": str(seed_data),
+            "options": {"dataset": "humaneval50", "item_ids": [item], **options},
+        }
+    )
+    (unit,) = read_run(start_run(config, out, False).run_dir).units
+    assert unit.result is not None
+    return unit.result
+
+
+def _study(
+    server: FaultServer, seed_data: Path, tasks: Path, out: Path, system: str, plan: dict[str, Any]
+) -> pd.Series:
+    study = Study(
+        system=[sys.executable, "-m", "llmpsych.faults.inhouse", "--system", system],
+        plans=[StudyPlan("plan", parse_plan(plan, "plan"))],
+        tasks=load_tasks(tasks),
+        scorer=make_scorer("humaneval", data_dir=seed_data),
+        runs=1,
+        out=out,
+        upstream="openai-compatible/scripted",
+        base_url=server.base_url,
+        timeout=120,
+    )
+    run_study(study)
+    (cell,) = pd.read_csv(out / "cells.csv").itertuples()
+    assert cell.status == "ok", cell
+    return pd.Series(cell._asdict())
+
+
+def _injections(result: dict[str, Any]) -> list[tuple[str, list[int], str, str]]:
+    """(sender, chosen lines, diff, digest of the text as written) of each message ``mas run``
+    corrupted, in order."""
+    out = []
+    for message in result["transcript"]:
+        record = message["meta"].get("injection")
+        if record and record.get("edits"):
+            out.append((message["sender"], record["chosen"], record["diff"], message["reply_sha"]))
+    return out
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+def test_autoinject_through_the_endpoint_equals_mas_run(
+    system: str,
+    humaneval: tuple[Path, str, dict[str, str]],
+    seed_data: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tasks, item, solutions = humaneval
+    monkeypatch.setenv("LLMPSYCH_DATA_DIR", str(seed_data))
+    faulty = system_class(system).default_faulty
+    plan = {
+        "seed": SEED,
+        "seed_from": "message",
+        "agents": [{"name": faulty, "header": faulty}],
+        "faults": [{"agent": faulty, "kind": "autoinject", "rate": RATE, "share": SHARE}],
+    }
+    with (
+        FaultServer(responder=ScriptedCollaborator(solutions)) as mas_server,
+        FaultServer(responder=ScriptedCollaborator(solutions)) as study_server,
+    ):
+        mas = _mas_run(
+            mas_server,
+            seed_data,
+            tmp_path / "mas",
+            item,
+            system=system,
+            fault="autoinject",
+            p_m=RATE,
+            p_e=SHARE,
+        )
+        cell = _study(study_server, seed_data, tasks, tmp_path / "study", system, plan)
+        mas_hits, study_hits = Counter(mas_server.hits), Counter(study_server.hits)
+    record = read_run(tmp_path / "study" / cell.endpoint_run)
+    truth = truth_frame(record)
+    got = [
+        (r.agent, c.detail["chosen"], c.detail["diff"], digest(c.original))
+        for r in requests_of(record)
+        for c in r.changes
+    ]
+    expected = _injections(mas)
+    assert expected, f"{system}: the seed gives mas run no corrupted message to compare"
+    assert got == expected
+    assert list(truth.agent) == [e[0] for e in expected] and set(truth.kind) == {"autoinject"}
+    assert all(INJECTED in text for text in truth.injected)
+    assert cell.score == mas["score"]
+    # every request the model received, counted: the agents' (with what each remembers), the injector's
+    assert study_hits == mas_hits
