@@ -67,11 +67,11 @@ def _mas_run(server: FaultServer, seed_data: Path, out: Path, item: str, **optio
 
 
 def _study(
-    server: FaultServer, seed_data: Path, tasks: Path, out: Path, system: str, plan: dict[str, Any]
-) -> pd.Series:
+    server: FaultServer, seed_data: Path, tasks: Path, out: Path, system: str, plans: dict[str, Any]
+) -> dict[str, Any]:
     study = Study(
         system=[sys.executable, "-m", "llmpsych.faults.inhouse", "--system", system],
-        plans=[StudyPlan("plan", parse_plan(plan, "plan"))],
+        plans=[StudyPlan(name, parse_plan(plan, name)) for name, plan in plans.items()],
         tasks=load_tasks(tasks),
         scorer=make_scorer("humaneval", data_dir=seed_data),
         runs=1,
@@ -79,11 +79,12 @@ def _study(
         upstream="openai-compatible/scripted",
         base_url=server.base_url,
         timeout=120,
+        workers=2,
     )
     run_study(study)
-    (cell,) = pd.read_csv(out / "cells.csv").itertuples()
-    assert cell.status == "ok", cell
-    return pd.Series(cell._asdict())
+    cells = pd.read_csv(out / "cells.csv")
+    assert (cells.status == "ok").all(), cells
+    return {cell.plan: cell for cell in cells.itertuples()}
 
 
 def _injections(result: dict[str, Any]) -> list[tuple[str, list[int], str, str]]:
@@ -98,7 +99,7 @@ def _injections(result: dict[str, Any]) -> list[tuple[str, list[int], str, str]]
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
-def test_autoinject_through_the_endpoint_equals_mas_run(
+def test_faults_through_the_endpoint_equal_mas_run(
     system: str,
     humaneval: tuple[Path, str, dict[str, str]],
     seed_data: Path,
@@ -108,40 +109,45 @@ def test_autoinject_through_the_endpoint_equals_mas_run(
     tasks, item, solutions = humaneval
     monkeypatch.setenv("LLMPSYCH_DATA_DIR", str(seed_data))
     faulty = system_class(system).default_faulty
-    plan = {
-        "seed": SEED,
-        "seed_from": "message",
-        "agents": [{"name": faulty, "header": faulty}],
-        "faults": [{"agent": faulty, "kind": "autoinject", "rate": RATE, "share": SHARE}],
+    agents = [{"name": faulty, "header": faulty}]
+    inject = {"agent": faulty, "kind": "autoinject", "rate": RATE, "share": SHARE}
+    plans = {
+        "inject": {"seed": SEED, "seed_from": "message", "agents": agents, "faults": [inject]},
+        "transform": {"seed": SEED, "agents": agents, "faults": [{"agent": faulty, "kind": "autotransform"}]},
+    }
+    conditions = {
+        "inject": {"fault": "autoinject", "p_m": RATE, "p_e": SHARE},
+        "transform": {"fault": "autotransform"},
     }
     with (
         FaultServer(responder=ScriptedCollaborator(solutions)) as mas_server,
         FaultServer(responder=ScriptedCollaborator(solutions)) as study_server,
     ):
-        mas = _mas_run(
-            mas_server,
-            seed_data,
-            tmp_path / "mas",
-            item,
-            system=system,
-            fault="autoinject",
-            p_m=RATE,
-            p_e=SHARE,
-        )
-        cell = _study(study_server, seed_data, tasks, tmp_path / "study", system, plan)
+        mas = {
+            name: _mas_run(mas_server, seed_data, tmp_path / f"mas-{name}", item, system=system, **options)
+            for name, options in conditions.items()
+        }
+        cells = _study(study_server, seed_data, tasks, tmp_path / "study", system, plans)
         mas_hits, study_hits = Counter(mas_server.hits), Counter(study_server.hits)
-    record = read_run(tmp_path / "study" / cell.endpoint_run)
-    truth = truth_frame(record)
+    # every request the model received, counted: the agents' (with what each remembers: its own text),
+    # the injector's and the transformer's
+    assert study_hits == mas_hits
+    assert {name: cell.score for name, cell in cells.items()} == {name: r["score"] for name, r in mas.items()}
+    # AutoInject: the same messages corrupted, the same lines, the same injected text
+    record = read_run(tmp_path / "study" / cells["inject"].endpoint_run)
     got = [
         (r.agent, c.detail["chosen"], c.detail["diff"], digest(c.original))
         for r in requests_of(record)
         for c in r.changes
     ]
-    expected = _injections(mas)
+    expected = _injections(mas["inject"])
     assert expected, f"{system}: the seed gives mas run no corrupted message to compare"
     assert got == expected
+    truth = truth_frame(record)
     assert list(truth.agent) == [e[0] for e in expected] and set(truth.kind) == {"autoinject"}
     assert all(INJECTED in text for text in truth.injected)
-    assert cell.score == mas["score"]
-    # every request the model received, counted: the agents' (with what each remembers), the injector's
-    assert study_hits == mas_hits
+    # AutoTransform: the faulty agent's profile rewritten as mas run rewrote it, on each of its requests
+    record = read_run(tmp_path / "study" / cells["transform"].endpoint_run)
+    truth = truth_frame(record)
+    assert set(truth.kind) == {"autotransform"} and set(truth.agent) == {faulty}
+    assert {digest(text) for text in truth.injected} == {mas["transform"]["profile_sha"][faulty]}
