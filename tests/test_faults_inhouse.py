@@ -21,8 +21,9 @@ import pandas as pd
 import pytest
 
 from llmpsych.collab.datasets import load_items
-from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
+from llmpsych.collab.inject import diff
 from llmpsych.collab.runtime import digest
+from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
 from llmpsych.collab.systems import system_class
 from llmpsych.faults.plan import parse_plan
 from llmpsych.faults.study import Study, StudyPlan, load_tasks, make_scorer, run_study
@@ -35,6 +36,8 @@ SYSTEMS = ["metagpt", "selfcollab", "camel", "spp", "mad", "agentverse"]
 RATE, SHARE = 0.5, 0.5
 #: The seed of both paths (the plan's; ``mas run``'s run seed).
 SEED = 0
+#: The systems whose every reply is a message (the Inspector's equality needs it; see the docs).
+INSPECTED = ("camel", "spp")
 ITEM = 2  # the third HumanEval item: a solution of several lines, so a share of them can be drawn
 
 
@@ -115,17 +118,26 @@ def test_faults_through_the_endpoint_equal_mas_run(
         "inject": {"seed": SEED, "seed_from": "message", "agents": agents, "faults": [inject]},
         "transform": {"seed": SEED, "agents": agents, "faults": [{"agent": faulty, "kind": "autotransform"}]},
     }
+    if system in INSPECTED:  # the Inspector on every agent, after AutoInject, as mas run places it
+        names = [a.name for a in system_class(system)("code").agents("")]
+        plans["inspect"] = {
+            **plans["inject"],
+            "agents": [{"name": n, "header": n} for n in names],
+            "defences": [{"agent": n, "kind": "inspector"} for n in names],
+        }
     conditions = {
         "inject": {"fault": "autoinject", "p_m": RATE, "p_e": SHARE},
         "transform": {"fault": "autotransform"},
+        "inspect": {"fault": "autoinject", "p_m": RATE, "p_e": SHARE, "defence": ["inspector"]},
     }
     with (
-        FaultServer(responder=ScriptedCollaborator(solutions)) as mas_server,
-        FaultServer(responder=ScriptedCollaborator(solutions)) as study_server,
+        FaultServer(responder=ScriptedCollaborator(solutions, inspector_repairs=True)) as mas_server,
+        FaultServer(responder=ScriptedCollaborator(solutions, inspector_repairs=True)) as study_server,
     ):
         mas = {
             name: _mas_run(mas_server, seed_data, tmp_path / f"mas-{name}", item, system=system, **options)
             for name, options in conditions.items()
+            if name in plans
         }
         cells = _study(study_server, seed_data, tasks, tmp_path / "study", system, plans)
         mas_hits, study_hits = Counter(mas_server.hits), Counter(study_server.hits)
@@ -151,3 +163,19 @@ def test_faults_through_the_endpoint_equal_mas_run(
     truth = truth_frame(record)
     assert set(truth.kind) == {"autotransform"} and set(truth.agent) == {faulty}
     assert {digest(text) for text in truth.injected} == {mas["transform"]["profile_sha"][faulty]}
+    if system not in INSPECTED:
+        return
+    # the Inspector: the same messages repaired, with the same revisions, seen in the same order
+    record = read_run(tmp_path / "study" / cells["inspect"].endpoint_run)
+    repaired = [
+        (r.agent, c.original, c.injected)
+        for r in requests_of(record)
+        for c in r.changes
+        if c.kind == "inspector"
+    ]
+    expected_repairs = [
+        (m["sender"], m["meta"]["inspector"]["diff"])
+        for m in mas["inspect"]["transcript"]
+        if m["meta"].get("inspector", {}).get("decision") == "unsafe"
+    ]
+    assert expected_repairs and [(a, diff(o, i)) for a, o, i in repaired] == expected_repairs

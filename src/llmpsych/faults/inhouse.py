@@ -39,7 +39,14 @@ from ..models.types import Message as ChatMessage
 from ..runs.context import derived_seed
 from ..runs.params import merge_params
 from ..runs.task import WorkUnit
-from .plan import AGENT_HEADER, MESSAGE_HEADER, ORIGINAL_HEADER, PROFILE_HEADER, UNIT_HEADER
+from .plan import (
+    AGENT_HEADER,
+    MESSAGE_HEADER,
+    ORIGINAL_HEADER,
+    PROFILE_HEADER,
+    TASK_HEADER,
+    UNIT_HEADER,
+)
 
 #: The largest profile header sent (the endpoint's request head is capped at 16 KiB); a larger one is
 #: left out, so the endpoint transforms the filled-in profile instead (said on standard error).
@@ -148,6 +155,9 @@ class EndpointRuntime(Runtime):
             MESSAGE_HEADER: str(len(self.transcript)),  # every system sends a reply right after asking
             ORIGINAL_HEADER: "1",
         }
+        task = base64.b64encode(self.task_description.encode()).decode()
+        if len(task) <= MAX_PROFILE_HEADER:
+            headers[TASK_HEADER] = task
         if (profile := profile_header(agent)) is not None:
             headers[PROFILE_HEADER] = profile
         elif "template" in agent.notes and agent.name not in self._oversized:

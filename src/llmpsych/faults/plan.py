@@ -17,7 +17,9 @@ systems, :mod:`llmpsych.faults.inhouse`, does; a framework that sends none of th
 :data:`UNIT_HEADER` and :data:`MESSAGE_HEADER` name the work unit and the message index the reply will
 have (a plan with ``seed_from = "message"`` draws AutoInject from them, as ``mas run`` does),
 :data:`PROFILE_HEADER` the agent's profile template and its values (AutoTransform rewrites the template,
-as ``mas run`` does), and :data:`ORIGINAL_HEADER` asks for the model's own text beside the delivered one.
+as ``mas run`` does), :data:`TASK_HEADER` the task (the Inspector's), and :data:`ORIGINAL_HEADER` asks
+for the model's own text beside the delivered one. Under ``seed_from = "message"`` the Inspectors of the
+requests naming one unit are one Inspector with one memory, as ``mas run`` has one per item.
 """
 
 from __future__ import annotations
@@ -43,6 +45,8 @@ MESSAGE_HEADER = "x-llmpsych-message"
 #: The agent's profile as a template and its values: base64 of the JSON ``{"template": ..., "values":
 #: {...}}`` (used only when the filled-in template is the request's system message).
 PROFILE_HEADER = "x-llmpsych-profile"
+#: The task the team is asked: base64 of its UTF-8 text (the Inspector's task, as ``mas run`` gives it).
+TASK_HEADER = "x-llmpsych-task"
 #: ``1``: the reply carries the model's own text beside the delivered one (``llmpsych.original``).
 ORIGINAL_HEADER = "x-llmpsych-original"
 #: The characters of a system message a ``system`` pattern is searched in.

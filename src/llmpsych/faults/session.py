@@ -62,6 +62,7 @@ from .plan import (
     MESSAGE_HEADER,
     PROFILE_HEADER,
     SYSTEM_SEARCHED,
+    TASK_HEADER,
     TRANSPORT,
     UNIT_HEADER,
     UNMATCHED,
@@ -187,11 +188,24 @@ def profile_template(headers: dict[str, str], profile: str) -> tuple[str, dict[s
     return (template, values) if fill(template, values) == profile else None
 
 
+def request_task(headers: dict[str, str]) -> str | None:
+    """The task a request names in :data:`~.plan.TASK_HEADER` (None without it, or when unreadable)."""
+    raw = headers.get(TASK_HEADER)
+    if raw is None or len(raw) > MAX_PROFILE_HEADER:
+        return None
+    try:
+        return base64.b64decode(raw, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
 def header_problem(headers: dict[str, str]) -> str | None:
     """Why the llmpsych headers of a request are refused (HTTP 400), or None."""
     for found in (message_labels(headers), profile_template(headers, "")):
         if isinstance(found, str):
             return found
+    if TASK_HEADER in headers and request_task(headers) is None:
+        return f"{TASK_HEADER} must be base64 of UTF-8 text, at most {MAX_PROFILE_HEADER} characters"
     return None
 
 
@@ -350,7 +364,9 @@ class FaultSession:
             [],
             params,
             kind=kind,
-            task_description=self.plan.task or "(not given)",
+            task_description=(request_task(headers) if named is not None else None)
+            or self.plan.task
+            or "(not given)",
         )
         forward = json.loads(json.dumps(body))  # a copy the changes below may edit
         messages: list[dict[str, Any]] = forward["messages"]
@@ -435,7 +451,8 @@ class FaultSession:
                     )
                 )
         if "inspector" in defences and message.content.strip():
-            inspector = self._inspectors.setdefault(agent, Inspector())
+            # one Inspector per agent, or per unit (all agents') for requests naming their unit
+            inspector = self._inspectors.setdefault(agent if named is None else f"\0{named[0]}", Inspector())
             before = message.content
             message = await inspector.on_message(message, runtime)
             if message.content != before:
