@@ -1,12 +1,15 @@
 """llmpsych's six systems run as a study's system behind the fault endpoint equal ``mas run`` on the same
-seed, under AutoInject at a message rate and a line share below 1 and under AutoTransform.
+seed: under AutoInject at a message rate and a line share below 1 with the Inspector on every agent, and
+under AutoTransform (issue 32, item 4).
 
 For each system the study (its command ``python -m llmpsych.faults.inhouse``, the endpoint in front, the
 ``humaneval`` scorer) and ``mas run`` run the same HumanEval item against two scripted loopback model
 servers. Equal are: the item's score; which of the faulty agent's messages were corrupted and which of
-their lines, as ``mas run``'s injection records give them; and every request body the model received,
-counted (so the faulty agent remembered its own text, as ``mas run``'s sender does, and the others
-received the corrupted one). The plan names the faulty agent by llmpsych's agent header.
+their lines, and which messages the Inspector repaired, as ``mas run``'s records give them; the rewritten
+profile; and every request body the model received, counted (so each agent remembered its own text, as
+``mas run``'s sender does, while the others received the corrupted or repaired one, and a reply a system
+keeps to itself was neither corrupted nor inspected). The endpoint's own headers are refused when
+malformed, and a framework that sends none of them is served as before.
 """
 
 from __future__ import annotations
@@ -36,8 +39,6 @@ SYSTEMS = ["metagpt", "selfcollab", "camel", "spp", "mad", "agentverse"]
 RATE, SHARE = 0.5, 0.5
 #: The seed of both paths (the plan's; ``mas run``'s run seed).
 SEED = 0
-#: The systems whose every reply is a message (the Inspector's equality needs it; see the docs).
-INSPECTED = ("camel", "spp")
 ITEM = 2  # the third HumanEval item: a solution of several lines, so a share of them can be drawn
 
 
@@ -112,23 +113,22 @@ def test_faults_through_the_endpoint_equal_mas_run(
     tasks, item, solutions = humaneval
     monkeypatch.setenv("LLMPSYCH_DATA_DIR", str(seed_data))
     faulty = system_class(system).default_faulty
-    agents = [{"name": faulty, "header": faulty}]
-    inject = {"agent": faulty, "kind": "autoinject", "rate": RATE, "share": SHARE}
+    names = [a.name for a in system_class(system)("code").agents("")]
+    every = [{"name": n, "header": n} for n in names]
     plans = {
-        "inject": {"seed": SEED, "seed_from": "message", "agents": agents, "faults": [inject]},
-        "transform": {"seed": SEED, "agents": agents, "faults": [{"agent": faulty, "kind": "autotransform"}]},
-    }
-    if system in INSPECTED:  # the Inspector on every agent, after AutoInject, as mas run places it
-        names = [a.name for a in system_class(system)("code").agents("")]
-        plans["inspect"] = {
-            **plans["inject"],
-            "agents": [{"name": n, "header": n} for n in names],
+        # AutoInject on the faulty agent, the Inspector on every agent (mas run inspects every message)
+        "inject": {
+            "seed": SEED,
+            "seed_from": "message",
+            "agents": every,
+            "faults": [{"agent": faulty, "kind": "autoinject", "rate": RATE, "share": SHARE}],
             "defences": [{"agent": n, "kind": "inspector"} for n in names],
-        }
+        },
+        "transform": {"seed": SEED, "agents": every, "faults": [{"agent": faulty, "kind": "autotransform"}]},
+    }
     conditions = {
-        "inject": {"fault": "autoinject", "p_m": RATE, "p_e": SHARE},
+        "inject": {"fault": "autoinject", "p_m": RATE, "p_e": SHARE, "defence": ["inspector"]},
         "transform": {"fault": "autotransform"},
-        "inspect": {"fault": "autoinject", "p_m": RATE, "p_e": SHARE, "defence": ["inspector"]},
     }
     with (
         FaultServer(responder=ScriptedCollaborator(solutions, inspector_repairs=True)) as mas_server,
@@ -137,45 +137,35 @@ def test_faults_through_the_endpoint_equal_mas_run(
         mas = {
             name: _mas_run(mas_server, seed_data, tmp_path / f"mas-{name}", item, system=system, **options)
             for name, options in conditions.items()
-            if name in plans
         }
         cells = _study(study_server, seed_data, tasks, tmp_path / "study", system, plans)
         mas_hits, study_hits = Counter(mas_server.hits), Counter(study_server.hits)
-    # every request the model received, counted: the agents' (with what each remembers: its own text),
-    # the injector's and the transformer's
+    # every request the model received, counted: the agents' (each remembering its own text, the others
+    # receiving the corrupted or repaired one), the injector's, the Inspector's, the transformer's
     assert study_hits == mas_hits
     assert {name: cell.score for name, cell in cells.items()} == {name: r["score"] for name, r in mas.items()}
     # AutoInject: the same messages corrupted, the same lines, the same injected text
     record = read_run(tmp_path / "study" / cells["inject"].endpoint_run)
-    got = [
-        (r.agent, c.detail["chosen"], c.detail["diff"], digest(c.original))
-        for r in requests_of(record)
-        for c in r.changes
+    changes = [(r.agent, c) for r in requests_of(record) for c in r.changes]
+    injected = [
+        (a, c.detail["chosen"], c.detail["diff"], digest(c.original))
+        for a, c in changes
+        if c.kind == "autoinject"
     ]
     expected = _injections(mas["inject"])
     assert expected, f"{system}: the seed gives mas run no corrupted message to compare"
-    assert got == expected
+    assert injected == expected
     truth = truth_frame(record)
-    assert list(truth.agent) == [e[0] for e in expected] and set(truth.kind) == {"autoinject"}
-    assert all(INJECTED in text for text in truth.injected)
-    # AutoTransform: the faulty agent's profile rewritten as mas run rewrote it, on each of its requests
-    record = read_run(tmp_path / "study" / cells["transform"].endpoint_run)
-    truth = truth_frame(record)
-    assert set(truth.kind) == {"autotransform"} and set(truth.agent) == {faulty}
-    assert {digest(text) for text in truth.injected} == {mas["transform"]["profile_sha"][faulty]}
-    if system not in INSPECTED:
-        return
-    # the Inspector: the same messages repaired, with the same revisions, seen in the same order
-    record = read_run(tmp_path / "study" / cells["inspect"].endpoint_run)
-    repaired = [
-        (r.agent, c.original, c.injected)
-        for r in requests_of(record)
-        for c in r.changes
-        if c.kind == "inspector"
-    ]
-    expected_repairs = [
+    assert all(INJECTED in text for text in truth[truth.kind == "autoinject"].injected)
+    # the Inspector: the same messages repaired, with the same revisions
+    repaired = [(a, diff(c.original, c.injected)) for a, c in changes if c.kind == "inspector"]
+    assert repaired == [
         (m["sender"], m["meta"]["inspector"]["diff"])
-        for m in mas["inspect"]["transcript"]
+        for m in mas["inject"]["transcript"]
         if m["meta"].get("inspector", {}).get("decision") == "unsafe"
     ]
-    assert expected_repairs and [(a, diff(o, i)) for a, o, i in repaired] == expected_repairs
+    assert len(repaired) == len(expected)  # every corrupted message was repaired (the scripted Inspector)
+    # AutoTransform: the faulty agent's profile rewritten as mas run rewrote it, on each of its requests
+    truth = truth_frame(read_run(tmp_path / "study" / cells["transform"].endpoint_run))
+    assert set(truth.kind) == {"autotransform"} and set(truth.agent) == {faulty}
+    assert {digest(text) for text in truth.injected} == {mas["transform"]["profile_sha"][faulty]}

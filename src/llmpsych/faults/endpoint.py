@@ -54,7 +54,7 @@ from ..runs.runner import MANIFEST_FILE, analyze_run, new_run_dir
 from ..runs.store import STORE_FILE, RunStore, run_lock
 from ..web.security import _split_host, host_allowed, host_names, new_token
 from ..web.server import bind, is_loopback, server_config, url_host
-from .plan import ORIGINAL_HEADER, FaultPlan, parse_plan
+from .plan import FaultPlan, parse_plan
 from .session import FaultSession, Reply, UnitResult, header_problem
 
 #: The task name of an endpoint's run (:class:`llmpsych.faults.task.FaultsTask`).
@@ -106,9 +106,9 @@ def _json_body(raw: bytes) -> dict[str, Any] | str:
     return body
 
 
-def completion(reply: Reply, result: UnitResult, original: bool = False) -> dict[str, Any]:
-    """The chat-completions body of a reply; with ``original`` (the request's ``X-Llmpsych-Original: 1``)
-    also ``"llmpsych": {"original": <the model's own text>}``, beside the delivered message."""
+def completion(reply: Reply, result: UnitResult) -> dict[str, Any]:
+    """The chat-completions body of a reply (a held one also says ``"llmpsych": {"call": <its number>}``,
+    the number its delivery names)."""
     message = reply.message
     finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
     body = {
@@ -119,8 +119,8 @@ def completion(reply: Reply, result: UnitResult, original: bool = False) -> dict
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage(reply),
     }
-    if original and reply.original is not None:
-        body["llmpsych"] = {"original": reply.original}
+    if reply.held_call is not None:
+        body["llmpsych"] = {"call": reply.held_call}
     return body
 
 
@@ -200,6 +200,8 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
         if (problem := header_problem(headers)) is not None:
             return _error(400, problem)
         reply, result = await session.handle(body, headers)
+        if reply.status == 400:
+            return _error(400, reply.error)
         if reply.status in (500, 502):
             return _error(
                 reply.status, reply.error, "upstream_error" if reply.status == 502 else "server_error"
@@ -223,7 +225,7 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
                     yield piece
 
             return StreamingResponse(events(), media_type="text/event-stream")
-        return JSONResponse(completion(reply, result, headers.get(ORIGINAL_HEADER) == "1"))
+        return JSONResponse(completion(reply, result))
 
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),

@@ -8,12 +8,16 @@ defence: the endpoint in front of it applies the plan) with its model at ``OPENA
 result. The study then scores that result with its scorer (``humaneval`` judges it as ``mas run`` does).
 
 Each agent's request carries llmpsych's headers (:mod:`llmpsych.faults.plan`): the agent's name
-(``X-Llmpsych-Agent``), the unit (the item id, ``mas run``'s unit id) and the index its reply will have
-among the item's messages, the agent's profile template and values, and a request for the model's own
-text. The agent keeps that own text in its memory (as ``mas run``'s sender keeps what it wrote), and the
-text the endpoint delivered goes to the other agents. So under a plan with ``seed_from = "message"`` the
-endpoint draws AutoInject's messages and lines as ``mas run`` draws them on the same seed, AutoTransform
-rewrites the same template, and the item runs as ``mas run`` runs it (see ``docs/faults-anywhere.md``).
+(``X-Llmpsych-Agent``), the unit (the item id, ``mas run``'s unit id), the task, the agent's profile
+template and values, and ``X-Llmpsych-Hold``: the endpoint answers with the model's own text, which the
+agent keeps in its memory (as ``mas run``'s sender keeps what it wrote). When the system sends that reply
+as a message, the runner delivers it through the endpoint (the same request again, with
+``X-Llmpsych-Deliver`` and the message's index): the endpoint applies AutoInject and the Inspector to it
+then, and the other agents receive what it answers. A reply the system keeps to itself (an accepting
+review, a judge's verdict) is never delivered, so never changed, as in ``mas run``. Under a plan with
+``seed_from = "message"`` the endpoint draws AutoInject as ``mas run`` draws it on the same seed,
+AutoTransform rewrites the same template, and the item runs as ``mas run`` runs it (see
+``docs/faults-anywhere.md``).
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ from ..runs.params import merge_params
 from ..runs.task import WorkUnit
 from .plan import (
     AGENT_HEADER,
+    DELIVER_HEADER,
+    HOLD_HEADER,
     MESSAGE_HEADER,
-    ORIGINAL_HEADER,
     PROFILE_HEADER,
     TASK_HEADER,
     UNIT_HEADER,
@@ -54,8 +59,8 @@ MAX_PROFILE_HEADER = 8192
 
 
 class EndpointContext:
-    """The context of one item run against a fault endpoint: each request goes with the unit's headers
-    (and those its caller adds) and comes back with the model's own text beside the delivered one."""
+    """The context of one item run against a fault endpoint: each request goes with the unit's header
+    (and those its caller adds)."""
 
     def __init__(
         self, unit_id: str, clients: dict[str, ModelClient], seed: int, run_params: GenerationParams
@@ -94,8 +99,8 @@ class EndpointContext:
         params: GenerationParams | None,
         role: str,
         headers: dict[str, str],
-    ) -> tuple[ChatResult, str]:
-        """(the delivered reply, the model's own text): the body ``mas run`` would send, sent with the
+    ) -> tuple[ChatResult, int | None]:
+        """(the reply, the call number of a held reply): the body ``mas run`` would send, sent with the
         unit's header and ``headers``, retried by the client's policy."""
         try:
             client = self._clients[role]
@@ -108,15 +113,15 @@ class EndpointContext:
         payload = client.encode(client.body(messages, params)).encode("utf-8")
         sent = {UNIT_HEADER: self._unit_id, **headers}
 
-        async def attempt() -> tuple[ChatResult, str]:
+        async def attempt() -> tuple[ChatResult, int | None]:
             data = await backend.send_encoded(payload, sent)
             try:
                 result = ChatResult.from_response(data)
             except MalformedReply as exc:
                 raise RetryableError(f"malformed response: {exc}") from None
             extra = data.get("llmpsych")
-            original = extra.get("original") if isinstance(extra, dict) else None
-            return result, original if isinstance(original, str) else result.text
+            call = extra.get("call") if isinstance(extra, dict) else None
+            return result, call if isinstance(call, int) and not isinstance(call, bool) else None
 
         try:
             answer, _ = await call_with_retries(attempt, client.policy)
@@ -136,13 +141,22 @@ def profile_header(agent: Agent) -> str | None:
 
 
 class EndpointRuntime(Runtime):
-    """The runtime of an item behind a fault endpoint: an agent's request names the message its reply
-    will become; the agent remembers its own text, the others receive the delivered one."""
+    """The runtime of an item behind a fault endpoint: an agent's reply is held at the endpoint, the
+    agent remembers it as the model wrote it, and a reply sent as a message is delivered through the
+    endpoint, the others receiving what it answers."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._pending: dict[str, tuple[str, str]] = {}  # agent -> (its own text, the delivered text)
+        # agent -> (its own text, the request, the held call's number)
+        self._pending: dict[str, tuple[str, list[ChatMessage], int | None]] = {}
         self._oversized: set[str] = set()  # agents whose profile header was too large to send
+
+    def _headers(self, agent: Agent) -> dict[str, str]:
+        headers = {AGENT_HEADER: agent.name}
+        task = base64.b64encode(self.task_description.encode()).decode()
+        if len(task) <= MAX_PROFILE_HEADER:
+            headers[TASK_HEADER] = task
+        return headers
 
     async def ask(self, agent: Agent, prompt: str, remember: bool = True) -> str:
         if not isinstance(self.ctx, EndpointContext):
@@ -150,14 +164,7 @@ class EndpointRuntime(Runtime):
         messages = [{"role": "system", "content": agent.profile}, *agent.history]
         messages.append({"role": "user", "content": prompt})
         self.llm_calls += 1
-        headers = {
-            AGENT_HEADER: agent.name,
-            MESSAGE_HEADER: str(len(self.transcript)),  # every system sends a reply right after asking
-            ORIGINAL_HEADER: "1",
-        }
-        task = base64.b64encode(self.task_description.encode()).decode()
-        if len(task) <= MAX_PROFILE_HEADER:
-            headers[TASK_HEADER] = task
+        headers = {**self._headers(agent), HOLD_HEADER: "1"}
         if (profile := profile_header(agent)) is not None:
             headers[PROFILE_HEADER] = profile
         elif "template" in agent.notes and agent.name not in self._oversized:
@@ -167,20 +174,26 @@ class EndpointRuntime(Runtime):
                 "at the endpoint rewrites the filled-in profile, not its template as mas run does",
                 file=sys.stderr,
             )
-        result, written = await self.ctx.send(messages, self.params, self.role_for(agent.model_role), headers)
+        result, call = await self.ctx.send(messages, self.params, self.role_for(agent.model_role), headers)
+        written = result.text
         self.replies.add(written)
-        self._pending[agent.name] = (written, result.text)
+        self._pending[agent.name] = (written, messages, call)
         if remember:
             agent.history += [{"role": "user", "content": prompt}, {"role": "assistant", "content": written}]
         return written
 
     async def send(self, sender: str, receivers: list[str] | str, content: str, round: int = 0) -> Message:
         message = await super().send(sender, receivers, content, round)
-        written, delivered = self._pending.pop(sender, (None, None))
-        if written == content and delivered is not None and delivered != content:
+        written, request, call = self._pending.pop(sender, ("", [], None))
+        if not isinstance(self.ctx, EndpointContext) or call is None or written != content:
+            return message  # not an agent's reply as it wrote it: sent as it is
+        agent = self.agents[sender]
+        headers = {**self._headers(agent), DELIVER_HEADER: str(call), MESSAGE_HEADER: str(message.index)}
+        result, _ = await self.ctx.send(request, self.params, self.role_for(agent.model_role), headers)
+        if result.text != content:
             message.meta["original"] = content
             message.meta["changed_by"] = "endpoint"
-            message.content = delivered
+            message.content = result.text
         return message
 
 

@@ -14,12 +14,16 @@ A request no rule fits is forwarded unchanged and recorded as agent :data:`UNMAT
 
 A program that knows llmpsych may say more about a request in headers (llmpsych's own runner of its six
 systems, :mod:`llmpsych.faults.inhouse`, does; a framework that sends none of them is served as before):
-:data:`UNIT_HEADER` and :data:`MESSAGE_HEADER` name the work unit and the message index the reply will
-have (a plan with ``seed_from = "message"`` draws AutoInject from them, as ``mas run`` does),
-:data:`PROFILE_HEADER` the agent's profile template and its values (AutoTransform rewrites the template,
-as ``mas run`` does), :data:`TASK_HEADER` the task (the Inspector's), and :data:`ORIGINAL_HEADER` asks
-for the model's own text beside the delivered one. Under ``seed_from = "message"`` the Inspectors of the
-requests naming one unit are one Inspector with one memory, as ``mas run`` has one per item.
+
+* :data:`HOLD_HEADER`: answer with the model's own reply and hold the reply-side faults (AutoInject, the
+  Inspector) until the program says the reply is sent as a message, with :data:`DELIVER_HEADER` (the
+  held call's number) on the same request again: that answer is the delivered text, and no model is
+  asked for the reply a second time. A reply never delivered is never changed;
+* :data:`UNIT_HEADER` and :data:`MESSAGE_HEADER`: the work unit and the index of the message; a plan with
+  ``seed_from = "message"`` draws AutoInject from them, as ``mas run`` does, and has one Inspector (one
+  memory) per unit, shown the task of :data:`TASK_HEADER`;
+* :data:`PROFILE_HEADER`: the agent's profile template and its values (AutoTransform rewrites the
+  template, as ``mas run`` does).
 """
 
 from __future__ import annotations
@@ -38,17 +42,20 @@ from ..userfiles import parse_json, parse_toml, read_text
 UNMATCHED = "(unmatched)"
 #: The header a framework may set to name the agent (``header`` rules).
 AGENT_HEADER = "x-llmpsych-agent"
-#: The work unit a request belongs to (``mas run``'s unit id: the task item), at most 200 characters.
+#: The work unit a request belongs to (``mas run``'s unit id: the task item), 1 to 200 characters.
 UNIT_HEADER = "x-llmpsych-unit"
-#: The index the reply will have among the unit's messages (0, 1, ...), when it is sent as a message.
+#: The index of the message a delivered reply becomes among the unit's messages (0, 1, ...).
 MESSAGE_HEADER = "x-llmpsych-message"
+#: ``1``: hold the reply-side faults until the reply is delivered (the reply says its call number in
+#: ``llmpsych.call``).
+HOLD_HEADER = "x-llmpsych-hold"
+#: The number of a held call whose reply is now sent as a message (on a request equal to that call's).
+DELIVER_HEADER = "x-llmpsych-deliver"
 #: The agent's profile as a template and its values: base64 of the JSON ``{"template": ..., "values":
 #: {...}}`` (used only when the filled-in template is the request's system message).
 PROFILE_HEADER = "x-llmpsych-profile"
 #: The task the team is asked: base64 of its UTF-8 text (the Inspector's task, as ``mas run`` gives it).
 TASK_HEADER = "x-llmpsych-task"
-#: ``1``: the reply carries the model's own text beside the delivered one (``llmpsych.original``).
-ORIGINAL_HEADER = "x-llmpsych-original"
 #: The characters of a system message a ``system`` pattern is searched in.
 SYSTEM_SEARCHED = 20_000
 #: The longest ``system`` pattern accepted.
@@ -209,7 +216,8 @@ class FaultPlan(BaseModel):
         default="turn",
         description="what AutoInject's draws come from: the agent's turn (any framework), or the unit and "
         "message index a request names in its x-llmpsych-unit and x-llmpsych-message headers (the draws of "
-        "mas run on the same seed; a request without them falls back to its turn)",
+        "mas run on the same seed; a request without them falls back to its turn), with one Inspector per "
+        "unit",
     )
     task: str = Field(
         default="", max_length=20_000, description="what the team is asked (the Inspector sees it)"

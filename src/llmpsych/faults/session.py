@@ -59,6 +59,8 @@ from ..runs.group_commit import GroupCommit
 from ..runs.store import RunStore, fail_unit_statements, finish_unit_statements, start_unit_statements
 from .plan import (
     AGENT_HEADER,
+    DELIVER_HEADER,
+    HOLD_HEADER,
     MESSAGE_HEADER,
     PROFILE_HEADER,
     SYSTEM_SEARCHED,
@@ -78,6 +80,8 @@ MALFORMED_BODY = (
 )
 #: The most characters of a reply kept and delivered (a larger upstream reply is cut and says so).
 MAX_REPLY_CHARS = 1_000_000
+#: Held replies kept at most (the oldest is dropped first: its delivery is then refused).
+MAX_HELD = 10_000
 #: The longest unit name (:data:`~.plan.UNIT_HEADER`) and profile header (:data:`~.plan.PROFILE_HEADER`).
 MAX_UNIT_CHARS = 200
 MAX_PROFILE_HEADER = 1 << 20
@@ -111,6 +115,8 @@ class UnitResult(BaseModel):
     tool_calls: int  # tool calls in the delivered reply
     changes: list[Change] = []
     error: str | None = None
+    held: bool = False  # the reply-side faults wait for its delivery
+    delivers: int | None = None  # the held call whose reply this request delivered as a message
 
 
 @dataclass
@@ -124,7 +130,7 @@ class Reply:
     fault: str | None = None  # "timeout" or "malformed": not a message
     delay_s: float = 0.0
     error: str = ""
-    original: str | None = None  # the model's own text (what the forwarded request was answered)
+    held_call: int | None = None  # the call number of a held reply (said in the answer)
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -149,17 +155,15 @@ def request_digest(body: dict[str, Any]) -> str:
 
 
 def message_labels(headers: dict[str, str]) -> tuple[str, int] | None | str:
-    """(unit, message index) a request names in its headers, None when it names none, or why they are
-    refused (a string)."""
+    """(unit, message index) a request names in its headers, None when it does not name both, or why
+    they are refused (a string)."""
     unit, index = headers.get(UNIT_HEADER), headers.get(MESSAGE_HEADER)
-    if unit is None and index is None:
-        return None
-    if unit is None or index is None:
-        return f"{UNIT_HEADER} and {MESSAGE_HEADER} go together: give both or neither"
-    if not unit or len(unit) > MAX_UNIT_CHARS:
+    if unit is not None and (not unit or len(unit) > MAX_UNIT_CHARS):
         return f"{UNIT_HEADER} must hold 1 to {MAX_UNIT_CHARS} characters"
-    if not index.isdigit() or len(index) > 9:
+    if index is not None and (not index.isdigit() or len(index) > 9):
         return f"{MESSAGE_HEADER} must be a whole number from 0"
+    if unit is None or index is None:
+        return None
     return unit, int(index)
 
 
@@ -206,7 +210,26 @@ def header_problem(headers: dict[str, str]) -> str | None:
             return found
     if TASK_HEADER in headers and request_task(headers) is None:
         return f"{TASK_HEADER} must be base64 of UTF-8 text, at most {MAX_PROFILE_HEADER} characters"
+    if headers.get(HOLD_HEADER, "1") != "1":
+        return f"{HOLD_HEADER} must be 1"
+    deliver = headers.get(DELIVER_HEADER)
+    if deliver is not None and (not deliver.isdigit() or len(deliver) > 9):
+        return f"{DELIVER_HEADER} must be the number of a held call"
+    if deliver is not None and HOLD_HEADER in headers:
+        return f"{HOLD_HEADER} and {DELIVER_HEADER} exclude each other"
     return None
+
+
+@dataclass
+class Held:
+    """A reply whose reply-side faults wait for its delivery (:data:`~.plan.HOLD_HEADER`)."""
+
+    agent: str
+    rule: str
+    turn: int
+    attempt: int
+    digest: str
+    reply: Reply
 
 
 class DrawsOf:
@@ -266,6 +289,7 @@ class FaultSession:
         self._profiles: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._profile_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._inspectors: dict[str, Inspector] = {}
+        self._held: dict[int, Held] = {}  # call -> its held reply, until delivered
 
     # -- recognising the agent -------------------------------------------------------------------
     def match(self, body: dict[str, Any], headers: dict[str, str], call: int) -> tuple[str, str]:
@@ -306,7 +330,10 @@ class FaultSession:
 
     # -- one request -----------------------------------------------------------------------------
     async def handle(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply, UnitResult]:
-        """Answer one chat-completions request (already parsed and checked to hold ``messages``)."""
+        """Answer one chat-completions request (already parsed and checked to hold ``messages``, its
+        llmpsych headers by :func:`header_problem`)."""
+        if DELIVER_HEADER in headers:
+            return await self._deliver(body, headers)
         agent, rule, call, turn, attempt = await self._place(body, headers)
         unit_id = f"{agent}/{turn}/{attempt}"
         self.store.add_units([(unit_id, {"agent": agent, "turn": turn, "attempt": attempt})])
@@ -325,6 +352,10 @@ class FaultSession:
         ctx = UnitContext(unit_id, self.store, self.clients, self.seed, GenerationParams(), self.commits)
         try:
             reply = await self._answer(agent, turn, attempt, body, headers, ctx, result)
+            if reply.held_call is not None:
+                self._held[call] = Held(agent, rule, turn, attempt, request_digest(body), reply)
+                while len(self._held) > MAX_HELD:
+                    del self._held[next(iter(self._held))]
         except RequestFailed as exc:
             result.status, result.error = 502, str(exc)
             await self.commits.write(fail_unit_statements(unit_id, str(exc)))
@@ -341,6 +372,77 @@ class FaultSession:
         await self.commits.write(finish_unit_statements(unit_id, result.model_dump(mode="json")))
         return reply, result
 
+    async def _deliver(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply, UnitResult]:
+        """Deliver a held reply as a message: its reply-side faults now (no model is asked for the reply
+        again); refused (400) for a call that holds no reply or a request unlike the held one."""
+        number = int(headers[DELIVER_HEADER])
+        held = self._held.get(number)
+        if held is None or held.digest != request_digest(body):
+            why = f"call {number} holds no reply to deliver for this request"
+            refused = UnitResult(
+                agent=UNMATCHED, matched_by="", turn=0, attempt=0, call=0, model_sent="", stream=False,
+                status=400, tool_calls=0, error=why,
+            )  # fmt: skip
+            return Reply(400, error=why), refused
+        del self._held[number]
+        async with self._order:
+            self._calls += 1
+            call = self._calls
+        agent, turn, attempt = held.agent, held.turn, held.attempt
+        unit_id = f"{agent}/{turn}/{attempt}/delivered"
+        self.store.add_units(
+            [(unit_id, {"agent": agent, "turn": turn, "attempt": attempt, "delivers": number})]
+        )
+        self.commits.defer(start_unit_statements(unit_id))
+        result = UnitResult(
+            agent=agent,
+            matched_by=held.rule,
+            turn=turn,
+            attempt=attempt,
+            call=call,
+            model_sent=str(body.get("model", ""))[:200],
+            stream=bool(body.get("stream")),
+            status=200,
+            tool_calls=len(held.reply.message.get("tool_calls") or []),
+            delivers=number,
+        )
+        ctx = UnitContext(unit_id, self.store, self.clients, self.seed, GenerationParams(), self.commits)
+        faults = [f for f in self.plan.faults_of(agent) if f.turns is None or turn in f.turns]
+        text = message_text(held.reply.message)
+        try:
+            runtime = self._runtime(agent, faults, headers, ctx)
+            delivered = await self._reply_changes(agent, turn, faults, text, headers, runtime, result)
+        except RequestFailed as exc:
+            result.status, result.error = 502, str(exc)
+            await self.commits.write(fail_unit_statements(unit_id, str(exc)))
+            return Reply(502, error=f"upstream model failed: {exc}"), result
+        except Exception as exc:  # as in handle: recorded, said in one line
+            why = exc.message if isinstance(exc, LlmpsychError) else f"{type(exc).__name__}: {exc}"[:500]
+            result.status, result.error = 500, why
+            await self.commits.write(fail_unit_statements(unit_id, why))
+            return Reply(500, error=f"the fault endpoint failed: {why}"), result
+        message = held.reply.message if delivered == text else {**held.reply.message, "content": delivered}
+        await self.commits.write(finish_unit_statements(unit_id, result.model_dump(mode="json")))
+        return Reply(200, message, held.reply.finish_reason), result
+
+    def _runtime(self, agent: str, faults: list[Fault], headers: dict[str, str], ctx: UnitContext) -> Runtime:
+        """The collab runtime the faults and defences of one request run in: its draws are the unit's and
+        message's a request names under ``seed_from = "message"``, else this request's."""
+        labels = message_labels(headers) if self.plan.seed_from == "message" else None
+        named = labels if isinstance(labels, tuple) else None  # (checked by the endpoint: no string)
+        kind = next((f.content for f in faults if f.kind == "autoinject"), "code")
+        task = request_task(headers) if named is not None else None
+        runtime = Runtime(
+            ctx if named is None else DrawsOf(ctx, named[0]),
+            Route.of("endpoint"),
+            [],
+            GenerationParams(),
+            kind=kind,
+            task_description=task or self.plan.task or "(not given)",
+        )
+        runtime.agents[agent] = Agent(agent, "")
+        return runtime
+
     async def _answer(
         self,
         agent: str,
@@ -353,21 +455,7 @@ class FaultSession:
     ) -> Reply:
         faults = [f for f in self.plan.faults_of(agent) if f.turns is None or turn in f.turns]
         defences = {d.kind for d in self.plan.defences_of(agent)}
-        params = GenerationParams()
-        kind = next((f.content for f in faults if f.kind == "autoinject"), "code")
-        labels = message_labels(headers) if self.plan.seed_from == "message" else None
-        # mas run's draws for the message the request names (checked by the endpoint: never a string here)
-        named = labels if isinstance(labels, tuple) else None
-        runtime = Runtime(
-            ctx if named is None else DrawsOf(ctx, named[0]),
-            Route.of("endpoint"),
-            [],
-            params,
-            kind=kind,
-            task_description=(request_task(headers) if named is not None else None)
-            or self.plan.task
-            or "(not given)",
-        )
+        runtime = self._runtime(agent, faults, headers, ctx)
         forward = json.loads(json.dumps(body))  # a copy the changes below may edit
         messages: list[dict[str, Any]] = forward["messages"]
         profile = system_text(body)
@@ -399,7 +487,8 @@ class FaultSession:
         # -- the forwarded request
         upstream = await self._forward(forward, ctx)
         reply = Reply(200, upstream["message"], upstream.get("finish_reason"), upstream.get("usage") or {})
-        # -- changes to the reply: a transport fault, else AutoInject; then the Inspector
+        # -- changes to the reply: a transport fault, else (now, or when a held reply is delivered)
+        # AutoInject, then the Inspector
         transport = next(
             (
                 f
@@ -412,13 +501,32 @@ class FaultSession:
         )
         text = message_text(reply.message)
         if transport is not None:
-            out = self._transport_fault(transport, reply, text, result)
-            out.original = text
-            return out
-        reply.original = text
+            return self._transport_fault(transport, reply, text, result)
+        if HOLD_HEADER in headers:
+            reply.held_call = result.call
+            result.held = True
+            return reply
+        delivered = await self._reply_changes(agent, turn, faults, text, headers, runtime, result)
+        if delivered != text:
+            reply.message = {**reply.message, "content": delivered}
+        return reply
+
+    async def _reply_changes(
+        self,
+        agent: str,
+        turn: int,
+        faults: list[Fault],
+        text: str,
+        headers: dict[str, str],
+        runtime: Runtime,
+        result: UnitResult,
+    ) -> str:
+        """The text delivered for a reply of ``agent``: AutoInject, then the Inspector (each change
+        recorded in ``result``)."""
+        labels = message_labels(headers) if self.plan.seed_from == "message" else None
+        named = labels if isinstance(labels, tuple) else None  # mas run's unit and message index
         inject = next((f for f in faults if f.kind == "autoinject"), None)
-        index = turn if named is None else named[1]
-        message = Message(index, agent, ["(framework)"], text, turn)
+        message = Message(turn if named is None else named[1], agent, ["(framework)"], text, turn)
         if inject is not None and text.strip():
             hook = AutoInject(agent, inject.rate, inject.share, inject.error_type, inject.unit_mode)
             message = await hook.on_message(message, runtime)
@@ -450,8 +558,8 @@ class FaultSession:
                         },
                     )
                 )
-        if "inspector" in defences and message.content.strip():
-            # one Inspector per agent, or per unit (all agents') for requests naming their unit
+        if any(d.kind == "inspector" for d in self.plan.defences_of(agent)) and message.content.strip():
+            # one Inspector per agent, or one per unit (all its agents') for requests naming their unit
             inspector = self._inspectors.setdefault(agent if named is None else f"\0{named[0]}", Inspector())
             before = message.content
             message = await inspector.on_message(message, runtime)
@@ -467,9 +575,7 @@ class FaultSession:
                         injected=message.content,
                     )
                 )
-        if message.content != text:
-            reply.message = {**reply.message, "content": message.content}
-        return reply
+        return message.content
 
     def _transport_fault(self, fault: Fault, reply: Reply, text: str, result: UnitResult) -> Reply:
         if fault.kind == "refusal":
