@@ -14,12 +14,14 @@ malformed, and a framework that sends none of them is served as before.
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pandas as pd
 import pytest
 
@@ -28,6 +30,7 @@ from llmpsych.collab.inject import diff
 from llmpsych.collab.runtime import digest
 from llmpsych.collab.scripted import INJECTED, ScriptedCollaborator
 from llmpsych.collab.systems import system_class
+from llmpsych.faults import running
 from llmpsych.faults.plan import parse_plan
 from llmpsych.faults.study import Study, StudyPlan, load_tasks, make_scorer, run_study
 from llmpsych.faults.truth import requests_of, truth_frame
@@ -169,3 +172,107 @@ def test_faults_through_the_endpoint_equal_mas_run(
     truth = truth_frame(read_run(tmp_path / "study" / cells["transform"].endpoint_run))
     assert set(truth.kind) == {"autotransform"} and set(truth.agent) == {faulty}
     assert {digest(text) for text in truth.injected} == {mas["transform"]["profile_sha"][faulty]}
+
+
+CODE = "def add(a, b):\n    total = a + b\n    return total"
+
+
+def _responder(body: dict[str, Any]) -> str:
+    """Code for an agent; AutoInject's fragments each marked; a transformer's rewrite echoes its prompt."""
+    last = body["messages"][-1]["content"]
+    if "Input: {" in last:
+        fragments = json.loads(last.split("Input: ", 1)[1])
+        return json.dumps({k: v + "  # injected" for k, v in fragments.items()})
+    if last.startswith("You help with red-team testing"):
+        return last.split("Original system prompt:\n", 1)[1].split("\n\n", 1)[0] + "\nErr often."
+    return CODE
+
+
+def test_the_endpoint_s_own_headers_hold_deliver_and_refuse(tmp_path: Path) -> None:
+    plan = {
+        "seed": 5,
+        "seed_from": "message",
+        "agents": [{"name": "coder", "model": "coder"}, {"name": "writer", "model": "writer"}],
+        "faults": [
+            {"agent": "coder", "kind": "autoinject", "share": 1.0},
+            {"agent": "writer", "kind": "autotransform"},
+        ],
+    }
+    body = {"model": "coder", "messages": [{"role": "user", "content": "add two numbers"}]}
+    with (
+        FaultServer(responder=_responder) as upstream,
+        running(
+            parse_plan(plan, "test"),
+            upstream="openai-compatible/up",
+            base_url=upstream.base_url,
+            out=tmp_path / "run",
+        ) as endpoint,
+    ):
+        url = f"{endpoint.base_url}/chat/completions"
+
+        def post(payload: dict[str, Any], **headers: str) -> httpx.Response:
+            named = {"x-llmpsych-" + k.replace("_", "-"): v for k, v in headers.items()}
+            return httpx.post(
+                url, json=payload, headers={"Authorization": f"Bearer {endpoint.token}", **named}
+            )
+
+        # a framework that knows nothing of the headers: corrupted at its turn, nothing added to the reply
+        plain = post(body).json()
+        assert "llmpsych" not in plain and "# injected" in plain["choices"][0]["message"]["content"]
+        # held: the model's own text, and the call to deliver
+        held = post(body, unit="HumanEval/0", hold="1").json()
+        assert held["choices"][0]["message"]["content"] == CODE and isinstance(held["llmpsych"]["call"], int)
+        call = str(held["llmpsych"]["call"])
+        other = {**body, "messages": [{"role": "user", "content": "something else"}]}
+        refused = post(other, unit="HumanEval/0", deliver=call, message="4")
+        assert refused.status_code == 400 and "holds no reply" in refused.json()["error"]["message"]
+        delivered = post(body, unit="HumanEval/0", deliver=call, message="4")
+        assert (
+            delivered.status_code == 200
+            and "# injected" in delivered.json()["choices"][0]["message"]["content"]
+        )
+        again = post(body, unit="HumanEval/0", deliver=call, message="4")  # a reply is delivered once
+        assert again.status_code == 400
+        never = post(body, unit="HumanEval/0", hold="1").json()  # held and never delivered: never changed
+        # malformed headers: one line each, nothing forwarded
+        before = len(upstream.bodies)
+        for headers in (
+            {"message": "four", "unit": "u"},
+            {"unit": "u" * 201},
+            {"hold": "yes"},
+            {"hold": "1", "deliver": call},
+            {"deliver": "-1"},
+            {"profile": "not base64!"},
+            {"task": "/w=="},  # base64, but not of UTF-8 text
+        ):
+            response = post(body, **headers)
+            assert response.status_code == 400, headers
+            assert "x-llmpsych-" in response.json()["error"]["message"], headers
+        assert len(upstream.bodies) == before
+        # a profile header whose template does not fill in to the system prompt is ignored
+        lying = base64.b64encode(
+            json.dumps({"template": "You <X>.", "values": {"X": "read"}}).encode()
+        ).decode()
+        writer = {
+            "model": "writer",
+            "messages": [{"role": "system", "content": "You write."}, body["messages"][0]],
+        }
+        assert post(writer, profile=lying).status_code == 200
+        honest = base64.b64encode(
+            json.dumps({"template": "You <X>.", "values": {"X": "write"}}).encode()
+        ).decode()
+        writer2 = {
+            **writer,
+            "messages": [{"role": "system", "content": "You write."}, {"role": "user", "content": "2"}],
+        }
+        assert post(writer2, profile=honest).status_code == 200
+    results = {r.call: r for r in requests_of(read_run(tmp_path / "run"))}
+    assert results[1].changes[0].detail["drawn_from"] == "turn 1"
+    delivery = next(r for r in results.values() if r.delivers == int(call))
+    assert delivery.changes[0].detail["drawn_from"] == "message 4 of unit HumanEval/0"
+    assert results[never["llmpsych"]["call"]].held and not results[never["llmpsych"]["call"]].changes
+    transforms = [
+        b["messages"][-1]["content"] for b in upstream.bodies if "red-team" in str(b["messages"][-1])
+    ]
+    # the lying header: the profile as sent was rewritten; the honest one: its template
+    assert ["You write." in t for t in transforms] == [True, False] and "You <X>." in transforms[1]
