@@ -170,7 +170,8 @@ class Fault(BaseModel):
       truncated JSON body; ``refusal``: the reply becomes a refusal (tool calls dropped).
 
     ``turns`` limits the fault to these turns of the agent (1 = its first request); ``rate`` is the chance
-    per turn (drawn from the plan's seed, the agent and the turn).
+    per turn (drawn from the plan's seed, the agent and the turn; AutoInject's, under ``seed_from =
+    "message"``, from the unit and message index a request names, as ``mas run`` draws it).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
