@@ -8,7 +8,9 @@ role ``subject``; AutoInject's ``injector``, AutoTransform's ``transformer``, th
 the moment it completes through the run's :class:`~llmpsych.runs.context.UnitContext`; its result
 (:class:`UnitResult`) names the agent, how it was recognised, and every change with the original and the
 delivered text. A resumed endpoint (the same run folder) answers a request it has answered before for the
-same agent and turn from the store, so a re-run of a deterministic program repeats no model call.
+same agent and turn from the store, so a re-run of a deterministic program repeats no model call. A
+held reply's delivery (:data:`~.plan.DELIVER_HEADER`) is the unit ``<agent>/<turn>/<attempt>/delivered``
+of the request that got the reply: it asks no model for the reply, only the injector and the Inspector.
 
 All randomness comes from the plan's seed, the agent, the turn and the attempt (never from arrival
 times), so the same program against the same plan gets the same faults. A plan with ``seed_from =
