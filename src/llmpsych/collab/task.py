@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
@@ -124,6 +124,9 @@ class MasTask(Task[MasOptions]):
     Options = MasOptions
     Result = MasResult
     score_tables = (ScoreTable("results.csv", group=None, repeat=None, item="item"),)
+    #: The runtime each item runs in (llmpsych's runner behind a fault endpoint uses its own,
+    #: :mod:`llmpsych.faults.inhouse`).
+    runtime_class: ClassVar[type[Runtime]] = Runtime
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
@@ -226,7 +229,7 @@ class MasTask(Task[MasOptions]):
             else GenerationParams()
         )
         profile, message, receive = self._hooks()
-        rt = Runtime(
+        rt = self.runtime_class(
             ctx,
             system.route(),
             system.agents(task),

@@ -55,7 +55,7 @@ from ..runs.store import STORE_FILE, RunStore, run_lock
 from ..web.security import _split_host, host_allowed, host_names, new_token
 from ..web.server import bind, is_loopback, server_config, url_host
 from .plan import FaultPlan, parse_plan
-from .session import FaultSession, Reply, UnitResult
+from .session import FaultSession, Reply, UnitResult, header_problem
 
 #: The task name of an endpoint's run (:class:`llmpsych.faults.task.FaultsTask`).
 TASK = "faults"
@@ -107,10 +107,11 @@ def _json_body(raw: bytes) -> dict[str, Any] | str:
 
 
 def completion(reply: Reply, result: UnitResult) -> dict[str, Any]:
-    """The chat-completions body of a reply."""
+    """The chat-completions body of a reply (a held one also says ``"llmpsych": {"call": <its number>}``,
+    the number its delivery names)."""
     message = reply.message
     finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
-    return {
+    body = {
         "id": f"chatcmpl-llmpsych-{result.call}",
         "object": "chat.completion",
         "created": int(time.time()),
@@ -118,6 +119,9 @@ def completion(reply: Reply, result: UnitResult) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": _usage(reply),
     }
+    if reply.held_call is not None:
+        body["llmpsych"] = {"call": reply.held_call}
+    return body
 
 
 def _usage(reply: Reply) -> dict[str, int]:
@@ -193,7 +197,11 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
         if isinstance(body, str):
             return _error(400, body)
         headers = {k.lower(): v for k, v in request.headers.items()}
+        if (problem := header_problem(headers)) is not None:
+            return _error(400, problem)
         reply, result = await session.handle(body, headers)
+        if reply.status == 400:
+            return _error(400, reply.error)
         if reply.status in (500, 502):
             return _error(
                 reply.status, reply.error, "upstream_error" if reply.status == 502 else "server_error"

@@ -11,6 +11,19 @@ How a request is matched to an agent (the first rule that fits, in the plan's or
 * ``calls``: the request is one of these calls, numbered 1, 2, ... in the order the endpoint received them.
 
 A request no rule fits is forwarded unchanged and recorded as agent :data:`UNMATCHED`.
+
+A program that knows llmpsych may say more about a request in headers (llmpsych's own runner of its six
+systems, :mod:`llmpsych.faults.inhouse`, does; a framework that sends none of them is served as before):
+
+* :data:`HOLD_HEADER`: answer with the model's own reply and hold the reply-side faults (AutoInject, the
+  Inspector) until the program says the reply is sent as a message, with :data:`DELIVER_HEADER` (the
+  held call's number) on the same request again: that answer is the delivered text, and no model is
+  asked for the reply a second time. A reply never delivered is never changed;
+* :data:`UNIT_HEADER` and :data:`MESSAGE_HEADER`: the work unit and the index of the message; a plan with
+  ``seed_from = "message"`` draws AutoInject from them, as ``mas run`` does, and has one Inspector (one
+  memory) per unit, shown the task of :data:`TASK_HEADER`;
+* :data:`PROFILE_HEADER`: the agent's profile template and its values (AutoTransform rewrites the
+  template, as ``mas run`` does).
 """
 
 from __future__ import annotations
@@ -29,6 +42,20 @@ from ..userfiles import parse_json, parse_toml, read_text
 UNMATCHED = "(unmatched)"
 #: The header a framework may set to name the agent (``header`` rules).
 AGENT_HEADER = "x-llmpsych-agent"
+#: The work unit a request belongs to (``mas run``'s unit id: the task item), 1 to 200 characters.
+UNIT_HEADER = "x-llmpsych-unit"
+#: The index of the message a delivered reply becomes among the unit's messages (0, 1, ...).
+MESSAGE_HEADER = "x-llmpsych-message"
+#: ``1``: hold the reply-side faults until the reply is delivered (the reply says its call number in
+#: ``llmpsych.call``).
+HOLD_HEADER = "x-llmpsych-hold"
+#: The number of a held call whose reply is now sent as a message (on a request equal to that call's).
+DELIVER_HEADER = "x-llmpsych-deliver"
+#: The agent's profile as a template and its values: base64 of the JSON ``{"template": ..., "values":
+#: {...}}`` (used only when the filled-in template is the request's system message).
+PROFILE_HEADER = "x-llmpsych-profile"
+#: The task the team is asked: base64 of its UTF-8 text (the Inspector's task, as ``mas run`` gives it).
+TASK_HEADER = "x-llmpsych-task"
 #: The characters of a system message a ``system`` pattern is searched in.
 SYSTEM_SEARCHED = 20_000
 #: The longest ``system`` pattern accepted.
@@ -143,7 +170,8 @@ class Fault(BaseModel):
       truncated JSON body; ``refusal``: the reply becomes a refusal (tool calls dropped).
 
     ``turns`` limits the fault to these turns of the agent (1 = its first request); ``rate`` is the chance
-    per turn (drawn from the plan's seed, the agent and the turn).
+    per turn (drawn from the plan's seed, the agent and the turn; AutoInject's, under ``seed_from =
+    "message"``, from the unit and message index a request names, as ``mas run`` draws it).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -185,6 +213,13 @@ class FaultPlan(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = Field(default=0, ge=0, lt=2**63)
+    seed_from: Literal["turn", "message"] = Field(
+        default="turn",
+        description="what AutoInject's draws come from: the agent's turn (any framework), or the unit and "
+        "message index a request names in its x-llmpsych-unit and x-llmpsych-message headers (the draws of "
+        "mas run on the same seed; a request without them falls back to its turn), with one Inspector per "
+        "unit",
+    )
     task: str = Field(
         default="", max_length=20_000, description="what the team is asked (the Inspector sees it)"
     )

@@ -8,15 +8,23 @@ role ``subject``; AutoInject's ``injector``, AutoTransform's ``transformer``, th
 the moment it completes through the run's :class:`~llmpsych.runs.context.UnitContext`; its result
 (:class:`UnitResult`) names the agent, how it was recognised, and every change with the original and the
 delivered text. A resumed endpoint (the same run folder) answers a request it has answered before for the
-same agent and turn from the store, so a re-run of a deterministic program repeats no model call.
+same agent and turn from the store, so a re-run of a deterministic program repeats no model call. A
+held reply's delivery (:data:`~.plan.DELIVER_HEADER`) is the unit ``<agent>/<turn>/<attempt>/delivered``
+of the request that got the reply: it asks no model for the reply, only the injector and the Inspector.
 
 All randomness comes from the plan's seed, the agent, the turn and the attempt (never from arrival
-times), so the same program against the same plan gets the same faults.
+times), so the same program against the same plan gets the same faults. A plan with ``seed_from =
+"message"`` draws AutoInject for a request that names its unit and message index (the headers of
+:mod:`.plan`) from the seed, that unit and that index instead: the draw ``mas run`` makes for that message
+(:meth:`llmpsych.runs.context.UnitContext.rng`), so llmpsych's own systems run through the endpoint get
+the faults ``mas run`` gives them on the same seed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import difflib
 import hashlib
 import json
@@ -33,16 +41,38 @@ from ..collab.defences import Challenger, Inspector
 from ..collab.inject import AutoInject
 from ..collab.runtime import Agent, Message, Route, Runtime
 from ..collab.taxonomy import NOT_CODE, classify
-from ..collab.transform import AutoTransform
+from ..collab.transform import AutoTransform, fill
 from ..errors import LlmpsychError
 from ..models.canonical import canonical_json
+from ..models.chat_context import ChatRequest
 from ..models.client import ModelClient, RequestFailed
 from ..models.retry import FatalRequestError, RetriesExhausted, RetryableError, call_with_retries
-from ..models.types import GenerationParams, MalformedReply, clean_text, reply_text, token_count
+from ..models.types import (
+    ChatResult,
+    GenerationParams,
+    MalformedReply,
+    clean_text,
+    reply_text,
+    token_count,
+)
+from ..models.types import Message as ChatMessage
 from ..runs.context import UnitContext, derived_seed
 from ..runs.group_commit import GroupCommit
 from ..runs.store import RunStore, fail_unit_statements, finish_unit_statements, start_unit_statements
-from .plan import AGENT_HEADER, SYSTEM_SEARCHED, TRANSPORT, UNMATCHED, Fault, FaultPlan
+from .plan import (
+    AGENT_HEADER,
+    DELIVER_HEADER,
+    HOLD_HEADER,
+    MESSAGE_HEADER,
+    PROFILE_HEADER,
+    SYSTEM_SEARCHED,
+    TASK_HEADER,
+    TRANSPORT,
+    UNIT_HEADER,
+    UNMATCHED,
+    Fault,
+    FaultPlan,
+)
 
 #: The reply of a ``refusal`` fault (our words).
 REFUSAL = "I'm sorry, but I can't help with that request."
@@ -52,6 +82,11 @@ MALFORMED_BODY = (
 )
 #: The most characters of a reply kept and delivered (a larger upstream reply is cut and says so).
 MAX_REPLY_CHARS = 1_000_000
+#: Held replies kept at most (the oldest is dropped first: its delivery is then refused).
+MAX_HELD = 10_000
+#: The longest unit name (:data:`~.plan.UNIT_HEADER`) and profile header (:data:`~.plan.PROFILE_HEADER`).
+MAX_UNIT_CHARS = 200
+MAX_PROFILE_HEADER = 1 << 20
 
 
 class Change(BaseModel):
@@ -82,6 +117,8 @@ class UnitResult(BaseModel):
     tool_calls: int  # tool calls in the delivered reply
     changes: list[Change] = []
     error: str | None = None
+    held: bool = False  # the reply-side faults wait for its delivery
+    delivers: int | None = None  # the held call whose reply this request delivered as a message
 
 
 @dataclass
@@ -95,6 +132,7 @@ class Reply:
     fault: str | None = None  # "timeout" or "malformed": not a message
     delay_s: float = 0.0
     error: str = ""
+    held_call: int | None = None  # the call number of a held reply (said in the answer)
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -116,6 +154,117 @@ def request_digest(body: dict[str, Any]) -> str:
     """What identifies a request for retry detection (everything but ``stream``)."""
     text = canonical_json({k: v for k, v in body.items() if k not in ("stream", "stream_options")})
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def message_labels(headers: dict[str, str]) -> tuple[str, int] | None | str:
+    """(unit, message index) a request names in its headers, None when it does not name both, or why
+    they are refused (a string)."""
+    unit, index = headers.get(UNIT_HEADER), headers.get(MESSAGE_HEADER)
+    if unit is not None and (not unit or len(unit) > MAX_UNIT_CHARS):
+        return f"{UNIT_HEADER} must hold 1 to {MAX_UNIT_CHARS} characters"
+    if index is not None and (not index.isdigit() or len(index) > 9):
+        return f"{MESSAGE_HEADER} must be a whole number from 0"
+    if unit is None or index is None:
+        return None
+    return unit, int(index)
+
+
+def profile_template(headers: dict[str, str], profile: str) -> tuple[str, dict[str, str]] | None | str:
+    """(template, values) of the request's profile from :data:`~.plan.PROFILE_HEADER`, None without the
+    header or when the template filled with the values is not the request's system message (then the
+    profile as sent is the one transformed), or why the header is refused."""
+    raw = headers.get(PROFILE_HEADER)
+    if raw is None:
+        return None
+    why = f"{PROFILE_HEADER} must be base64 of a JSON object with a template and string values"
+    if len(raw) > MAX_PROFILE_HEADER:
+        return f"{PROFILE_HEADER} is over {MAX_PROFILE_HEADER} characters"
+    try:
+        data = json.loads(base64.b64decode(raw, validate=True))
+    except (binascii.Error, ValueError, RecursionError):
+        return why
+    template = data.get("template") if isinstance(data, dict) else None
+    values = data.get("values", {}) if isinstance(data, dict) else None
+    if (
+        not isinstance(template, str)
+        or not isinstance(values, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in values.items())
+    ):
+        return why
+    return (template, values) if fill(template, values) == profile else None
+
+
+def request_task(headers: dict[str, str]) -> str | None:
+    """The task a request names in :data:`~.plan.TASK_HEADER` (None without it, or when unreadable)."""
+    raw = headers.get(TASK_HEADER)
+    if raw is None or len(raw) > MAX_PROFILE_HEADER:
+        return None
+    try:
+        return base64.b64decode(raw, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+
+
+def header_problem(headers: dict[str, str]) -> str | None:
+    """Why the llmpsych headers of a request are refused (HTTP 400), or None."""
+    for found in (message_labels(headers), profile_template(headers, "")):
+        if isinstance(found, str):
+            return found
+    if TASK_HEADER in headers and request_task(headers) is None:
+        return f"{TASK_HEADER} must be base64 of UTF-8 text, at most {MAX_PROFILE_HEADER} characters"
+    if headers.get(HOLD_HEADER, "1") != "1":
+        return f"{HOLD_HEADER} must be 1"
+    deliver = headers.get(DELIVER_HEADER)
+    if deliver is not None and (not deliver.isdigit() or len(deliver) > 9):
+        return f"{DELIVER_HEADER} must be the number of a held call"
+    if deliver is not None and HOLD_HEADER in headers:
+        return f"{HOLD_HEADER} and {DELIVER_HEADER} exclude each other"
+    return None
+
+
+@dataclass
+class Held:
+    """A reply whose reply-side faults wait for its delivery (:data:`~.plan.HOLD_HEADER`)."""
+
+    agent: str
+    rule: str
+    turn: int
+    attempt: int
+    digest: str
+    reply: Reply
+
+
+class DrawsOf:
+    """A unit context whose draws are another unit's (``mas run``'s unit named by a request): the calls
+    are still recorded in the endpoint's own unit."""
+
+    def __init__(self, ctx: UnitContext, unit: str) -> None:
+        self._ctx = ctx
+        self._unit = unit
+
+    @property
+    def unit_id(self) -> str:
+        return self._ctx.unit_id
+
+    @property
+    def clients(self) -> dict[str, ModelClient]:
+        return self._ctx.clients
+
+    def rng(self, *labels: Any) -> random.Random:
+        """The generator ``UnitContext.rng`` gives unit ``unit`` of a run with this seed."""
+        return random.Random(derived_seed(self._ctx.seed, self._unit, *labels))
+
+    async def chat(
+        self,
+        messages: list[ChatMessage],
+        params: GenerationParams | None = None,
+        role: str = "subject",
+        sample: int | str = 0,
+    ) -> ChatResult:
+        return await self._ctx.chat(messages, params, role, sample)
+
+    async def chat_all(self, requests: list[ChatRequest]) -> list[ChatResult]:
+        return await self._ctx.chat_all(requests)
 
 
 def drawn(seed: int, agent: str, turn: int, attempt: int, kind: str, rate: float) -> bool:
@@ -142,6 +291,7 @@ class FaultSession:
         self._profiles: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         self._profile_locks: dict[tuple[str, str], asyncio.Lock] = {}
         self._inspectors: dict[str, Inspector] = {}
+        self._held: dict[int, Held] = {}  # call -> its held reply, until delivered
 
     # -- recognising the agent -------------------------------------------------------------------
     def match(self, body: dict[str, Any], headers: dict[str, str], call: int) -> tuple[str, str]:
@@ -182,7 +332,10 @@ class FaultSession:
 
     # -- one request -----------------------------------------------------------------------------
     async def handle(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply, UnitResult]:
-        """Answer one chat-completions request (already parsed and checked to hold ``messages``)."""
+        """Answer one chat-completions request (already parsed and checked to hold ``messages``, its
+        llmpsych headers by :func:`header_problem`)."""
+        if DELIVER_HEADER in headers:
+            return await self._deliver(body, headers)
         agent, rule, call, turn, attempt = await self._place(body, headers)
         unit_id = f"{agent}/{turn}/{attempt}"
         self.store.add_units([(unit_id, {"agent": agent, "turn": turn, "attempt": attempt})])
@@ -200,7 +353,11 @@ class FaultSession:
         )
         ctx = UnitContext(unit_id, self.store, self.clients, self.seed, GenerationParams(), self.commits)
         try:
-            reply = await self._answer(agent, turn, attempt, body, ctx, result)
+            reply = await self._answer(agent, turn, attempt, body, headers, ctx, result)
+            if reply.held_call is not None:
+                self._held[call] = Held(agent, rule, turn, attempt, request_digest(body), reply)
+                while len(self._held) > MAX_HELD:
+                    del self._held[next(iter(self._held))]
         except RequestFailed as exc:
             result.status, result.error = 502, str(exc)
             await self.commits.write(fail_unit_statements(unit_id, str(exc)))
@@ -217,16 +374,90 @@ class FaultSession:
         await self.commits.write(finish_unit_statements(unit_id, result.model_dump(mode="json")))
         return reply, result
 
+    async def _deliver(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply, UnitResult]:
+        """Deliver a held reply as a message: its reply-side faults now (no model is asked for the reply
+        again); refused (400) for a call that holds no reply or a request unlike the held one."""
+        number = int(headers[DELIVER_HEADER])
+        held = self._held.get(number)
+        if held is None or held.digest != request_digest(body):
+            why = f"call {number} holds no reply to deliver for this request"
+            refused = UnitResult(
+                agent=UNMATCHED, matched_by="", turn=0, attempt=0, call=0, model_sent="", stream=False,
+                status=400, tool_calls=0, error=why,
+            )  # fmt: skip
+            return Reply(400, error=why), refused
+        del self._held[number]
+        async with self._order:
+            self._calls += 1
+            call = self._calls
+        agent, turn, attempt = held.agent, held.turn, held.attempt
+        unit_id = f"{agent}/{turn}/{attempt}/delivered"
+        self.store.add_units(
+            [(unit_id, {"agent": agent, "turn": turn, "attempt": attempt, "delivers": number})]
+        )
+        self.commits.defer(start_unit_statements(unit_id))
+        result = UnitResult(
+            agent=agent,
+            matched_by=held.rule,
+            turn=turn,
+            attempt=attempt,
+            call=call,
+            model_sent=str(body.get("model", ""))[:200],
+            stream=bool(body.get("stream")),
+            status=200,
+            tool_calls=len(held.reply.message.get("tool_calls") or []),
+            delivers=number,
+        )
+        ctx = UnitContext(unit_id, self.store, self.clients, self.seed, GenerationParams(), self.commits)
+        faults = [f for f in self.plan.faults_of(agent) if f.turns is None or turn in f.turns]
+        text = message_text(held.reply.message)
+        try:
+            runtime = self._runtime(agent, faults, headers, ctx)
+            delivered = await self._reply_changes(agent, turn, faults, text, headers, runtime, result)
+        except RequestFailed as exc:
+            result.status, result.error = 502, str(exc)
+            await self.commits.write(fail_unit_statements(unit_id, str(exc)))
+            return Reply(502, error=f"upstream model failed: {exc}"), result
+        except Exception as exc:  # as in handle: recorded, said in one line
+            why = exc.message if isinstance(exc, LlmpsychError) else f"{type(exc).__name__}: {exc}"[:500]
+            result.status, result.error = 500, why
+            await self.commits.write(fail_unit_statements(unit_id, why))
+            return Reply(500, error=f"the fault endpoint failed: {why}"), result
+        message = held.reply.message if delivered == text else {**held.reply.message, "content": delivered}
+        await self.commits.write(finish_unit_statements(unit_id, result.model_dump(mode="json")))
+        return Reply(200, message, held.reply.finish_reason), result
+
+    def _runtime(self, agent: str, faults: list[Fault], headers: dict[str, str], ctx: UnitContext) -> Runtime:
+        """The collab runtime the faults and defences of one request run in: its draws are the unit's and
+        message's a request names under ``seed_from = "message"``, else this request's."""
+        labels = message_labels(headers) if self.plan.seed_from == "message" else None
+        named = labels if isinstance(labels, tuple) else None  # (checked by the endpoint: no string)
+        kind = next((f.content for f in faults if f.kind == "autoinject"), "code")
+        task = request_task(headers) if named is not None else None
+        runtime = Runtime(
+            ctx if named is None else DrawsOf(ctx, named[0]),
+            Route.of("endpoint"),
+            [],
+            GenerationParams(),
+            kind=kind,
+            task_description=task or self.plan.task or "(not given)",
+        )
+        runtime.agents[agent] = Agent(agent, "")
+        return runtime
+
     async def _answer(
-        self, agent: str, turn: int, attempt: int, body: dict[str, Any], ctx: UnitContext, result: UnitResult
+        self,
+        agent: str,
+        turn: int,
+        attempt: int,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        ctx: UnitContext,
+        result: UnitResult,
     ) -> Reply:
         faults = [f for f in self.plan.faults_of(agent) if f.turns is None or turn in f.turns]
         defences = {d.kind for d in self.plan.defences_of(agent)}
-        params = GenerationParams()
-        kind = next((f.content for f in faults if f.kind == "autoinject"), "code")
-        runtime = Runtime(
-            ctx, Route.of("endpoint"), [], params, kind=kind, task_description=self.plan.task or "(not given)"
-        )
+        runtime = self._runtime(agent, faults, headers, ctx)
         forward = json.loads(json.dumps(body))  # a copy the changes below may edit
         messages: list[dict[str, Any]] = forward["messages"]
         profile = system_text(body)
@@ -234,7 +465,10 @@ class FaultSession:
         runtime.agents[agent] = actor
         # -- changes to the request: the agent's profile, then what it receives
         if any(f.kind == "autotransform" for f in faults) and profile:
-            rewritten, note = await self._transformed(agent, profile, runtime)
+            template = profile_template(headers, profile)
+            rewritten, note = await self._transformed(
+                agent, profile, runtime, template if isinstance(template, tuple) else None
+            )
             if rewritten != profile:
                 set_system_text(messages, rewritten)
                 actor.profile = rewritten
@@ -255,7 +489,8 @@ class FaultSession:
         # -- the forwarded request
         upstream = await self._forward(forward, ctx)
         reply = Reply(200, upstream["message"], upstream.get("finish_reason"), upstream.get("usage") or {})
-        # -- changes to the reply: a transport fault, else AutoInject; then the Inspector
+        # -- changes to the reply: a transport fault, else (now, or when a held reply is delivered)
+        # AutoInject, then the Inspector
         transport = next(
             (
                 f
@@ -269,8 +504,31 @@ class FaultSession:
         text = message_text(reply.message)
         if transport is not None:
             return self._transport_fault(transport, reply, text, result)
+        if HOLD_HEADER in headers:
+            reply.held_call = result.call
+            result.held = True
+            return reply
+        delivered = await self._reply_changes(agent, turn, faults, text, headers, runtime, result)
+        if delivered != text:
+            reply.message = {**reply.message, "content": delivered}
+        return reply
+
+    async def _reply_changes(
+        self,
+        agent: str,
+        turn: int,
+        faults: list[Fault],
+        text: str,
+        headers: dict[str, str],
+        runtime: Runtime,
+        result: UnitResult,
+    ) -> str:
+        """The text delivered for a reply of ``agent``: AutoInject, then the Inspector (each change
+        recorded in ``result``)."""
+        labels = message_labels(headers) if self.plan.seed_from == "message" else None
+        named = labels if isinstance(labels, tuple) else None  # mas run's unit and message index
         inject = next((f for f in faults if f.kind == "autoinject"), None)
-        message = Message(turn, agent, ["(framework)"], text, turn)
+        message = Message(turn if named is None else named[1], agent, ["(framework)"], text, turn)
         if inject is not None and text.strip():
             hook = AutoInject(agent, inject.rate, inject.share, inject.error_type, inject.unit_mode)
             message = await hook.on_message(message, runtime)
@@ -296,11 +554,15 @@ class FaultSession:
                             "units": record.get("n_units"),
                             "chosen": record.get("chosen"),
                             "diff": record.get("diff"),
+                            "drawn_from": f"turn {turn}"
+                            if named is None
+                            else f"message {named[1]} of unit {named[0]}",
                         },
                     )
                 )
-        if "inspector" in defences and message.content.strip():
-            inspector = self._inspectors.setdefault(agent, Inspector())
+        if any(d.kind == "inspector" for d in self.plan.defences_of(agent)) and message.content.strip():
+            # one Inspector per agent, or one per unit (all its agents') for requests naming their unit
+            inspector = self._inspectors.setdefault(agent if named is None else f"\0{named[0]}", Inspector())
             before = message.content
             message = await inspector.on_message(message, runtime)
             if message.content != before:
@@ -315,9 +577,7 @@ class FaultSession:
                         injected=message.content,
                     )
                 )
-        if message.content != text:
-            reply.message = {**reply.message, "content": message.content}
-        return reply
+        return message.content
 
     def _transport_fault(self, fault: Fault, reply: Reply, text: str, result: UnitResult) -> Reply:
         if fault.kind == "refusal":
@@ -344,13 +604,23 @@ class FaultSession:
         )
         return out
 
-    async def _transformed(self, agent: str, profile: str, runtime: Runtime) -> tuple[str, dict[str, Any]]:
-        """AutoTransform's rewrite of ``profile``, made once per agent and profile (later turns reuse it)."""
-        key = (agent, hashlib.sha256(profile.encode("utf-8", "surrogatepass")).hexdigest())
+    async def _transformed(
+        self,
+        agent: str,
+        profile: str,
+        runtime: Runtime,
+        template: tuple[str, dict[str, str]] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """AutoTransform's rewrite of ``profile``, made once per agent and profile (later turns reuse it).
+        With ``template`` (the profile as a template and its values, :func:`profile_template`), the
+        template is rewritten and filled in, as ``mas run`` does."""
+        named = canonical_json([profile, template])
+        key = (agent, hashlib.sha256(named.encode("utf-8", "surrogatepass")).hexdigest())
         lock = self._profile_locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key not in self._profiles:
-                actor = Agent(agent, profile, notes={"template": profile, "values": {}})
+                shape, values = template or (profile, {})
+                actor = Agent(agent, profile, notes={"template": shape, "values": values})
                 await AutoTransform(agent).on_agent(actor, runtime)
                 note = dict(actor.notes.get("transformed", {}))
                 note.pop("original", None)

@@ -184,13 +184,14 @@ class HttpBackend:
         payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         return await self.send_encoded(payload.encode())
 
-    async def send_encoded(self, payload: bytes) -> dict[str, Any]:
-        """:meth:`send` for a body already encoded as JSON (the run engine encodes each request once)."""
+    async def send_encoded(self, payload: bytes, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """:meth:`send` for a body already encoded as JSON (the run engine encodes each request once);
+        ``headers``: extra request headers for this request only."""
         if self._problem is not None:
             raise FatalRequestError(self._problem)
         transport = self._open()
         try:
-            status, retry_after, raw = await transport.post(payload, self.max_response_bytes)
+            status, retry_after, raw = await transport.post(payload, self.max_response_bytes, headers)
         except TimeoutError:  # aiohttp's total timeout covers connecting, sending and the whole body
             raise RetryableError(f"timeout after {self.endpoint.timeout:g} s") from None
         except ResponseTooLarge:
@@ -387,9 +388,14 @@ class _AiohttpTransport:
             proxy_auth=proxy_auth,
         )
 
-    async def post(self, payload: bytes, limit: int) -> tuple[int, str | None, bytes | bytearray]:
-        """POST ``payload``; (status, Retry-After header, decoded body of at most ``limit`` bytes)."""
-        async with self._session.post(self._url, data=payload, allow_redirects=False) as response:
+    async def post(
+        self, payload: bytes, limit: int, headers: dict[str, str] | None = None
+    ) -> tuple[int, str | None, bytes | bytearray]:
+        """POST ``payload`` (with extra ``headers``); (status, Retry-After header, decoded body of at most
+        ``limit`` bytes)."""
+        async with self._session.post(
+            self._url, data=payload, headers=headers, allow_redirects=False
+        ) as response:
             status = response.status
             if 200 <= status < 300:
                 body = await _read_body(response, limit)

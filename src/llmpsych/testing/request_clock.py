@@ -47,18 +47,18 @@ def main(argv: list[str] | None = None) -> int:
     send_encoded = http_backend.HttpBackend.send_encoded
 
     @functools.wraps(send_encoded)
-    async def timed(self: http_backend.HttpBackend, payload: bytes) -> dict[str, Any]:
+    async def timed(self: http_backend.HttpBackend, payload: bytes, *more: Any) -> dict[str, Any]:
         if not clock["requests"]:
             clock.update(first_request=time.monotonic(), cpu_at_first_request=_cpu())
             clock["modules_at_first_request"] = sorted(sys.modules)
         clock["requests"] += 1
         try:
-            return await send_encoded(self, payload)
+            return await send_encoded(self, payload, *more)  # more: the headers, where the tree has them
         finally:
             clock.update(last_answer=time.monotonic(), cpu_at_last_answer=_cpu())
             clock["peak_rss_mb_at_last_answer"] = _peak_rss_mb()
 
-    http_backend.HttpBackend.send_encoded = timed  # type: ignore[method-assign]
+    http_backend.HttpBackend.send_encoded = timed  # type: ignore[method-assign,assignment]
     from llmpsych.cli import main as cli_main
 
     sys.argv = ["llmpsych", *cli_args]
