@@ -136,7 +136,10 @@ def test_an_unknown_game_or_no_language_is_refused_before_any_request(tmp_path: 
             ]
             + ["--games", "guessing,chess", "--out", str(tmp_path / "b")],
         )
+        # every option of the translate task is a flag here; one that cannot apply is refused, not ignored
+        suffix = _invoke(server, tmp_path / "c", "--name-suffix", "-de")
     assert seen == []
+    assert isinstance(suffix.exception, ConfigError) and "takes a scale file" in str(suffix.exception)
     assert "note: `--games` is now `--game-templates`" in old.stderr
     assert isinstance(old.exception, ConfigError) and "unknown game 'chess'" in str(old.exception)
     # the command line prints these as one-line errors and exits 2

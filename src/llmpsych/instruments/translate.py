@@ -396,6 +396,8 @@ class TranslateOptions(BaseModel):
         given = [s for s in (self.scale_file, self.situations_file, self.game_templates) if s is not None]
         if len(given) != 1:
             raise ConfigError("give one of a scale file, a situations file or game templates to translate")
+        if self.name_suffix and self.scale_file is None:  # a flag of every translate command: never ignored
+            raise ConfigError("--name-suffix renames the scales of a scale file: it takes a scale file")
         if self.game_templates is not None:
             if self.paraphrase:
                 raise ConfigError("--paraphrase writes item versions: it takes a scale file")
