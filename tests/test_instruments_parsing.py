@@ -204,9 +204,10 @@ def test_a_huge_reply_is_searched_for_refusals_at_its_two_ends_only() -> None:
     assert not detect_refusal(beyond)  # beyond the bound: not seen, as documented
     assert not detect_refusal(beyond, extra_patterns=[r"can't rate"])  # own patterns alike
     assert not detect_refusal(filler[: REFUSAL_SCAN_CHARS - 5] + phrase + filler)  # across the cut
-    assert parse_likert_number(phrase + filler, 1, 5).status == "refusal"
-    assert parse_likert_number(beyond, 1, 5).status == "missing"
-    assert parse_item_answers(filler + phrase, [1, 2], 1, 5).refused
+    long = filler[: 5 * REFUSAL_SCAN_CHARS]  # the parsers apply the rule (a shorter reply: a faster test)
+    assert parse_likert_number(phrase + long, 1, 5).status == "refusal"
+    assert parse_likert_number(long[: REFUSAL_SCAN_CHARS + 1] + phrase + long, 1, 5).status == "missing"
+    assert parse_item_answers(long + phrase, [1, 2], 1, 5).refused
 
 
 def test_a_reply_up_to_twice_the_bound_is_searched_whole() -> None:
