@@ -40,11 +40,11 @@ def app() -> typer.Typer:
     return cli.app
 
 
-def run_params(app: typer.Typer, group: str) -> dict[str, Any]:
-    """The click parameters of ``llmpsych GROUP run``, by name, as ``--help`` and parsing see them."""
+def run_params(app: typer.Typer, group: str, name: str = "run") -> dict[str, Any]:
+    """The click parameters of ``llmpsych GROUP NAME``, by name, as ``--help`` and parsing see them."""
     root = typer.main.get_command(app)
-    command = root.commands[group].commands["run"]  # type: ignore[attr-defined]
-    ctx = command.make_context("run", [], resilient_parsing=True)
+    command = root.commands[group].commands[name]  # type: ignore[attr-defined]
+    ctx = command.make_context(name, [], resilient_parsing=True)
     return {p.name: p for p in command.get_params(ctx)}
 
 
@@ -53,19 +53,30 @@ def flagged(info: Any) -> bool:
     return extra.get("flag") is not False
 
 
-@pytest.mark.parametrize(("group", "task"), RUN_COMMANDS)
+#: (group, command, task) of the other commands generated from a task's ``Options`` (issue 29)
+OTHER_GENERATED = [
+    ("scales", "translate", "translate"),
+    ("emotionbench", "translate", "translate"),
+    ("gamabench", "translate", "translate"),
+    ("gamabench", "rephrase", "gamabench-rephrase"),
+]
+
+
+@pytest.mark.parametrize(
+    ("group", "command", "task"), [(g, "run", t) for g, t in RUN_COMMANDS] + OTHER_GENERATED
+)
 def test_every_option_is_a_flag_of_its_own_name_with_the_fields_default(
-    app: typer.Typer, group: str, task: str
+    app: typer.Typer, group: str, command: str, task: str
 ) -> None:
-    params = run_params(app, group)
+    params = run_params(app, group, command)
     fields = task_class(task).Options.model_fields
     for name, info in fields.items():
         if not flagged(info):
             continue
         param = params.get(kit.OPTION_PARAM + name)
-        assert param is not None, f"{group} run: option {name!r} has no flag"
+        assert param is not None, f"{group} {command}: option {name!r} has no flag"
         assert param.opts == ["--" + name.replace("_", "-")], (name, param.opts)  # its own name, no alias
-        assert param.help, f"{group} run --{name}: no help (the field has no description)"
+        assert param.help, f"{group} {command} --{name}: no help (the field has no description)"
         default = param.default
         if isinstance(default, str) and param.metavar is None and param.help.endswith("as -O reads it."):
             default = yaml.safe_load(default)  # a YAML-valued flag shows its default as text
@@ -75,13 +86,17 @@ def test_every_option_is_a_flag_of_its_own_name_with_the_fields_default(
         assert default == expected or (default in (None, []) and expected in (None, [])), (name, default)
 
 
-@pytest.mark.parametrize(("group", "task"), RUN_COMMANDS)
-def test_no_other_flag_of_a_run_command_names_a_task_option(app: typer.Typer, group: str, task: str) -> None:
+@pytest.mark.parametrize(
+    ("group", "command", "task"), [(g, "run", t) for g, t in RUN_COMMANDS] + OTHER_GENERATED
+)
+def test_no_other_flag_of_a_run_command_names_a_task_option(
+    app: typer.Typer, group: str, command: str, task: str
+) -> None:
     """A flag that is no generated one (a shared run flag, a report setting, a model role) never carries
     an option's name: an option is set by its own flag only."""
     fields = task_class(task).Options.model_fields
     own = {"--" + n.replace("_", "-") for n in fields}
-    for name, param in run_params(app, group).items():
+    for name, param in run_params(app, group, command).items():
         if name.startswith(kit.OPTION_PARAM):
             continue
         assert not own & set(param.opts), (group, name, param.opts)

@@ -52,7 +52,7 @@ def _invoke(server: FaultServer, out: Path, *extra: str) -> Any:
     return CliRunner().invoke(
         cli.app,
         ["gamabench", "translate", "--to", "de", "-m", "openai-compatible/t", "--base-url", server.base_url]
-        + ["--games", "guessing,diner", "--out", str(out), "--no-progress", "--no-cache", *extra],
+        + ["--game-templates", "guessing,diner", "--out", str(out), "--no-progress", "--no-cache", *extra],
     )
 
 
@@ -118,10 +118,30 @@ def test_an_unknown_game_or_no_language_is_refused_before_any_request(tmp_path: 
         return translator(body)
 
     with FaultServer(responder=counting) as server:
-        unknown = _invoke(server, tmp_path / "a", "--games", "guessing,chess")
+        unknown = _invoke(server, tmp_path / "a", "--game-templates", "guessing,chess")
         cli._mount_subcommands()
         no_language = CliRunner().invoke(cli.app, ["gamabench", "translate", "-m", "openai-compatible/t"])
+        # --games: the old spelling of --game-templates (one release), one line naming the new one
+        old = CliRunner().invoke(
+            cli.app,
+            [
+                "gamabench",
+                "translate",
+                "--to",
+                "de",
+                "-m",
+                "openai-compatible/t",
+                "--base-url",
+                server.base_url,
+            ]
+            + ["--games", "guessing,chess", "--out", str(tmp_path / "b")],
+        )
+        # every option of the translate task is a flag here; one that cannot apply is refused, not ignored
+        suffix = _invoke(server, tmp_path / "c", "--name-suffix", "-de")
     assert seen == []
+    assert isinstance(suffix.exception, ConfigError) and "takes a scale file" in str(suffix.exception)
+    assert "note: `--games` is now `--game-templates`" in old.stderr
+    assert isinstance(old.exception, ConfigError) and "unknown game 'chess'" in str(old.exception)
     # the command line prints these as one-line errors and exits 2
     assert isinstance(unknown.exception, ConfigError) and "unknown game 'chess'" in str(unknown.exception)
     assert isinstance(no_language.exception, LlmpsychError) and "--to" in str(no_language.exception)

@@ -8,6 +8,7 @@ import pytest
 
 from llmpsych.instruments.parsing import (
     DEFAULT_REASK_WORDING,
+    REFUSAL_SCAN_CHARS,
     ParseError,
     _read_plain_reply,
     build_reask_prompt,
@@ -188,6 +189,34 @@ def test_refusal_language_with_answers_is_not_a_refusal() -> None:
 def test_extra_refusal_patterns() -> None:
     assert not detect_refusal("Nope.")
     assert detect_refusal("Nope.", extra_patterns=[r"^nope\b"])
+
+
+def test_a_huge_reply_is_searched_for_refusals_at_its_two_ends_only() -> None:
+    """The documented rule (docs/scales.md): refusal language counts in the first and the last
+    REFUSAL_SCAN_CHARS characters of a reply. Searched whole, a 10 MB reply cost 0.9 s CPU per call."""
+    phrase = "I'm sorry, but I can't rate myself."
+    filler = "blah " * (2 * 2**20)  # 10 MB, no digits and no refusal wording
+    assert detect_refusal(phrase + filler) and detect_refusal(filler + phrase)  # opens, or closes, the reply
+    inside = REFUSAL_SCAN_CHARS - len(phrase) - 1
+    assert detect_refusal(filler[:inside] + phrase + filler)  # wholly inside the first window
+    assert detect_refusal(filler + phrase + filler[:inside])  # wholly inside the last window
+    beyond = filler[: REFUSAL_SCAN_CHARS + 1] + phrase + filler
+    assert not detect_refusal(beyond)  # beyond the bound: not seen, as documented
+    assert not detect_refusal(beyond, extra_patterns=[r"can't rate"])  # own patterns alike
+    assert not detect_refusal(filler[: REFUSAL_SCAN_CHARS - 5] + phrase + filler)  # across the cut
+    long = filler[: 5 * REFUSAL_SCAN_CHARS]  # the parsers apply the rule (a shorter reply: a faster test)
+    assert parse_likert_number(phrase + long, 1, 5).status == "refusal"
+    assert parse_likert_number(long[: REFUSAL_SCAN_CHARS + 1] + phrase + long, 1, 5).status == "missing"
+    assert parse_item_answers(long + phrase, [1, 2], 1, 5).refused
+
+
+def test_a_reply_up_to_twice_the_bound_is_searched_whole() -> None:
+    phrase = "As an AI, I don't have personal feelings."
+    half = "blah " * ((REFUSAL_SCAN_CHARS - len(phrase)) // 5)
+    reply = half + phrase + half  # the phrase in the middle, the reply just under twice the bound
+    assert len(reply) <= 2 * REFUSAL_SCAN_CHARS and detect_refusal(reply)
+    assert parse_item_answers(reply, [1, 2], 1, 5).refused
+    assert detect_refusal("I must decline to rate myself.")  # a normal refusal
 
 
 def test_empty_reply() -> None:

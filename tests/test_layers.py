@@ -18,14 +18,13 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = "llmpsych"
 
 #: The shared layers, and what they may never import.
-SHARED = ("models", "runs", "data", "stats", "instruments", "report", "sandbox")
+SHARED = ("models", "runs", "data", "stats", "instruments", "report", "sandbox", "serving")
 RESEARCH = ("psychobench", "emotion", "games", "reliability", "collab", "quickstart", "validity")
 WEB = "web"
 #: The only modules outside ``web/`` that may import it: the top-level command line lists its subcommand.
+#: (The fault endpoint, a server of its own, shares the socket, connection limits, token and Host check
+#: with the web pages through the shared layer ``serving/``, not through ``web``.)
 WEB_IMPORTERS = {"llmpsych.cli", "llmpsych.__main__"}
-#: The fault endpoint is a server of its own: it reuses the web layer's socket, connection limits and gate
-#: helpers (bind, server_config, Host check, token) instead of a second copy of them.
-WEB_IMPORTERS |= {"llmpsych.faults.endpoint", "llmpsych.faults.cli"}
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -72,6 +72,7 @@ RUN_COMMANDS = {
     "gamabench run",
     "gamabench preset",
     "gamabench translate",
+    "gamabench rephrase",
     "emotionbench run",
     "emotionbench describe",
     "emotionbench translate",

@@ -208,20 +208,24 @@ def test_a_text_without_usable_reply_fails_the_command_naming_it(app, server, tm
 
 
 def test_back_model_is_its_own_role(app, server, tmp_path: Path) -> None:
+    from llmpsych.runs import read_run
+
     source = desk_file(tmp_path, DESK_YAML.replace("language: en\n", ""))
     out = tmp_path / "run"
+    # --from: the old spelling of --source-language, accepted for one release with one line naming the new
     result = translate(app, server, str(source), "--to", "de", "--from", "en", "--out", str(out))
     assert result.exit_code == 1  # item 4 again; the rest translated
+    assert "note: `--from` is now `--source-language`" in result.stderr
+    assert read_run(out).config.options["source_language"] == "en"
     back = tmp_path / "back"
     result = translate(
-        app, server, str(source), "--to", "de", "--from", "en", "--back-model", "openai-compatible/other",
-        "--out", str(back), "-O", "max_reasks=0",
+        app, server, str(source), "--to", "de", "--source-language", "en",
+        "--back-model", "openai-compatible/other", "--out", str(back), "-O", "max_reasks=0",
     )  # fmt: skip
+    assert "is now" not in result.stderr
     assert result.exit_code == 1
     summary = json.loads((back / "translation.json").read_text())
     assert summary["failed"] == ["DESK/item-3", "DESK/item-4"]  # no re-ask: the empty reply fails too
-    from llmpsych.runs import read_run
-
     record = read_run(back)
     assert {c["role"] for c in record.calls.frame().to_dict("records")} == {"subject", "back"}
 
@@ -244,7 +248,7 @@ def test_paraphrase_adds_item_versions(app, server, tmp_path: Path) -> None:
     [
         ([], "give either --to LANGUAGE or --paraphrase N"),
         (["--to", "de", "--paraphrase", "2"], "give either --to LANGUAGE or --paraphrase N"),
-        (["--to", "de", "--from", "en", "-O", "max_reasks=-1"], "max_reasks"),
+        (["--to", "de", "--source-language", "en", "-O", "max_reasks=-1"], "max_reasks"),
     ],
 )
 def test_bad_invocations_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
@@ -277,7 +281,7 @@ def test_a_file_without_language_needs_from(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert done.returncode != 0 and "names no language" in done.stderr and "--from" in done.stderr
+    assert done.returncode != 0 and "names no language" in done.stderr and "--source-language" in done.stderr
 
 
 # -- the optional native fields ---------------------------------------------------------------------------
@@ -421,7 +425,17 @@ def test_situations_translate_into_a_file_emotionbench_reads(app, server, tmp_pa
     out = tmp_path / "run"
     result = CliRunner().invoke(
         app,
-        ["emotionbench", "translate", str(source), "--to", "de", "--from", "en", "-m", "openai-compatible/s"]
+        [
+            "emotionbench",
+            "translate",
+            str(source),
+            "--to",
+            "de",
+            "--source-language",
+            "en",
+            "-m",
+            "openai-compatible/s",
+        ]
         + ["--base-url", server.base_url, "--out", str(out), "--no-progress", "--no-cache"],
     )
     assert result.exit_code == 0, result.output

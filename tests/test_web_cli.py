@@ -11,8 +11,8 @@ import typer
 from typer.testing import CliRunner
 
 from llmpsych.errors import ConfigError
+from llmpsych.serving.listen import bind, is_loopback
 from llmpsych.web import cli as web_cli
-from llmpsych.web.server import bind, is_loopback
 from test_web_security import WebServer
 
 

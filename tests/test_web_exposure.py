@@ -24,11 +24,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from llmpsych.runs import RunStore, parse_run_config, start_run
+from llmpsych.serving.connections import CONNECTIONS_PER_CLIENT, MAX_HEAD_BYTES, REQUEST_READ_S
 from llmpsych.testing.fault_server import FaultServer
 from llmpsych.testing.game_player import game_answer
 from llmpsych.web import store
 from llmpsych.web.catalog import _run_id
-from llmpsych.web.connections import CONNECTIONS_PER_CLIENT, MAX_HEAD_BYTES, REQUEST_READ_S
 from test_web_security import WebServer
 from web_host import Host
 

@@ -53,6 +53,10 @@ RETIRED_FLAGS_OF: dict[str, dict[str, str]] = {
     "scales show": {"--file": "--scale-file"},
     # the option the flag sets is ``game_players`` (0: no game)
     "quickstart": {"--game-seats": "--game-players", "--no-game": "--game-players 0", "--game": ""},
+    # the option the flag sets is ``source_language``; ``game_templates`` (the games whose templates)
+    "scales translate": {"--from": "--source-language"},
+    "emotionbench translate": {"--from": "--source-language"},
+    "gamabench translate": {"--games": "--game-templates"},
 }
 
 #: Old command paths (hidden, one release) -> the command that replaced them.

@@ -10,9 +10,9 @@ from typing import Annotated, Any
 import typer
 
 from .. import clikit as kit
-from ..clinames import notice, retired_command
+from ..clinames import RETIRED_FLAGS_OF, notice, retired_command
 from ..errors import LlmpsychError, terminal_text
-from ..instruments.cli import translate_situations
+from ..instruments.cli import translate_command, translate_situations
 from ..report.terminal import InertConsole, echo
 from .compare import factor_names, missing_lines, scoring_label
 
@@ -404,4 +404,5 @@ def _comparison_file(out: Path) -> Path:
     return output_dir(out) / "comparison.md"
 
 
-app.command("translate")(translate_situations)  # the shared translate command (instruments/cli.py)
+# the shared translate command (instruments/cli.py)
+translate_command(app, retired=RETIRED_FLAGS_OF["emotionbench translate"])(translate_situations)

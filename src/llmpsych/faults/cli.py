@@ -61,7 +61,7 @@ def serve(
     from ..errors import ConfigError
     from ..models.embedded import write_token_file
     from ..paths import cache_dir
-    from ..web.security import new_token
+    from ..serving.hosts import new_token
     from .endpoint import running, warning_lines
     from .plan import load_plan
 

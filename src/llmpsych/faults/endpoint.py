@@ -15,7 +15,7 @@ Safe by default:
 * the upstream key is resolved by the same rules as a run (:func:`llmpsych.runs.clients.open_clients`):
   it goes only to its own endpoint, never to the framework, the run store or a log;
 * request bodies are bounded (:data:`MAX_BODY_BYTES`), uvicorn's connection limits are those of
-  ``llmpsych web`` (:func:`llmpsych.web.server.server_config`).
+  ``llmpsych web`` (:func:`llmpsych.serving.listen.server_config`).
 
 Python use (the API other code builds on; stable)::
 
@@ -52,8 +52,8 @@ from ..runs.config import RunConfig
 from ..runs.manifest import build_manifest
 from ..runs.runner import MANIFEST_FILE, analyze_run, new_run_dir
 from ..runs.store import STORE_FILE, RunStore, run_lock
-from ..web.security import _split_host, host_allowed, host_names, new_token
-from ..web.server import bind, is_loopback, server_config, url_host
+from ..serving.hosts import host_allowed, host_names, new_token, split_host
+from ..serving.listen import bind, is_loopback, server_config, url_host
 from .plan import FaultPlan, parse_plan
 from .session import FaultSession, Reply, UnitResult, header_problem
 
@@ -161,7 +161,7 @@ def create_app(session: FaultSession, *, token: str, port: int, hosts: set[str])
     """The ASGI app of an endpoint (every route behind the token and the Host check)."""
 
     def refused(request: Request) -> Response | None:
-        name, given_port = _split_host(request.headers.get("host", "").lower())
+        name, given_port = split_host(request.headers.get("host", "").lower())
         if not host_allowed(name, hosts) or given_port != str(port):
             return _error(421, "unknown Host header")
         supplied = request.headers.get("authorization", "")

@@ -15,9 +15,9 @@ import typer
 from rich.markup import escape
 
 from .. import clikit as kit
-from ..clinames import renamed, retired_command, retired_option
+from ..clinames import RETIRED_FLAGS_OF, renamed, retired_command, retired_option
 from ..errors import ConfigError, LlmpsychError, terminal_text
-from ..instruments.cli import translate_command
+from ..instruments.cli import BackModelOpt, run_translation, translate_command
 from ..report.terminal import InertConsole, echo
 
 if TYPE_CHECKING:
@@ -424,12 +424,6 @@ def presets_cmd() -> None:
     echo("Run one with: llmpsych gamabench preset NAME --model SPEC [--model SPEC2] [--out DIR] [--dry-run]")
 
 
-def _games_list(value: str | None) -> list[str] | None:
-    if value is None or value.strip().lower() in ("", "all"):
-        return None
-    return [part.strip() for part in value.split(",") if part.strip()]
-
-
 @kit.task_command(app, "run", "gamabench")
 def run_cmd(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Play GAMA-Bench games with a model (the same as `llmpsych run --task gamabench`); writes scores,
@@ -645,51 +639,24 @@ def leaderboard_cmd(
         err.print(f"wrote {escape(str(path))}")
 
 
-@app.command("rephrase")
-def rephrase_cmd(
-    model: Annotated[str, typer.Option("--model", "-m", help="The model that rephrases (a model spec).")],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="The template set's folder, e.g. templates/gpt4o (resumable).")
-    ],
-    versions: Annotated[
-        int, typer.Option("--versions", min=1, max=50, help="New versions per template.")
-    ] = 4,
-    games: Annotated[
-        str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
-    ] = None,
-    max_reasks: Annotated[
-        int,
-        typer.Option("--max-reasks", min=0, max=20, help="Re-asks of a rewrite that breaks a placeholder."),
-    ] = 3,
-    temperature: Annotated[float, typer.Option("--temperature", help="Sampling temperature.")] = 1.0,
-    base_url: kit.BaseUrlOpt = None,
-    concurrency: kit.ConcurrencyOpt = None,
-    seed: kit.SeedOpt = None,
-    no_cache: kit.NoCacheOpt = False,
-    progress: kit.ProgressOpt = True,
-    debug: kit.DebugOpt = False,
-) -> None:
+@kit.task_command(app, "rephrase", "gamabench-rephrase", without={"resume", "data_dir"})
+def rephrase_cmd(ctx: typer.Context, *, flags: kit.RunFlags, options: dict[str, Any]) -> None:
     """Rephrase every game's prompt templates into new versions with a model, as the thesis's v2-v5 were
     made with GPT-4 (§6.5.1); the set in --out is what `-O template_set=OUT` (or OUT#K for version K)
-    names in a run or preset."""
-    from ..runs import parse_run_config
+    names in a run or preset. Each option of the task is a flag."""
     from ..runs.sweep import PlannedRun, run_sweep
     from .prompts import read_template_set
 
-    config: dict[str, object] = {
-        "task": "gamabench-rephrase",
-        "model": model,
-        "seed": seed or 0,
-        "cache": not no_cache,
-        "params": {"temperature": temperature},
-        "options": {"games": _games_list(games) or "all", "versions": versions, "max_reasks": max_reasks},
-    }
-    if base_url is not None:
-        config["base_url"] = base_url
-    if concurrency is not None:
-        config["concurrency"] = concurrency
-    planned = PlannedRun(".", parse_run_config(config, "gamabench rephrase"), {"model": model})
-    [outcome] = run_sweep([planned], out, progress=progress, debug=debug)
+    model, out = flags.model, flags.out
+    if model is None:
+        raise ConfigError("give the model that rephrases with --model", "e.g. --model openai/gpt-4o")
+    if out is None:
+        raise ConfigError("give the template set's folder with --out", "e.g. --out templates/gpt4o")
+    config = kit.build_config("gamabench-rephrase", flags, options=options, source="gamabench rephrase")
+    planned = PlannedRun(".", config, {"model": model})
+    [outcome] = run_sweep(
+        [planned], out, progress=flags.progress, debug=kit.state.debug
+    )  # same --out resumes
     err = InertConsole(stderr=True, soft_wrap=True, highlight=False)
     data, _ = read_template_set(out)
     for failure in data["failed"]:
@@ -729,34 +696,20 @@ def overlay_cmd(
         err.print(f"wrote {escape(str(path))}")
 
 
-@translate_command
+@translate_command(app, retired=RETIRED_FLAGS_OF["gamabench translate"])
 def translate_templates(
     ctx: typer.Context,
-    to: Annotated[
-        str | None, typer.Option("--to", help="Target language: an ISO code (de, fr, zh) or a name.")
-    ] = None,
-    games: Annotated[
-        str | None, typer.Option("--games", help="Comma-separated games (default all), e.g. guessing,pirate.")
-    ] = None,
-    back_model: Annotated[
-        str | None,
-        typer.Option("--back-model", help="Model spec that translates back (default: the --model)."),
-    ] = None,
+    back_model: BackModelOpt = None,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
     """Translate every game's built-in prompt templates (with back-translation and an agreement report)
     into a template set that `-O template_set=OUT#1` names; exits 1 naming the templates without a
-    usable reply."""
-    from ..instruments.cli import run_translation
-
-    if to is None:
+    usable reply. Each option of the translate task is a flag (--game-templates: a subset of the games)."""
+    if not options.get("to"):
         raise LlmpsychError("give the target language with --to", "e.g. --to de")
-    values = {"game_templates": _games_list(games) or "all", "to": to}
     path = Path("gamabench-templates")  # names the run folder only
-    run_translation(ctx, values, flags, path, back_model=back_model, out_file=None)
+    run_translation({"game_templates": "all", **options}, flags, path, back_model=back_model, out_file=None)
     if flags.out is not None and (flags.out / "template_set.json").is_file():
         echo(f"name it with -O template_set={terminal_text(flags.out)}#1")
-
-
-app.command("translate")(translate_templates)  # the shared translate command (instruments/cli.py)

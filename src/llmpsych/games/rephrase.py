@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -30,6 +30,7 @@ from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
 from ..report.files import atomic_write_text
 from ..report.markdown import table, write_report
+from ..runs.optionfields import NamesOrAll
 from ..runs.params import merge_params
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
@@ -62,10 +63,17 @@ class RephraseOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    games: list[str] | Literal["all"] = "all"
+    games: NamesOrAll = Field(
+        default="all", description="games whose templates to rephrase (a list or comma-separated), or all"
+    )
     versions: int = Field(default=4, ge=1, le=50, description="new versions of every template")
-    max_reasks: int = Field(default=3, ge=0, le=20, description="re-asks of a refused rewrite")
-    max_tokens: int = Field(default=2048, ge=1)
+    max_reasks: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="times a rewrite that breaks a placeholder or the rules is asked again",
+    )
+    max_tokens: int = Field(default=2048, ge=1, description="answer limit of a rewrite")
 
     @field_validator("games")
     @classmethod
@@ -125,7 +133,8 @@ class RephraseTask(Task[RephraseOptions]):
         return 5.0
 
     def _params(self) -> GenerationParams:
-        return GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
+        # defaults (the user's --temperature wins): temperature 1, so that the versions differ
+        return GenerationParams(max_tokens=self.options.max_tokens, temperature=1.0)
 
     async def rephrase(self, passage: str, version: int, label: str, ctx: ChatContext) -> dict[str, Any]:
         """One turn rewritten (``text``), or the last reason it was refused (``error``); ``asks`` made."""

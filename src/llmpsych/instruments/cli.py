@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from .. import clikit as kit
-from ..clinames import renamed, retired_option
-from ..errors import DataError, LlmpsychError, terminal_text
+from ..clikit import CommandT
+from ..clinames import RETIRED_FLAGS_OF, renamed, retired_option
+from ..errors import ConfigError, DataError, LlmpsychError, terminal_text
 from ..report.terminal import InertConsole
 
 if TYPE_CHECKING:
@@ -213,10 +215,6 @@ def validate_file(
     console.print(f"[green]{terminal_text(file)}: {len(scales)} valid scale(s)[/green]", highlight=False)
 
 
-ToOpt = Annotated[
-    str | None, typer.Option("--to", help="Target language: an ISO code such as de, or a language name.")
-]
-FromOpt = Annotated[str | None, typer.Option("--from", help="The file's language, when the file names none.")]
 BackModelOpt = Annotated[
     str | None, typer.Option("--back-model", help="Model spec that translates back (default: the --model).")
 ]
@@ -224,88 +222,82 @@ OutFileOpt = Annotated[
     Path | None,
     typer.Option("--out-file", help="Also write the new file here (it is always in the run folder)."),
 ]
-#: A translate command (scales, situations, GAMA-Bench templates): a run command without the options a
-#: translation of one file has never taken.
-translate_command = kit.run_command(without={"task_config", "concurrency", "data_dir", "resume"})
+#: The run flags a translation of one file has never taken.
+_NOT_TAKEN = frozenset({"task_config", "concurrency", "data_dir", "resume"})
 
 
-@app.command("translate")
-@translate_command
+def translate_command(
+    app: typer.Typer, *, retired: Mapping[str, str] | None = None
+) -> Callable[[CommandT], CommandT]:
+    """Register a function as ``app``'s ``translate`` command (scales, situations, GAMA-Bench templates): a
+    run of the ``translate`` task whose every option is a flag generated from its ``Options`` model
+    (:func:`llmpsych.clikit.task_command`), without the run flags a translation has never taken.
+    ``retired``: the command's old flag spellings, accepted hidden with a notice
+    (:data:`~llmpsych.clinames.RETIRED_FLAGS_OF`)."""
+    return kit.task_command(app, "translate", "translate", without=_NOT_TAKEN, retired=retired)
+
+
+def _with_source(options: dict[str, Any], key: str, file: Path) -> dict[str, Any]:
+    """``options`` with the FILE argument as the option ``key`` (the file to translate); that option also
+    given as ``-O`` or in a config file is one error line."""
+    if key in options:
+        raise ConfigError(f"option {key!r} is given twice: as FILE and as -O or --task-config", "keep FILE")
+    return {**options, key: str(file)}
+
+
+@translate_command(app, retired=RETIRED_FLAGS_OF["scales translate"])
 def translate_file(
     ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(help="A scale file: llmpsych YAML/JSON, or the official JSON format.")
     ],
-    to: ToOpt = None,
-    paraphrase: Annotated[
-        int | None,
-        typer.Option(
-            "--paraphrase",
-            min=1,
-            max=20,
-            help="Instead of translating: N new wordings per item, same language.",
-        ),
-    ] = None,
-    source_language: FromOpt = None,
     back_model: BackModelOpt = None,
     out_file: OutFileOpt = None,
-    name_suffix: Annotated[
-        str | None,
-        typer.Option("--name-suffix", help="Append this to each scale's name in the new file (e.g. -de)."),
-    ] = None,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
     """Translate a scale file into another language (with back-translation and an agreement report), or
-    write new item wordings with --paraphrase N; exits 1 naming the texts without a usable reply."""
-    if (to is None) == (paraphrase is None):
+    write new item wordings with --paraphrase N; exits 1 naming the texts without a usable reply. Each
+    option of the translate task is a flag."""
+    if (options.get("to") is None) == (not options.get("paraphrase")):
         raise LlmpsychError("give either --to LANGUAGE or --paraphrase N", "e.g. --to de")
-    values = {
-        "scale_file": str(file),
-        "to": to,
-        "paraphrase": paraphrase,
-        "source_language": source_language,
-        "name_suffix": name_suffix,
-    }
-    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file)
+    options = _with_source(options, "scale_file", file)
+    run_translation(options, flags, file, back_model=back_model, out_file=out_file)
 
 
-@translate_command
 def translate_situations(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A situations file in EmotionBench's JSON form.")],
-    to: ToOpt = None,
-    source_language: FromOpt = None,
     back_model: BackModelOpt = None,
     out_file: OutFileOpt = None,
     *,
     flags: kit.RunFlags,
+    options: dict[str, Any],
 ) -> None:
     """Translate an EmotionBench situations file (with back-translation and an agreement report); exits 1
-    naming the situations without a usable reply."""
-    if to is None:
+    naming the situations without a usable reply. Each option of the translate task is a flag."""
+    if not options.get("to"):
         raise LlmpsychError("give the target language with --to", "e.g. --to de")
-    values = {"situations_file": str(file), "to": to, "source_language": source_language}
-    run_translation(ctx, values, flags, file, back_model=back_model, out_file=out_file)
+    options = _with_source(options, "situations_file", file)
+    run_translation(options, flags, file, back_model=back_model, out_file=out_file)
 
 
 def run_translation(
-    ctx: typer.Context,
-    values: dict[str, Any],
+    options: dict[str, Any],
     flags: kit.RunFlags,
     file: Path,
     *,
     back_model: str | None,
     out_file: Path | None,
 ) -> None:
-    """The shared body of the translate commands: one ``translate`` run, its outcome, the copy to
-    ``--out-file``, and exit status 1 when texts failed."""
+    """The shared body of the translate commands: one ``translate`` run with these task ``options``, its
+    outcome, the copy to ``--out-file``, and exit status 1 when texts failed."""
     import json
     import shutil
 
     if out_file is not None and out_file.exists():
         raise LlmpsychError(f"{out_file} already exists", "choose another --out-file, or remove it first")
-    options = kit.task_options(ctx, values, flags)
     models = {"back": back_model} if back_model else None
     cfg = kit.build_config("translate", flags, options=options, models=models, source="translate")
     outcome = kit.start(cfg, flags.but(name=f"translate-{file.stem}"))

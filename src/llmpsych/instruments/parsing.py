@@ -45,6 +45,12 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 # All of them in one pass (one search instead of one per pattern).
 _ANY_REFUSAL = re.compile("|".join(f"(?:{p.pattern})" for p in REFUSAL_PATTERNS), re.IGNORECASE)
 
+#: Refusal language is looked for in the first and in the last this many characters of a reply (a reply of
+#: up to twice as many is searched whole): a model declines at the start of its reply or adds it at the
+#: end. Searched whole, a 10 MB reply cost 0.9 s CPU (4 ms bounded); a phrase that lies wholly in the
+#: middle of a longer reply is not seen (docs/scales.md).
+REFUSAL_SCAN_CHARS = 20_000
+
 DEFAULT_REASK_WORDING = (
     "These statements still need a valid score: {indices}. Reply with one line per statement in the "
     'form "index: score", using a whole number from {min} to {max}, and nothing else.'
@@ -146,12 +152,18 @@ class ParsedAnswers:
 
 
 def detect_refusal(text: str, extra_patterns: Iterable[str | re.Pattern[str]] = ()) -> bool:
-    """True when ``text`` contains typical refusal language (our own patterns plus ``extra_patterns``)."""
-    normalised = _normalise(text)
-    if _ANY_REFUSAL.search(normalised):
+    """True when ``text`` contains typical refusal language (our own patterns plus ``extra_patterns``)
+    in its first or its last :data:`REFUSAL_SCAN_CHARS` characters (all of it when it is at most twice
+    as long); a phrase must lie wholly inside one of the two."""
+    if len(text) > 2 * REFUSAL_SCAN_CHARS:
+        parts = [text[:REFUSAL_SCAN_CHARS], text[-REFUSAL_SCAN_CHARS:]]
+    else:
+        parts = [text]
+    normalised = [_normalise(part) for part in parts]
+    if any(_ANY_REFUSAL.search(part) for part in normalised):
         return True
     patterns = [p if isinstance(p, re.Pattern) else re.compile(p, re.IGNORECASE) for p in extra_patterns]
-    return any(p.search(normalised) for p in patterns)
+    return any(p.search(part) for p in patterns for part in normalised)
 
 
 def parse_item_answers(

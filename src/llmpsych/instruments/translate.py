@@ -32,10 +32,10 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import Annotated, Any, ClassVar, Protocol, cast
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..errors import ConfigError, DataError, LlmpsychError
 from ..models.chat_context import ChatContext
@@ -44,6 +44,7 @@ from ..report.files import atomic_write_text
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.languages import language_name
+from ..runs.optionfields import names_or_all, no_flag
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
@@ -354,19 +355,32 @@ class TranslateOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    scale_file: ScaleFile | None = Field(default=None, description="a scale file to translate")
-    situations_file: SituationsSource | None = Field(
-        default=None, description="an EmotionBench situations file (JSON) to translate instead"
+    # the file is the FILE argument of `scales translate` / `emotionbench translate` (no flag of its own)
+    scale_file: ScaleFile | None = Field(
+        default=None, description="a scale file to translate", json_schema_extra=no_flag()
     )
-    game_templates: GameTemplatesSource | None = Field(
-        default=None, description="GAMA-Bench games whose built-in prompt templates to translate (or 'all')"
+    situations_file: SituationsSource | None = Field(
+        default=None,
+        description="an EmotionBench situations file (JSON) to translate instead",
+        json_schema_extra=no_flag(),
+    )
+    game_templates: Annotated[GameTemplatesSource | None, BeforeValidator(names_or_all)] = Field(
+        default=None,
+        description="GAMA-Bench games whose built-in prompt templates to translate (a list or "
+        "comma-separated), or all (`gamabench translate`: all unless given)",
     )
     to: str | None = Field(default=None, max_length=60, description="target language (ISO code or a name)")
-    source_language: str | None = Field(default=None, max_length=60, description="the source language")
+    source_language: str | None = Field(
+        default=None, max_length=60, description="the source language, when the file names none"
+    )
     paraphrase: int = Field(default=0, ge=0, le=20, description="new wordings per item (0: translate)")
-    max_reasks: int = Field(default=2, ge=0, le=10)
-    max_tokens: int = Field(default=512, ge=16)
-    lowest: int = Field(default=10, ge=1, le=1000, description="lowest-agreement texts listed for review")
+    max_reasks: int = Field(
+        default=2, ge=0, le=10, description="times an unusable reply is asked again, with the reason"
+    )
+    max_tokens: int = Field(default=512, ge=16, description="answer limit of a translation")
+    lowest: int = Field(
+        default=10, ge=1, le=1000, description="the texts of lowest agreement listed for review"
+    )
     name_suffix: str = Field(
         default="",
         max_length=40,
@@ -382,6 +396,8 @@ class TranslateOptions(BaseModel):
         given = [s for s in (self.scale_file, self.situations_file, self.game_templates) if s is not None]
         if len(given) != 1:
             raise ConfigError("give one of a scale file, a situations file or game templates to translate")
+        if self.name_suffix and self.scale_file is None:  # a flag of every translate command: never ignored
+            raise ConfigError("--name-suffix renames the scales of a scale file: it takes a scale file")
         if self.game_templates is not None:
             if self.paraphrase:
                 raise ConfigError("--paraphrase writes item versions: it takes a scale file")
@@ -396,7 +412,7 @@ class TranslateOptions(BaseModel):
             if not (self.source_language or self.situations_file.language()):
                 raise ConfigError(
                     f"{self.situations_file.path}: the situations file names no language",
-                    "give the source language with --from (e.g. --from en)",
+                    "give the source language with --source-language (e.g. --source-language en)",
                 )
             return self
         assert self.scale_file is not None
@@ -409,7 +425,8 @@ class TranslateOptions(BaseModel):
                 if not (self.source_language or scale.language):
                     raise ConfigError(
                         f"{self.scale_file.path}: scale {scale.name!r} names no language",
-                        "give the source language with --from (e.g. --from en), or add language: to the file",
+                        "give the source language with --source-language (e.g. --source-language en), or add "
+                        "language: to the file",
                     )
         return self
 
@@ -477,7 +494,7 @@ class TranslateTask(Task[TranslateOptions]):
         return float(self.options.paraphrase or 2)
 
     def source_language(self, scale: Scale | None) -> str | None:
-        """The language the source texts are in (``--from`` wins over the file)."""
+        """The language the source texts are in (``--source-language`` wins over the file)."""
         if self.options.source_language:
             return self.options.source_language
         if scale is not None:

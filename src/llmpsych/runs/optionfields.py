@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BeforeValidator
 
@@ -35,12 +35,23 @@ def split_several(value: Any) -> Any:
     return split_commas(value) if isinstance(value, str) and "," in value else value
 
 
+def names_or_all(value: Any) -> Any:
+    """``"guessing,pirate"`` -> ``["guessing", "pirate"]``, ``"guessing"`` -> ``["guessing"]``; ``"all"``
+    (any case) or an empty text -> ``"all"``; anything else (a list, a stored table) is left to the
+    field's own validation."""
+    if isinstance(value, str):
+        return "all" if value.strip().lower() in ("", "all") else split_commas(value)
+    return value
+
+
 #: A list of names or ids (none of which holds a comma): each text given may list several, comma-separated.
 CommaList = Annotated[list[str], BeforeValidator(split_commas)]
 #: One name, or several as a list or comma-separated.
 NameOrNames = Annotated[str | list[str], BeforeValidator(split_several)]
+#: Several names (a list, or comma-separated), or ``all``.
+NamesOrAll = Annotated[list[str] | Literal["all"], BeforeValidator(names_or_all)]
 #: The comma forms, applied to an option's value before it is stored (:func:`comma_forms`).
-COMMA_FORMS = (split_commas, split_several)
+COMMA_FORMS = (split_commas, split_several, names_or_all)
 _MARKED: list[Callable[[Any], Any]] = []
 
 
@@ -130,8 +141,10 @@ __all__ = [
     "CommaList",
     "comma_form",
     "NameOrNames",
+    "NamesOrAll",
     "Renamed",
     "comma_forms",
+    "names_or_all",
     "new_names",
     "no_flag",
     "off_switch",

@@ -21,12 +21,13 @@ from ..games.seats import WebSeat, build_seats, set_web_broker
 from ..i18n import language
 from ..runs import RunOutcome
 from ..runs.config import RunConfig
+from ..serving.hosts import host_names
+from ..serving.listen import bind, is_loopback, public_name, server_config, url_host
 from . import participants, scores
 from .app import create_app
 from .catalog import _run_id
 from .seat_pages import SessionApp, monitor_route
-from .security import TOKEN_PARAM, host_names
-from .server import bind, is_loopback, public_name, server_config, url_host
+from .security import TOKEN_PARAM
 from .session import SESSION_FILE, Session, check_policy
 
 

@@ -51,10 +51,11 @@ from ..games.experiment import QuizQuestion
 from ..games.seats import _shown
 from ..i18n import num
 from ..instruments.scale import Scale
+from ..serving.hosts import host_allowed, split_host
 from . import participants, scores
 from .i18n import PAGES, money
 from .seat_view import seat_view
-from .security import SECURITY_HEADERS, _split_host, host_allowed
+from .security import SECURITY_HEADERS
 from .session import ANSWERED, FORGED, SEAT_ACTIONS, SESSION_ACTIONS, SeatSlot, Session, notice_text
 
 #: Seconds a form submission waits for its answer to reach the run store.
@@ -131,7 +132,7 @@ class SessionApp:
 
     async def _handle(self, scope: Scope, receive: Receive, path: str) -> Response:
         headers = Headers(scope=scope)
-        name, port = _split_host(headers.get("host", "").lower())
+        name, port = split_host(headers.get("host", "").lower())
         if not host_allowed(name, self.hosts) or port != str(self.port):
             return _text("unknown Host header", 421)
         method = scope["method"]
@@ -146,7 +147,7 @@ class SessionApp:
         if method == "POST":
             origin = headers.get("origin")
             # with Referrer-Policy no-referrer a browser sends "Origin: null"; the form token still decides
-            if origin not in (None, "null") and _split_host(origin.split("://", 1)[-1].lower()) != (
+            if origin not in (None, "null") and split_host(origin.split("://", 1)[-1].lower()) != (
                 name,
                 port,
             ):

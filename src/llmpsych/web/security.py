@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import secrets
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
@@ -24,6 +23,8 @@ from urllib.parse import parse_qsl, urlencode
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..serving.hosts import host_allowed, split_host
 
 MAX_PATH = 2048
 MAX_QUERY = 4096
@@ -41,60 +42,6 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
-
-
-def new_token() -> str:
-    """An unguessable per-process token."""
-    return secrets.token_urlsafe(32)
-
-
-def host_names(host: str) -> set[str]:
-    """The Host names a server bound to ``host`` answers to (lower case, without port)."""
-    names = {"127.0.0.1", "localhost", "[::1]"}
-    if host not in ("0.0.0.0", "::", ""):
-        names.add(f"[{host}]" if ":" in host else host)
-    else:
-        import socket
-
-        names.add(socket.gethostname().lower())
-        names.add(ANY_ADDRESS)
-        try:
-            for info in socket.getaddrinfo(socket.gethostname(), None):
-                address = str(info[4][0])
-                names.add(f"[{address}]" if ":" in address else address)
-        except OSError:
-            pass
-    return {n.lower() for n in names}
-
-
-#: In :func:`host_names`: the server is bound to every address, so any IP-address Host is one of its own.
-ANY_ADDRESS = "*"
-
-
-def host_allowed(name: str, hosts: set[str]) -> bool:
-    """Whether a request's Host name (lower case, no port) names this server.
-
-    On a wildcard bind (``0.0.0.0``) participants type the machine's address, whichever interface it is on,
-    so any IP address is accepted there; a name must still be this machine's (a DNS-rebinding page always
-    sends its own domain name, never an address)."""
-    if name in hosts:
-        return True
-    if ANY_ADDRESS not in hosts:
-        return False
-    try:
-        ipaddress.ip_address(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
-    except ValueError:
-        return False
-    return True
-
-
-def _split_host(value: str) -> tuple[str, str]:
-    """(name, port) of a Host header value; a bracketed IPv6 address keeps its brackets."""
-    if value.startswith("["):
-        end = value.find("]")
-        return value[: end + 1], value[end + 2 :] if end >= 0 else ""
-    name, _, port = value.partition(":")
-    return name, port
 
 
 class Gate:
@@ -132,7 +79,7 @@ class Gate:
 
     def _refusal(self, scope: Scope) -> Response | None:
         headers = Headers(scope=scope)
-        name, port = _split_host(headers.get("host", "").lower())
+        name, port = split_host(headers.get("host", "").lower())
         if not host_allowed(name, self.hosts) or port != str(self.port):
             return PlainTextResponse("unknown Host header (open the URL llmpsych web printed)\n", 421)
         if scope["method"] not in ("GET", "HEAD"):
