@@ -140,3 +140,43 @@ def test_the_collector_has_little_to_walk_when_a_run_exits(tmp_path: Path) -> No
     assert result.returncode == 0, result.stderr
     frozen, tracked = map(int, result.stderr.rsplit("GC ", 1)[1].split())
     assert frozen > 20 * tracked, (frozen, tracked)
+
+
+def test_the_end_of_a_run_reads_its_units_one_pass_at_a_time(tmp_path: Path) -> None:
+    """Re-analysing (and ending) a run held every unit's row and every answer at once (a 50,000-unit echo
+    run: ~30 MiB after the last answer, the peak of the run). The echo task's summary is now written unit
+    by unit from the store, the same bytes as ``json.dumps`` of the whole; the record reads no unit it is
+    not asked for."""
+    import tracemalloc
+
+    from llmpsych.runs import parse_run_config
+    from llmpsych.runs.record import read_run
+    from llmpsych.runs.runner import analyze_run
+    from llmpsych.runs.store import RunStore, fail_unit_statements, finish_unit_statements
+
+    run_dir = tmp_path / "run"
+    config = parse_run_config({"task": "echo", "model": "openai-compatible/m", "base_url": "http://x:1/v1"})
+    units, stored = 16_000, 0
+    with RunStore.in_dir(run_dir, create=True) as store:
+        store.set_meta("config", config.stored())
+        store.add_units((f"u{u:06d}", {"index": u}) for u in range(units))
+        statements = []
+        for u in range(units):
+            answer = [[f"answer {u} " + "é" * 100]]
+            stored += len(json.dumps(answer))
+            statements += finish_unit_statements(f"u{u:06d}", answer)
+        statements += fail_unit_statements("u000007", "ValueError: no")
+        store.write(statements)
+    tracemalloc.start()
+    try:
+        analyze_run(run_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < stored / 4, f"re-analysis held {peak} bytes for {stored} bytes of stored answers"
+
+    record = read_run(run_dir)  # read at once: the whole, as it was written before
+    answers = {unit.unit_id: result for unit, result in record.results(list[list[str]])}
+    whole = json.dumps({"units": record.unit_counts(), "answers": answers})
+    assert (run_dir / "echo-summary.json").read_text(encoding="utf-8") == whole
+    assert record.unit_counts() == {"done": units - 1, "failed": 1}

@@ -119,7 +119,8 @@ class _Eta:
         self.finished_units += 1
         self.finished_calls += ctx.sent + ctx.cached + ctx.replayed
         self.finished_sent += ctx.sent
-        self.finished_ids.add(ctx.unit_id)
+        if self.planned is not None:  # only a table of sized units needs to know which ones finished
+            self.finished_ids.add(ctx.unit_id)
 
     def calls_per_unit(self) -> float | None:
         if self.finished_units:
@@ -334,7 +335,11 @@ async def execute(
     bar = progress.add_task(
         task.name, total=len(units), completed=summary.skipped, rate="", failures="", eta="-:--:--"
     )
-    eta = _Eta(len(pending), task.calls_per_unit(), started, {u.unit_id: task.unit_calls(u) for u in pending})
+    sizes = [task.unit_calls(u) for u in pending]
+    # a table of unit ids only when the task sized some (50,000 ids: ~5 MiB held through the run)
+    sized = any(calls is not None for calls in sizes)
+    planned = {u.unit_id: calls for u, calls in zip(pending, sizes, strict=True)} if sized else None
+    eta = _Eta(len(pending), task.calls_per_unit(), started, planned)
     commits = GroupCommit(store)
 
     async def show_eta() -> None:
