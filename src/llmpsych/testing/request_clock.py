@@ -23,6 +23,7 @@ import gc
 import importlib
 import importlib.util
 import json
+import re
 import resource
 import sys
 import time
@@ -57,6 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         kept_for_good = launcher.kept_for_good
 
     with kept_for_good():  # as the launcher imports the command line
+        backend = importlib.util.find_spec("llmpsych.models.http_backend")
+        source = Path(backend.origin).read_text(encoding="utf-8") if backend and backend.origin else ""
+        if re.search(r"^\s*(import|from) aiohttp\b", source, re.MULTILINE):
+            # what importing the HTTP client library costs, which every run of this tree imports (here
+            # first): the figure to take off the fixed cost to see the rest
+            before = _cpu()
+            importlib.import_module("aiohttp")
+            clock["cpu_import_aiohttp"] = _cpu() - before
         from llmpsych.models import http_backend
 
     send_encoded = http_backend.HttpBackend.send_encoded
