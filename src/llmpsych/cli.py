@@ -449,7 +449,7 @@ def prepare(argv: list[str]) -> None:
     global _prepared
     _mount_subcommands(argv)
     _prepared = True
-    if _invoked(argv) in RUN_COMMANDS:
+    if _invoked(argv) in RUN_COMMANDS and "--help" not in argv:
         import importlib
 
         importlib.import_module("llmpsych.runs.runner")

@@ -58,8 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         kept_for_good = launcher.kept_for_good
 
     with kept_for_good():  # as the launcher imports the command line
-        backend = importlib.util.find_spec("llmpsych.models.http_backend")
-        source = Path(backend.origin).read_text(encoding="utf-8") if backend and backend.origin else ""
+        # read, not imported (finding llmpsych.models.http_backend would import llmpsych.models)
+        package = importlib.util.find_spec("llmpsych")
+        folder = Path(package.origin).parent if package and package.origin else Path()
+        backend = folder / "models" / "http_backend.py"
+        source = backend.read_text(encoding="utf-8") if backend.is_file() else ""
         if re.search(r"^\s*(import|from) aiohttp\b", source, re.MULTILINE):
             # what importing the HTTP client library costs, which every run of this tree imports (here
             # first): the figure to take off the fixed cost to see the rest
