@@ -104,8 +104,9 @@ def test_a_run_record_reads_its_calls_in_chunks_not_all_at_once(tmp_path: Path) 
 def test_a_run_reads_no_yaml_and_no_other_command_line_and_collects_little_before_its_first_request(
     tmp_path: Path,
 ) -> None:
-    """``-O units=3`` imported YAML (~0.02 s of CPU) to read a number; the command groups it does not
-    run stay unimported; and the cyclic collector, which walked the ~550 modules' objects 130 times while
+    """``-O units=3`` imported YAML (~0.02 s of CPU) to read a number, and a run whose output is not a
+    terminal imported rich's progress bar to disable it (~0.012 s); the command groups it does not run
+    stay unimported; and the cyclic collector, which walked the ~550 modules' objects 130 times while
     they were imported (~0.05 s), runs only a few times before the first request (the launcher imports
     the command line and the run engine with it off, then freezes what they made)."""
     from llmpsych.cli import SUBCOMMANDS
@@ -114,6 +115,7 @@ def test_a_run_reads_no_yaml_and_no_other_command_line_and_collects_little_befor
     modules = clock["modules_at_first_request"]
     assert isinstance(modules, list)
     assert "yaml" not in modules
+    assert "rich.progress" not in modules  # no bar to draw (stderr is a pipe): rich's bar is not imported
     groups = sorted({module for module, _, _ in SUBCOMMANDS} & set(modules))
     assert groups == [], f"command groups imported by `llmpsych run`: {groups}"
     research = ("psychobench", "emotion", "reliability", "games", "collab", "faults", "validity", "web")
