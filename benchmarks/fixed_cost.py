@@ -13,7 +13,11 @@ then. The parent notes the clock before starting the process and after it exits,
 
 * **start to first request** = first request - start (wall), CPU time at the first request (CPU);
 * **last answer to exit** = exit - last answer (wall), total CPU time - CPU time at the last answer (CPU);
-* **fixed cost** = their sum; shown next to ``python -c pass`` measured the same way, and as a ratio.
+* **fixed cost** = their sum; shown next to ``python -c pass`` measured the same way, and as a ratio;
+* **import aiohttp**: the CPU time of ``import aiohttp`` (the HTTP client library; not shown for a tree
+  whose HTTP layer does not import it), which the clock does first, in the same process; the fixed cost
+  without it is the rest (the command line, the run engine, the end of the run). Each column is its best,
+  so that one is the best of the differences, not the difference of the bests.
 
 Figures are the best of ``--reps`` (the least disturbed by other work; CPU time moves less with load than
 wall time). The heavy modules (pandas, scipy, numpy, matplotlib) loaded at the first request are listed.
@@ -102,15 +106,21 @@ def one_run(src: Path, base_url: str, units: int, env: dict[str, str], parallel:
         "peak_rss_mb": LAST_RSS_MB[0],
         "peak_rss_mb_at_last_answer": clock["peak_rss_mb_at_last_answer"],
         "heavy_at_first_request": [m for m in HEAVY if m in clock["modules_at_first_request"]],
+        "modules_at_first_request": len(clock["modules_at_first_request"]),
+        # ``import aiohttp`` (the HTTP client library), done first by the clock in the same process (NaN:
+        # a tree whose HTTP layer does not import it): the fixed cost without it is the rest
+        "import_aiohttp_cpu_s": clock.get("cpu_import_aiohttp", float("nan")),
+        "fixed_cpu_without_aiohttp_s": before[1] + after[1] - clock.get("cpu_import_aiohttp", float("nan")),
     }
 
 
 def best(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The minimum of each figure over the repetitions (and the heavy modules of the first)."""
+    """The minimum of each figure over the repetitions (and the modules of the first)."""
     keys = [k for k in runs[0] if k.endswith("_s") or "_mb" in k]
     return {
         **{k: min(r[k] for r in runs) for k in keys},
         "heavy_at_first_request": runs[0]["heavy_at_first_request"],
+        "modules_at_first_request": runs[0]["modules_at_first_request"],
     }
 
 
@@ -221,7 +231,8 @@ def main() -> None:
     base_wall, base_cpu = min(p[0] for p in passes), min(p[1] for p in passes)
     results = {name: best(rs) for name, rs in runs.items()}
     headers = ["tree", "start→first request wall / CPU (s)", "last answer→exit wall / CPU (s)"]
-    headers += ["fixed cost wall / CPU (s)", "÷ python -c pass (wall)", "heavy at first request"]
+    headers += ["fixed cost wall / CPU (s)", "÷ python -c pass (wall)", "import aiohttp CPU (s)"]
+    headers += ["fixed cost CPU without it (s)", "modules at first request", "heavy at first request"]
     rows = [
         [
             f"{name} ({trees[name]})",
@@ -229,11 +240,14 @@ def main() -> None:
             f"{r['after_wall_s']:.3f} / {r['after_cpu_s']:.3f}",
             f"{r['fixed_wall_s']:.3f} / {r['fixed_cpu_s']:.3f}",
             f"{r['fixed_wall_s'] / base_wall:.0f}x",
+            f"{r['import_aiohttp_cpu_s']:.3f}",
+            f"{r['fixed_cpu_without_aiohttp_s']:.3f}",
+            r["modules_at_first_request"],
             ", ".join(r["heavy_at_first_request"]) or "none",
         ]
         for name, r in results.items()
     ]
-    rows.append(["python -c pass", "", "", f"{base_wall:.3f} / {base_cpu:.3f}", "1x", ""])
+    rows.append(["python -c pass", "", "", f"{base_wall:.3f} / {base_cpu:.3f}", "1x", "", "", "", ""])
     print(f"\nllmpsych run --task echo -O units={ns.units}, best of {reps}, load average {load:.2f}\n")
     print(markdown_table(headers, rows))
     path = write_results(

@@ -99,3 +99,86 @@ def test_a_run_record_reads_its_calls_in_chunks_not_all_at_once(tmp_path: Path) 
         store.write(put_call_statements("u0001", "late", 99, "subject", "m", {"messages": []}, {"text": "x"}))
     assert len(record.calls) == 10_000 and sum(1 for _ in record.calls) == 10_000
     assert len(read_run(run_dir).calls) == 10_001
+
+
+def test_a_run_reads_no_yaml_and_no_other_command_line_and_collects_little_before_its_first_request(
+    tmp_path: Path,
+) -> None:
+    """``-O units=3`` imported YAML (~0.02 s of CPU) to read a number, and a run whose output is not a
+    terminal imported rich's progress bar to disable it (~0.012 s); the command groups it does not run
+    stay unimported; and the cyclic collector, which walked the ~550 modules' objects 130 times while
+    they were imported (~0.05 s), runs only a few times before the first request (the launcher imports
+    the command line and the run engine with it off, then freezes what they made)."""
+    from llmpsych.cli import SUBCOMMANDS
+
+    clock = clocked_run(tmp_path, "-O", "units=3", "-O", "turns=1")
+    modules = clock["modules_at_first_request"]
+    assert isinstance(modules, list)
+    assert "yaml" not in modules
+    assert "rich.progress" not in modules  # no bar to draw (stderr is a pipe): rich's bar is not imported
+    groups = sorted({module for module, _, _ in SUBCOMMANDS} & set(modules))
+    assert groups == [], f"command groups imported by `llmpsych run`: {groups}"
+    research = ("psychobench", "emotion", "reliability", "games", "collab", "faults", "validity", "web")
+    assert not [m for m in modules if m.split(".")[:2] in [["llmpsych", r] for r in research]]
+    collections = clock["gc_collections_at_first_request"]
+    assert isinstance(collections, int) and collections < 40, collections
+
+
+def test_the_collector_has_little_to_walk_when_a_run_exits(tmp_path: Path) -> None:
+    """At exit the interpreter's collections walked every object left (~0.07 s after the last answer of
+    a 10-request run); the ``llmpsych`` launcher freezes them first. An exit handler registered before the
+    command line started (so it runs after the launcher's) sees nearly everything frozen."""
+    code = (
+        "import atexit, gc, runpy, sys\n"
+        "counts = lambda: print('GC', gc.get_freeze_count(), len(gc.get_objects()), file=sys.stderr)\n"
+        "atexit.register(counts)\n"
+        "sys.argv = ['llmpsych', *sys.argv[1:]]\n"
+        "runpy.run_module('llmpsych', run_name='__main__')\n"
+    )
+    with FaultServer() as server:
+        cmd = [sys.executable, "-c", code, "run", "--task", "echo", "-m", "openai-compatible/bench"]
+        cmd += ["--base-url", server.base_url, "--no-cache", "--out", str(tmp_path / "run"), "-O", "units=3"]
+        result = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**os.environ})
+    assert result.returncode == 0, result.stderr
+    frozen, tracked = map(int, result.stderr.rsplit("GC ", 1)[1].split())
+    assert frozen > 20 * tracked, (frozen, tracked)
+
+
+def test_the_end_of_a_run_reads_its_units_one_pass_at_a_time(tmp_path: Path) -> None:
+    """Re-analysing (and ending) a run held every unit's row and every answer at once (a 50,000-unit echo
+    run: ~30 MiB after the last answer, the peak of the run). The echo task's summary is now written unit
+    by unit from the store, the same bytes as ``json.dumps`` of the whole; the record reads no unit it is
+    not asked for."""
+    import tracemalloc
+
+    from llmpsych.runs import parse_run_config
+    from llmpsych.runs.record import read_run
+    from llmpsych.runs.runner import analyze_run
+    from llmpsych.runs.store import RunStore, fail_unit_statements, finish_unit_statements
+
+    run_dir = tmp_path / "run"
+    config = parse_run_config({"task": "echo", "model": "openai-compatible/m", "base_url": "http://x:1/v1"})
+    units, stored = 16_000, 0
+    with RunStore.in_dir(run_dir, create=True) as store:
+        store.set_meta("config", config.stored())
+        store.add_units((f"u{u:06d}", {"index": u}) for u in range(units))
+        statements = []
+        for u in range(units):
+            answer = [[f"answer {u} " + "é" * 100]]
+            stored += len(json.dumps(answer))
+            statements += finish_unit_statements(f"u{u:06d}", answer)
+        statements += fail_unit_statements("u000007", "ValueError: no")
+        store.write(statements)
+    tracemalloc.start()
+    try:
+        analyze_run(run_dir)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < stored / 4, f"re-analysis held {peak} bytes for {stored} bytes of stored answers"
+
+    record = read_run(run_dir)  # read at once: the whole, as it was written before
+    answers = {unit.unit_id: result for unit, result in record.results(list[list[str]])}
+    whole = json.dumps({"units": record.unit_counts(), "answers": answers})
+    assert (run_dir / "echo-summary.json").read_text(encoding="utf-8") == whole
+    assert record.unit_counts() == {"done": units - 1, "failed": 1}

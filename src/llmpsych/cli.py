@@ -435,9 +435,30 @@ def _exit(code: int) -> None:
     sys.exit(code)
 
 
+#: Commands that start runs: :func:`prepare` imports the run machinery for them (which they import
+#: anyway, in their body) while the launcher holds the collector off.
+RUN_COMMANDS = frozenset({"run", "quickstart"})
+
+_prepared = False
+
+
+def prepare(argv: list[str]) -> None:
+    """Mount the sub-command groups for ``argv`` (:func:`_mount_subcommands`) and import what its command
+    needs in any case (the run engine, for a command that starts a run), for :mod:`llmpsych.__main__`,
+    which does this with the cyclic collector off; :func:`main` then mounts nothing again."""
+    global _prepared
+    _mount_subcommands(argv)
+    _prepared = True
+    if _invoked(argv) in RUN_COMMANDS and "--help" not in argv:
+        import importlib
+
+        importlib.import_module("llmpsych.runs.runner")
+
+
 def main() -> None:
     """Entry point: one clear line for user errors, a traceback only with --debug."""
-    _mount_subcommands(sys.argv[1:])
+    if not _prepared:
+        _mount_subcommands(sys.argv[1:])
     try:
         app()
     except LlmpsychError as exc:

@@ -10,7 +10,6 @@ page can be sent on its own; links to other files stay relative.
 from __future__ import annotations
 
 import base64
-import html
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -64,6 +63,8 @@ def markdown_parser() -> MarkdownIt:
 
 
 def _rewrite(body: str, base_dir: Path, embed_images: bool, md_links: Sequence[str]) -> str:
+    import html  # where a page is rendered (its entity table: a few ms a run would import for nothing)
+
     def image(match: re.Match[str]) -> str:
         src = html.unescape(match.group(1))
         path = base_dir / src
@@ -105,6 +106,8 @@ def markdown_to_html(
     ``underline``: ``<ins>``/``</ins>`` in the text become underline tags (the worst-value marks of
     :mod:`.marks`); every other tag stays escaped text.
     """
+    import html
+
     body = _rewrite(markdown_parser().render(text), base_dir, embed_images, md_links)
     if underline:
         from .marks import underline_html

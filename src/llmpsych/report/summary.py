@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
-
 from ..errors import LlmpsychError, terminal_text
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from ..runs.store import UnitRow
 
 HEADLINE_ROWS = 12  # rows of a run's summary.csv shown; the rest are in the file
@@ -168,6 +168,7 @@ def headline(run_dir: Path) -> Table | None:
     if not path.is_file():
         return None
     import pandas as pd
+    from rich.table import Table
 
     from ..stats.descriptive import format_mean_sd
 

@@ -10,7 +10,34 @@ released) or calls the difference unexplained. See ``docs/reproduce.md``.
 
 from __future__ import annotations
 
-from .cells import Cause, Outcome, PrintedCell, Recomputed
-from .compare import Summary, compare, summarize
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cells import Cause, Outcome, PrintedCell, Recomputed
+    from .compare import Summary, compare, summarize
+
+#: public name -> the module defining it, imported on first use: ``llmpsych run`` imports the
+#: ``reproduce`` command's module (its signature), not the tables' machinery
+_WHERE = {
+    "Cause": "cells",
+    "Outcome": "cells",
+    "PrintedCell": "cells",
+    "Recomputed": "cells",
+    "Summary": "compare",
+    "compare": "compare",
+    "summarize": "compare",
+}
 
 __all__ = ["Cause", "Outcome", "PrintedCell", "Recomputed", "Summary", "compare", "summarize"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module the first time it is asked for."""
+    try:
+        module = _WHERE[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

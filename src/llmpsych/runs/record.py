@@ -10,8 +10,7 @@ only then (:class:`Calls`): the memory a record holds does not grow with its cal
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -96,24 +95,55 @@ class Calls:
         return frame
 
 
-@dataclass
 class RunRecord:
-    """Everything a run store holds, for analysis: config, manifest, units (in creation order), calls."""
+    """Everything a run store holds, for analysis: config, manifest, units (in creation order), calls.
 
-    run_dir: Path
-    config: RunConfig
-    manifest: dict[str, Any]
-    meta: dict[str, Any]
-    units: list[UnitRow]
-    calls: Calls
-    _typed: dict[Any, list[tuple[UnitRow, Any]]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    The units are read when the record is made, or (``lazy_units``, for a run whose lock the reader
+    holds, so nothing changes them meanwhile) when :attr:`units` is first read: a reader that needs one
+    pass (:meth:`iter_units`, :meth:`iter_results`) or the counts (:meth:`unit_counts`) then never holds
+    them all (the end of a 50,000-unit echo run held every unit's row, ~30 MiB, for a JSON file).
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        config: RunConfig,
+        manifest: dict[str, Any],
+        meta: dict[str, Any],
+        units: list[UnitRow] | None,
+        calls: Calls,
+    ) -> None:
+        self.run_dir = run_dir
+        self.config = config
+        self.manifest = manifest
+        self.meta = meta
+        self.calls = calls
+        self._units = units
+        self._typed: dict[Any, list[tuple[UnitRow, Any]]] = {}
+
+    def __repr__(self) -> str:
+        return f"RunRecord(run_dir={self.run_dir!r}, task={self.config.task!r}, calls={len(self.calls)})"
 
     @property
     def store_path(self) -> Path:
         """The run store file this record was read from."""
         return self.run_dir / STORE_FILE
+
+    @property
+    def units(self) -> list[UnitRow]:
+        """Every unit, in creation order (read from the store the first time, for a lazy record)."""
+        if self._units is None:
+            with RunStore(self.store_path, readonly=True) as store:
+                self._units = store.units()
+        return self._units
+
+    def iter_units(self) -> Iterator[UnitRow]:
+        """The units, in creation order, read a chunk at a time unless :attr:`units` holds them already."""
+        if self._units is not None:
+            yield from self._units
+            return
+        with RunStore(self.store_path, readonly=True) as store:
+            yield from store.iter_units()
 
     def done(self) -> list[UnitRow]:
         """The finished units, in creation order."""
@@ -125,8 +155,11 @@ class RunRecord:
 
     def unit_counts(self) -> dict[str, int]:
         """How many units have each status."""
+        if self._units is None:
+            with RunStore(self.store_path, readonly=True) as store:
+                return dict(sorted(store.unit_counts().items()))
         counts: dict[str, int] = {}
-        for unit in self.units:
+        for unit in self._units:
             counts[unit.status] = counts.get(unit.status, 0) + 1
         return dict(sorted(counts.items()))
 
@@ -143,21 +176,35 @@ class RunRecord:
         Parsed once per model; a stored result that does not fit is a :class:`DataError` naming the unit.
         """
         if model not in self._typed:
-            adapter: TypeAdapter[Any] = TypeAdapter(model)
-            typed = []
-            for unit in self.done():
-                try:
-                    typed.append((unit, adapter.validate_python(unit.result)))
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where = ".".join(str(p) for p in first["loc"]) or "result"
-                    raise DataError(
-                        f"run store {self.store_path}: unit {unit.unit_id}: the stored result does not fit "
-                        f"{getattr(model, '__name__', model)} ({where}: {first['msg']})",
-                        RESULT_HINT,
-                    ) from None
-            self._typed[model] = typed
+            self._typed[model] = list(self._parsed(model, self.done()))
         return self._typed[model]
+
+    @overload
+    def iter_results(self, model: type[ResultT]) -> Iterator[tuple[UnitRow, ResultT]]: ...
+
+    @overload
+    def iter_results(self, model: Any) -> Iterator[tuple[UnitRow, Any]]: ...
+
+    def iter_results(self, model: Any) -> Iterator[tuple[UnitRow, Any]]:
+        """:meth:`results` in one pass that keeps none of them (read a chunk at a time, unless the record
+        holds its units or these results already)."""
+        if model in self._typed:
+            return iter(self._typed[model])
+        return self._parsed(model, (u for u in self.iter_units() if u.status == "done"))
+
+    def _parsed(self, model: Any, units: Iterable[UnitRow]) -> Iterator[tuple[UnitRow, Any]]:
+        adapter: TypeAdapter[Any] = TypeAdapter(model)
+        for unit in units:
+            try:
+                yield unit, adapter.validate_python(unit.result)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"]) or "result"
+                raise DataError(
+                    f"run store {self.store_path}: unit {unit.unit_id}: the stored result does not fit "
+                    f"{getattr(model, '__name__', model)} ({where}: {first['msg']})",
+                    RESULT_HINT,
+                ) from None
 
 
 def read_run(run_dir: Path | str) -> RunRecord:
@@ -168,8 +215,9 @@ def read_run(run_dir: Path | str) -> RunRecord:
         return record_from_store(store, run_dir)
 
 
-def record_from_store(store: RunStore, run_dir: Path) -> RunRecord:
-    """The record of an open store (the engine's own, at the end of a run)."""
+def record_from_store(store: RunStore, run_dir: Path, *, lazy_units: bool = False) -> RunRecord:
+    """The record of an open store (the engine's own, at the end of a run); ``lazy_units`` (the caller
+    holds the run's lock): the units are read when they are first read (:class:`RunRecord`)."""
     meta = store.all_meta()
     if meta.get("config") is None:
         raise DataError(f"no run config stored in {run_dir}", RESULT_HINT)
@@ -179,7 +227,7 @@ def record_from_store(store: RunStore, run_dir: Path) -> RunRecord:
         config=config,
         manifest=meta.get("manifest") or {},
         meta=meta,
-        units=store.units(),
+        units=None if lazy_units else store.units(),
         calls=Calls.of_store(store),
     )
 

@@ -352,7 +352,10 @@ def _finish(
 ) -> RunOutcome:
     try:
         summary = asyncio.run(_execute(task, store, config, show_progress, debug, save_config))
-        record = record_from_store(store, run_dir) if summary.done + summary.skipped else None
+        # the run's lock is held: the units are read when an analysis reads them (one pass: none held)
+        record = (
+            record_from_store(store, run_dir, lazy_units=True) if summary.done + summary.skipped else None
+        )
         complete = summary.total > 0 and summary.done + summary.skipped == summary.total
         state = _analysis_state(store) if complete else None
     except KeyboardInterrupt:
@@ -382,7 +385,7 @@ def analyze_run(run_dir: Path) -> list[Path]:
     """
     with RunStore.in_dir(run_dir, readonly=True) as store, run_lock(run_dir):
         # the store is checked before the lock file is made, and read once the lock is held
-        record = record_from_store(store, run_dir)
+        record = record_from_store(store, run_dir, lazy_units=True)
         store.close()
         task = task_class(record.config.task)(record.config)
         return html_beside(task.analyze(record))

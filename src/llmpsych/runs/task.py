@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from .record import RunRecord
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkUnit:
-    """An independent piece of work; its payload must be JSON and determine its behaviour."""
+    """An independent piece of work; its payload must be JSON and determine its behaviour (slots: a run
+    holds every unit while it runs, 50,000 for a large one)."""
 
     unit_id: str
     payload: dict[str, Any] = field(default_factory=dict)

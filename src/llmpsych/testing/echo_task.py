@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import GenerationParams
-from ..report.files import atomic_write_text
+from ..report.files import atomic_open
 from ..runs.record import RunRecord
 from ..runs.task import Task, WorkUnit
 
@@ -56,9 +56,13 @@ class EchoTask(Task[EchoOptions]):
         return [[m["content"] for m in history if m["role"] == "assistant"] for history in histories]
 
     def analyze(self, record: RunRecord) -> list[Path]:
-        answers = {unit.unit_id: result for unit, result in record.results(self.Result)}
+        """``echo-summary.json``: the units by status and every finished unit's answers, one line (as
+        ``json.dumps`` writes it), written unit by unit from the store: a 50,000-unit run held every
+        answer and the whole text at once (~30 MiB)."""
         out = record.run_dir / "echo-summary.json"
-        # one line: json's C encoder (``indent`` takes the pure-Python one, which held ~1M string pieces,
-        # +30 MiB, at the end of a 50,000-unit run)
-        atomic_write_text(out, json.dumps({"units": record.unit_counts(), "answers": answers}))
+        with atomic_open(out) as f:
+            f.write('{"units": ' + json.dumps(record.unit_counts()) + ', "answers": {')
+            for n, (unit, result) in enumerate(record.iter_results(self.Result)):
+                f.write((", " if n else "") + json.dumps(unit.unit_id) + ": " + json.dumps(result))
+            f.write("}}")
         return [out]
