@@ -170,10 +170,11 @@ def test_the_leaderboard_holds_each_stored_game_typed_and_the_preset_reads_its_r
 
 
 def test_a_fixed_preset_summary_of_a_store_with_an_unreadable_round_says_what_it_could_read(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An edited store (a round's decisions replaced by text) is not read as numbers and does not stop
     the summary of the other runs: that game is left out of the mean action and not scored."""
+    monkeypatch.setattr("llmpsych.games.presets.pyplot", lambda: None)  # the summary's numbers, no chart
     planned = expand(get_preset("fixed"), PresetSettings(models=["openai-compatible/m"], players=3, rounds=2))
     good = {
         "divide_dollar": _with_model_seats("divide_dollar"),
@@ -192,3 +193,5 @@ def test_a_fixed_preset_summary_of_a_store_with_an_unreadable_round_says_what_it
     means = frame["mean action of the model seats"].tolist()
     assert means[:3] == [20.0, 20.0, pytest.approx((5 + 0 + 7 + 0) / 4)]
     assert math.isnan(means[3]) and frame["runs"].tolist() == [1, 1, 1, 1]
+    (left,) = read_run_dir(tmp_path / planned[3].directory).left_out
+    assert left.reason.startswith("cannot be scored: DataError: public_goods run 1: stored round 2 does not")
