@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
+from .engine import Decision, DecisionInfo, PlotAdd, SimultaneousGame, SimultaneousRound
 from .parsing import as_int
 from .prompts import echo
 from .result import GamaBenchResult
@@ -148,6 +148,14 @@ def auction_score(log: AuctionLog, *, version: ScoringVersion = "thesis") -> flo
     return mean([max(0.0, (v - b) / max(v, 1)) for v, b in pairs]) * 100
 
 
+@dataclass(frozen=True, eq=False)
+class BidInfo(DecisionInfo):
+    """What a bidder may look at: their valuation this round and the auction's price rule."""
+
+    valuation: int
+    mode: Literal["first", "second"]
+
+
 class AuctionGame(SimultaneousGame[AuctionRound]):
     """Sealed-Bid Auction."""
 
@@ -192,7 +200,7 @@ class AuctionGame(SimultaneousGame[AuctionRound]):
             fields=list(fields),
             validate=lambda data: as_int(data["bid"], 0, value),
             fallback=0,
-            info={"valuation": value, "mode": self.p.mode},
+            info=BidInfo(valuation=value, mode=self.p.mode),
         )
 
     def resolve(self, round_no: int, actions: list[Any]) -> AuctionRound:
@@ -215,7 +223,7 @@ class AuctionGame(SimultaneousGame[AuctionRound]):
 
     def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
         if name == "ne":
-            value = decision.info["valuation"]
+            value = BidInfo.of(decision.info).valuation
             return value if self.p.mode == "second" else value * (self.players - 1) // self.players
         return super().strategy(name, decision, rng)
 

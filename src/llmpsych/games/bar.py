@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
+from .engine import Decision, DecisionInfo, PlotAdd, SimultaneousGame, SimultaneousRound
 from .guessing import number_text
 from .parsing import as_choice
 from .prompts import echo
@@ -120,6 +120,13 @@ def bar_score(log: BarLog) -> float:
     return (worst - s2) / worst * 100
 
 
+@dataclass(frozen=True, eq=False)
+class BarInfo(DecisionInfo):
+    """What a player may look at: the share of the players above which the bar is crowded."""
+
+    ratio: float
+
+
 class BarGame(SimultaneousGame[BarRound]):
     """El Farol Bar."""
 
@@ -159,7 +166,7 @@ class BarGame(SimultaneousGame[BarRound]):
             fields=list(fields),
             validate=lambda data: as_choice(data["decision"], ("go", "stay")),
             fallback="stay",
-            info={"ratio": self.p.ratio},
+            info=BarInfo(ratio=self.p.ratio),
         )
 
     def resolve(self, round_no: int, actions: list[Any]) -> BarRound:

@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from .engine import AnswerRecord, Decision, Game, GameRound, PlotAdd, Table
+from .engine import AnswerRecord, Decision, DecisionInfo, Game, GameRound, PlotAdd, Table
 from .parsing import InvalidAnswer
 from .prompts import echo
 from .result import GamaBenchResult
@@ -170,6 +170,15 @@ class BattleRound(GameRound):
     survivors: list[int]
 
 
+@dataclass(frozen=True, eq=False)
+class ShotInfo(DecisionInfo):
+    """What a shooter may look at: the survivors in shooting order and every player's hit rate (percent;
+    empty: the rates the game's options give)."""
+
+    survivors: list[int]
+    hit_rates: list[int] = field(default_factory=list)
+
+
 class BattleRoyaleGame(Game[BattleRound]):
     """Battle Royale."""
 
@@ -242,7 +251,7 @@ class BattleRoyaleGame(Game[BattleRound]):
             fields=["target", "action"],
             validate=lambda data: read_target(data.get("target"), shooter, survivors),
             fallback=None,
-            info={"survivors": list(survivors), "hit_rates": self.hit_rates},
+            info=ShotInfo(survivors=list(survivors), hit_rates=self.hit_rates),
         )
 
     async def play(self, table: Table) -> None:
@@ -307,7 +316,7 @@ class BattleRoyaleGame(Game[BattleRound]):
 
     def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
         if name == "ne":
-            target = strongest_other(decision.player, decision.info["survivors"], self.hit_rates)
+            target = strongest_other(decision.player, ShotInfo.of(decision.info).survivors, self.hit_rates)
             return "null" if target is None else player_id(target)
         return super().strategy(name, decision, rng)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, PlotAdd, SimultaneousGame, SimultaneousRound
+from .engine import Decision, DecisionInfo, PlotAdd, SimultaneousGame, SimultaneousRound
 from .parsing import as_int
 from .prompts import echo
 from .result import GamaBenchResult
@@ -98,6 +98,13 @@ def dollar_score(log: DollarLog) -> float:
     return max((log.golds - s3) / log.golds * 100, 0.0)
 
 
+@dataclass(frozen=True, eq=False)
+class DollarInfo(DecisionInfo):
+    """What a bidder may look at: the golds to divide."""
+
+    golds: int
+
+
 class DivideDollarGame(SimultaneousGame[DollarRound]):
     """Divide the Dollar."""
 
@@ -131,7 +138,7 @@ class DivideDollarGame(SimultaneousGame[DollarRound]):
             fields=list(fields),
             validate=lambda data: as_int(data["bid_amount"], 0, golds),
             fallback=0,
-            info={"golds": golds},
+            info=DollarInfo(golds=golds),
         )
 
     def resolve(self, round_no: int, actions: list[Any]) -> DollarRound:

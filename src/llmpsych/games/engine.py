@@ -28,6 +28,7 @@ from pydantic import BaseModel
 from ..models.chat_context import ChatContext, ChatRequest
 from ..models.types import ChatResult, GenerationParams, Message
 from ..runs.provenance import SKIPPED, UNKNOWN
+from .observation import DecisionInfo as DecisionInfo  # re-exported: a game declares its info from it
 from .observation import Observation
 from .parsing import InvalidAnswer, extract_fields
 from .prompts import Builtin, PromptSet, format_instruction
@@ -51,7 +52,7 @@ class Decision:
     fields: list[str]  # JSON fields; the first is the one fixed and human answers fill
     validate: Callable[[dict[str, Any]], Any]  # JSON fields -> action, or raise InvalidAnswer
     fallback: Any  # the action used when every ask failed
-    info: dict[str, Any] = field(default_factory=dict)  # what a strategy may look at
+    info: DecisionInfo = field(default_factory=DecisionInfo)  # what a strategy may look at (the game's own)
 
     @property
     def primary(self) -> str:

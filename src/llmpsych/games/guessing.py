@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..errors import ConfigError
-from .engine import Decision, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound
+from .engine import Decision, DecisionInfo, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound
 from .parsing import as_int
 from .prompts import echo
 from .result import GamaBenchResult
@@ -164,6 +164,15 @@ def guessing_score(log: GuessingLog, *, version: ScoringVersion = "thesis", publ
     return (span - s1) / span * 100
 
 
+@dataclass(frozen=True, eq=False)
+class GuessInfo(DecisionInfo):
+    """What a guesser may look at: the range of the numbers and the ratio of the average to aim at."""
+
+    min: int
+    max: int
+    ratio: float
+
+
 class GuessingGame(SimultaneousGame[GuessingRound]):
     """Guess R × the average."""
 
@@ -212,7 +221,7 @@ class GuessingGame(SimultaneousGame[GuessingRound]):
             fields=list(fields),
             validate=lambda data: as_int(data["chosen_number"], p.min, p.max),
             fallback=(p.min + p.max) // 2,
-            info={"min": p.min, "max": p.max, "ratio": p.ratio},
+            info=GuessInfo(min=p.min, max=p.max, ratio=p.ratio),
         )
 
     def resolve(self, round_no: int, actions: list[Any]) -> GuessingRound:

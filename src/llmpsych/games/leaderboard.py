@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import ValidationError
 
 from ..errors import DataError, LlmpsychError
 from ..report.charts import pyplot
@@ -40,6 +41,7 @@ from ..runs.record import RunRecord, read_run
 from ..runs.store import STORE_FILE
 from . import registry, scoring
 from .analysis import scoring_log
+from .result import GamaBenchResult
 from .score_logs import GAME_KEYS, LogRun, ModelScores, score_runs, to_json
 from .scoring import GAME_TITLES, GAMES, ScoringVersion
 from .seats import HumanSeat, LLMSeat, WebSeat, build_seats
@@ -74,14 +76,16 @@ UNSCORABLE = (
 @dataclass(frozen=True)
 class ScoredGame:
     """One finished game of a run directory with its 0-100 score (None when it cannot be scored, and
-    then ``reason`` says why)."""
+    then ``reason`` says why) and its stored result, typed (its rounds read through the game's ``Round``:
+    :func:`~llmpsych.games.registry.rounds_of`); None when the stored mapping does not parse as a game
+    result (and is then never scored)."""
 
     run_dir: Path
     model: str
     game: str  # engine name
     run: int
     score: float | None
-    result: dict[str, Any]
+    result: GamaBenchResult | None
     reason: str | None = None
 
 
@@ -209,8 +213,9 @@ def run_info(record: RunRecord, *, version: ScoringVersion = "thesis", published
             info.left_out.append(LeftOut(run_dir, result["game"], f"run {run} of this game stored twice"))
             continue
         seen.add((result["game"], run))
-        score, reason = score_or_reason(result, version, published)
-        info.games.append(ScoredGame(run_dir, model, result["game"], run, score, result, reason))
+        typed = _parsed(result)
+        score, reason = score_or_reason(result if typed is None else typed, version, published)
+        info.games.append(ScoredGame(run_dir, model, result["game"], run, score, typed, reason))
         if score is None:
             info.left_out.append(LeftOut(run_dir, result["game"], reason or "cannot be scored"))
     return info
@@ -258,20 +263,30 @@ def _role_model(value: Any) -> Any:
     return value.get("model") if isinstance(value, Mapping) else value
 
 
+def _parsed(result: Mapping[str, Any]) -> GamaBenchResult | None:
+    """A stored game result typed, or None when it does not parse (the scorer then says why)."""
+    try:
+        return GamaBenchResult.model_validate(result)
+    except ValidationError:
+        return None
+
+
 def game_score(
-    result: dict[str, Any], version: ScoringVersion = "thesis", published: bool = False
+    result: GamaBenchResult | Mapping[str, Any], version: ScoringVersion = "thesis", published: bool = False
 ) -> float | None:
     """The 0-100 score of one engine game result, or None when it cannot be scored (e.g. no rounds)."""
     return score_or_reason(result, version, published)[0]
 
 
 def score_or_reason(
-    result: dict[str, Any], version: ScoringVersion = "thesis", published: bool = False
+    result: GamaBenchResult | Mapping[str, Any], version: ScoringVersion = "thesis", published: bool = False
 ) -> tuple[float | None, str | None]:
     """``(score, None)``, or ``(None, reason)`` with the scorer's message on one line (at most
-    ``REASON_CHARS`` characters) when the game cannot be scored."""
-    if result.get("game") not in SCORING_NAME:
-        return None, f"not a GAMA-Bench game: {_one_line(repr(result.get('game')))}"
+    ``REASON_CHARS`` characters) when the game cannot be scored (a stored mapping is parsed first: one
+    that does not parse as a game result is a reason too)."""
+    game = result.game if isinstance(result, GamaBenchResult) else result.get("game")
+    if game not in SCORING_NAME:
+        return None, f"not a GAMA-Bench game: {_one_line(repr(game))}"
     try:
         return float(scoring.score(scoring_log(result, scoring), version=version, published=published)), None
     except UNSCORABLE as error:
@@ -298,7 +313,7 @@ def log_runs(infos: Sequence[RunDirInfo], label: Mapping[Path, str] | None = Non
         seen = dirs.setdefault(name, {})
         k = seen.setdefault(info.run_dir, len(seen))
         for g in info.games:
-            if g.score is None or g.game not in SCORING_NAME:
+            if g.score is None or g.result is None or g.game not in SCORING_NAME:
                 continue
             numbers = keys.setdefault(name, {})
             number = numbers.setdefault((k, g.run), len(numbers) + 1)

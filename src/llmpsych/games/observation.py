@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, field, fields
+from typing import Any, Protocol, Self
 
 from ..models.types import ChatResult, GenerationParams, Message
 
@@ -51,6 +51,42 @@ class SeatContext(Protocol):
     def prompting(self) -> AbstractContextManager[None]: ...
 
 
+@dataclass(frozen=True, eq=False)
+class DecisionInfo(Mapping[str, Any]):
+    """What a strategy, a ``python:`` seat and a person's page may look at when a player decides (the
+    auction's valuation, the survivors of a battle royale, the plan a pirate votes on): each game declares
+    its own as a subclass in its module, read by attribute (``info.valuation``); a game that has nothing to
+    add gives this empty one.
+
+    Also a read-only mapping of its fields (``info["valuation"]``, ``dict(info)``, ``info == {...}``), so
+    ``python:`` seats written against the mapping keep working. Declare a subclass as this class is,
+    ``@dataclass(frozen=True, eq=False)``: the mapping's equality, not the dataclass's."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._names():
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    @classmethod
+    def _names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls))
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> Self:
+        """``values`` (a decision's info as a plain mapping) as this info: the keys it declares, the rest
+        left out; a field absent takes its default (one without a default: ``TypeError``)."""
+        if isinstance(values, cls):
+            return values
+        names = set(cls._names())
+        return cls(**{key: value for key, value in values.items() if key in names})
+
+
 @dataclass
 class Observation:
     """One decision as one player sees it."""
@@ -62,7 +98,7 @@ class Observation:
     history: list[Message]  # the round reports so far, as the player's model is sent them
     request: str  # the request turn as a model gets it (with the JSON-format instruction)
     fields: list[str]  # JSON fields; the first is the one fixed and human answers fill
-    info: dict[str, Any] = field(default_factory=dict)  # what a strategy may look at
+    info: DecisionInfo = field(default_factory=DecisionInfo)  # what a strategy may look at (the game's own)
     cot: str = ""  # the chain-of-thought sentence the game put before the format instruction
     attempt: int = 0  # 0 for the first ask, then 1, 2, ... for re-asks
     last_error: str = ""  # why the previous answer to this decision could not be used (re-asks only)

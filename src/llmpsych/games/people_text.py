@@ -547,7 +547,11 @@ def question(
     lang: str = "en",
 ) -> str:
     """The question of one decision for people (``kind`` and ``info``: the decision's, as an
-    :class:`~llmpsych.games.observation.Observation` carries them)."""
+    :class:`~llmpsych.games.observation.Observation` carries them; a plain mapping is read as the game's
+    info)."""
+    from .auction import BidInfo
+    from .pirate import ProposalInfo, VoteInfo
+
     lang = language(lang)
     s = setting(game, params, players=players, rounds=max(round_no, 1))
     p, t = s.params, TEXTS.bound(lang)
@@ -555,22 +559,36 @@ def question(
         ratio = _localized_ratio(str(p["ratio_str"]), lang)
         return t("q.guessing", round=round_no, min=p["min"], max=p["max"], ratio=ratio)
     if game == "public_goods":
-        return t("q.public_goods", round=round_no, tokens=info.get("tokens", p["tokens"]))
+        return t("q.public_goods", round=round_no, tokens=_tokens(info, p["tokens"]))
     if game == "divide_dollar":
         return t("q.divide_dollar", round=round_no, golds=p["golds"])
     if game == "auction":
-        return t("q.auction", round=round_no, value=info["valuation"])
+        return t("q.auction", round=round_no, value=BidInfo.of(info).valuation)
     if game == "battle_royale":
-        names = ", ".join(_who(int(i), player, lang) for i in info.get("survivors", []))
+        names = ", ".join(_who(int(i), player, lang) for i in _survivors(info))
         return t("q.battle_royale", round=round_no, survivors=names)
     if game == "pirate" and kind == "propose":
-        return t("q.pirate.propose", rank=info["proposer"], last=players, gold=p["gold"])
+        return t("q.pirate.propose", rank=ProposalInfo.of(info).proposer, last=players, gold=p["gold"])
     if game == "pirate":
-        plan = _plan_text(int(info["proposer"]), list(info["plan"]), lang)
-        return t(
-            "q.pirate.vote", proposer=info["proposer"], plan=plan, rank=info["rank"], share=info["share"]
-        )
+        vote = VoteInfo.of(info)
+        plan = _plan_text(int(vote.proposer), list(vote.plan), lang)
+        return t("q.pirate.vote", proposer=vote.proposer, plan=plan, rank=vote.rank, share=vote.share)
     return t(f"q.{game}", round=round_no)
+
+
+def _tokens(info: Mapping[str, Any], default: Any) -> Any:
+    """The tokens a Public Goods contributor holds (``default``: the game's endowment, when ``info`` does
+    not say)."""
+    from .public_goods import ContributionInfo
+
+    return info.tokens if isinstance(info, ContributionInfo) else info.get("tokens", default)
+
+
+def _survivors(info: Mapping[str, Any]) -> list[int]:
+    """The survivors of a Battle Royale shot (none, when ``info`` does not say)."""
+    from .battle_royale import ShotInfo
+
+    return ShotInfo.of(info).survivors if "survivors" in info else []
 
 
 def answer_input(
@@ -584,6 +602,10 @@ def answer_input(
     lang: str = "en",
 ) -> AnswerInput:
     """The input a person answers one decision with, its values those the game's own check reads."""
+    from .auction import BidInfo
+    from .battle_royale import ShotInfo
+    from .pirate import ProposalInfo
+
     lang = language(lang)
     s = setting(game, params, players=players, rounds=1)
     p, t = s.params, TEXTS.bound(lang)
@@ -597,11 +619,11 @@ def answer_input(
     if game == "guessing":
         return number(int(p["min"]), int(p["max"]))
     if game == "public_goods":
-        return number(0, int(info.get("tokens", p["tokens"])))
+        return number(0, int(_tokens(info, p["tokens"])))
     if game == "divide_dollar":
         return number(0, int(p["golds"]))
     if game == "auction":
-        return number(0, int(info["valuation"]))
+        return number(0, int(BidInfo.of(info).valuation))
     if game == "bar":
         return choice(("go", t("choice.go")), ("stay", t("choice.stay")))
     if game == "diner":
@@ -609,15 +631,16 @@ def answer_input(
         cheap = t("choice.cheap", cost=num(p["cheap_cost"], lang), worth=num(p["cheap_utility"], lang))
         return choice(("costly", costly), ("cheap", cheap))
     if game == "battle_royale":
-        rates = info.get("hit_rates") or [p["base_hit_rate"] + i * p["interval"] for i in range(players)]
+        shot = ShotInfo.of(info) if "survivors" in info else ShotInfo(survivors=[])
+        rates = shot.hit_rates or [p["base_hit_rate"] + i * p["interval"] for i in range(players)]
         targets = [
             (f"player_{i}", t("choice.shoot", player=i, rate=rates[int(i)]))
-            for i in info.get("survivors", [])
+            for i in shot.survivors
             if int(i) != player
         ]
         return choice(*targets, ("null", t("choice.miss")))
     if game == "pirate" and kind == "propose":
-        proposer = int(info["proposer"])
+        proposer = int(ProposalInfo.of(info).proposer)
         labels = tuple(
             t("share.you" if rank == player + 1 else "share.rank", rank=rank)
             for rank in range(proposer, players + 1)

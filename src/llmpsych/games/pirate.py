@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .battle_royale import ordinal
-from .engine import Answer, AnswerRecord, Decision, Game, GameRound, PlotAdd, Table
+from .engine import Answer, AnswerRecord, Decision, DecisionInfo, Game, GameRound, PlotAdd, Table
 from .parsing import InvalidAnswer, as_int_list
 from .prompts import echo
 from .result import GamaBenchResult
@@ -244,6 +244,27 @@ class PirateGameRound(GameRound):
     accepted: bool
 
 
+@dataclass(frozen=True, eq=False)
+class ProposalInfo(DecisionInfo):
+    """What a proposer may look at: their rank (``proposer`` = ``rank``), the gold and the crew's size."""
+
+    proposer: int
+    rank: int
+    gold: int
+    players: int
+
+
+@dataclass(frozen=True, eq=False)
+class VoteInfo(DecisionInfo):
+    """What a voter may look at: the proposer's rank, their own, the plan (golds by rank, proposer first)
+    and their share of it."""
+
+    proposer: int
+    rank: int
+    share: int
+    plan: list[int]
+
+
 class PirateGame(Game[PirateGameRound]):
     """Pirate Game. ``rounds`` is not used: the game lasts until a plan passes (at most N proposals)."""
 
@@ -287,7 +308,7 @@ class PirateGame(Game[PirateGameRound]):
             fields=["proposal"],
             validate=lambda data: read_plan(data["proposal"], n, gold),
             fallback=equal,
-            info={"proposer": proposer, "rank": proposer, "gold": gold, "players": self.players},
+            info=ProposalInfo(proposer=proposer, rank=proposer, gold=gold, players=self.players),
         )
 
     def vote(self, rank: int, proposer: int, plan: list[int]) -> Decision:
@@ -305,7 +326,7 @@ class PirateGame(Game[PirateGameRound]):
             fields=list(fields),
             validate=lambda data: read_vote(data["decision"]),
             fallback="reject",
-            info={"proposer": proposer, "rank": rank, "share": share, "plan": plan},
+            info=VoteInfo(proposer=proposer, rank=rank, share=share, plan=list(plan)),  # its own copy
         )
 
     async def play(self, table: Table) -> None:
@@ -360,10 +381,10 @@ class PirateGame(Game[PirateGameRound]):
 
     def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
         if name == "ne":
-            info = decision.info
             if decision.kind == "propose":
-                return optimal_plan(info["proposer"], self.players, self.p.gold)
-            return optimal_vote(info["rank"], info["proposer"], info["share"])
+                return optimal_plan(ProposalInfo.of(decision.info).proposer, self.players, self.p.gold)
+            vote = VoteInfo.of(decision.info)
+            return optimal_vote(vote.rank, vote.proposer, vote.share)
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ..errors import ConfigError, LlmpsychError
+from ..errors import ConfigError, DataError, LlmpsychError
 from ..report.charts import pyplot
 from ..report.files import save_figure, write_csv
 from ..report.html import html_beside
@@ -29,7 +29,10 @@ from ..runs import presets as shared
 from ..runs.config import DEFAULT_MODEL
 from ..runs.presets import execute as execute  # run a plan through the one sweep runner
 from ..runs.store import STORE_FILE
+from . import registry
 from .leaderboard import RunDirInfo, by_settings, leaderboard_chart, log_runs, read_run_dir, write_leaderboard
+from .result import GamaBenchResult
+from .rounds import AnswerRecord, SimultaneousRound
 from .score_logs import score_runs
 from .scoring import GAME_TITLES, GAMES
 from .task import GAMES as ENGINE_GAMES
@@ -476,17 +479,23 @@ def _settings_frame(
     return pd.DataFrame(rows)
 
 
-def llm_actions_per_round(result: dict[str, Any]) -> list[float]:
-    """Mean action of the model seats in each round of one game (bids, contributions, ...)."""
+def llm_actions_per_round(result: GamaBenchResult) -> list[float]:
+    """Mean action of the model seats in each round of one game (bids, contributions, ...), read from the
+    game's typed rounds (:func:`~llmpsych.games.registry.rounds_of`; a round that does not fit its game's
+    ``Round`` is a :class:`DataError`). NaN for a round without a numeric model answer (a sequential
+    game's round has no ``decisions``)."""
     means = []
-    for record in result["rounds"]:
-        values = [
-            float(d["action"])
-            for d in record.get("decisions", [])
-            if str(d.get("seat", "llm")).startswith("llm") and isinstance(d.get("action"), int | float)
-        ]
+    for record in registry.rounds_of(result):
+        decisions = record.decisions if isinstance(record, SimultaneousRound) else []
+        values = [float(d.action) for d in decisions if _model_seat(d) and isinstance(d.action, int | float)]
         means.append(sum(values) / len(values) if values else math.nan)
     return means
+
+
+def _model_seat(answer: AnswerRecord) -> bool:
+    """Whether a model seat gave ``answer`` (a record that does not name its seat counts as the model's)."""
+    seat = answer.seat if "seat" in answer.model_fields_set else "llm"
+    return str(seat).startswith("llm")
 
 
 def _fixed_summary(
@@ -496,7 +505,7 @@ def _fixed_summary(
     for run, info in zip(present, infos, strict=True):
         per_round: list[list[float]] = []
         for g in info.games:
-            for i, value in enumerate(llm_actions_per_round(g.result)):
+            for i, value in enumerate(_actions_per_round(g.result)):
                 if i >= len(per_round):
                     per_round.append([])
                 if not math.isnan(value):
@@ -530,6 +539,17 @@ def _fixed_summary(
     sections.append(("Run directories", table(_dirs_frame(infos))))
     paths.append(write_report(out / "summary.md", f"GAMA-Bench preset {preset.name}", sections))
     return html_beside(paths)
+
+
+def _actions_per_round(result: GamaBenchResult | None) -> list[float]:
+    """:func:`llm_actions_per_round`; none for a stored game that does not parse, or whose rounds do not
+    fit its game's ``Round`` (it is not scored either: the leaderboard's left-out table gives the reason)."""
+    if result is None:
+        return []
+    try:
+        return llm_actions_per_round(result)
+    except DataError:
+        return []
 
 
 def _fixed_chart(curves: dict[tuple[str, str], list[float]], path: Path) -> Path | None:

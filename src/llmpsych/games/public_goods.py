@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import Decision, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound, Table
+from .engine import Decision, DecisionInfo, Payoff, PlotAdd, SimultaneousGame, SimultaneousRound, Table
 from .guessing import number_text
 from .parsing import as_int
 from .prompts import echo
@@ -121,6 +121,14 @@ def goods_score(log: GoodsLog, *, version: ScoringVersion = "thesis") -> float:
     return (log.tokens - s4) / log.tokens * 100
 
 
+@dataclass(frozen=True, eq=False)
+class ContributionInfo(DecisionInfo):
+    """What a contributor may look at: the whole tokens they hold and the pot's multiplier."""
+
+    tokens: int
+    ratio: float
+
+
 class PublicGoodsGame(SimultaneousGame[GoodsRound]):
     """Public Goods Game."""
 
@@ -173,7 +181,7 @@ class PublicGoodsGame(SimultaneousGame[GoodsRound]):
             fields=list(fields),
             validate=lambda data: as_int(data["tokens_contributed"], 0, current),
             fallback=0,
-            info={"tokens": current, "ratio": self.p.ratio},
+            info=ContributionInfo(tokens=current, ratio=self.p.ratio),
         )
 
     def resolve(self, round_no: int, actions: list[Any]) -> GoodsRound:
@@ -196,7 +204,7 @@ class PublicGoodsGame(SimultaneousGame[GoodsRound]):
 
     def strategy(self, name: str, decision: Decision, rng: random.Random) -> Any:
         if name == "ne":
-            return decision.info["tokens"] if self.p.ratio > self.players else 0
+            return ContributionInfo.of(decision.info).tokens if self.p.ratio > self.players else 0
         return super().strategy(name, decision, rng)
 
     def summary(self) -> dict[str, Any]:

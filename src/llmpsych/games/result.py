@@ -280,10 +280,13 @@ def stored_results(record: _Record) -> list[tuple[Any, GamaBenchResult]]:
         rounds = copy.deepcopy(result.rounds)
         changed = False
         for record_ in rounds:
+            round_no = GameRound.model_validate(record_).round
             for _, item in _items(record_):
-                asked = found.get((unit_id, int(item["player"]), int(record_.get("round", 0))), {})
-                if "how" not in item and len(asked) == 1 and str(item.get("seat", "")).startswith("web"):
-                    item["how"] = next(iter(asked.values()))[1]
+                answer = AnswerRecord.model_validate(item)
+                asked = found.get((unit_id, answer.player, round_no), {})
+                web = (answer.seat or "").startswith("web")
+                if web and "how" not in answer.model_fields_set and len(asked) == 1:
+                    item["how"] = next(iter(asked.values()))[1]  # the stored mapping, as the store keeps it
                     changed = True
         out.append((unit, result.model_copy(update={"rounds": rounds}) if changed else result))
     return out
