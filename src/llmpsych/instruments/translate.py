@@ -216,8 +216,8 @@ class TranslatableSource(ABC, Generic[V]):
 
     The source declares the task option that holds it (:attr:`option`: its stored spelling, and its flag
     unless :attr:`flag` is False, then a command's FILE argument sets it; ``-O`` and a config file reach
-    it either way) and the value's model (:attr:`value_type`, read from what the user gives and stored in
-    the run config, so a resume reads the run, not the disk). It cuts the value into texts
+    it either way) and the model its value is validated into (:attr:`value_type`, from what the option is
+    given: a path, a list of names). It cuts the value into texts
     (:meth:`texts`), says how a prompt names each kind of text (:attr:`kinds`), what language the value is
     in (:meth:`language`), and writes the translated file when every text is done (:meth:`write`). The
     prompts, the reply checks and the report's sentences have the kit's defaults, which a source may
@@ -248,7 +248,7 @@ class TranslatableSource(ABC, Generic[V]):
     placeholders: ClassVar[re.Pattern[str]] = PLACEHOLDERS
     #: the title of the run's report
     report_title: ClassVar[str] = "llmpsych translation report"
-    #: what the report's n counts, one sentence ("n = situations.")
+    #: what the report's n counts, one sentence ("n = items.")
     counted: ClassVar[str] = "n = texts."
 
     def annotation(self) -> Any:
@@ -411,6 +411,10 @@ def register_source(source: TranslatableSource[Any]) -> None:
     """Make ``translate`` take ``source`` (checked now, so a half-written source is refused here, in one
     line): its option joins the task's options model, and a run, a resume and every translate command
     take it. An option already held by another source is refused."""
+    problems = _source_check(source)
+    if problems:  # before anything is read off it
+        named = getattr(source, "option", type(source).__name__)
+        raise ConfigError(f"translatable source {named!r} cannot be registered: {'; '.join(problems)}")
     if source.option in SOURCES:
         held, new = (
             f"{type(s).__module__}.{type(s).__qualname__}" for s in (SOURCES.get(source.option), source)
