@@ -218,3 +218,28 @@ def test_a_new_process_reads_every_benchmark_translation_without_its_command(tmp
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["[('Anger-1/s01', 'A queue.')] ['guessing']", "[]"]
+
+
+def test_the_situations_report_names_a_flag_emotionbench_run_takes(tmp_path: Path) -> None:
+    """The report of a situations translation says how to use the new file: the flag it names must be one
+    ``emotionbench run`` takes (it named ``--situations``, which that command refuses)."""
+    source = tmp_path / "s.json"
+    source.write_text(
+        json.dumps(
+            {"emotions": [{"name": "Fear", "factors": [{"name": "N", "scenarios": ["A dark hall."]}]}]}
+        ),
+        encoding="utf-8",
+    )
+    cli._mount_subcommands()
+    with FaultServer(responder=lambda body: body["messages"][1]["content"].split("\n\n", 1)[1]) as server:
+        result = CliRunner().invoke(
+            cli.app,
+            ["emotionbench", "translate", str(source), "--to", "de", "--source-language", "en"]
+            + ["-m", "openai-compatible/t", "--base-url", server.base_url, "--out", str(tmp_path / "run")]
+            + ["--no-progress", "--no-cache"],
+        )
+    assert result.exit_code == 0, (result.output, result.exception)
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    [named] = re.findall(r"`llmpsych emotionbench run (--[\w-]+)`", report)
+    help_text = CliRunner().invoke(cli.app, ["emotionbench", "run", "--help"], env={"COLUMNS": "200"}).output
+    assert re.search(rf"{named}\s", help_text), named

@@ -117,7 +117,7 @@ class SituationTexts(TranslatableSource[SituationsSource]):
         return out_file
 
     def reads_it(self, file: Path) -> str:
-        return "EmotionBench reads it with `--situations`"
+        return "`llmpsych emotionbench run --situations-file` reads it"
 
 
 SITUATION_TEXTS = SituationTexts()
