@@ -416,9 +416,7 @@ def register_source(source: TranslatableSource[Any]) -> None:
         named = getattr(source, "option", type(source).__name__)
         raise ConfigError(f"translatable source {named!r} cannot be registered: {'; '.join(problems)}")
     if source.option in SOURCES:
-        held, new = (
-            f"{type(s).__module__}.{type(s).__qualname__}" for s in (SOURCES.get(source.option), source)
-        )
+        held, new = _class_name(SOURCES.get(source.option)), _class_name(source)
         if held != new:  # the same source registered again (a module reloaded) replaces itself
             raise ConfigError(f"translatable source {source.option!r} is already registered by {held}")
     SOURCES.register(source.option, source)
