@@ -229,3 +229,74 @@ def test_no_import_loops_between_files() -> None:
         steps = " -> ".join(f"{a} (line {min(lines[(a, b)])})" for a, b in zip(loop, loop[1:], strict=False))
         shown.append(f"{len(component)} files: {', '.join(component)}\n    e.g. {steps} -> {loop[-1]}")
     assert not components, f"{len(components)} import loops:\n" + "\n".join(shown)
+
+
+#: Words that name a research benchmark's texts; instruments/ may name the official questionnaire datasets
+#: (PsychoBench, EmotionBench) but none of the texts other benchmarks translate with its kit.
+_BENCHMARK_TEXT_WORDS = ("situation", "game", "gama-bench", "gamabench", "scenario")
+
+
+def benchmark_text_kinds_in(text: str, literals: set[str], phrases: set[str]) -> list[tuple[int, str]]:
+    """``(line, name)`` of each place in a module's ``text`` that names a research benchmark's text kind:
+    a string constant equal to one of ``literals`` (an option or kind a benchmark registers:
+    ``"situation"``), or, anywhere (comments and docstrings too), one of ``phrases`` or
+    :data:`_BENCHMARK_TEXT_WORDS`."""
+    import re
+
+    words = re.compile(
+        "|".join(
+            [
+                *map(re.escape, sorted(phrases, key=len, reverse=True)),
+                *(rf"\b{w}" for w in _BENCHMARK_TEXT_WORDS),
+            ]
+        ),
+        re.IGNORECASE,
+    )
+    found = [
+        (node.lineno, node.value)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Constant) and node.value in literals
+    ]
+    for number, line in enumerate(text.splitlines(), start=1):
+        found += [(number, name) for name in words.findall(line)]
+    return sorted(found)
+
+
+def test_the_translation_kit_names_no_benchmark_text_kind() -> None:
+    """instruments/ holds the translation kit: it knows a benchmark's texts (EmotionBench's situations,
+    GAMA-Bench's templates) only through what the benchmark registers with it (its option, its kinds of
+    text, its prompts and its translated file), so a new benchmark's texts need no change below; the
+    options and kinds come from the registrations themselves."""
+    import llmpsych.translate  # noqa: F401 - the task as runs find it: every benchmark's texts registered
+    from llmpsych.instruments.translate import TranslateTask, sources
+
+    registered = [s for s in sources() if _area(type(s).__module__) in RESEARCH]
+    assert {s.option for s in registered} >= {"situations_file", "game_templates"}
+    assert {"situations_file", "game_templates"} <= set(TranslateTask.Options.model_fields)
+    literals = {s.option for s in registered} | {kind for s in registered for kind in s.kinds}
+    phrases = {s.option for s in registered} | {words for s in registered for words in s.kinds.values()}
+    bad = []
+    for module, (path, _) in _modules().items():
+        if _area(module) == "instruments":
+            text = path.read_text(encoding="utf-8")
+            bad += [
+                f"{module} (line {n}) names {name!r}"
+                for n, name in benchmark_text_kinds_in(text, literals, phrases)
+            ]
+            bad += [f"{module} names llmpsych.{r}" for r in RESEARCH if f"llmpsych.{r}" in text]
+    assert not bad, "the translation kit names a benchmark's texts:\n" + "\n".join(bad)
+    # the checker itself, on lines of the kit before it was one: a branch on a kind, its words, a loader
+    old = (
+        'SITUATIONS = "situations"\n'
+        'if p["kind"] == "template":\n'
+        '    what = "game prompt passage"\n'
+        '_TEXTS = {"situations": "llmpsych.emotion.translation:SITUATION_TEXTS"}\n'
+    )
+    assert benchmark_text_kinds_in(old, literals, phrases) == [
+        (1, "SITUATION"),
+        (1, "situation"),
+        (2, "template"),
+        (3, "game prompt passage"),
+        (4, "SITUATION"),
+        (4, "situation"),
+    ]

@@ -12,7 +12,7 @@ import typer
 from .. import clikit as kit
 from ..clinames import RETIRED_FLAGS_OF, notice, retired_command
 from ..errors import LlmpsychError, terminal_text
-from ..instruments.cli import translate_command, translate_situations
+from ..instruments.cli import BackModelOpt, OutFileOpt, run_translation, translate_command, with_source
 from ..report.terminal import InertConsole, echo
 from .compare import factor_names, missing_lines, scoring_label
 
@@ -404,5 +404,19 @@ def _comparison_file(out: Path) -> Path:
     return output_dir(out) / "comparison.md"
 
 
-# the shared translate command (instruments/cli.py)
-translate_command(app, retired=RETIRED_FLAGS_OF["emotionbench translate"])(translate_situations)
+@translate_command(app, retired=RETIRED_FLAGS_OF["emotionbench translate"])
+def translate_situations(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="A situations file in EmotionBench's JSON form.")],
+    back_model: BackModelOpt = None,
+    out_file: OutFileOpt = None,
+    *,
+    flags: kit.RunFlags,
+    options: dict[str, Any],
+) -> None:
+    """Translate an EmotionBench situations file (with back-translation and an agreement report); exits 1
+    naming the situations without a usable reply. Each option of the translate task is a flag."""
+    if not options.get("to"):
+        raise LlmpsychError("give the target language with --to", "e.g. --to de")
+    options = with_source(options, "situations_file", file)
+    run_translation(options, flags, file, back_model=back_model, out_file=out_file)

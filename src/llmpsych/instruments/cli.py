@@ -229,15 +229,16 @@ _NOT_TAKEN = frozenset({"task_config", "concurrency", "data_dir", "resume"})
 def translate_command(
     app: typer.Typer, *, retired: Mapping[str, str] | None = None
 ) -> Callable[[CommandT], CommandT]:
-    """Register a function as ``app``'s ``translate`` command (scales, situations, GAMA-Bench templates): a
-    run of the ``translate`` task whose every option is a flag generated from its ``Options`` model
+    """Register a function as ``app``'s ``translate`` command (this group's scale files, or the texts a
+    benchmark registered with the translation kit, :mod:`llmpsych.instruments.translate`): a run of the
+    ``translate`` task whose every option is a flag generated from its ``Options`` model
     (:func:`llmpsych.clikit.task_command`), without the run flags a translation has never taken.
     ``retired``: the command's old flag spellings, accepted hidden with a notice
     (:data:`~llmpsych.clinames.RETIRED_FLAGS_OF`)."""
     return kit.task_command(app, "translate", "translate", without=_NOT_TAKEN, retired=retired)
 
 
-def _with_source(options: dict[str, Any], key: str, file: Path) -> dict[str, Any]:
+def with_source(options: dict[str, Any], key: str, file: Path) -> dict[str, Any]:
     """``options`` with the FILE argument as the option ``key`` (the file to translate); that option also
     given as ``-O`` or in a config file is one error line."""
     if key in options:
@@ -262,24 +263,7 @@ def translate_file(
     option of the translate task is a flag."""
     if (options.get("to") is None) == (not options.get("paraphrase")):
         raise LlmpsychError("give either --to LANGUAGE or --paraphrase N", "e.g. --to de")
-    options = _with_source(options, "scale_file", file)
-    run_translation(options, flags, file, back_model=back_model, out_file=out_file)
-
-
-def translate_situations(
-    ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="A situations file in EmotionBench's JSON form.")],
-    back_model: BackModelOpt = None,
-    out_file: OutFileOpt = None,
-    *,
-    flags: kit.RunFlags,
-    options: dict[str, Any],
-) -> None:
-    """Translate an EmotionBench situations file (with back-translation and an agreement report); exits 1
-    naming the situations without a usable reply. Each option of the translate task is a flag."""
-    if not options.get("to"):
-        raise LlmpsychError("give the target language with --to", "e.g. --to de")
-    options = _with_source(options, "situations_file", file)
+    options = with_source(options, "scale_file", file)
     run_translation(options, flags, file, back_model=back_model, out_file=out_file)
 
 

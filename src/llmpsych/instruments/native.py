@@ -321,7 +321,7 @@ def _item_to_native(item: Item) -> dict[str, Any]:
 
 
 def translation_to_native(t: Translation) -> dict[str, Any]:
-    """The native mapping of a translation record (also written into translated situations files)."""
+    """The native mapping of a translation record (also written into the other translated files)."""
     out: dict[str, Any] = {"mode": t.mode, "model": t.model}
     if t.back_model is not None:
         out["back_model"] = t.back_model

@@ -1,64 +1,55 @@
-"""``llmpsych scales translate``: translate (or paraphrase) a scale file through a model, back-translated.
+"""The translation kit: ``translate``, the run-engine task behind every translate command.
 
-The work is a small run-engine task (``translate``): one unit per text of the file (each item, the
-title, the instructions, the system prompt, each response label), so the run store, cache, resume,
-progress bar and failure summary are the engine's. A unit asks the ``subject`` model for the
-translation, then asks the ``back`` model (or the same model) to translate it back, and scores the
-agreement of the back-translation with the source (:func:`agreement`). In paraphrase mode a unit asks
-for ``N`` new wordings of an item in the same language, one after another, each different from the
-source and the earlier ones.
+A translate run translates one source of texts: a scale file (``llmpsych scales translate``, the kit's own
+source), or the texts a benchmark registers with the kit (:class:`TranslatableSource`,
+:func:`register_source`): the option that holds them, how to read their texts, how a prompt names each kind
+of text and how to write the translated file back. The kit names no benchmark; each registers its texts in
+its own package, and :mod:`llmpsych.translate` (the task as runs and the commands find it) imports them.
 
-Model replies are hostile input; :func:`clean_reply` states the rule. A reply that stays unusable is
-re-asked in the same conversation (at most ``max_reasks`` times); a unit without a usable reply fails,
-naming the text, and the command exits 1. The translated file is written only when every unit is done.
+The work is one unit per text of the source (for a scale file: each item, the title, the instructions, the
+system prompt, each response label), so the run store, cache, resume, progress bar and failure summary are
+the engine's. A unit asks the ``subject`` model for the translation, then asks the ``back`` model (or the
+same model) to translate it back, and scores the agreement of the back-translation with the source
+(:func:`agreement`). In paraphrase mode (a source that :attr:`~TranslatableSource.paraphrases`: a scale
+file) a unit asks for ``N`` new wordings of an item in the same language, one after another, each different
+from the source and the earlier ones.
 
-EmotionBench situations files (``llmpsych emotionbench translate``) go through the same task: one unit
-per situation, and the new file keeps the situations file's JSON shape.
-
-GAMA-Bench's built-in prompt templates (``llmpsych gamabench translate``) too: one unit per user turn of
-each game's templates (the texts ``gamabench rephrase`` rewrites; the player's own answer turn is kept), a
-reply that breaks a ``!<INPUT k>!`` placeholder or adds template syntax is re-asked, and the new texts are
-written as a template set (``template_set.json``) that a run names with ``-O template_set=FOLDER#1``.
+Model replies are hostile input; :func:`clean_reply` states the rule, and a source may add its own check
+(:meth:`TranslatableSource.check`). A reply that stays unusable is re-asked in the same conversation (at
+most ``max_reasks`` times); a unit without a usable reply fails, naming the text, and the command exits 1.
+The translated file is written (:meth:`TranslatableSource.write`) only when every unit is done.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import importlib
 import json
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Mapping
-from functools import cached_property
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import pandas as pd
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
-from ..errors import ConfigError, DataError, LlmpsychError
+from ..errors import ConfigError, LlmpsychError
 from ..models.chat_context import ChatContext
 from ..models.types import GenerationParams, Message
+from ..registry import Registry
 from ..report.files import atomic_write_text
 from ..report.markdown import table
 from ..report.run_report import write_run_report
 from ..runs.languages import language_name
-from ..runs.optionfields import names_or_all, no_flag
+from ..runs.optionfields import no_flag
 from ..runs.record import RunRecord
 from ..runs.scores import ScoreTable
 from ..runs.task import Task, WorkUnit
-from ..userfiles import parse_json
-from .native import (
-    MAX_SCALE_FILE_BYTES,
-    ScaleFile,
-    StoredText,
-    load_scale_text,
-    read_text_file,
-    sha256_text,
-    translation_to_native,
-    write_scale_file,
-)
+from .native import ScaleFile, load_scale_text, write_scale_file
 from .scale import Item, NormGroup, Scale, Subscale, Translation
 
 #: How agreement is measured (recorded in the translated file and the report).
@@ -70,21 +61,6 @@ BACK_ROLE = "back"
 LENGTH_FACTOR = 4
 LENGTH_SLACK = 40
 
-_KINDS = {
-    "title": "title",
-    "instructions": "instructions",
-    "system_prompt": "system prompt",
-    "label": "answer-option label",
-    "item": "statement",
-    "situation": "situation (a scenario the respondent imagines being in)",
-    "template": "game prompt passage",
-}
-
-#: The pseudo-scale name of a situations file's units.
-SITUATIONS = "situations"
-#: What a template-set translation records as its source file; the built-in templates are in English.
-GAME_TEMPLATES = "gamabench built-in templates"
-GAME_TEMPLATES_LANGUAGE = "en"
 _QUOTES = {
     '"': '"',
     "'": "'",
@@ -98,23 +74,26 @@ _QUOTES = {
     "”": "”",
 }
 _MARKER = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•])\s+")
-#: Placeholders a translation must keep exactly: ``{name}``/``{}`` fields and the game templates'
-#: ``!<INPUT k>!`` inputs and ``<part>///</part>`` turn separators.
-_PLACEHOLDERS = re.compile(r"!<INPUT \d+>!|<part>///</part>|\{[A-Za-z0-9_]*\}")
+#: Placeholders a translation must keep exactly (a text's fill-ins): ``{name}`` and ``{}`` fields and
+#: ``!<NAME k>!`` markers. A source adds its own (:attr:`TranslatableSource.placeholders`).
+PLACEHOLDERS = re.compile(r"!<[A-Za-z][A-Za-z0-9_ ]{0,40}>!|\{[A-Za-z0-9_]*\}")
 
 
 # -- pure cores ---------------------------------------------------------------------------------------------
-def clean_reply(reply: str, source: str, *, paragraphs: bool = False) -> tuple[str | None, str | None]:
+def clean_reply(
+    reply: str, source: str, *, paragraphs: bool = False, placeholders: re.Pattern[str] = PLACEHOLDERS
+) -> tuple[str | None, str | None]:
     """The usable text of a model reply, or ``(None, reason)``.
 
     The rule, in order: drop code-fence lines and blank lines; drop leading lines that end with ``:``
     (a preface such as "Here is the translation:") when more lines follow; when the source is one line,
     keep only the first remaining line; strip a leading list marker (``1.``, ``2)``, ``-``, ``*``, ``•``)
     and one pair of enclosing quotes when the source has none. The result is invalid when empty, or
-    longer than ``4 x`` the source's length plus 40 characters, or when its placeholders (``{name}``,
-    ``{}``, ``!<INPUT k>!``, ``<part>///</part>``) differ from the source's.
+    longer than ``4 x`` the source's length plus 40 characters, or when its ``placeholders`` (by default
+    :data:`PLACEHOLDERS`: ``{name}``, ``{}``, ``!<NAME k>!``) differ from the source's.
 
-    With ``paragraphs`` (game templates), blank lines between paragraphs are kept (a run of them as one).
+    With ``paragraphs`` (a source of multi-paragraph texts), blank lines between paragraphs are kept (a run
+    of them as one).
     """
     lines = [ln.strip() for ln in reply.replace("\r\n", "\n").split("\n")]
     lines = _paragraphs([ln for ln in lines if (ln or paragraphs) and not ln.startswith("```")])
@@ -132,7 +111,7 @@ def clean_reply(reply: str, source: str, *, paragraphs: bool = False) -> tuple[s
         text = text[1:-1].strip()
     if not text:
         return None, "empty reply"
-    expected, found = Counter(_PLACEHOLDERS.findall(source)), Counter(_PLACEHOLDERS.findall(text))
+    expected, found = Counter(placeholders.findall(source)), Counter(placeholders.findall(text))
     if expected != found:
         changed = sorted((expected - found) + (found - expected))
         return None, f"placeholders changed ({', '.join(changed)}): keep them exactly as in the source"
@@ -189,186 +168,301 @@ def scale_texts(scale: Scale, *, items_only: bool = False) -> list[tuple[str, st
     return out
 
 
-# -- the texts research packages register -------------------------------------------------------------------
-class SituationTexts(Protocol):
-    """How a benchmark's situations file (its JSON form) is cut into texts and written back translated."""
-
-    def texts(self, data: Any, origin: str) -> list[tuple[str, str]]:
-        """``(key, text)`` of every situation (``Anger-1/s03``), read by the benchmark's own loader."""
-        ...
-
-    def translated(self, data: Any, done: Mapping[str, tuple[str | None, str]]) -> dict[str, Any]:
-        """``data`` with each situation whose key is in ``done`` replaced by its translation and the
-        back-translations recorded beside the texts (``done``: key -> (translation, back-translation))."""
-        ...
+# -- prompts ------------------------------------------------------------------------------------------------
+SYSTEM_PROMPT = (
+    "You translate and reword psychological questionnaires. Keep each text's meaning, register and "
+    "grammatical person, keep numbers and placeholders as they are, and reply with the requested text only."
+)
 
 
-class TemplateTexts(Protocol):
-    """A benchmark's built-in prompt templates: their names, texts, turn separator and checks."""
-
-    #: the separator between the turns of one template (the odd turns are the player's own answer)
-    part: str
-    #: the file name and ``format`` of a template set the benchmark reads back
-    set_file: str
-    set_format: str
-
-    def names(self) -> list[str]:
-        """The names whose templates there are (in registration order)."""
-        ...
-
-    def builtin(self, name: str) -> dict[str, str]:
-        """Kind -> template text of ``name``."""
-        ...
-
-    def check_turn(self, original: str, candidate: str) -> str | None:
-        """Why ``candidate`` cannot replace the user turn ``original`` (None: it can)."""
-        ...
-
-    def check_template(self, original: str, candidate: str) -> str | None:
-        """Why the whole template ``candidate`` cannot replace ``original`` (None: it can)."""
-        ...
+def _translate_prompt(what: str, source: str, target: str, text: str) -> str:
+    origin = f" from {source}" if source else ""
+    return (
+        f"Translate this questionnaire {what}{origin} into {target}. "
+        f"Reply with the translation only.\n\n{text}"
+    )
 
 
-#: the kinds of texts besides scale files, each registered by the research package that owns them
-SITUATION_TEXTS = "situations"
-TEMPLATE_TEXTS = "game templates"
+# -- what a source is ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SourceText:
+    """One text of a source: its ``group`` (a scale's name; the first part of its unit id and the ``scale``
+    column of ``agreement.csv``), its ``key`` within the group (``item 3``), its ``kind`` (a key of its
+    source's :attr:`~TranslatableSource.kinds`) and the text."""
 
-#: kind -> its kit, or ``"module:attribute"`` imported the first time the kind is translated (as tasks
-#: are, :data:`~llmpsych.runs.task.TASKS`), so a stored run resumes without its package imported first.
-_TEXTS: dict[str, object] = {
-    SITUATION_TEXTS: "llmpsych.emotion.translation:SITUATION_TEXTS",
-    TEMPLATE_TEXTS: "llmpsych.games.translation:TEMPLATE_TEXTS",
-}
-
-
-def register_texts(kind: str, kit: SituationTexts | TemplateTexts | str) -> None:
-    """Make ``translate`` read texts of ``kind`` with ``kit`` (or ``"module:attribute"``, imported lazily)."""
-    _TEXTS[kind] = kit
+    group: str
+    key: str
+    kind: str
+    text: str
 
 
-def _kit(kind: str) -> object:
-    try:
-        kit = _TEXTS[kind]
-    except KeyError:
-        raise ConfigError(f"no texts of kind {kind!r} are registered for translation") from None
-    if isinstance(kit, str):
-        module, _, attribute = kit.partition(":")
-        kit = _TEXTS[kind] = getattr(importlib.import_module(module), attribute)
-    return kit
+class SourceValue(Protocol):
+    """An option's value as a run config stores it: where it came from and the sha256 of what was read
+    (a translated file records both)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
 
 
-def situation_texts() -> SituationTexts:
-    """The registered situations kit."""
-    return cast(SituationTexts, _kit(SITUATION_TEXTS))
+V = TypeVar("V", bound=SourceValue)
 
 
-def template_texts() -> TemplateTexts:
-    """The registered game templates kit."""
-    return cast(TemplateTexts, _kit(TEMPLATE_TEXTS))
+class TranslatableSource(ABC, Generic[V]):
+    """Texts the ``translate`` task translates, registered by the package that owns them
+    (:func:`register_source`; a subclass instance, one per option).
+
+    The source declares the task option that holds it (:attr:`option`: its stored spelling, and its flag
+    unless :attr:`flag` is False, then a command's FILE argument sets it; ``-O`` and a config file reach
+    it either way) and the model its value is validated into (:attr:`value_type`, from what the option is
+    given: a path, a list of names). It cuts the value into texts
+    (:meth:`texts`), says how a prompt names each kind of text (:attr:`kinds`), what language the value is
+    in (:meth:`language`), and writes the translated file when every text is done (:meth:`write`). The
+    prompts, the reply checks and the report's sentences have the kit's defaults, which a source may
+    override.
+    """
+
+    #: the task option holding the source (a Python name, e.g. ``scale_file``)
+    option: ClassVar[str]
+    #: the model the option's value is validated into (a :class:`SourceValue`)
+    value_type: ClassVar[type[Any]]
+    #: how an error names the source ("a scale file")
+    what: ClassVar[str]
+    #: the option's help (its flag's, when it has one)
+    description: ClassVar[str]
+    #: kind -> the words a prompt names a text of that kind with ("statement")
+    kinds: ClassVar[Mapping[str, str]]
+    #: whether the option has a flag of its own (False: a command's FILE argument sets it)
+    flag: ClassVar[bool] = False
+    #: whether ``--paraphrase N`` applies (new wordings of items, stored as the items' versions)
+    paraphrases: ClassVar[bool] = False
+    #: whether ``--name-suffix`` applies (it renames the scales of a scale file)
+    renames: ClassVar[bool] = False
+    #: the system message of every translation request
+    system_prompt: ClassVar[str] = SYSTEM_PROMPT
+    #: whether a reply keeps its blank lines between paragraphs (:func:`clean_reply`)
+    paragraphs: ClassVar[bool] = False
+    #: the placeholders a translation must keep exactly (:func:`clean_reply`)
+    placeholders: ClassVar[re.Pattern[str]] = PLACEHOLDERS
+    #: the title of the run's report
+    report_title: ClassVar[str] = "llmpsych translation report"
+    #: what the report's n counts, one sentence ("n = items.")
+    counted: ClassVar[str] = "n = texts."
+
+    def annotation(self) -> Any:
+        """The option's type: :attr:`value_type` or None (a source may add validators)."""
+        return self.value_type | None
+
+    def field(self) -> tuple[Any, Any]:
+        """The option as a field of the task's options model: its type, default None, its help, no flag
+        unless :attr:`flag`."""
+        extra = None if self.flag else no_flag()
+        return self.annotation(), Field(default=None, description=self.description, json_schema_extra=extra)
+
+    @abstractmethod
+    def texts(self, value: V, *, paraphrase: bool) -> list[SourceText]:
+        """The texts to translate, in order (with ``paraphrase``: the texts to reword)."""
+
+    @abstractmethod
+    def write(self, value: V, done: Finished) -> Path:
+        """Write the translated file into ``done.run_dir`` and return its path."""
+
+    def language(self, value: V, group: str | None) -> str | None:
+        """The language the value names for its texts (of ``group``, or of the whole value for None);
+        None: it names none (``--source-language`` gives it)."""
+        return None
+
+    def require_language(self, value: V) -> None:
+        """Refuse a translation without ``--source-language`` when the value names no language."""
+        if self.language(value, None) is None:
+            raise ConfigError(
+                f"{value.path} ({self.what}) names no language",
+                "give the source language with --source-language (e.g. --source-language en)",
+            )
+
+    def data_files(self, value: V) -> list[Path]:
+        """The files the run read (their sha256 goes into the manifest): the value's path, if a file."""
+        path = Path(value.path)
+        return [path] if path.is_file() else []
+
+    def prompt(self, what: str, source: str, target: str, text: str) -> str:
+        """The request to translate ``text`` (a ``what``) from ``source`` into ``target`` (language names;
+        ``source`` may be empty)."""
+        return _translate_prompt(what, source, target, text)
+
+    def check(self, original: str, candidate: str) -> str | None:
+        """Why the cleaned reply ``candidate`` cannot stand for ``original`` (None: it can), beyond
+        :func:`clean_reply`'s rule; the reason is sent back when the text is re-asked."""
+        return None
+
+    def name(self, group: str, key: str) -> str:
+        """How the summary and the console name a text (its key)."""
+        return key
+
+    def reads_it(self, file: Path) -> str:
+        """What reads the translated ``file`` back, for the report ("`llmpsych scales validate` accepts
+        it")."""
+        return "in the run folder"
 
 
-class SituationsSource(StoredText):
-    """An EmotionBench situations file (the JSON form) as the run config stores it; a path is read once."""
+@dataclass(frozen=True)
+class Finished:
+    """A translate run with every text done, as its source writes the translated file from it."""
 
-    what: ClassVar[str] = "situations file"
+    task: TranslateTask
+    #: (group, key) -> the text's result
+    results: Mapping[tuple[str, str], TextResult]
+    #: how the new file was made (:func:`translation_record`), to record in it
+    record: Translation
+    run_dir: Path
 
-    @model_validator(mode="before")
-    @classmethod
-    def _read(cls, value: Any) -> Any:
-        if isinstance(value, str | Path):
-            file = Path(value)
-            if file.suffix.lower() != ".json":
-                raise DataError(f"{file}: only the JSON form of a situations file translates", "convert it")
-            path, sha256, text = read_text_file(file, cls.what, MAX_SCALE_FILE_BYTES)
-            return {"path": path, "sha256": sha256, "content": text}
-        return value
-
-    def check(self) -> None:
-        self.situations()
-
-    def data(self) -> Any:
-        """The parsed JSON."""
-        return parse_json(self.content, self.path)
-
-    def situations(self) -> list[tuple[str, str]]:
-        """``(key, text)`` of every situation (``Anger-1/s03``), read by the registered loader."""
-        return situation_texts().texts(self.data(), self.path)
-
-    def language(self) -> str | None:
-        """The file's ``language`` field, if it has one (a translated file does)."""
-        value = self.data().get("language")
-        return value if isinstance(value, str) and value.strip() else None
+    @property
+    def options(self) -> TranslateOptions:
+        return self.task.options
 
 
-class GameTemplatesSource(BaseModel):
-    """The built-in prompt templates of the chosen games (game -> kind -> text, in the official
-    ``!<INPUT k>!`` mechanics) as the run config stores them; given as game names or ``"all"``."""
+# -- the kit's own source: scale files ----------------------------------------------------------------------
+class ScaleFileTexts(TranslatableSource[ScaleFile]):
+    """A scale file (``scales translate``): one text per item, the title, the instructions, the system
+    prompt and each response label (the items only, when paraphrased); the new file is a scale file, its
+    norms marked with the language of the population they come from."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    option = "scale_file"
+    value_type = ScaleFile
+    what = "a scale file"
+    description = "a scale file to translate"
+    kinds = {
+        "title": "title",
+        "instructions": "instructions",
+        "system_prompt": "system prompt",
+        "label": "answer-option label",
+        "item": "statement",
+    }
+    paraphrases = True
+    renames = True
+    report_title = "llmpsych scale translation report"
+    counted = (
+        "Norms in the new file come from the source-language population (each norm's `language`). "
+        "n = texts (items, title, instructions, labels)."
+    )
 
-    path: str = GAME_TEMPLATES
-    sha256: str
-    templates: dict[str, dict[str, str]]
+    def texts(self, value: ScaleFile, *, paraphrase: bool) -> list[SourceText]:
+        return [
+            SourceText(scale.name, key, kind, text)
+            for scale in _scales(value)
+            for key, kind, text in scale_texts(scale, items_only=paraphrase)
+        ]
 
-    @model_validator(mode="before")
-    @classmethod
-    def _read(cls, value: Any) -> Any:
-        if not isinstance(value, str | list):
-            return value
-        kit = template_texts()
-        known = kit.names()
-        names = known if value == "all" else value
-        if isinstance(names, str) or not names:
-            raise ConfigError(f"game templates: give game names or 'all', not {value!r}")
-        for game in names:
-            if not isinstance(game, str) or game not in known:
-                raise ConfigError(f"unknown game {game!r} (games: {', '.join(known)})")
-        templates = {game: kit.builtin(game) for game in dict.fromkeys(names)}
-        return {"sha256": _templates_sha256(templates), "templates": templates}
+    def language(self, value: ScaleFile, group: str | None) -> str | None:
+        return next((s.language for s in _scales(value) if s.name == group), None)
 
-    @model_validator(mode="after")
-    def _intact(self) -> GameTemplatesSource:
-        if _templates_sha256(self.templates) != self.sha256:
-            raise ConfigError("the stored game templates do not match their sha256")
-        return self
+    def require_language(self, value: ScaleFile) -> None:
+        for scale in _scales(value):
+            if not scale.language:
+                raise ConfigError(
+                    f"{value.path}: scale {scale.name!r} names no language",
+                    "give the source language with --source-language (e.g. --source-language en), or add "
+                    "language: to the file",
+                )
 
-    def texts(self) -> list[tuple[str, str, str]]:
-        """``(game, key, text)`` of every user turn: key ``request``, or ``report turn 3`` for a turn of
-        a template with several (the odd turns, the player's own answer, are kept as they are)."""
-        part = template_texts().part
-        out = []
-        for game, kinds in self.templates.items():
-            for kind, text in kinds.items():
-                turns = text.split(part)
-                for t, turn in enumerate(turns):
-                    if t % 2 == 0:
-                        out.append((game, kind if len(turns) == 1 else f"{kind} turn {t + 1}", turn.strip()))
-        return out
+    def write(self, value: ScaleFile, done: Finished) -> Path:
+        new = [
+            translated_scale(s, {k: r for (name, k), r in done.results.items() if name == s.name}, done)
+            for s in _scales(value)
+        ]
+        out_file = write_scale_file(new, done.run_dir / output_name(Path(value.path), done.options))
+        load_scale_text(out_file.read_text(encoding="utf-8"), origin=str(out_file), suffix=out_file.suffix)
+        return out_file
+
+    def reads_it(self, file: Path) -> str:
+        return "`llmpsych scales validate` accepts it"
 
 
-def _templates_sha256(templates: dict[str, dict[str, str]]) -> str:
-    return sha256_text(json.dumps(templates, sort_keys=True, ensure_ascii=False))
+@lru_cache(maxsize=8)
+def _scales(value: ScaleFile) -> tuple[Scale, ...]:
+    """The scales of a stored scale file, parsed once (a unit asks for its scale's language)."""
+    return tuple(value.scales())
 
 
+# -- the registry -------------------------------------------------------------------------------------------
+def _source_check(target: object) -> list[str]:
+    if not isinstance(target, TranslatableSource):
+        return [f"{target!r} is not a TranslatableSource instance"]
+    required = ("option", "value_type", "what", "description", "kinds")
+    missing = [attr for attr in required if not hasattr(target, attr)]
+    if missing:
+        return [f"it does not define {', '.join(missing)}"]
+    if not (isinstance(target.option, str) and target.option.isidentifier()):
+        return [f"its option {target.option!r} is not a Python name"]
+    if target.option in TranslateOptions.model_fields:
+        return [f"{target.option!r} is an option of every translation"]
+    if not target.kinds:
+        return ["it names no kind of text"]
+    return []
+
+
+#: The sources of texts the translate task takes, by option (registration order is the options' order).
+SOURCES: Registry[TranslatableSource[Any]] = Registry("translatable source", _source_check)
+
+
+def register_source(source: TranslatableSource[Any]) -> None:
+    """Make ``translate`` take ``source`` (checked now, so a half-written source is refused here, in one
+    line): its option joins the task's options model, and a run, a resume and every translate command
+    take it. An option already held by another source is refused."""
+    problems = _source_check(source)
+    if problems:  # before anything is read off it
+        named = getattr(source, "option", type(source).__name__)
+        raise ConfigError(f"translatable source {named!r} cannot be registered: {'; '.join(problems)}")
+    if source.option in SOURCES:
+        held, new = _class_name(SOURCES.get(source.option)), _class_name(source)
+        if held != new:  # the same source registered again (a module reloaded) replaces itself
+            raise ConfigError(f"translatable source {source.option!r} is already registered by {held}")
+    SOURCES.register(source.option, source)
+    TranslateTask.Options = options_model()
+
+
+def _class_name(source: object) -> str:
+    return f"{type(source).__module__}.{type(source).__qualname__}"
+
+
+def unregister_source(option: str) -> None:
+    """Forget the source registered for ``option`` (sources defined at run time, e.g. in tests)."""
+    SOURCES.remove(option)
+    TranslateTask.Options = options_model()
+
+
+def sources() -> list[TranslatableSource[Any]]:
+    """The registered sources, in registration order."""
+    return [SOURCES.get(name) for name in SOURCES]
+
+
+def options_model() -> type[TranslateOptions]:
+    """:class:`TranslateOptions` with one option per registered source, those first (a source's flag
+    leads the task's flags in ``--help``)."""
+    registered = tuple(sources())
+    holders = create_model(  # type: ignore[call-overload]  # fields named at run time
+        "TranslateSources",
+        __config__=ConfigDict(extra="forbid"),
+        **{s.option: s.field() for s in registered},
+    )
+    namespace = {"__module__": __name__, "__doc__": TranslateOptions.__doc__, "sources": registered}
+    return type("TranslateOptions", (TranslateOptions, holders), namespace)
+
+
+# -- the task -----------------------------------------------------------------------------------------------
 class TranslateOptions(BaseModel):
-    """What to translate, into what, and how hard to insist on a usable reply."""
+    """What to translate, into what, and how hard to insist on a usable reply.
+
+    The source is the option of one registered source (:func:`register_source`); the task's ``Options``
+    is this model with those options first (:func:`options_model`)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    # the file is the FILE argument of `scales translate` / `emotionbench translate` (no flag of its own)
-    scale_file: ScaleFile | None = Field(
-        default=None, description="a scale file to translate", json_schema_extra=no_flag()
-    )
-    situations_file: SituationsSource | None = Field(
-        default=None,
-        description="an EmotionBench situations file (JSON) to translate instead",
-        json_schema_extra=no_flag(),
-    )
-    game_templates: Annotated[GameTemplatesSource | None, BeforeValidator(names_or_all)] = Field(
-        default=None,
-        description="GAMA-Bench games whose built-in prompt templates to translate (a list or "
-        "comma-separated), or all (`gamabench translate`: all unless given)",
-    )
+    #: the registered sources whose options the model holds
+    sources: ClassVar[tuple[TranslatableSource[Any], ...]] = ()
+
     to: str | None = Field(default=None, max_length=60, description="target language (ISO code or a name)")
     source_language: str | None = Field(
         default=None, max_length=60, description="the source language, when the file names none"
@@ -390,52 +484,42 @@ class TranslateOptions(BaseModel):
 
     @model_validator(mode="after")
     def _mode(self) -> TranslateOptions:
-        """Exactly one of ``to`` and ``paraphrase``; a translation needs each scale's source language.
+        """One source; exactly one of ``to`` and ``paraphrase`` (where the source paraphrases); a
+        translation needs the source's language.
 
         Raised as :class:`ConfigError` (not wrapped by pydantic) so the line reads as written."""
-        given = [s for s in (self.scale_file, self.situations_file, self.game_templates) if s is not None]
+        given = [s for s in type(self).sources if getattr(self, s.option, None) is not None]
         if len(given) != 1:
-            raise ConfigError("give one of a scale file, a situations file or game templates to translate")
-        if self.name_suffix and self.scale_file is None:  # a flag of every translate command: never ignored
+            whats = [s.what for s in type(self).sources]
+            listed = ", ".join(whats[:-1]) + f" or {whats[-1]}" if len(whats) > 1 else "".join(whats)
+            raise ConfigError(f"give one of {listed} to translate")
+        source = given[0]
+        if self.name_suffix and not source.renames:  # a flag of every translate command: never ignored
             raise ConfigError("--name-suffix renames the scales of a scale file: it takes a scale file")
-        if self.game_templates is not None:
-            if self.paraphrase:
-                raise ConfigError("--paraphrase writes item versions: it takes a scale file")
-            if not (self.to and self.to.strip()):
-                raise ConfigError("give a target language (--to LANGUAGE)")
-            return self
-        if self.situations_file is not None:
-            if self.paraphrase:
-                raise ConfigError("--paraphrase writes item versions: it takes a scale file")
-            if not (self.to and self.to.strip()):
-                raise ConfigError("give a target language (--to LANGUAGE)")
-            if not (self.source_language or self.situations_file.language()):
-                raise ConfigError(
-                    f"{self.situations_file.path}: the situations file names no language",
-                    "give the source language with --source-language (e.g. --source-language en)",
-                )
-            return self
-        assert self.scale_file is not None
+        if self.paraphrase and not source.paraphrases:
+            raise ConfigError("--paraphrase writes item versions: it takes a scale file")
         if self.paraphrase and self.to is not None:
             raise ConfigError("give either a target language (--to) or --paraphrase N, not both")
         if not self.paraphrase and not (self.to and self.to.strip()):
-            raise ConfigError("give a target language (--to LANGUAGE), or --paraphrase N")
-        if not self.paraphrase:
-            for scale in self.scale_file.scales():
-                if not (self.source_language or scale.language):
-                    raise ConfigError(
-                        f"{self.scale_file.path}: scale {scale.name!r} names no language",
-                        "give the source language with --source-language (e.g. --source-language en), or add "
-                        "language: to the file",
-                    )
+            or_paraphrase = ", or --paraphrase N" if source.paraphrases else ""
+            raise ConfigError(f"give a target language (--to LANGUAGE){or_paraphrase}")
+        if not self.paraphrase and not self.source_language:
+            source.require_language(getattr(self, source.option))
         return self
 
+    def given(self) -> tuple[TranslatableSource[Any], Any]:
+        """The source to translate and its value."""
+        for source in type(self).sources:
+            value = getattr(self, source.option, None)
+            if value is not None:
+                return source, value
+        raise ConfigError("no source to translate")  # the validator refuses that first
+
     @property
-    def source(self) -> ScaleFile | SituationsSource | GameTemplatesSource:
-        """The file (or the game templates) to translate."""
-        source = self.scale_file or self.situations_file or self.game_templates
-        assert source is not None  # checked by _mode
-        return source
+    def source(self) -> SourceValue:
+        """The value of the source to translate (a scale file, a benchmark's texts)."""
+        value: SourceValue = self.given()[1]
+        return value
 
 
 class TextResult(BaseModel):
@@ -459,10 +543,11 @@ class TranslationFailed(LlmpsychError):
 
 
 class TranslateTask(Task[TranslateOptions]):
-    """Translate the texts of a scale file or an EmotionBench situations file (or paraphrase a scale's
-    items), one unit per text."""
+    """Translate the texts of one source (a scale file, or the texts a benchmark registered), or paraphrase
+    a scale's items, one unit per text."""
 
     name = "translate"
+    #: replaced by the model with an option per registered source (:func:`register_source`)
     Options = TranslateOptions
     Result = TextResult
     score_tables = (
@@ -484,63 +569,49 @@ class TranslateTask(Task[TranslateOptions]):
         ),
     )
 
+    @cached_property
+    def source(self) -> TranslatableSource[Any]:
+        """The source translated."""
+        return self.options.given()[0]
+
+    @cached_property
+    def value(self) -> Any:
+        """Its value, as the run config stores it."""
+        return self.options.given()[1]
+
+    @cached_property
+    def _languages(self) -> dict[str | None, str | None]:
+        return {}
+
     def data_files(self) -> list[Path]:
-        if self.options.game_templates is not None:
-            return []  # the templates are in the package and stored in the run config
-        path = Path(self.options.source.path)
-        return [path] if path.is_file() else []
+        return self.source.data_files(self.value)
 
     def calls_per_unit(self) -> float | None:
         return float(self.options.paraphrase or 2)
 
-    def source_language(self, scale: Scale | None) -> str | None:
-        """The language the source texts are in (``--source-language`` wins over the file)."""
+    def source_language(self, group: str | None) -> str | None:
+        """The language the texts of ``group`` are in (``--source-language`` wins over the source)."""
         if self.options.source_language:
             return self.options.source_language
-        if scale is not None:
-            return scale.language
-        if self.options.game_templates is not None:
-            return GAME_TEMPLATES_LANGUAGE
-        return self._situations_language
-
-    @cached_property
-    def _situations_language(self) -> str | None:
-        return self.options.situations_file.language() if self.options.situations_file else None
-
-    def scales(self) -> list[Scale]:
-        """The source file's scales (none for a situations file), parsed once per task."""
-        return self._scales
-
-    @cached_property
-    def _scales(self) -> list[Scale]:
-        return self.options.scale_file.scales() if self.options.scale_file else []
+        if group not in self._languages:
+            self._languages[group] = self.source.language(self.value, group)
+        return self._languages[group]
 
     def units(self) -> list[WorkUnit]:
-        if self.options.situations_file is not None:
-            return [
-                WorkUnit(
-                    f"{SITUATIONS}/{key}",
-                    {"scale": SITUATIONS, "key": key, "kind": "situation", "text": text},
-                )
-                for key, text in self.options.situations_file.situations()
-            ]
-        if self.options.game_templates is not None:
-            return [
-                WorkUnit(
-                    f"{game}/{key.replace(' ', '-')}",
-                    {"scale": game, "key": key, "kind": "template", "text": text},
-                )
-                for game, key, text in self.options.game_templates.texts()
-            ]
-        units = []
-        for scale in self.scales():
-            for key, kind, text in scale_texts(scale, items_only=bool(self.options.paraphrase)):
-                payload = {"scale": scale.name, "key": key, "kind": kind, "text": text}
-                units.append(WorkUnit(f"{scale.name}/{key.replace(' ', '-')}", payload))
-        return units
+        return [
+            WorkUnit(
+                f"{t.group}/{t.key.replace(' ', '-')}",
+                {"scale": t.group, "key": t.key, "kind": t.kind, "text": t.text},
+            )
+            for t in self.source.texts(self.value, paraphrase=bool(self.options.paraphrase))
+        ]
 
     def _params(self) -> GenerationParams:
         return GenerationParams(max_tokens=self.options.max_tokens)  # a default: the user's wins
+
+    def _check(self, original: str) -> Callable[[str], str | None]:
+        """The source's check of a reply that stands for ``original``."""
+        return lambda text: self.source.check(original, text)
 
     async def _ask(
         self,
@@ -548,16 +619,17 @@ class TranslateTask(Task[TranslateOptions]):
         messages: list[Message],
         source: str,
         role: str,
-        check: Any = None,
-        *,
-        paragraphs: bool = False,
+        check: Callable[[str], str | None] | None = None,
     ) -> tuple[str, int, list[str]]:
         """A usable reply to ``messages`` (re-asked in the conversation), its number of asks and the
         rejected replies' reasons; :class:`TranslationFailed` when none is usable."""
         rejected: list[str] = []
+        kit = self.source
         for attempt in range(self.options.max_reasks + 1):
             result = await ctx.chat(messages, self._params(), role=role)
-            text, reason = clean_reply(result.text, source, paragraphs=paragraphs)
+            text, reason = clean_reply(
+                result.text, source, paragraphs=kit.paragraphs, placeholders=kit.placeholders
+            )
             if text is not None and check is not None:
                 reason = check(text)
             if text is not None and reason is None:
@@ -579,22 +651,18 @@ class TranslateTask(Task[TranslateOptions]):
 
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
         p = unit.payload
-        scale = next((s for s in self.scales() if s.name == p["scale"]), None)
-        what = _KINDS[p["kind"]]
+        kit = self.source
+        what = kit.kinds[p["kind"]]
         if self.options.paraphrase:
-            return await self._paraphrase(ctx, p, scale, what)
-        source_lang = language_name(self.source_language(scale) or "")
+            return await self._paraphrase(ctx, p, what)
+        source_lang = language_name(self.source_language(p["scale"]) or "")
         target = language_name(self.options.to or "")
-        game = p["kind"] == "template"
-        prompt = _template_prompt if game else _translate_prompt
-        system: Message = {"role": "system", "content": GAME_SYSTEM_PROMPT if game else SYSTEM_PROMPT}
-        ask = [system, {"role": "user", "content": prompt(what, source_lang, target, p["text"])}]
-        check = _template_check(game, p["text"])
-        text, asks, rejected = await self._ask(ctx, ask, p["text"], "subject", check, paragraphs=game)
+        system: Message = {"role": "system", "content": kit.system_prompt}
+        ask = [system, {"role": "user", "content": kit.prompt(what, source_lang, target, p["text"])}]
+        text, asks, rejected = await self._ask(ctx, ask, p["text"], "subject", self._check(p["text"]))
         role = BACK_ROLE if BACK_ROLE in ctx.clients else "subject"
-        back_ask = [system, {"role": "user", "content": prompt(what, target, source_lang, text)}]
-        check = _template_check(game, text)
-        back, back_asks, back_rejected = await self._ask(ctx, back_ask, text, role, check, paragraphs=game)
+        back_ask = [system, {"role": "user", "content": kit.prompt(what, target, source_lang, text)}]
+        back, back_asks, back_rejected = await self._ask(ctx, back_ask, text, role, self._check(text))
         return TextResult(
             scale=p["scale"],
             key=p["key"],
@@ -606,9 +674,9 @@ class TranslateTask(Task[TranslateOptions]):
             rejected=rejected + back_rejected,
         ).model_dump()
 
-    async def _paraphrase(self, ctx: ChatContext, p: dict[str, Any], scale: Scale | None, what: str) -> Any:
-        assert scale is not None  # paraphrases take a scale file
-        language = language_name(scale.language or self.options.source_language or "the same language")
+    async def _paraphrase(self, ctx: ChatContext, p: dict[str, Any], what: str) -> Any:
+        named = self.source.language(self.value, p["scale"])
+        language = language_name(named or self.options.source_language or "the same language")
         versions: list[str] = []
         asks = 0
         rejected: list[str] = []
@@ -637,43 +705,6 @@ class TranslateTask(Task[TranslateOptions]):
 
     def analyze(self, record: RunRecord) -> list[Path]:
         return analyze_translation(self, record)
-
-
-SYSTEM_PROMPT = (
-    "You translate and reword psychological questionnaires. Keep each text's meaning, register and "
-    "grammatical person, keep numbers and placeholders as they are, and reply with the requested text only."
-)
-
-
-def _translate_prompt(what: str, source: str, target: str, text: str) -> str:
-    origin = f" from {source}" if source else ""
-    return (
-        f"Translate this questionnaire {what}{origin} into {target}. "
-        f"Reply with the translation only.\n\n{text}"
-    )
-
-
-GAME_SYSTEM_PROMPT = (
-    "You translate the instructions of economic games played by several players. Keep each text's meaning, "
-    "every rule and every number, keep every marker such as !<INPUT 3>! exactly as written, and reply with "
-    "the requested text only."
-)
-
-
-def _template_prompt(what: str, source: str, target: str, text: str) -> str:
-    origin = f" from {source}" if source else ""
-    return (
-        f"Translate this {what}{origin} into {target}. Markers such as !<INPUT 3>! are filled in later: copy "
-        f"each exactly as written and add none. Reply with the translation only.\n\n{text}"
-    )
-
-
-def _template_check(game: bool, source: str) -> Callable[[str], str | None] | None:
-    """For a game template turn: the rephrasing rule (no placeholder lost or added, no added syntax)."""
-    if not game:
-        return None
-    kit = template_texts()
-    return lambda text: kit.check_turn(source, text)
 
 
 def _paraphrase_prompt(what: str, language: str, text: str, earlier: list[str]) -> str:
@@ -710,75 +741,11 @@ def translation_record(task: TranslateTask, model: str, back_model: str | None) 
     )
 
 
-def translated_situations(
-    task: TranslateTask, results: dict[str, TextResult], model: str, back_model: str | None
-) -> dict[str, Any]:
-    """The situations file with each situation translated, each factor's ``back_translations`` (in the
-    order of its ``scenarios``), and ``language``, ``translated_from`` and ``translation`` at the top;
-    EmotionBench reads it like the source (it ignores the added fields)."""
-    assert task.options.situations_file is not None
-    done = {k: (r.text, r.back_translation or "") for k, r in results.items()}
-    data = situation_texts().translated(task.options.situations_file.data(), done)
-    return {
-        "language": task.options.to,
-        "translated_from": task.source_language(None),
-        "translation": translation_to_native(translation_record(task, model, back_model)),
-        **{k: v for k, v in data.items() if k not in ("language", "translated_from", "translation")},
-    }
-
-
-def translated_template_set(
-    task: TranslateTask, results: dict[tuple[str, str], TextResult], model: str, back_model: str | None
-) -> dict[str, Any]:
-    """The translated game templates as a template set (the format ``-O template_set=DIR#1`` reads):
-    one version, ``language``, ``translated_from`` and the translation record with every turn's
-    back-translation. Each new template is checked against its source as a run would check it."""
-    kit = template_texts()
-    source = task.options.game_templates
-    assert source is not None
-    templates: dict[str, dict[str, str]] = {}
-    for game, kinds in source.templates.items():
-        for kind, text in kinds.items():
-            turns = text.split(kit.part)
-            new = [
-                str(results[(game, kind if len(turns) == 1 else f"{kind} turn {t + 1}")].text)
-                if t % 2 == 0
-                else turn.strip()
-                for t, turn in enumerate(turns)
-            ]
-            candidate = f"\n{kit.part}\n".join(new)
-            reason = kit.check_template(text, candidate)
-            if reason:  # each turn passed the same check when it was accepted
-                raise DataError(f"translated template {game} {kind}: {reason}")
-            templates.setdefault(game, {})[kind] = candidate
-    back = {f"{game}/{key}": str(r.back_translation) for (game, key), r in results.items()}
-    record = Translation(
-        **{**translation_record(task, model, back_model).__dict__, "back_translations": back}
-    )
-    return {
-        "format": kit.set_format,
-        "model": model,
-        "source": "built-in templates",
-        "language": task.options.to,
-        "translated_from": task.source_language(None),
-        "translation": translation_to_native(record),
-        "request": {
-            "system": GAME_SYSTEM_PROMPT,
-            "user": _template_prompt(_KINDS["template"], "SOURCE", "TARGET", "TEXT"),
-            "max_reasks": task.options.max_reasks,
-        },
-        "versions": {"1": templates},
-        "failed": [],
-    }
-
-
-def translated_scale(
-    scale: Scale, results: dict[str, TextResult], task: TranslateTask, model: str, back_model: str | None
-) -> Scale:
+def translated_scale(scale: Scale, results: Mapping[str, TextResult], done: Finished) -> Scale:
     """``scale`` with its texts replaced by the translations (or its items given the new versions),
     norms marked with the language of the population they come from, and the translation recorded."""
-    o = task.options
-    record = translation_record(task, model, back_model)
+    o = done.options
+    record = done.record
     if o.paraphrase:
         items = tuple(
             Item(
@@ -799,7 +766,7 @@ def translated_scale(
         Item(i.index, text(f"item {i.index}"), i.reverse, (), results[f"item {i.index}"].back_translation)
         for i in scale.items
     )
-    from_language = task.source_language(scale)
+    from_language = done.task.source_language(scale.name)
     subscales = tuple(
         Subscale(
             s.name,
@@ -838,8 +805,8 @@ def _replace(scale: Scale, **changes: Any) -> Scale:
 
 
 def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
-    """Write the agreement table and report, and (when every text is done) the new scale file."""
-    o, run_dir = task.options, record.run_dir
+    """Write the agreement table and report, and (when every text is done) the translated file."""
+    o, run_dir, source = task.options, record.run_dir, task.source
     done = {(r.scale, r.key): r for _, r in record.results(TextResult)}
     failed = [u.unit_id for u in record.failed()]
     roles = record.config.role_specs()
@@ -862,34 +829,12 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
     frame = pd.DataFrame(rows)
     score = "lowest_similarity" if o.paraphrase else "agreement"
     written: list[Path] = []
-    source_path = Path(o.source.path)
     out_file: Path | None = None
-    scales = task.scales()
-    if not failed and len(done) == len(record.units) and o.game_templates is not None:
-        out_file = run_dir / template_texts().set_file
-        text = json.dumps(
-            translated_template_set(task, done, model, back_model), indent=1, ensure_ascii=False
-        )
-        atomic_write_text(out_file, text + "\n")
+    if not failed and len(done) == len(record.units):
+        finished = Finished(task, done, translation_record(task, model, back_model), run_dir)
+        out_file = source.write(task.value, finished)
         written.append(out_file)
-    elif not failed and len(done) == len(record.units) and o.situations_file is not None:
-        out_file = run_dir / output_name(source_path, o)
-        situations = {k: r for (_, k), r in done.items()}
-        text = json.dumps(
-            translated_situations(task, situations, model, back_model), indent=1, ensure_ascii=False
-        )
-        atomic_write_text(out_file, text + "\n")
-        written.append(out_file)
-    elif not failed and len(done) == len(record.units):
-        new = [
-            translated_scale(
-                s, {k: r for (name, k), r in done.items() if name == s.name}, task, model, back_model
-            )
-            for s in scales
-        ]
-        out_file = write_scale_file(new, run_dir / output_name(source_path, o))
-        load_scale_text(out_file.read_text(encoding="utf-8"), origin=str(out_file), suffix=out_file.suffix)
-        written.append(out_file)
+    lowest = frame.nsmallest(o.lowest, score) if not frame.empty else frame
     summary = {
         "mode": "paraphrase" if o.paraphrase else "translate",
         "to": o.to,
@@ -899,23 +844,15 @@ def analyze_translation(task: TranslateTask, record: RunRecord) -> list[Path]:
         "file": None if out_file is None else str(out_file),
         f"mean_{score}": None if frame.empty else float(frame[score].mean()),
         f"min_{score}": None if frame.empty else float(frame[score].min()),
-        "lowest": [] if frame.empty else _names(frame.nsmallest(o.lowest, score), bool(o.game_templates)),
+        "lowest": []
+        if frame.empty
+        else [source.name(str(g), str(k)) for g, k in zip(lowest["scale"], lowest["text"], strict=True)],
         "measure": MEASURE,
     }
     atomic_write_text(run_dir / "translation.json", json.dumps(summary, indent=1, ensure_ascii=False))
     written.append(run_dir / "translation.json")
-    sections = _sections(task, frame, score, summary, model, back_model, source_path)
-    title = (
-        "llmpsych game template translation report"
-        if o.game_templates
-        else "llmpsych scale translation report"
-    )
-    return written + write_run_report(run_dir, title, sections, tables=[("agreement", frame)])
-
-
-def _names(rows: pd.DataFrame, games: bool) -> list[str]:
-    """How the summary names texts: the key, or ``game/key`` for game templates."""
-    return [f"{g}/{k}" if games else str(k) for g, k in zip(rows["scale"], rows["text"], strict=True)]
+    sections = _sections(task, frame, score, summary, model, back_model)
+    return written + write_run_report(run_dir, source.report_title, sections, tables=[("agreement", frame)])
 
 
 def _sections(
@@ -925,9 +862,9 @@ def _sections(
     summary: dict[str, Any],
     model: str,
     back_model: str | None,
-    source: Path,
 ) -> list[tuple[str, str]]:
     o = task.options
+    source = Path(o.source.path)
     if o.paraphrase:
         what = (
             f"Model `{model}` wrote {o.paraphrase} new wording(s) of each item of `{source.name}` "
@@ -941,16 +878,7 @@ def _sections(
             f"Model `{model}` translated `{source.name}` (sha256 {o.source.sha256[:12]}) into "
             f"{language_name(o.to or '')} (`{o.to}`); {back} translated each text back. Agreement of the "
             f"back-translation with the source: {MEASURE}. It flags texts for a human to review; it is "
-            "not a validation of the translation. "
-            + (
-                "n = situations."
-                if o.situations_file
-                else "n = template passages (each user turn of each game's templates; the player's own "
-                "answer turn is kept as it is)."
-                if o.game_templates
-                else "Norms in the new file come from the source-language population (each norm's "
-                "`language`). n = texts (items, title, instructions, labels)."
-            )
+            "not a validation of the translation. " + task.source.counted
         )
     sections = [("What was done", what)]
     if not frame.empty:
@@ -975,15 +903,8 @@ def _sections(
             )
         )
     else:
-        name = Path(str(summary["file"])).name
-        checked = (
-            "EmotionBench reads it with `--situations`"
-            if o.situations_file
-            else f"a gamabench run plays it with `-O template_set={Path(str(summary['file'])).parent}#1`"
-            if o.game_templates
-            else "`llmpsych scales validate` accepts it"
-        )
-        sections.append(("The new file", f"`{name}` ({checked})."))
+        file = Path(str(summary["file"]))
+        sections.append(("The new file", f"`{file.name}` ({task.source.reads_it(file)})."))
     sections.append(
         ("Files", "agreement.csv (one row per text), translation.json (summary), run.sqlite (every request).")
     )
@@ -1010,3 +931,6 @@ def console_lines(run_dir: Path) -> list[str]:
             f"Translated file: {s['file']}" if s["mode"] == "translate" else f"New file: {s['file']}"
         )
     return lines
+
+
+register_source(ScaleFileTexts())

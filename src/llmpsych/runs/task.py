@@ -158,7 +158,7 @@ TASKS.add("emotionbench", "llmpsych.emotion.task:EmotionBenchTask")
 TASKS.add("mas", "llmpsych.collab.task:MasTask")
 TASKS.add("faults", "llmpsych.faults.task:FaultsTask")
 TASKS.add("validity", "llmpsych.psychobench.validity:ValidityTask")
-TASKS.add("translate", "llmpsych.instruments.translate:TranslateTask")
+TASKS.add("translate", "llmpsych.translate:TranslateTask")
 
 
 def register_task(name: str, target: str | type[Task[Any]]) -> None:
