@@ -318,7 +318,7 @@ def probe() -> dict[str, Any]:
     root = typer.main.get_command(cli.app)
 
     commands: list[dict[str, Any]] = []
-    generated = getattr(kit, "TaskCommand", None)
+    generated = getattr(kit, "GeneratedCommand", None) or getattr(kit, "TaskCommand", None)
     silent: list[str] = []
     switches: set[str] = set()
 

@@ -298,3 +298,132 @@ def test_every_generated_flag_has_help_and_published_is_one_switch(app: typer.Ty
                 switches.add((path, tuple(param.opts), tuple(param.secondary_opts)))
     assert not silent, silent
     assert {(o, s) for _, o, s in switches} == {(("--published",), ("--corrected",))}, sorted(switches)
+
+
+#: (group, command path under it, the task whose options it takes): the verbs that run no task but take
+#: some of its options (a significance level, the held-out split, the map's fit), each from the field.
+FIELD_VERBS = [
+    ("emotionbench", ("rescore",), "emotionbench", {"alpha"}),
+    ("emotionbench", ("score-results",), "emotionbench", {"alpha"}),  # its hidden old name
+    ("emotionbench", ("human",), "emotionbench", {"alpha"}),
+    ("emotionbench", ("crowd",), "emotionbench", {"alpha"}),
+    (
+        "emotionbench",
+        ("finetune", "export"),
+        "emotionbench",
+        {"split_seed", "test_size", "prompt", "template"},
+    ),
+    ("reliability", ("rescore",), "reliability", {"fit_on", "eps", "min_pts", "test"}),
+    ("gamabench", ("leaderboard",), "gamabench", {"published"}),
+]
+
+
+def command_at(app: typer.Typer, group: str, path: tuple[str, ...]) -> Any:
+    """The click command ``llmpsych GROUP PATH...``, built afresh from the typer app."""
+    command = typer.main.get_command(app).commands[group]  # type: ignore[attr-defined]
+    for name in path:
+        command = command.commands[name]
+    return command
+
+
+def every_command(group: Any, path: str = "") -> Any:
+    """(path, command) of every command under a click group, hidden ones included."""
+    for name, command in group.commands.items():
+        where = f"{path} {name}".strip()
+        if getattr(command, "commands", None):
+            yield from every_command(command, where)
+        else:
+            yield where, command
+
+
+@pytest.mark.parametrize(("group", "task"), RUN_COMMANDS)
+def test_no_hand_declared_flag_repeats_a_task_options_default(
+    app: typer.Typer, group: str, task: str
+) -> None:
+    """A flag of a research group named after an option of its task is that option's flag, generated
+    from the field, never a hand-written copy of its default (``--alpha 0.01`` declared on three
+    verbs, ``--test-size 400`` on ``finetune export``, ``--fit-on data`` on ``reliability rescore``)."""
+    fields = task_class(task).Options.model_fields
+    root = typer.main.get_command(app).commands[group]  # type: ignore[attr-defined]
+    copies = []
+    for path, command in every_command(root):
+        for param in command.get_params(command.make_context(path, [], resilient_parsing=True)):
+            if param.name.startswith(kit.OPTION_PARAM) or param.param_type_name != "option":
+                continue
+            for flag in param.opts:
+                name = flag.removeprefix("--").replace("-", "_")
+                default = fields[name].get_default(call_default_factory=True) if name in fields else None
+                if default is not None and param.default == default:
+                    copies.append(f"{group} {path} {flag}={param.default!r}")
+    assert not copies, copies
+
+
+@pytest.mark.parametrize(("group", "path", "task", "names"), FIELD_VERBS)
+def test_a_verbs_task_option_flags_follow_the_field(
+    app: typer.Typer,
+    monkeypatch: pytest.MonkeyPatch,
+    group: str,
+    path: tuple[str, ...],
+    task: str,
+    names: set[str],
+) -> None:
+    """Declared once: change a field's default and description and the verb's flag shows the new ones
+    (no second copy to drift); the flag is spelled as the field, and a ``Literal`` lists its values."""
+    fields = task_class(task).Options.model_fields
+    for name in names:
+        monkeypatch.setattr(fields[name], "default", f"moved-{name}")
+        monkeypatch.setattr(fields[name], "description", f"said once for {name}")
+    command = command_at(app, group, path)
+    params = {
+        p.name: p for p in command.get_params(command.make_context(path[-1], [], resilient_parsing=True))
+    }
+    for name in names:
+        param = params.get(kit.OPTION_PARAM + name)
+        assert param is not None, f"{group} {' '.join(path)}: --{name} is not the field's flag"
+        assert param.opts == ["--" + name.replace("_", "-")], param.opts
+        assert param.default == f"moved-{name}", (name, param.default)
+        assert param.help == f"Said once for {name}.", (name, param.help)
+        choices = kit._choices(kit._bare(fields[name].annotation)[0])
+        assert (param.metavar or None) == ("|".join(choices) or None), (name, param.metavar)
+
+
+def test_a_field_command_gets_the_checked_value_or_the_fields_default() -> None:
+    """The body of a field command gets what was given, as the model reads it (an alias of a validator
+    holds: ``--test paper`` is f-test), else the field's default; a bad value is one line naming the flag
+    (exit 2, no traceback); a field the model does not have is an error, not a silently missing flag."""
+    seen: list[tuple[Any, ...]] = []
+    sub = typer.Typer()
+
+    @kit.field_command(sub, "emotion", "emotionbench")
+    def emotion(as_json: bool = False, *, alpha: float, prompt: str) -> None:
+        seen.append((as_json, alpha, prompt))
+
+    @kit.field_command(sub, "grid", "reliability")
+    def grid(ctx: typer.Context, *, test: str, min_pts: int) -> None:
+        seen.append((ctx.command_path.split()[-1], test, min_pts))
+
+    @kit.field_command(sub, "nothing", "emotionbench")
+    def nothing(*, no_such_option: int) -> None:
+        raise AssertionError("never called")
+
+    runner = CliRunner()
+    assert runner.invoke(sub, ["emotion"]).exit_code == 0
+    assert runner.invoke(sub, ["emotion", "--alpha", "0.05", "--prompt", "v2", "--as-json"]).exit_code == 0
+    assert runner.invoke(sub, ["grid", "--test", "paper"]).exit_code == 0
+    defaults = task_class("emotionbench").Options.model_fields
+    assert seen == [
+        (False, defaults["alpha"].default, defaults["prompt"].default),
+        (True, 0.05, "v2"),
+        ("grid", "f-test", task_class("reliability").Options.model_fields["min_pts"].default),
+    ]
+    for args, line in [
+        (["emotion", "--alpha", "0"], "--alpha: Input should be greater than 0"),
+        (["emotion", "--prompt", "v3"], "--prompt: Input should be 'official' or 'v2'"),
+        (["grid", "--min-pts", "0"], "--min-pts: Input should be greater than or equal to 1"),
+    ]:
+        error = runner.invoke(sub, args).exception  # llmpsych's main prints it as one line, exit 2
+        assert isinstance(error, ConfigError) and str(error) == line, (args, error)
+        assert error.exit_code == 2
+    assert len(seen) == 3
+    result = runner.invoke(sub, ["nothing", "--help"])
+    assert isinstance(result.exception, ValueError) and "no_such_option" in str(result.exception)

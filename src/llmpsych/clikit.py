@@ -716,7 +716,9 @@ def _kebab(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def _click_params(flags: Iterable[OptionFlag], panel: str, *, shown_defaults: bool = True) -> list[Any]:
+def _click_params(
+    flags: Iterable[OptionFlag], panel: str | None, *, shown_defaults: bool = True
+) -> list[Any]:
     """typer's own options for ``flags`` (built as typer builds a declared ``Annotated`` parameter)."""
     from typer.main import _get_param
     from typer.models import ParamMeta
@@ -805,30 +807,29 @@ def retired_flags(retired: Mapping[str, str], args: list[str]) -> list[str]:
     return out + args[end:]
 
 
-class TaskCommand(typer.core.TyperCommand):
-    """A run command whose task options are generated from its task's ``Options`` model
-    (:func:`task_command`). The model is imported when the command's parameters are first needed (its
+class GeneratedCommand(typer.core.TyperCommand):
+    """A command with flags generated from its task's ``Options`` model (:class:`OptionFlag`), next to
+    those it declares. The model is imported when the command's parameters are first needed (its
     ``--help``, or running it), never for ``llmpsych --help`` or the group's help."""
 
     task: ClassVar[str] = ""
-    #: Flags this command once had that named another option: old flag -> the flag of the option it set.
-    moved: ClassVar[Mapping[str, str]] = {}
-    #: Old spellings still accepted, hidden (:data:`~llmpsych.clinames.RETIRED_FLAGS_OF`): old -> new.
-    retired: ClassVar[Mapping[str, str]] = {}
     #: False: the command has defaults of its own (a preset's), so the fields' are not shown.
     shown_defaults: ClassVar[bool] = True
     _generated: list[OptionFlag] | None = None
 
     _declared: list[Any]
 
+    def option_flags(self) -> tuple[list[OptionFlag], str | None]:
+        """The flags it generates, and the ``--help`` panel that lists them (None: with its own)."""
+        raise NotImplementedError
+
     @property
     def params(self) -> list[Any]:
-        """The declared parameters, then the task's options (added on first read: that imports the
+        """The declared parameters, then the generated ones (added on first read: that imports the
         task's model)."""
         if self._generated is None:
             self._generated = []  # being built (reading params below must not build them again)
-            flags = option_flags(check_task(self.task).Options)
-            panel = f"Task options ({self.task}; also -O key=value)"
+            flags, panel = self.option_flags()
             self._declared.extend(_click_params(flags, panel, shown_defaults=self.shown_defaults))
             self._generated = flags
         return self._declared
@@ -838,10 +839,35 @@ class TaskCommand(typer.core.TyperCommand):
         self._declared = value
 
     def generated(self) -> list[OptionFlag]:
-        """The task's option flags."""
+        """The generated flags."""
         self.params  # noqa: B018 - reading them builds them
         assert self._generated is not None
         return self._generated
+
+    def take_given(self, ctx: Any) -> dict[str, Any]:
+        """Take the generated values out of the call (``ctx.params``): those given on the command line
+        or from the environment, by option name; the others are the model's to fill (its one default)."""
+        given_options: dict[str, Any] = {}
+        for f in self.generated():
+            value = ctx.params.pop(f.param, None)
+            source = ctx.get_parameter_source(f.param)
+            if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
+                given_options[f.name] = f.value(value)
+        return given_options
+
+
+class TaskCommand(GeneratedCommand):
+    """A run command whose task options are generated from its task's ``Options`` model
+    (:func:`task_command`): every option is a flag."""
+
+    #: Flags this command once had that named another option: old flag -> the flag of the option it set.
+    moved: ClassVar[Mapping[str, str]] = {}
+    #: Old spellings still accepted, hidden (:data:`~llmpsych.clinames.RETIRED_FLAGS_OF`): old -> new.
+    retired: ClassVar[Mapping[str, str]] = {}
+
+    def option_flags(self) -> tuple[list[OptionFlag], str | None]:
+        """Every option of the task, in a panel of its own."""
+        return option_flags(check_task(self.task).Options), f"Task options ({self.task}; also -O key=value)"
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """An old flag that renamed its option is one line naming the option's own flag; the flag of an
@@ -860,13 +886,7 @@ class TaskCommand(typer.core.TyperCommand):
     def invoke(self, ctx: Any) -> Any:
         """Take the generated values out of the call: those given (on the command line or from the
         environment) go to the body through ``ctx.meta``, the rest is the model's default."""
-        given_options: dict[str, Any] = {}
-        for f in self.generated():
-            value = ctx.params.pop(f.param, None)
-            source = ctx.get_parameter_source(f.param)
-            if source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT"):
-                given_options[f.name] = f.value(value)
-        ctx.meta[GIVEN_OPTIONS] = given_options
+        ctx.meta[GIVEN_OPTIONS] = self.take_given(ctx)
         return super().invoke(ctx)
 
 
@@ -919,6 +939,88 @@ def task_command(
         made = run_command(command, flags_type, local=local, without=without)
         app.command(name, cls=cls)(made)
         return cast("CommandT", made)
+
+    return decorate
+
+
+#: Where :class:`FieldCommand` leaves the values of its field flags for the command body (``ctx.meta``).
+FIELD_VALUES = "llmpsych.field_values"
+#: The context parameter :func:`field_command` adds to a function that takes none.
+_FIELD_CTX = "field_command_context__"
+
+
+class FieldCommand(GeneratedCommand):
+    """A command that runs no task but takes some of a task's options (a significance level, the split
+    of a held-out set): :func:`field_command`. Each is the field's flag (:class:`OptionFlag`), listed
+    with the command's own flags."""
+
+    #: The names of the fields it takes, in the order its ``--help`` lists them.
+    fields: ClassVar[tuple[str, ...]] = ()
+
+    def option_flags(self) -> tuple[list[OptionFlag], str | None]:
+        """The flags of its fields (a name the model does not have is an error, not a missing flag)."""
+        model = check_task(self.task).Options
+        by_name = {f.name: f for f in option_flags(model)}
+        unknown = [n for n in self.fields if n not in by_name]
+        if unknown:
+            raise ValueError(f"{self.name}: {self.task!r} has no option {', '.join(unknown)} with a flag")
+        return [by_name[n] for n in self.fields], None
+
+    def invoke(self, ctx: Any) -> Any:
+        """The fields' values for the body (``ctx.meta``): each given one checked by the model, as ``-O``
+        is (a bad value is one line naming its flag; a validator's aliases hold: ``--test paper``), the
+        others the fields' defaults."""
+        from pydantic import ValidationError
+
+        given_values = self.take_given(ctx)
+        try:
+            checked = check_task(self.task).Options.model_validate(given_values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = str(first["loc"][0]) if first["loc"] else ""
+            flag = _kebab(where) if where in self.fields else ", ".join(_kebab(n) for n in given_values)
+            raise ConfigError(f"{flag}: {first['msg']}") from None
+        ctx.meta[FIELD_VALUES] = {n: getattr(checked, n) for n in self.fields}
+        return super().invoke(ctx)
+
+
+def field_command(app: typer.Typer, name: str, task: str, **settings: Any) -> Callable[[CommandT], CommandT]:
+    """Register ``func`` as ``app``'s command ``name`` (``settings`` as for ``app.command``), whose
+    keyword-only parameters are options of ``task``: each is the flag of the field of its name, its
+    help, choices and default read off the field, as on the task's run command (:class:`OptionFlag`),
+    so the one default is the field's. ``func`` gets the value given (checked by the model) or the
+    field's default.
+
+    ``@kit.field_command(app, "human", "emotionbench")`` over ``def human(data_dir: DataDirOpt = None,
+    *, alpha: float)``: ``--alpha`` is EmotionBench's ``alpha`` option. The model is imported when the
+    command's parameters are first read (its ``--help``, or running it), not when the group is built.
+    The function returned is the registered callback (pass it to
+    :func:`~llmpsych.clinames.retired_command` for a hidden old name)."""
+
+    def decorate(func: CommandT) -> CommandT:
+        signature = inspect.signature(func, eval_str=True)
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        kept = [p for p in signature.parameters.values() if p.kind is not keyword]
+        chosen = tuple(n for n, p in signature.parameters.items() if p.kind is keyword)
+        if not chosen:
+            raise ValueError(f"{func.__name__}: a field command takes its task's options as keyword-only")
+        # the values reach the body through the context, which typer passes to a parameter so annotated
+        own = next((p.name for p in kept if p.annotation is typer.Context), None)
+        if own is None:
+            kept.append(
+                inspect.Parameter(_FIELD_CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)
+            )
+
+        @functools.wraps(func)
+        def command(*args: Any, **kwargs: Any) -> Any:
+            ctx = kwargs[own] if own is not None else kwargs.pop(_FIELD_CTX)
+            return func(*args, **kwargs, **ctx.meta[FIELD_VALUES])
+
+        command.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+        cls = type(f"{task.title()}FieldCommand", (FieldCommand,), {"task": task, "fields": chosen})
+        command.command_class = cls  # type: ignore[attr-defined]  # for a hidden old name of it
+        app.command(name, cls=cls, **settings)(command)
+        return cast("CommandT", command)
 
     return decorate
 
@@ -1207,6 +1309,7 @@ __all__ = [
     "check_options",
     "check_task",
     "exit_if_failed",
+    "field_command",
     "finish",
     "local_run_command",
     "outcome_line",

@@ -100,7 +100,8 @@ def renamed(new: T, old: T | None, *, default: T, names: tuple[str, str]) -> T:
 
 def retired_command(app: typer.Typer, old: str, callback: Callable[..., Any]) -> None:
     """Register ``callback`` also as the hidden command ``old`` (a path of :data:`RETIRED_COMMANDS`; its
-    last word is the name on ``app``), which first prints :func:`notice` naming its replacement."""
+    last word is the name on ``app``), which first prints :func:`notice` naming its replacement. A
+    callback of :func:`~llmpsych.clikit.field_command` keeps its command class (so its field flags)."""
     new = RETIRED_COMMANDS[old]
 
     @functools.wraps(callback)
@@ -108,7 +109,8 @@ def retired_command(app: typer.Typer, old: str, callback: Callable[..., Any]) ->
         notice(f"llmpsych {old}", f"llmpsych {new}")
         return callback(*args, **kwargs)
 
-    app.command(old.split()[-1], hidden=True, help=f"Old name of `llmpsych {new}`.")(alias)
+    cls = getattr(callback, "command_class", None)
+    app.command(old.split()[-1], cls=cls, hidden=True, help=f"Old name of `llmpsych {new}`.")(alias)
 
 
 # -- the declared surface ------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ app = typer.Typer(
 console = InertConsole(soft_wrap=True)  # long paths stay on one line
 
 DataDirOpt = kit.DataDirOpt
-AlphaOpt = Annotated[float, typer.Option("--alpha", min=1e-6, max=0.5, help="Significance level.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
 
@@ -60,7 +59,7 @@ AuthorsCodeOpt = Annotated[
 ]
 
 
-@app.command("rescore")
+@kit.field_command(app, "rescore", "emotionbench")
 def rescore(
     csv_file: Annotated[Path, typer.Argument(help="A released <model>-<scale>-testing.csv file.")],
     scale: Annotated[
@@ -69,8 +68,9 @@ def rescore(
     data_dir: DataDirOpt = None,
     published: EmotionPublishedOpt = None,
     authors_code: AuthorsCodeOpt = False,
-    alpha: AlphaOpt = 0.01,
     as_json: JsonOpt = False,
+    *,
+    alpha: float,
 ) -> None:
     """Re-score a released run file: default M ± SD, and the change per factor, emotion and overall.
 
@@ -109,12 +109,8 @@ def rescore(
 retired_command(app, "emotionbench score-results", rescore)
 
 
-@app.command("human")
-def human(
-    data_dir: DataDirOpt = None,
-    alpha: AlphaOpt = 0.01,
-    as_json: JsonOpt = False,
-) -> None:
+@kit.field_command(app, "human", "emotionbench")
+def human(data_dir: DataDirOpt = None, as_json: JsonOpt = False, *, alpha: float) -> None:
     """The human table (thesis Table 5.10) recomputed from crowd.xlsx: paired test per factor, emotion and
     overall."""
     from .crowd import crowd_path, human_table, human_table_json, load_crowd
@@ -129,7 +125,7 @@ def human(
     echo(human_frame(table, factor_names(data_dir)).to_markdown(index=False))
 
 
-@app.command("crowd")
+@kit.field_command(app, "crowd", "emotionbench")
 def crowd(
     by: Annotated[
         list[str] | None,
@@ -145,12 +141,13 @@ def crowd(
         int, typer.Option("--survey-year", min=1901, max=2100, help="Age = this year - year of birth.")
     ] = 2023,
     data_dir: DataDirOpt = None,
-    alpha: AlphaOpt = 0.01,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="Folder for crowd-<by>.md/.csv/.png tables and figures."),
     ] = None,
     as_json: JsonOpt = False,
+    *,
+    alpha: float,
 ) -> None:
     """The human subjects by demographic group (thesis Figs. 5.3-5.7): n and PANAS before/after per group."""
     from ..report.files import atomic_write_text, output_dir, write_csv
@@ -240,37 +237,27 @@ finetune_app = typer.Typer(
 )
 app.add_typer(finetune_app, name="finetune")
 
-SplitSeedOpt = Annotated[int, typer.Option("--split-seed", min=0, help="Seed of the stratified split.")]
-TestSizeOpt = Annotated[int, typer.Option("--test-size", min=1, help="People held out for testing.")]
 
-
-@finetune_app.command("export")
+@kit.field_command(finetune_app, "export", "emotionbench")
 def finetune_export(
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Folder for train.jsonl, test.jsonl, split.csv/json.")
     ],
-    split_seed: SplitSeedOpt = 0,
-    test_size: TestSizeOpt = 400,
-    prompt: Annotated[
-        str, typer.Option("--prompt", help="official or v2 (as the evaluation run).")
-    ] = "official",
-    template: Annotated[
-        str | None, typer.Option("--template", help="romero, serapio-1 or serapio-2 (as the evaluation run).")
-    ] = None,
     data_dir: DataDirOpt = None,
+    *,
+    split_seed: int,
+    test_size: int,
+    prompt: str,
+    template: str | None,
 ) -> None:
     """Write the 866/400 split of crowd.xlsx as OpenAI chat fine-tuning JSONL (the training stays the
     provider's)."""
     from .crowd import crowd_path, load_crowd
     from .finetune import export_split
-    from .prompts import PromptSettings, template_names
+    from .prompts import PromptSettings
     from .scales import load_scales as load_emotionbench_scales
     from .situations import load_situations
 
-    if prompt not in ("official", "v2"):
-        raise LlmpsychError(f"unknown --prompt {prompt!r} (use official or v2)")
-    if template is not None and template not in template_names():
-        raise LlmpsychError(f"unknown --template {template!r} (use {', '.join(template_names())})")
     if out.exists() and not out.is_dir():
         raise LlmpsychError(f"--out {out} is a file; give a folder")
     panas = load_emotionbench_scales(data_dir)["PANAS"]

@@ -578,7 +578,7 @@ def _presets() -> Any:
 kit.preset_command(app, "gamabench", "gamabench", _presets, moved={"--games": "--game"})
 
 
-@app.command("leaderboard")
+@kit.field_command(app, "leaderboard", "gamabench")
 def leaderboard_cmd(
     run_dirs: Annotated[
         list[Path], typer.Argument(help="gamabench run directories (several per model pool runs).")
@@ -591,9 +591,10 @@ def leaderboard_cmd(
         ),
     ] = None,
     method: MethodOpt = "thesis",
-    published: kit.PublishedOpt = False,
     pool_settings: kit.PoolSettingsOpt = False,
     scoring: ScoringOpt = None,
+    *,
+    published: bool,
 ) -> None:
     """Leaderboard across gamabench runs: per model and setting, each game's mean ± SD over runs and the
     overall."""
@@ -609,7 +610,6 @@ def leaderboard_cmd(
     from .score_logs import to_json
 
     version = _method(method, scoring)
-    published = published is True
     scores, infos = leaderboard(run_dirs, version=version, published=published, pool_settings=pool_settings)
     left_out = left_out_frame(infos)
     if not any(s.games for s in scores.values()):

@@ -31,7 +31,7 @@ def reliability(debug: kit.DebugOpt = False) -> None:
     """Scale reliability: the 2,500-configuration BFI grid, steering, maps and statistics."""
 
 
-@app.command("rescore")
+@kit.field_command(app, "rescore", "reliability")
 def rescore(
     paths: Annotated[list[Path], typer.Argument(help="Save files or run directories.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the full result as JSON.")] = False,
@@ -39,9 +39,6 @@ def rescore(
         list[Path] | None,
         typer.Option("--default", help="Default (unsteered) data for the min/max tests of Table 3.10."),
     ] = None,
-    fit_on: Annotated[
-        str, typer.Option(help="PCA fit: data (default) or full-grid (all 5^5 vectors, the released code).")
-    ] = "data",
     fit_with: Annotated[
         list[Path] | None,
         typer.Option("--fit-with", help="Also fit the PCA on these results (the thesis: all four models)."),
@@ -60,21 +57,6 @@ def rescore(
             "method=logprob).",
         ),
     ] = "text",
-    eps: Annotated[
-        float | None, typer.Option(help="DBSCAN radius on the 2-D map (default: the thesis's, docs).")
-    ] = None,
-    min_pts: Annotated[
-        int | None, typer.Option(help="DBSCAN minPts, self included (default: the thesis's, docs).")
-    ] = None,
-    test: Annotated[
-        str,
-        typer.Option(
-            "--test",
-            help="t-test of the factor-level table and the --default min/max table: f-test (the authors' "
-            "F-test chooses Student or Welch; with --published it reproduces Tables 3.3 and 3.10), welch "
-            "or student ('paper' is accepted for f-test).",
-        ),
-    ] = "f-test",
     published: kit.PublishedOpt = None,
     keep_outliers: Annotated[
         bool, typer.Option("--keep-outliers", help="Test factor levels on all points, not the inliers.")
@@ -83,6 +65,11 @@ def rescore(
         Path | None, typer.Option("--out", "-o", help="Write tables, map and report.md into this folder.")
     ] = None,
     scoring: Annotated[str | None, retired_option("--scoring", "--method")] = None,
+    *,
+    fit_on: str,
+    eps: float,
+    min_pts: int,
+    test: str,
 ) -> None:
     """Re-score released saves (published unless --corrected) or own run directories (corrected).
 
@@ -91,19 +78,14 @@ def rescore(
     import pandas as pd
 
     from ..stats.compare import METHOD_ALIASES, METHODS
-    from .outliers import EPS, MIN_PTS
     from .published import DIMENSIONS
     from .reanalysis import reanalyse
     from .results import load_points
 
-    if fit_on not in ("data", "full-grid"):
-        raise LlmpsychError(f"--fit-on must be data or full-grid, got {fit_on!r}")
     if METHOD_ALIASES.get(method, method) in METHODS:  # the old --method, which named the t-test
         notice(f"--method {method}", f"--test {method}")
         test, method = renamed(test, method, default="f-test", names=("--test", "--method")), "text"
     method = renamed(method, scoring, default="text", names=("--method", "--scoring"))
-    if METHOD_ALIASES.get(test, test) not in METHODS:
-        raise LlmpsychError(f"--test must be f-test, welch or student, got {test!r}")
     if method not in ("text", "expected"):
         raise LlmpsychError(f"--method must be text or expected, got {method!r}")
     missing: list[str] = []
@@ -116,8 +98,8 @@ def rescore(
     result = reanalyse(
         frame,
         fit_on=fit,  # type: ignore[arg-type]
-        eps=EPS if eps is None else eps,
-        min_pts=MIN_PTS if min_pts is None else min_pts,
+        eps=eps,
+        min_pts=min_pts,
         method=test,
         # released saves: published by default; only own run directories: corrected
         published=not all(p.is_dir() for p in paths) if published is None else published,

@@ -124,8 +124,8 @@ class ReliabilityOptions(BaseModel):
     min_pts: int = Field(default=MIN_PTS, ge=1, description="DBSCAN minPts, self included (outliers)")
     test: Literal["f-test", "welch", "student"] = Field(
         default="f-test",
-        description="t-test of Tables 3.3 and 3.10: f-test (the authors' F-test chooses Student or Welch), "
-        "welch, student",
+        description="t-test of Tables 3.3 and 3.10: f-test (the authors' F-test chooses Student or Welch; "
+        "'paper' is accepted for it), welch, student",
     )
     published: bool = Field(
         default=False,
