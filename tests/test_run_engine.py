@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,55 @@ def test_ctrl_c_halfway_keeps_what_was_answered_then_resume_finishes(tmp_path: P
         assert outcome.summary.failed == 0
         assert outcome.summary.calls_replayed == len(before)
         assert len(set(_call_keys(run_dir))) == total
+
+
+def _unit_rows(run_dir: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(run_dir / "run.sqlite") as db:
+        return db.execute("SELECT unit_id, position, payload, status, result, attempts FROM units").fetchall()
+
+
+def test_a_task_that_yields_its_units_stores_and_resumes_as_one_that_lists_them(tmp_path: Path) -> None:
+    """A task may hand its units over one at a time (echo does, so that a run never holds them all): the
+    run asks it again for each pass and stores the same rows as from a list, a resume runs what failed,
+    and a task whose units changed since is refused before anything is added to the stored run."""
+    from llmpsych.runs.task import WorkUnit, register_task
+    from llmpsych.testing.echo_task import EchoTask
+
+    class Listed(EchoTask):
+        name = "echo-listed"
+
+        def units(self) -> list[WorkUnit]:
+            return list(super().units())
+
+    class Changing(EchoTask):
+        name = "echo-changing"
+        extra = 0
+
+        def units(self) -> Iterator[WorkUnit]:
+            yield from super().units()
+            yield from (WorkUnit(f"extra{i}", {"index": i}) for i in range(Changing.extra))
+
+    register_task("echo-listed", Listed)
+    register_task("echo-changing", Changing)
+    rates = FaultRates(rate_500=1.0, max_faults_per_request=2)
+    rows = {}
+    for task in ("echo", "echo-listed"):
+        with FaultServer(rates) as server:
+            config = _config(server, units=5).model_copy(update={"max_retries": 1, "task": task})
+            first = start_run(config, tmp_path / task, False)
+            assert (first.summary.total, first.summary.failed) == (5, 5)
+            second = resume_run(tmp_path / task, False)  # one fault left per body, then an answer
+            assert (second.summary.done, second.summary.skipped) == (5, 0)
+            assert resume_run(tmp_path / task, False).summary.skipped == 5
+        rows[task] = _unit_rows(tmp_path / task)
+    assert rows["echo"] == rows["echo-listed"] and [r[3] for r in rows["echo"]] == ["done"] * 5
+    assert _results(tmp_path / "echo") == _results(tmp_path / "echo-listed")
+
+    with FaultServer() as server:
+        config = _config(server, units=3).model_copy(update={"task": "echo-changing", "max_retries": 0})
+        start_run(config, tmp_path / "changing", False)
+        stored = _unit_rows(tmp_path / "changing")
+        Changing.extra = 1
+        with pytest.raises(ConfigError, match="different work units"):
+            resume_run(tmp_path / "changing", False)
+    assert _unit_rows(tmp_path / "changing") == stored

@@ -9,7 +9,7 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, cast
 
@@ -329,9 +329,39 @@ async def _start_staggered(worker: Callable[[], Awaitable[None]], count: int) ->
             started.cancel()
 
 
+#: Units read from the task, and looked up in the store, at a time while a run goes through them.
+UNIT_BATCH = 1000
+
+
+def _batches(units: Iterable[WorkUnit]) -> Iterator[list[WorkUnit]]:
+    batch: list[WorkUnit] = []
+    for unit in units:
+        batch.append(unit)
+        if len(batch) >= UNIT_BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _pending(
+    units: Iterable[WorkUnit], store: RunStore, any_done: bool, any_recorded: bool
+) -> Iterator[tuple[WorkUnit, bool]]:
+    """The units not done when the execution started, in order, each with whether it had calls stored then
+    (those replay), read a batch at a time: the store's snapshots (:meth:`RunStore.snapshot_ids`) say which,
+    so no set of every unit id is held."""
+    for batch in _batches(units):
+        ids = [unit.unit_id for unit in batch]
+        done = store.among("done_at_start", ids) if any_done else set()
+        recorded = store.among("calls_at_start", ids) if any_recorded else set()
+        for unit in batch:
+            if unit.unit_id not in done:
+                yield unit, unit.unit_id in recorded
+
+
 async def execute(
     task: Task[Any],
-    units: list[WorkUnit],
+    units: Iterable[WorkUnit],
     store: RunStore,
     clients: dict[str, ModelClient],
     seed: int,
@@ -345,29 +375,38 @@ async def execute(
 
     ``executor`` decides where a unit runs (default: here, :class:`~llmpsych.runs.executors.LocalExecutor`);
     whatever it is, everything is recorded here, by this process.
+
+    ``units`` is read more than once (a list, or :class:`~llmpsych.runs.task.TaskUnits`), a batch at a time:
+    once to count and size them, once as they run. Neither they nor their ids are held all at once (a
+    50,000-unit run held ~14 MiB of them: the peak of its memory).
     """
     runner = executor or LocalExecutor()
-    done_ids = {row.unit_id for row in store.units("done")}
-    recorded = store.units_with_calls()  # units interrupted mid-way: their calls replay
-    pending = [unit for unit in units if unit.unit_id not in done_ids]
-    summary = RunSummary(total=len(units), skipped=len(units) - len(pending))
+    # what was done, and which units had calls (interrupted mid-way: their calls replay), as this started
+    any_done = store.snapshot_ids("done_at_start", "SELECT unit_id FROM units WHERE status = 'done'") > 0
+    any_recorded = store.snapshot_ids("calls_at_start", "SELECT DISTINCT unit_id FROM calls") > 0
+    total = waiting = 0
+    sized = False
+    for batch in _batches(units):
+        total += len(batch)
+        for unit, _ in _pending(batch, store, any_done, False):
+            waiting += 1
+            sized = sized or task.unit_calls(unit) is not None
+    summary = RunSummary(total=total, skipped=total - waiting)
     started = time.perf_counter()
-    queue: asyncio.Queue[WorkUnit] = asyncio.Queue()
-    for unit in pending:
-        queue.put_nowait(unit)
+    pending = _pending(units, store, any_done, any_recorded)
 
     lines = None
     if show_progress and not get_console().is_terminal:  # no bar to redraw: plain lines on stderr
-        lines = _Lines(task.name, len(units), summary.skipped, started, sys.stderr)
+        lines = _Lines(task.name, total, summary.skipped, started, sys.stderr)
     progress = _bar() if show_progress and lines is None else _NoBar()
     bar = progress.add_task(
-        task.name, total=len(units), completed=summary.skipped, rate="", failures="", eta="-:--:--"
+        task.name, total=total, completed=summary.skipped, rate="", failures="", eta="-:--:--"
     )
-    sizes = [task.unit_calls(u) for u in pending]
     # a table of unit ids only when the task sized some (50,000 ids: ~5 MiB held through the run)
-    sized = any(calls is not None for calls in sizes)
-    planned = {u.unit_id: calls for u, calls in zip(pending, sizes, strict=True)} if sized else None
-    eta = _Eta(len(pending), task.calls_per_unit(), started, planned)
+    planned = (
+        {u.unit_id: task.unit_calls(u) for u, _ in _pending(units, store, any_done, False)} if sized else None
+    )
+    eta = _Eta(waiting, task.calls_per_unit(), started, planned)
     commits = GroupCommit(store)
 
     async def show_eta() -> None:
@@ -393,10 +432,10 @@ async def execute(
     async def worker() -> None:
         while True:
             try:
-                unit = queue.get_nowait()
-            except asyncio.QueueEmpty:
+                unit, recorded = next(pending)
+            except StopIteration:
                 return
-            ctx = UnitContext(unit.unit_id, store, clients, seed, params, commits, unit.unit_id in recorded)
+            ctx = UnitContext(unit.unit_id, store, clients, seed, params, commits, recorded)
             eta.live[unit.unit_id] = ctx
             commits.defer(start_unit_statements(unit.unit_id))  # with the next commit
             try:
@@ -421,7 +460,7 @@ async def execute(
     with progress, fewer_gc_pauses():
         ticker = asyncio.create_task(show_eta()) if show_progress else None
         try:
-            await _start_staggered(worker, max(1, min(workers, len(pending) or 1)))
+            await _start_staggered(worker, max(1, min(workers, waiting or 1)))
         except asyncio.CancelledError:  # Ctrl-C: said at once, before the answers received are saved
             progress.stop()
             print(
@@ -435,8 +474,10 @@ async def execute(
             commits.flush()  # writes queued by workers cancelled mid-way (Ctrl-C) are kept
             if ticker is not None:
                 ticker.cancel()
+            store.drop_snapshot("done_at_start")
+            store.drop_snapshot("calls_at_start")
         progress.update(bar, eta="0:00:00")
-    if lines is not None and pending:
+    if lines is not None and waiting:
         lines.eta = "0:00:00"
         lines.emit(time.perf_counter())
     summary.seconds = time.perf_counter() - started

@@ -27,7 +27,7 @@ from .notices import notice as notice  # the one notice line (its home: runs.not
 from .params import params_report
 from .record import record_from_store
 from .store import STORE_FILE, RunStore, run_lock
-from .task import Task, task_class
+from .task import Task, TaskUnits, task_class
 
 MANIFEST_FILE = "manifest.json"
 DEFAULT_WORKERS = 64
@@ -119,12 +119,13 @@ async def _execute(
     if save_config:  # a resume's new base URL, kept once every role's endpoint resolved
         store.set_meta("config", config.stored())
     try:
-        units = task.units()
+        units = TaskUnits(task)  # read again for each pass below: a task's generator is never held whole
+        count = len(units)
         for client in clients.values():  # a server's slots, asked once, recorded in the manifest
             await client.settle_concurrency()
         manifest = store.get_meta("manifest")
         if manifest is None:
-            _write_manifest(store, build_manifest(config, clients, task.data_files(), len(units)))
+            _write_manifest(store, build_manifest(config, clients, task.data_files(), count))
         else:
             # The run store's call keys keep naming each role's first endpoint: a resumed run replays
             # every stored answer, wherever the role is reached now.
@@ -140,8 +141,7 @@ async def _execute(
             _write_manifest(store, manifest)
             for role, info in changed.items():
                 notice(f"resumed with a new endpoint for role {role}: {info['spec']} at {info.get('url')}")
-        known = {row.unit_id for row in store.units()}
-        if known and known != {u.unit_id for u in units}:
+        if store.unit_counts() and not store.same_unit_ids(units.ids()):
             raise ConfigError(
                 "the task now expands into different work units than the stored run; "
                 "resume it with the llmpsych version and data it was started with"
@@ -149,7 +149,7 @@ async def _execute(
         executor = make_executor()
         workers = executor.in_flight(config.workers or DEFAULT_WORKERS)  # per actor on Ray
         try:
-            if len(store.units("done")) < len(units):  # nothing to run: no cluster to start
+            if store.unit_counts().get("done", 0) < count:  # nothing to run: no cluster to start
                 # before the units are registered: a cluster that fails to start leaves no run behind
                 await executor.open(task, config, clients, store)
             store.add_units((u.unit_id, u.payload) for u in units)
@@ -326,7 +326,7 @@ def _already_analysed(task: Task[Any], store: RunStore, run_dir: Path) -> RunSum
         return None
     if not all((run_dir / name).is_file() for name in outputs):
         return None
-    if {row.unit_id for row in store.units()} != {unit.unit_id for unit in task.units()}:
+    if not store.same_unit_ids(unit.unit_id for unit in task.units()):
         return None
     return RunSummary(total=total, skipped=total)
 

@@ -77,7 +77,8 @@ CREATE TABLE IF NOT EXISTS failures (
 """
 
 STORE_FILE = "run.sqlite"
-#: Stored calls fetched at once when they are read in turn (:meth:`RunStore.iter_call_rows`).
+#: Stored calls (or units) fetched at once when they are read in turn (:meth:`RunStore.iter_call_rows`,
+#: :meth:`RunStore.iter_units`; default ``chunk``).
 CALL_CHUNK = 1000
 LOCK_FILE = "run.lock"
 
@@ -438,14 +439,14 @@ class RunStore:
         with self._locked():
             return list(_unit_rows(self._db.execute(query + " ORDER BY position", args)))
 
-    def iter_units(self, chunk: int = CALL_CHUNK) -> Iterator[UnitRow]:
+    def iter_units(self, chunk: int | None = None) -> Iterator[UnitRow]:
         """:meth:`units`, all of them, fetched ``chunk`` at a time (for one pass that keeps none of them:
         the end-of-run summary). Not while another thread uses this store."""
         query = "SELECT unit_id, payload, status, result, error, attempts FROM units ORDER BY position"
         with self._guard():
             cursor = self._db.execute(query)
             try:
-                while rows := cursor.fetchmany(chunk):
+                while rows := cursor.fetchmany(chunk or CALL_CHUNK):
                     yield from _unit_rows(rows)
             finally:
                 cursor.close()
@@ -454,6 +455,51 @@ class RunStore:
         """How many units have each status."""
         with self._locked():
             return dict(self._db.execute("SELECT status, COUNT(*) FROM units GROUP BY status").fetchall())
+
+    def same_unit_ids(self, unit_ids: Iterable[str]) -> bool:
+        """Whether ``unit_ids`` (read once, in any order, repeats allowed) are as a set the ids of the stored
+        units: compared in a temporary table, so neither side is held in memory (50,000 ids as two Python
+        sets: ~8 MiB)."""
+        with self._locked():
+            self._db.execute("DROP TABLE IF EXISTS temp.given_ids")
+            self._db.execute("CREATE TEMP TABLE given_ids (unit_id TEXT PRIMARY KEY)")
+            try:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO temp.given_ids VALUES (?)", ((uid,) for uid in unit_ids)
+                )
+                missing = self._db.execute(
+                    "SELECT 1 FROM units WHERE unit_id NOT IN (SELECT unit_id FROM temp.given_ids) LIMIT 1"
+                ).fetchone()
+                extra = self._db.execute(
+                    "SELECT 1 FROM temp.given_ids WHERE unit_id NOT IN (SELECT unit_id FROM units) LIMIT 1"
+                ).fetchone()
+                return missing is None and extra is None
+            finally:
+                self._db.execute("DROP TABLE IF EXISTS temp.given_ids")
+
+    def snapshot_ids(self, name: str, query: str) -> int:
+        """Keep the unit ids ``query`` selects now in the temporary table ``name`` (for :meth:`among`: what
+        was done, or had calls, when an execution started, without a Python set of them); their number."""
+        with self._locked():
+            self._db.execute(f"DROP TABLE IF EXISTS temp.{name}")
+            self._db.execute(f"CREATE TEMP TABLE {name} (unit_id TEXT PRIMARY KEY)")
+            self._db.execute(f"INSERT OR IGNORE INTO temp.{name} {query}")
+            return int(self._db.execute(f"SELECT COUNT(*) FROM temp.{name}").fetchone()[0])
+
+    def among(self, name: str, unit_ids: list[str]) -> set[str]:
+        """Which of ``unit_ids`` (a batch, at most a few thousand) the snapshot ``name`` holds."""
+        found: set[str] = set()
+        with self._locked():
+            for start in range(0, len(unit_ids), 500):  # below SQLite's limit of bound parameters
+                part = unit_ids[start : start + 500]
+                sql = f"SELECT unit_id FROM temp.{name} WHERE unit_id IN ({','.join('?' * len(part))})"
+                found.update(row[0] for row in self._db.execute(sql, part))
+        return found
+
+    def drop_snapshot(self, name: str) -> None:
+        """Forget the snapshot ``name``."""
+        with self._locked():
+            self._db.execute(f"DROP TABLE IF EXISTS temp.{name}")
 
     def write(self, statements: Iterable[Statement]) -> None:
         """Execute write statements in one transaction (one commit for all of them).
@@ -513,7 +559,7 @@ class RunStore:
             return int(self._db.execute("SELECT COALESCE(MAX(rowid), 0) FROM calls").fetchone()[0])
 
     def iter_call_rows(
-        self, up_to: int | None = None, unit_id: str | None = None, chunk: int = CALL_CHUNK
+        self, up_to: int | None = None, unit_id: str | None = None, chunk: int | None = None
     ) -> Iterator[tuple[Any, ...]]:
         """The rows of :meth:`call_rows` (only those up to row id ``up_to``, only ``unit_id``'s), fetched
         ``chunk`` at a time: memory stays that of one chunk, whatever the run's size (SQLite's sorter
@@ -536,7 +582,7 @@ class RunStore:
         with self._guard():
             cursor = self._db.execute(query, args)
             try:
-                while rows := cursor.fetchmany(chunk):
+                while rows := cursor.fetchmany(chunk or CALL_CHUNK):
                     yield from rows
             finally:
                 cursor.close()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
@@ -29,6 +29,33 @@ class WorkUnit:
 
     unit_id: str
     payload: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskUnits:
+    """A task's units, to be read as many times as a run needs (count, check, register, execute) without
+    holding them all: a list (or other sequence) the task built is read again; anything else (a generator)
+    is asked for again each time, which :meth:`Task.units` being deterministic allows."""
+
+    def __init__(self, task: Task[Any]) -> None:
+        self._task = task
+        first = task.units()
+        self._sequence: Sequence[WorkUnit] | None = first if isinstance(first, Sequence) else None
+        self._first: Iterable[WorkUnit] | None = None if self._sequence is not None else first
+
+    def __iter__(self) -> Iterator[WorkUnit]:
+        if self._sequence is not None:
+            return iter(self._sequence)
+        if self._first is not None:
+            first, self._first = self._first, None
+            return iter(first)
+        return iter(self._task.units())
+
+    def __len__(self) -> int:
+        return len(self._sequence) if self._sequence is not None else sum(1 for _ in self)
+
+    def ids(self) -> Iterator[str]:
+        """The units' ids, in order."""
+        return (unit.unit_id for unit in self)
 
 
 class NoOptions(BaseModel):
@@ -107,8 +134,10 @@ class Task(ABC, Generic[OptionsT]):
         return []
 
     @abstractmethod
-    def units(self) -> list[WorkUnit]:
-        """Expand the config into work units (deterministic for a given config)."""
+    def units(self) -> Iterable[WorkUnit]:
+        """Expand the config into work units (deterministic for a given config): a list, or a generator
+        that makes them one at a time (the run then never holds them all: it asks again for each pass it
+        needs, see :class:`TaskUnits`)."""
 
     @abstractmethod
     async def run_unit(self, unit: WorkUnit, ctx: ChatContext) -> Any:
