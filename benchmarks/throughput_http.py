@@ -246,16 +246,23 @@ def measure_llmpsych(
         async def no_slots(self: Any) -> None:
             return None
 
-        aiohttp_request = http_backend.aiohttp.ClientSession._request
+        # the proof that nothing is sent: every request of the HTTP stack is counted, the run refused if not 0
+        if hasattr(http_backend, "aiohttp"):  # a tree from before November 2026 (--against)
+            stack, method = http_backend.aiohttp.ClientSession, "_request"
+        else:
+            from llmpsych.models.http11 import HttpClient as stack
+
+            method = "request"
+        real_request = getattr(stack, method)
 
         async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            sent[0] += 1  # the proof that nothing is sent: counted, and the run refused if not 0
-            return await aiohttp_request(self, *args, **kwargs)
+            sent[0] += 1
+            return await real_request(self, *args, **kwargs)
 
         http_backend.HttpBackend.send = send  # type: ignore[method-assign]
         http_backend.HttpBackend.send_encoded = send  # type: ignore[method-assign]
         http_backend.HttpBackend.server_slots = no_slots  # type: ignore[method-assign]
-        http_backend.aiohttp.ClientSession._request = counted  # type: ignore[method-assign]
+        setattr(stack, method, counted)
     elif transport:
         use_httpx_backend(http_backend.HttpBackend, transport)
     config = parse_run_config(
@@ -324,15 +331,23 @@ def measure(client: str, base_url: str, requests: int, concurrency: int, profile
 
 
 def run_child(
-    client: str, base_url: str, requests: int, concurrency: int, profile: str | None = None
+    client: str,
+    base_url: str,
+    requests: int,
+    concurrency: int,
+    profile: str | None = None,
+    src: Path | None = None,
 ) -> dict:
-    """Run one measurement in a fresh interpreter so its CPU time and peak RSS are its own."""
+    """Run one measurement in a fresh interpreter so its CPU time and peak RSS are its own (``src``:
+    llmpsych imported from that source tree)."""
     cmd = [sys.executable, __file__, "--child", client, "--base-url", base_url]
     cmd += ["--requests", str(requests), "--concurrency", str(concurrency)]
     if profile:
         cmd += ["--profile", profile]
     # no user config (a missing file; os.devnull is refused as not a regular file)
     env = {**os.environ, "LLMPSYCH_CONFIG": str(Path(tempfile.gettempdir()) / "llmpsych-no-config.toml")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -359,6 +374,12 @@ def main() -> None:
     parser.add_argument(
         "--reps", type=int, default=1, help="measure each pair this many times; the least CPU time counts"
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another source tree (e.g. /tmp/main/src): each llmpsych client is measured in both, run for "
+        "run in turn; the other tree's rows are named client@other",
+    )
     parser.add_argument("--child", choices=list(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -376,7 +397,7 @@ def main() -> None:
     with LoadMonitor() as load:
         for concurrency in sweep or [args.concurrency]:
             n = args.requests or 40 * concurrency if sweep else requests
-            runs += run_plan(args.plan, n, concurrency, args.profile, args.reps)
+            runs += run_plan(args.plan, n, concurrency, args.profile, args.reps, args.against)
 
     headers = ["server", "client", "wall s", "ideal s", "ideal/wall", "client CPU ms/req"]
     headers += ["server CPU ms/req", "client peak RSS MiB"]
@@ -408,10 +429,10 @@ def main() -> None:
         )
     print(markdown_table(headers, rows))
     layers = http_layer(runs)
-    for (concurrency, server), ms in layers.items():
+    for (concurrency, server, tree), ms in layers.items():
         print(
-            f"HTTP layer (llmpsych - llmpsych+nohttp), {server}, concurrency {concurrency}: "
-            f"{ms:.3f} ms CPU per request"
+            f"HTTP layer (llmpsych - llmpsych+nohttp), {server}, concurrency {concurrency}"
+            f"{', ' + tree if tree else ''}: {ms:.3f} ms CPU per request"
         )
     name = "throughput_http.sweep" if sweep else "throughput_http"
     path = write_results(
@@ -423,8 +444,10 @@ def main() -> None:
             "clients": CLIENTS,
             "runs": runs,
             "http_layer_cpu_ms_per_request": [
-                {"concurrency": c, "server": server, "ms": ms} for (c, server), ms in layers.items()
+                {"concurrency": c, "server": server, "tree": tree or "here", "ms": ms}
+                for (c, server, tree), ms in layers.items()
             ],
+            "against": str(args.against) if args.against else None,
             "busy_cores_before": busy_before,
             "other_cores_busy_during": load.other_cores,
         },
@@ -435,61 +458,79 @@ def main() -> None:
     print(f"\nresults: {path}")
 
 
-def http_layer(runs: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
-    """The HTTP layer's CPU ms per request: llmpsych minus llmpsych+nohttp, per concurrency and server."""
+def http_layer(runs: list[dict[str, Any]]) -> dict[tuple[int, str, str], float]:
+    """The HTTP layer's CPU ms per request: llmpsych minus llmpsych+nohttp, per concurrency, server and
+    tree ("" for this one, "other" for ``--against``)."""
     by = {(r["concurrency"], r["server"], r["client"]): r["cpu_ms_per_request"] for r in runs}
-    return {
-        (c, server): ms - by[(c, server, "llmpsych+nohttp")]
-        for (c, server, client), ms in by.items()
-        if client == "llmpsych" and (c, server, "llmpsych+nohttp") in by
-    }
+    layers = {}
+    for (c, server, client), ms in by.items():
+        name, _, tree = client.partition("@")
+        nohttp = (c, server, "llmpsych+nohttp" + (f"@{tree}" if tree else ""))
+        if name == "llmpsych" and nohttp in by:
+            layers[(c, server, tree)] = ms - by[nohttp]
+    return layers
 
 
 def run_plan(
-    plan: str, requests: int, concurrency: int, profile_prefix: str | None, reps: int = 1
+    plan: str,
+    requests: int,
+    concurrency: int,
+    profile_prefix: str | None,
+    reps: int = 1,
+    against: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Measure each server:client pair of ``plan``, each with a fresh server and client process
-    (``reps`` times: the measurement with the least client CPU time counts)."""
+    (``reps`` times: the measurement with the least client CPU time counts). With ``against``, each
+    llmpsych client is also measured on that tree, alternating with this one rep by rep."""
     ideal = requests * LATENCY_S / concurrency
     runs = []
     for pair in plan.split(","):
         server_kind, _, client = pair.partition(":")
         if client not in CLIENTS or server_kind not in ("asyncio", "fault", "fault-nodelay"):
             raise SystemExit(f"unknown server:client pair {pair!r}")
+        trees: list[tuple[str, Path | None]] = [("", None)]
+        if against is not None and client.startswith("llmpsych"):
+            trees = [("@other", against.resolve()), ("", None)]
         with ServerProcess(server_kind, LATENCY_S) as server:
-            server_cpu0 = server.cpu_seconds() or 0.0
             profile = (
                 f"{profile_prefix}.{client}.txt" if profile_prefix and client.startswith("llmpsych") else None
             )
-            result: dict[str, Any] = {}
+            results: dict[str, dict[str, Any]] = {}
+            server_cpu: dict[str, float] = {}
             for _ in range(reps):
-                once = run_child(client, server.base_url, requests, concurrency, profile)
-                if not result or once["cpu_s"] < result["cpu_s"]:
-                    result = once
-            server_cpu = ((server.cpu_seconds() or 0.0) - server_cpu0) / reps
-        if result["ok"] != requests:
-            raise SystemExit(f"{client} vs {server_kind}: only {result['ok']} of {requests} answered")
-        if result.get("http_requests_sent"):
-            sent = result["http_requests_sent"]
-            raise SystemExit(f"{client}: sent {sent} HTTP requests; it must send none")
-        runs.append(
-            {
-                "server": server_kind,
-                "client": client,
-                "concurrency": concurrency,
-                "requests": requests,
-                **result,
-                "ideal_s": ideal,
-                "ratio": ideal / result["wall_s"],
-                "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
-                "server_cpu_ms_per_request": 1000 * server_cpu / requests,
-            }
-        )
-        print(
-            f"  c={concurrency:<3} {server_kind:13} {client:15} {result['wall_s']:6.2f} s",
-            file=sys.stderr,
-            flush=True,
-        )
+                for label, src in trees:  # interleaved: this tree and the other in turn
+                    server_cpu0 = server.cpu_seconds() or 0.0
+                    once = run_child(client, server.base_url, requests, concurrency, profile, src)
+                    spent = (server.cpu_seconds() or 0.0) - server_cpu0
+                    if label not in results or once["cpu_s"] < results[label]["cpu_s"]:
+                        results[label] = once
+                        server_cpu[label] = spent
+        for label, _ in trees:
+            result = results[label]
+            name = client + label
+            if result["ok"] != requests:
+                raise SystemExit(f"{name} vs {server_kind}: only {result['ok']} of {requests} answered")
+            if result.get("http_requests_sent"):
+                sent = result["http_requests_sent"]
+                raise SystemExit(f"{name}: sent {sent} HTTP requests; it must send none")
+            runs.append(
+                {
+                    "server": server_kind,
+                    "client": name,
+                    "concurrency": concurrency,
+                    "requests": requests,
+                    **result,
+                    "ideal_s": ideal,
+                    "ratio": ideal / result["wall_s"],
+                    "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
+                    "server_cpu_ms_per_request": 1000 * server_cpu[label] / requests,
+                }
+            )
+            print(
+                f"  c={concurrency:<3} {server_kind:13} {name:21} {result['wall_s']:6.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     return runs
 
 
