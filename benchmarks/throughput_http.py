@@ -14,10 +14,11 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 * ``llmpsych`` - the full run engine: task ``echo`` with one request per unit, model
   ``openai-compatible/bench``, response cache off, ``concurrency`` = ``workers`` = 64, run store in a
   temporary directory; timed around ``start_run`` (store, manifest, execution, analysis). Requests go
-  through ``llmpsych.models.http_backend``: aiohttp with the response bounds (32 MiB body cap, bounded
-  gzip decoding, one deadline);
+  through ``llmpsych.models.http_backend`` on llmpsych's own HTTP/1.1 client (``llmpsych.models.http11``)
+  with the response bounds (32 MiB body cap, bounded gzip decoding, one deadline);
 * ``raw`` - a minimal asyncio-streams HTTP/1.1 client: what the server allows, at almost no client cost;
-* ``aiohttp`` - a bare ``aiohttp.ClientSession`` with llmpsych's connection limit;
+* ``aiohttp`` - a bare ``aiohttp.ClientSession`` with llmpsych's connection limit (llmpsych's HTTP library
+  until November 2026; installed with the ``dev`` extra);
 * ``httpx`` - a bare ``httpx.AsyncClient`` with the same limits (the library llmpsych used before);
 * diagnostics: ``httpx2`` (httpx's API-compatible fork, bare),
   ``llmpsych+httpx`` and ``llmpsych+httpx2`` (the run engine with ``HttpBackend.send`` replaced by the
@@ -28,8 +29,10 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 Reported: wall time, ideal time (requests x latency / concurrency), ideal/wall, CPU time per request of
 the client process and of the server process, and the client's peak RSS (``ru_maxrss``); with both
 ``llmpsych`` and ``llmpsych+nohttp`` in the plan, their difference: the **HTTP layer's CPU per request**
-(aiohttp, the response bounds, JSON parsing). ``--reps N`` measures each pair N times and keeps the one
-with the least client CPU time (the least disturbed by other work). Results go to
+(the HTTP client, the response bounds, JSON parsing). ``--reps N`` measures each pair N times and keeps
+the one with the least client CPU time (the least disturbed by other work). ``--against OTHER/src``
+measures each llmpsych client on another source tree too, run for run in turn (rows ``client@other``).
+Results go to
 ``benchmarks/results/throughput_http.json`` (``throughput_http.sweep.json`` for ``--sweep``).
 """
 
@@ -225,7 +228,7 @@ def measure_llmpsych(
     ``transport="nohttp"`` replaces ``HttpBackend.send`` and ``HttpBackend.send_encoded`` (the one the
     run engine calls) by ``asyncio.sleep(latency)`` and a canned answer: no socket is opened and nothing is
     sent, which leaves the cost of the run engine alone (store, unit context, client, task). llmpsych
-    minus llmpsych+nohttp is the HTTP layer's own cost (aiohttp, the response bounds, JSON parsing).
+    minus llmpsych+nohttp is the HTTP layer's own cost (the HTTP client, the response bounds, JSON parsing).
     Until November 2026 only ``send`` was replaced, which the engine no longer calls: the diagnostic sent
     real HTTP.
     """
@@ -302,8 +305,9 @@ def measure_llmpsych(
 
 CLIENTS = {
     "raw": "minimal asyncio-streams HTTP/1.1 client (server capacity check)",
-    "aiohttp": "bare aiohttp.ClientSession (llmpsych's HTTP library for HTTPS and proxies)",
-    "llmpsych": "full run engine, aiohttp with response bounds (echo task, cache off, concurrency = workers)",
+    "aiohttp": "bare aiohttp.ClientSession (llmpsych's HTTP library until November 2026)",
+    "llmpsych": "full run engine, llmpsych's HTTP/1.1 client with response bounds (echo task, cache off, "
+    "concurrency = workers)",
     "httpx": "bare httpx.AsyncClient (the HTTP library llmpsych used before aiohttp)",
     "llmpsych+httpx": "full run engine with the previous httpx-based HttpBackend.send (diagnostic)",
     "httpx2": "bare httpx2.AsyncClient (diagnostic: fork with a linear-time connection pool)",

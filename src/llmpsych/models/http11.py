@@ -1,4 +1,5 @@
-"""A lean HTTP/1.1 client on asyncio: the one HTTP stack of the model calls (``http_backend.py``).
+"""A lean HTTP/1.1 client on asyncio: llmpsych's one HTTP stack (model calls in ``http_backend.py``,
+dataset downloads in ``llmpsych.data.fetch``).
 
 Why not a library: every model request went through aiohttp's request machinery (a request object, its
 headers, a response object, the connector, a timer) at 0.17 ms of CPU per request, twice what the whole
@@ -25,6 +26,9 @@ response. What this client guarantees (``docs/security.md`` section 3):
 * **Redirects are never followed** and no cookie is kept: the caller sees the 3xx and the key goes to
   its own URL only.
 * **TLS** through the ``ssl`` module with certificate and host-name verification (the caller's context).
+* **Downloads** (``llmpsych.data.fetch``) use the same client with no deadline for the whole file but
+  one for connecting and one for the silence between two reads, the body handed to the caller as it
+  arrives (never held whole) and left coded; redirects are the caller's to follow.
 * **Proxies** from ``HTTP_PROXY`` / ``HTTPS_PROXY`` / ``NO_PROXY`` (looked up once per client, as aiohttp
   did for llmpsych): an ``http://`` proxy, credentials in its URL sent as ``Proxy-Authorization``; HTTPS
   through it via ``CONNECT``, verified end to end.
@@ -38,6 +42,7 @@ import os
 import re
 import ssl
 import zlib
+from collections.abc import Callable
 from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
@@ -139,11 +144,20 @@ def _authority(host: str, port: int, default_port: int) -> str:
     return host if port == default_port else f"{host}:{port}"
 
 
-class HttpClient:
-    """Requests to one URL (``method`` with an optional body) over at most ``limit`` keep-alive connections.
+#: Called with a final response's status and headers before its body: returns where the body's bytes go
+#: (they are then not kept), or None to keep them; it may raise to stop the response.
+OnHead = Callable[[int, dict[str, str]], Callable[[bytes], None] | None]
 
-    ``headers`` are sent with every request (``Host``, ``Content-Length`` and the proxy's are added).
-    Connections belong to the event loop of the first request; make one client per loop.
+
+class HttpClient:
+    """Requests to one origin over at most ``limit`` keep-alive connections.
+
+    ``url``, ``method`` and ``headers`` make the default request head (built once: the model calls send
+    the same head with every body); :meth:`head` makes another for a URL of the same origin. ``Host``,
+    ``Content-Length`` and the proxy's headers are added. ``timeout`` is the one deadline of a request
+    (None: none), ``connect_timeout`` bounds connecting alone and ``idle_timeout`` the silence between two
+    reads. ``decode=False`` leaves the body as it came (any content coding). Connections belong to the
+    event loop of the first request; make one client per loop.
     """
 
     def __init__(
@@ -153,49 +167,71 @@ class HttpClient:
         headers: dict[str, str],
         *,
         limit: int,
-        timeout: float,
+        timeout: float | None,
         ssl_context: ssl.SSLContext | None = None,
+        connect_timeout: float | None = None,
+        idle_timeout: float | None = None,
+        decode: bool = True,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {parts.scheme}://")
+        self.origin = origin(url)
         self._tls = parts.scheme == "https"
         self._host = parts.hostname
         default_port = 443 if self._tls else 80
         self._port = parts.port or default_port
-        authority = _authority(self._host, self._port, default_port)
+        self._authority = _authority(self._host, self._port, default_port)  # the Host header
         self._tunnel_target = _authority(self._host, self._port, 0)  # host:port, always with the port
-        target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~") + (
-            f"?{parts.query}" if parts.query else ""
-        )
         self._ssl = (ssl_context or ssl.create_default_context()) if self._tls else None
-        proxy = env_proxy(url)
-        extra: list[str] = []
         self._proxy: tuple[str, int] | None = None
         self._proxy_auth: str | None = None
-        if proxy is not None:
+        if (proxy := env_proxy(url)) is not None:
             proxy_host, proxy_port, self._proxy_auth = proxy
             self._proxy = (proxy_host, proxy_port)
-            if not self._tls:  # plain HTTP through the proxy: the absolute URL, the proxy's credentials
-                target = f"http://{authority}{target}"
-                if self._proxy_auth is not None:
-                    extra.append(f"Proxy-Authorization: {self._proxy_auth}")
-        self._authority = authority  # the Host header
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {authority}", *extra]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        self._head = "\r\n".join(lines).encode("latin-1") + b"\r\n"
+        self._head = self.head(method, url, headers)
         self._timeout = timeout
+        self._connect_timeout = connect_timeout
+        self._idle_timeout = idle_timeout
+        self._decode = decode
         self._slots = asyncio.Semaphore(limit)
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
 
-    async def request(self, body: bytes | None, limit: int, error_limit: int) -> Response:
-        """Send one request; the response with a body of at most ``limit`` bytes (``error_limit`` for a
-        non-2xx status, whose body is empty when it breaks that bound)."""
+    def head(self, method: str, url: str, headers: dict[str, str]) -> bytes:
+        """The head of a ``method`` request to ``url`` (of this client's origin), without its blank line."""
+        parts = urlsplit(url)
+        if origin(url) != self.origin:
+            raise ValueError("another origin")
+        target = quote(parts.path or "/", safe="/%:@!$&'()*+,;=-._~") + (
+            f"?{parts.query}" if parts.query else ""
+        )
+        extra: list[str] = []
+        if self._proxy is not None and not self._tls:
+            # plain HTTP through the proxy: the absolute URL, the proxy's credentials
+            target = f"http://{self._authority}{target}"
+            if self._proxy_auth is not None:
+                extra.append(f"Proxy-Authorization: {self._proxy_auth}")
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._authority}", *extra]
+        lines += [f"{name}: {value}" for name, value in headers.items()]
+        return "\r\n".join(lines).encode("latin-1") + b"\r\n"
+
+    async def request(
+        self,
+        body: bytes | None,
+        limit: int,
+        error_limit: int,
+        *,
+        head: bytes | None = None,
+        on_head: OnHead | None = None,
+    ) -> Response:
+        """Send one request; the response with a body of at most ``limit`` bytes on the wire and decoded
+        (``error_limit`` for a non-2xx status, whose body is empty when it breaks that bound)."""
+        head = self._head if head is None else head
         if body is None:
-            message = self._head + b"\r\n"
+            message = head + b"\r\n"
         else:
-            message = b"%sContent-Length: %d\r\n\r\n%s" % (self._head, len(body), body)
+            message = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
         async with asyncio.timeout(self._timeout), self._slots:
             conn = None
             while self._idle:
@@ -205,9 +241,13 @@ class HttpClient:
                     break
                 self._discard(candidate)
             if conn is None:
-                conn = await self._connect()
+                if self._connect_timeout is None:
+                    conn = await self._connect()
+                else:
+                    async with asyncio.timeout(self._connect_timeout):
+                        conn = await self._connect()
             try:
-                response = await conn.exchange(message, limit, error_limit)
+                response = await conn.exchange(message, limit, error_limit, on_head=on_head)
             except BaseException:
                 self._discard(conn)
                 raise
@@ -217,11 +257,14 @@ class HttpClient:
                 self._discard(conn)
             return response
 
+    def _connection(self) -> _Connection:
+        return _Connection(self._decode, self._idle_timeout)
+
     async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         if self._proxy is None:
             _, conn = await loop.create_connection(
-                _Connection,
+                self._connection,
                 self._host,
                 self._port,
                 ssl=self._ssl,
@@ -229,7 +272,7 @@ class HttpClient:
             )
             self._open.add(conn)
             return conn
-        _, conn = await loop.create_connection(_Connection, *self._proxy)
+        _, conn = await loop.create_connection(self._connection, *self._proxy)
         self._open.add(conn)
         if self._ssl is not None:  # a tunnel through the proxy, then TLS with the server inside it
             lines = [f"CONNECT {self._tunnel_target} HTTP/1.1", f"Host: {self._tunnel_target}"]
@@ -259,10 +302,22 @@ class HttpClient:
         self._idle.clear()
 
 
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL: where a connection goes."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or (443 if scheme == "https" else 80)
+
+
 class _Connection(asyncio.Protocol):
     """One connection: one request at a time, its response parsed and bounded as the bytes arrive."""
 
-    def __init__(self) -> None:
+    def __init__(self, decode: bool = True, idle_timeout: float | None = None) -> None:
+        self._decode = decode
+        self._idle_timeout = idle_timeout
+        self._idle_timer: asyncio.TimerHandle | None = None
+        self._sink: Callable[[bytes], None] | None = None
+        self._on_head: OnHead | None = None
         self.transport: asyncio.Transport | None = None
         self._closed = False
         self._buffer = bytearray()
@@ -287,16 +342,25 @@ class _Connection(asyncio.Protocol):
         return not self._closed and self._state == _DONE and self._keep_alive and not self._buffer
 
     def exchange(
-        self, message: bytes, limit: int, error_limit: int, tunnel: bool = False
+        self,
+        message: bytes,
+        limit: int,
+        error_limit: int,
+        tunnel: bool = False,
+        on_head: OnHead | None = None,
     ) -> asyncio.Future[Response]:
         """Send ``message``; the future gives the response."""
         assert self.transport is not None
         if self._closed:
             raise RemoteProtocolError("the server closed the connection")
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
         self._state, self._tunnel, self._interim = _HEAD, tunnel, 0
         self._limit, self._error_limit = limit, error_limit
+        self._on_head, self._sink = on_head, None
         self.transport.write(message)
+        if self._idle_timeout is not None:
+            self._arm()
+            waiter.add_done_callback(self._disarm)
         if self._buffer:  # bytes that arrived before the request: nothing to trust
             self._fail(RemoteProtocolError("the server sent bytes before the request"))
         return self._waiter
@@ -313,6 +377,19 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.close()
 
+    def _arm(self) -> None:
+        """(Re)start the idle timer: the server may stay silent for ``idle_timeout`` seconds at most."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        assert self._idle_timeout is not None
+        loop = asyncio.get_running_loop()
+        self._idle_timer = loop.call_later(self._idle_timeout, self._fail, TimeoutError())
+
+    def _disarm(self, _: object = None) -> None:
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+
     # -- asyncio.Protocol ------------------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -322,11 +399,13 @@ class _Connection(asyncio.Protocol):
             self._keep_alive = False
             self.close()
             return
+        if self._idle_timer is not None:
+            self._arm()
         self._buffer += data
         try:
             self._parse()
-        except (RemoteProtocolError, ResponseTooLarge, UnsupportedEncoding, UndecodableBody) as exc:
-            if self._lenient and not isinstance(exc, RemoteProtocolError):
+        except Exception as exc:  # the bounds, malformed bytes, and whatever a body sink raises
+            if self._lenient and isinstance(exc, (ResponseTooLarge, UnsupportedEncoding, UndecodableBody)):
                 self._body = bytearray()
                 self._keep_alive = False
                 self._finish()
@@ -345,7 +424,7 @@ class _Connection(asyncio.Protocol):
         if self._state == _TO_EOF and exc is None:
             try:
                 self._finish()
-            except (UndecodableBody, ResponseTooLarge) as error:
+            except Exception as error:  # noqa: BLE001 - an undecodable end, or a body sink's own error
                 self._fail(error)
         elif self._state != _DONE:
             self._fail(RemoteProtocolError("the server closed the connection before the response ended"))
@@ -378,7 +457,9 @@ class _Connection(asyncio.Protocol):
         if self._received > self._limit:
             raise ResponseTooLarge
         inflater = self._inflater
-        if inflater is None:
+        if self._sink is not None:
+            self._sink(bytes(data))
+        elif inflater is None:
             self._body += data
         elif not inflater.eof:  # anything after the end of the gzip stream is not part of the body
             for chunk in inflater.feed(bytes(data), self._limit - len(self._body)):
@@ -470,6 +551,7 @@ class _Connection(asyncio.Protocol):
             version not in ("HTTP/1.1 ", "HTTP/1.0 ")
             or not (code.isascii() and code.isdigit() and len(code) == 3)
             or status_line[12:13] not in ("", " ")
+            or code < "100"
         ):
             raise RemoteProtocolError("malformed status line")
         status = int(code)
@@ -485,7 +567,7 @@ class _Connection(asyncio.Protocol):
             headers[name] = value
         if status < 200:
             self._interim += 1
-            if status < 100 or status == 101 or self._interim > MAX_INTERIM:
+            if status == 101 or self._interim > MAX_INTERIM:
                 raise RemoteProtocolError(f"unexpected status {status}")
             return  # 100 Continue and the like: the final response follows
         self._status, self._headers = status, headers
@@ -507,8 +589,10 @@ class _Connection(asyncio.Protocol):
         if self._tunnel and 200 <= status < 300:  # a CONNECT's answer: the tunnel follows, no body
             self._finish()
             return
+        if self._on_head is not None:
+            self._sink = self._on_head(status, headers)
         coding = headers.get("content-encoding")
-        if coding is not None:
+        if coding is not None and self._decode:
             coding = self._coding = coding.strip().lower()
             if coding in ("gzip", "x-gzip", "deflate"):
                 self._inflater = Inflater(coding)
