@@ -232,7 +232,16 @@ class HttpClient:
             message = head + b"\r\n"
         else:
             message = b"%sContent-Length: %d\r\n\r\n%s" % (head, len(body), body)
-        async with asyncio.timeout(self._timeout), self._slots:
+        # One deadline: asyncio.timeout() while waiting for a slot or a connection; for the exchange, a
+        # timer on the connection (asyncio.timeout costs 4.3 us a request, a timer 1.9 us).
+        deadline = None if self._timeout is None else asyncio.get_running_loop().time() + self._timeout
+        slots = self._slots
+        if slots.locked():
+            async with asyncio.timeout_at(deadline):
+                await slots.acquire()
+        else:
+            await slots.acquire()  # free: returns at once
+        try:
             conn = None
             while self._idle:
                 candidate = self._idle.pop()
@@ -241,13 +250,16 @@ class HttpClient:
                     break
                 self._discard(candidate)
             if conn is None:
-                if self._connect_timeout is None:
-                    conn = await self._connect()
-                else:
-                    async with asyncio.timeout(self._connect_timeout):
+                async with asyncio.timeout_at(deadline):
+                    if self._connect_timeout is None:
                         conn = await self._connect()
+                    else:
+                        async with asyncio.timeout(self._connect_timeout):
+                            conn = await self._connect()
             try:
-                response = await conn.exchange(message, limit, error_limit, on_head=on_head)
+                response = await conn.exchange(
+                    message, limit, error_limit, on_head=on_head, deadline=deadline
+                )
             except BaseException:
                 self._discard(conn)
                 raise
@@ -256,6 +268,8 @@ class HttpClient:
             else:
                 self._discard(conn)
             return response
+        finally:
+            slots.release()
 
     def _connection(self) -> _Connection:
         return _Connection(self._decode, self._idle_timeout)
@@ -316,6 +330,7 @@ class _Connection(asyncio.Protocol):
         self._decode = decode
         self._idle_timeout = idle_timeout
         self._idle_timer: asyncio.TimerHandle | None = None
+        self._deadline_timer: asyncio.TimerHandle | None = None
         self._sink: Callable[[bytes], None] | None = None
         self._on_head: OnHead | None = None
         self.transport: asyncio.Transport | None = None
@@ -348,16 +363,20 @@ class _Connection(asyncio.Protocol):
         error_limit: int,
         tunnel: bool = False,
         on_head: OnHead | None = None,
+        deadline: float | None = None,
     ) -> asyncio.Future[Response]:
-        """Send ``message``; the future gives the response."""
+        """Send ``message``; the future gives the response (or TimeoutError at ``deadline``, loop time)."""
         assert self.transport is not None
         if self._closed:
             raise RemoteProtocolError("the server closed the connection")
-        self._waiter = waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
         self._state, self._tunnel, self._interim = _HEAD, tunnel, 0
         self._limit, self._error_limit = limit, error_limit
         self._on_head, self._sink = on_head, None
         self.transport.write(message)
+        if deadline is not None:
+            self._deadline_timer = loop.call_at(deadline, self._fail, TimeoutError())
         if self._idle_timeout is not None:
             self._arm()
             waiter.add_done_callback(self._disarm)
@@ -431,6 +450,9 @@ class _Connection(asyncio.Protocol):
 
     # -- the response --------------------------------------------------------------------------------
     def _finish(self) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
         inflater = self._inflater
         if inflater is not None and not inflater.eof and self._received:
             if not self._lenient:
@@ -444,6 +466,9 @@ class _Connection(asyncio.Protocol):
         self._body = bytearray()
 
     def _fail(self, exc: BaseException) -> None:
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
         self._state = _DONE
         self._keep_alive = False
         waiter = self._waiter
