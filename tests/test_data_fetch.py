@@ -511,5 +511,5 @@ def test_a_redirect_loop_is_a_clear_error(tmp_path: Path) -> None:
             fetch_dataset("FairEval", base_url=hostile.url, dest=tmp_path, attempts=3, backoff=0.01)
     finally:
         hostile.close()
-    assert len(hostile.authorization) == 10  # aiohttp gives up at the 10th redirect; not retried
+    assert len(hostile.authorization) == 10  # 10 requests, the 10th redirect not followed; not retried
     assert _files(tmp_path) == []
