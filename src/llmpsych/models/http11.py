@@ -2,8 +2,9 @@
 dataset downloads in ``llmpsych.data.fetch``).
 
 Why not a library: every model request went through aiohttp's request machinery (a request object, its
-headers, a response object, the connector, a timer) at 0.17 ms of CPU per request, twice what the whole
-layer costs here (``benchmarks/throughput_http.py``: HTTP layer 0.170 -> under 0.10 ms), and
+headers, a response object, the connector, a timer): the HTTP layer cost 0.17 ms of CPU per request, about
+0.10 ms on this client (``benchmarks/throughput_http.py --against``, run for run: 0.166 -> 0.106 ms;
+``HttpBackend.send_encoded`` alone 0.15 -> 0.07 ms, the cost of a minimal raw client), and
 ``import aiohttp`` cost ~0.19 s of CPU at start-up, 40 % of ``llmpsych run``'s fixed cost. A model call
 needs little of HTTP: one POST of bytes to one URL, a keep-alive pool, TLS, a proxy, and a bounded
 response. What this client guarantees (``docs/security.md`` section 3):
