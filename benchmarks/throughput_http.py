@@ -34,6 +34,11 @@ the one with the least client CPU time (the least disturbed by other work). ``--
 measures each llmpsych client on another source tree too, run for run in turn (rows ``client@other``).
 Results go to
 ``benchmarks/results/throughput_http.json`` (``throughput_http.sweep.json`` for ``--sweep``).
+
+The difference counts more than the HTTP client: the run store commits once per event-loop turn with
+answers to record (``runs/group_commit.py``, ~80 us a commit), and answers arriving one by one over
+sockets (the server on the other core) take more turns than 64 sleeps ending together, the more so on an
+idle machine. The ``store commits`` column shows it.
 """
 
 from __future__ import annotations
@@ -233,9 +238,20 @@ def measure_llmpsych(
     real HTTP.
     """
     import llmpsych.models.http_backend as http_backend
-    from llmpsych.runs import parse_run_config, start_run
+
+    # Store commits: one per event-loop turn that has answers to record (runs/group_commit.py, ~80 us
+    # each). Answers that arrive one by one over sockets take more turns than sleeps ending together.
+    from llmpsych.runs import group_commit, parse_run_config, start_run
     from llmpsych.runs.store import RunStore
 
+    commits = [0]
+    flush = group_commit.GroupCommit.flush
+
+    def counted_flush(self: Any) -> None:
+        commits[0] += bool(self._pending)
+        flush(self)
+
+    group_commit.GroupCommit.flush = counted_flush  # type: ignore[method-assign]
     sent = [0]
     if transport == "nohttp":
 
@@ -299,6 +315,7 @@ def measure_llmpsych(
         "failed": summary.failed,
         "stored_calls": stored_calls,
         "peak_rss_mb": peak_rss_mb(),
+        "store_commits": commits[0],
         **({"http_requests_sent": sent[0]} if transport == "nohttp" else {}),
     }
 
@@ -404,7 +421,7 @@ def main() -> None:
             runs += run_plan(args.plan, n, concurrency, args.profile, args.reps, args.against)
 
     headers = ["server", "client", "wall s", "ideal s", "ideal/wall", "client CPU ms/req"]
-    headers += ["server CPU ms/req", "client peak RSS MiB"]
+    headers += ["server CPU ms/req", "client peak RSS MiB", "store commits"]
     if sweep:
         headers = ["concurrency", "requests", *headers]
     rows = [
@@ -418,6 +435,7 @@ def main() -> None:
             f"{run['cpu_ms_per_request']:.3f}",
             f"{run['server_cpu_ms_per_request']:.3f}",
             f"{run['peak_rss_mb']:.0f}",
+            run.get("store_commits", "-"),
         ]
         for run in runs
     ]
