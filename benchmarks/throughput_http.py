@@ -14,10 +14,11 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 * ``llmpsych`` - the full run engine: task ``echo`` with one request per unit, model
   ``openai-compatible/bench``, response cache off, ``concurrency`` = ``workers`` = 64, run store in a
   temporary directory; timed around ``start_run`` (store, manifest, execution, analysis). Requests go
-  through ``llmpsych.models.http_backend``: aiohttp with the response bounds (32 MiB body cap, bounded
-  gzip decoding, one deadline);
+  through ``llmpsych.models.http_backend`` on llmpsych's own HTTP/1.1 client (``llmpsych.models.http11``)
+  with the response bounds (32 MiB body cap, bounded gzip decoding, one deadline);
 * ``raw`` - a minimal asyncio-streams HTTP/1.1 client: what the server allows, at almost no client cost;
-* ``aiohttp`` - a bare ``aiohttp.ClientSession`` with llmpsych's connection limit;
+* ``aiohttp`` - a bare ``aiohttp.ClientSession`` with llmpsych's connection limit (llmpsych's HTTP library
+  until November 2026; installed with the ``dev`` extra);
 * ``httpx`` - a bare ``httpx.AsyncClient`` with the same limits (the library llmpsych used before);
 * diagnostics: ``httpx2`` (httpx's API-compatible fork, bare),
   ``llmpsych+httpx`` and ``llmpsych+httpx2`` (the run engine with ``HttpBackend.send`` replaced by the
@@ -28,9 +29,16 @@ instead of threads), ``fault`` (llmpsych's ThreadingHTTPServer-based FaultServer
 Reported: wall time, ideal time (requests x latency / concurrency), ideal/wall, CPU time per request of
 the client process and of the server process, and the client's peak RSS (``ru_maxrss``); with both
 ``llmpsych`` and ``llmpsych+nohttp`` in the plan, their difference: the **HTTP layer's CPU per request**
-(aiohttp, the response bounds, JSON parsing). ``--reps N`` measures each pair N times and keeps the one
-with the least client CPU time (the least disturbed by other work). Results go to
+(the HTTP client, the response bounds, JSON parsing). ``--reps N`` measures each pair N times and keeps
+the one with the least client CPU time (the least disturbed by other work). ``--against OTHER/src``
+measures each llmpsych client on another source tree too, run for run in turn (rows ``client@other``).
+Results go to
 ``benchmarks/results/throughput_http.json`` (``throughput_http.sweep.json`` for ``--sweep``).
+
+The difference counts more than the HTTP client: the run store commits once per event-loop turn with
+answers to record (``runs/group_commit.py``, ~80 us a commit), and answers arriving one by one over
+sockets (the server on the other core) take more turns than 64 sleeps ending together, the more so on an
+idle machine. The ``store commits`` column shows it.
 """
 
 from __future__ import annotations
@@ -225,14 +233,25 @@ def measure_llmpsych(
     ``transport="nohttp"`` replaces ``HttpBackend.send`` and ``HttpBackend.send_encoded`` (the one the
     run engine calls) by ``asyncio.sleep(latency)`` and a canned answer: no socket is opened and nothing is
     sent, which leaves the cost of the run engine alone (store, unit context, client, task). llmpsych
-    minus llmpsych+nohttp is the HTTP layer's own cost (aiohttp, the response bounds, JSON parsing).
+    minus llmpsych+nohttp is the HTTP layer's own cost (the HTTP client, the response bounds, JSON parsing).
     Until November 2026 only ``send`` was replaced, which the engine no longer calls: the diagnostic sent
     real HTTP.
     """
     import llmpsych.models.http_backend as http_backend
-    from llmpsych.runs import parse_run_config, start_run
+
+    # Store commits: one per event-loop turn that has answers to record (runs/group_commit.py, ~80 us
+    # each). Answers that arrive one by one over sockets take more turns than sleeps ending together.
+    from llmpsych.runs import group_commit, parse_run_config, start_run
     from llmpsych.runs.store import RunStore
 
+    commits = [0]
+    flush = group_commit.GroupCommit.flush
+
+    def counted_flush(self: Any) -> None:
+        commits[0] += bool(self._pending)
+        flush(self)
+
+    group_commit.GroupCommit.flush = counted_flush  # type: ignore[method-assign]
     sent = [0]
     if transport == "nohttp":
 
@@ -246,16 +265,23 @@ def measure_llmpsych(
         async def no_slots(self: Any) -> None:
             return None
 
-        aiohttp_request = http_backend.aiohttp.ClientSession._request
+        # the proof that nothing is sent: every request of the HTTP stack is counted, the run refused if not 0
+        if hasattr(http_backend, "aiohttp"):  # a tree from before November 2026 (--against)
+            stack, method = http_backend.aiohttp.ClientSession, "_request"
+        else:
+            from llmpsych.models.http11 import HttpClient as stack
+
+            method = "request"
+        real_request = getattr(stack, method)
 
         async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
-            sent[0] += 1  # the proof that nothing is sent: counted, and the run refused if not 0
-            return await aiohttp_request(self, *args, **kwargs)
+            sent[0] += 1
+            return await real_request(self, *args, **kwargs)
 
         http_backend.HttpBackend.send = send  # type: ignore[method-assign]
         http_backend.HttpBackend.send_encoded = send  # type: ignore[method-assign]
         http_backend.HttpBackend.server_slots = no_slots  # type: ignore[method-assign]
-        http_backend.aiohttp.ClientSession._request = counted  # type: ignore[method-assign]
+        setattr(stack, method, counted)
     elif transport:
         use_httpx_backend(http_backend.HttpBackend, transport)
     config = parse_run_config(
@@ -289,14 +315,16 @@ def measure_llmpsych(
         "failed": summary.failed,
         "stored_calls": stored_calls,
         "peak_rss_mb": peak_rss_mb(),
+        "store_commits": commits[0],
         **({"http_requests_sent": sent[0]} if transport == "nohttp" else {}),
     }
 
 
 CLIENTS = {
     "raw": "minimal asyncio-streams HTTP/1.1 client (server capacity check)",
-    "aiohttp": "bare aiohttp.ClientSession (llmpsych's HTTP library for HTTPS and proxies)",
-    "llmpsych": "full run engine, aiohttp with response bounds (echo task, cache off, concurrency = workers)",
+    "aiohttp": "bare aiohttp.ClientSession (llmpsych's HTTP library until November 2026)",
+    "llmpsych": "full run engine, llmpsych's HTTP/1.1 client with response bounds (echo task, cache off, "
+    "concurrency = workers)",
     "httpx": "bare httpx.AsyncClient (the HTTP library llmpsych used before aiohttp)",
     "llmpsych+httpx": "full run engine with the previous httpx-based HttpBackend.send (diagnostic)",
     "httpx2": "bare httpx2.AsyncClient (diagnostic: fork with a linear-time connection pool)",
@@ -324,15 +352,23 @@ def measure(client: str, base_url: str, requests: int, concurrency: int, profile
 
 
 def run_child(
-    client: str, base_url: str, requests: int, concurrency: int, profile: str | None = None
+    client: str,
+    base_url: str,
+    requests: int,
+    concurrency: int,
+    profile: str | None = None,
+    src: Path | None = None,
 ) -> dict:
-    """Run one measurement in a fresh interpreter so its CPU time and peak RSS are its own."""
+    """Run one measurement in a fresh interpreter so its CPU time and peak RSS are its own (``src``:
+    llmpsych imported from that source tree)."""
     cmd = [sys.executable, __file__, "--child", client, "--base-url", base_url]
     cmd += ["--requests", str(requests), "--concurrency", str(concurrency)]
     if profile:
         cmd += ["--profile", profile]
     # no user config (a missing file; os.devnull is refused as not a regular file)
     env = {**os.environ, "LLMPSYCH_CONFIG": str(Path(tempfile.gettempdir()) / "llmpsych-no-config.toml")}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -359,6 +395,12 @@ def main() -> None:
     parser.add_argument(
         "--reps", type=int, default=1, help="measure each pair this many times; the least CPU time counts"
     )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="another source tree (e.g. /tmp/main/src): each llmpsych client is measured in both, run for "
+        "run in turn; the other tree's rows are named client@other",
+    )
     parser.add_argument("--child", choices=list(CLIENTS), help=argparse.SUPPRESS)
     parser.add_argument("--base-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -376,10 +418,10 @@ def main() -> None:
     with LoadMonitor() as load:
         for concurrency in sweep or [args.concurrency]:
             n = args.requests or 40 * concurrency if sweep else requests
-            runs += run_plan(args.plan, n, concurrency, args.profile, args.reps)
+            runs += run_plan(args.plan, n, concurrency, args.profile, args.reps, args.against)
 
     headers = ["server", "client", "wall s", "ideal s", "ideal/wall", "client CPU ms/req"]
-    headers += ["server CPU ms/req", "client peak RSS MiB"]
+    headers += ["server CPU ms/req", "client peak RSS MiB", "store commits"]
     if sweep:
         headers = ["concurrency", "requests", *headers]
     rows = [
@@ -393,6 +435,7 @@ def main() -> None:
             f"{run['cpu_ms_per_request']:.3f}",
             f"{run['server_cpu_ms_per_request']:.3f}",
             f"{run['peak_rss_mb']:.0f}",
+            run.get("store_commits", "-"),
         ]
         for run in runs
     ]
@@ -408,10 +451,10 @@ def main() -> None:
         )
     print(markdown_table(headers, rows))
     layers = http_layer(runs)
-    for (concurrency, server), ms in layers.items():
+    for (concurrency, server, tree), ms in layers.items():
         print(
-            f"HTTP layer (llmpsych - llmpsych+nohttp), {server}, concurrency {concurrency}: "
-            f"{ms:.3f} ms CPU per request"
+            f"HTTP layer (llmpsych - llmpsych+nohttp), {server}, concurrency {concurrency}"
+            f"{', ' + tree if tree else ''}: {ms:.3f} ms CPU per request"
         )
     name = "throughput_http.sweep" if sweep else "throughput_http"
     path = write_results(
@@ -423,8 +466,10 @@ def main() -> None:
             "clients": CLIENTS,
             "runs": runs,
             "http_layer_cpu_ms_per_request": [
-                {"concurrency": c, "server": server, "ms": ms} for (c, server), ms in layers.items()
+                {"concurrency": c, "server": server, "tree": tree or "here", "ms": ms}
+                for (c, server, tree), ms in layers.items()
             ],
+            "against": str(args.against) if args.against else None,
             "busy_cores_before": busy_before,
             "other_cores_busy_during": load.other_cores,
         },
@@ -435,61 +480,79 @@ def main() -> None:
     print(f"\nresults: {path}")
 
 
-def http_layer(runs: list[dict[str, Any]]) -> dict[tuple[int, str], float]:
-    """The HTTP layer's CPU ms per request: llmpsych minus llmpsych+nohttp, per concurrency and server."""
+def http_layer(runs: list[dict[str, Any]]) -> dict[tuple[int, str, str], float]:
+    """The HTTP layer's CPU ms per request: llmpsych minus llmpsych+nohttp, per concurrency, server and
+    tree ("" for this one, "other" for ``--against``)."""
     by = {(r["concurrency"], r["server"], r["client"]): r["cpu_ms_per_request"] for r in runs}
-    return {
-        (c, server): ms - by[(c, server, "llmpsych+nohttp")]
-        for (c, server, client), ms in by.items()
-        if client == "llmpsych" and (c, server, "llmpsych+nohttp") in by
-    }
+    layers = {}
+    for (c, server, client), ms in by.items():
+        name, _, tree = client.partition("@")
+        nohttp = (c, server, "llmpsych+nohttp" + (f"@{tree}" if tree else ""))
+        if name == "llmpsych" and nohttp in by:
+            layers[(c, server, tree)] = ms - by[nohttp]
+    return layers
 
 
 def run_plan(
-    plan: str, requests: int, concurrency: int, profile_prefix: str | None, reps: int = 1
+    plan: str,
+    requests: int,
+    concurrency: int,
+    profile_prefix: str | None,
+    reps: int = 1,
+    against: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Measure each server:client pair of ``plan``, each with a fresh server and client process
-    (``reps`` times: the measurement with the least client CPU time counts)."""
+    (``reps`` times: the measurement with the least client CPU time counts). With ``against``, each
+    llmpsych client is also measured on that tree, alternating with this one rep by rep."""
     ideal = requests * LATENCY_S / concurrency
     runs = []
     for pair in plan.split(","):
         server_kind, _, client = pair.partition(":")
         if client not in CLIENTS or server_kind not in ("asyncio", "fault", "fault-nodelay"):
             raise SystemExit(f"unknown server:client pair {pair!r}")
+        trees: list[tuple[str, Path | None]] = [("", None)]
+        if against is not None and client.startswith("llmpsych"):
+            trees = [("@other", against.resolve()), ("", None)]
         with ServerProcess(server_kind, LATENCY_S) as server:
-            server_cpu0 = server.cpu_seconds() or 0.0
             profile = (
                 f"{profile_prefix}.{client}.txt" if profile_prefix and client.startswith("llmpsych") else None
             )
-            result: dict[str, Any] = {}
+            results: dict[str, dict[str, Any]] = {}
+            server_cpu: dict[str, float] = {}
             for _ in range(reps):
-                once = run_child(client, server.base_url, requests, concurrency, profile)
-                if not result or once["cpu_s"] < result["cpu_s"]:
-                    result = once
-            server_cpu = ((server.cpu_seconds() or 0.0) - server_cpu0) / reps
-        if result["ok"] != requests:
-            raise SystemExit(f"{client} vs {server_kind}: only {result['ok']} of {requests} answered")
-        if result.get("http_requests_sent"):
-            sent = result["http_requests_sent"]
-            raise SystemExit(f"{client}: sent {sent} HTTP requests; it must send none")
-        runs.append(
-            {
-                "server": server_kind,
-                "client": client,
-                "concurrency": concurrency,
-                "requests": requests,
-                **result,
-                "ideal_s": ideal,
-                "ratio": ideal / result["wall_s"],
-                "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
-                "server_cpu_ms_per_request": 1000 * server_cpu / requests,
-            }
-        )
-        print(
-            f"  c={concurrency:<3} {server_kind:13} {client:15} {result['wall_s']:6.2f} s",
-            file=sys.stderr,
-            flush=True,
-        )
+                for label, src in trees:  # interleaved: this tree and the other in turn
+                    server_cpu0 = server.cpu_seconds() or 0.0
+                    once = run_child(client, server.base_url, requests, concurrency, profile, src)
+                    spent = (server.cpu_seconds() or 0.0) - server_cpu0
+                    if label not in results or once["cpu_s"] < results[label]["cpu_s"]:
+                        results[label] = once
+                        server_cpu[label] = spent
+        for label, _ in trees:
+            result = results[label]
+            name = client + label
+            if result["ok"] != requests:
+                raise SystemExit(f"{name} vs {server_kind}: only {result['ok']} of {requests} answered")
+            if result.get("http_requests_sent"):
+                sent = result["http_requests_sent"]
+                raise SystemExit(f"{name}: sent {sent} HTTP requests; it must send none")
+            runs.append(
+                {
+                    "server": server_kind,
+                    "client": name,
+                    "concurrency": concurrency,
+                    "requests": requests,
+                    **result,
+                    "ideal_s": ideal,
+                    "ratio": ideal / result["wall_s"],
+                    "cpu_ms_per_request": 1000 * result["cpu_s"] / requests,
+                    "server_cpu_ms_per_request": 1000 * server_cpu[label] / requests,
+                }
+            )
+            print(
+                f"  c={concurrency:<3} {server_kind:13} {name:21} {result['wall_s']:6.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     return runs
 
 

@@ -489,6 +489,32 @@ def test_redirect_to_another_host_drops_the_url_credentials(seed: Path, tmp_path
     assert "canary-pw-71" not in captured[0] and "alice" not in captured[0]
 
 
+def test_netrc_credentials_go_to_their_own_host_and_port_only(
+    seed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$NETRC`` names the mirror's host: the mirror gets them, the server it redirects to (same address,
+    another port: another origin) does not."""
+    import base64
+
+    good = SeedServer(seed)
+    good.thread.start()
+    redirector = HostileServer("redirect", redirect_to=good.url)
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1 login bob password netrc-canary-9\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    try:
+        fetch_dataset("FairEval", base_url=redirector.url, dest=tmp_path / "data")
+    finally:
+        redirector.close()
+        good.httpd.shutdown()
+        good.httpd.server_close()
+    _assert_verified(tmp_path / "data", "FairEval")
+    basic = "Basic " + base64.b64encode(b"bob:netrc-canary-9").decode()
+    assert redirector.authorization and set(redirector.authorization) == {basic}
+    assert len(good.authorization) == 2 and not any(good.authorization)
+
+
 def test_a_silent_server_ends_with_the_read_deadline(tmp_path: Path) -> None:
     """Headers, then nothing: each attempt ends when the server has been silent for ``timeout`` seconds."""
     hostile = HostileServer("stall")
@@ -511,5 +537,5 @@ def test_a_redirect_loop_is_a_clear_error(tmp_path: Path) -> None:
             fetch_dataset("FairEval", base_url=hostile.url, dest=tmp_path, attempts=3, backoff=0.01)
     finally:
         hostile.close()
-    assert len(hostile.authorization) == 10  # aiohttp gives up at the 10th redirect; not retried
+    assert len(hostile.authorization) == 10  # 10 requests, the 10th redirect not followed; not retried
     assert _files(tmp_path) == []

@@ -487,7 +487,7 @@ class RedirectingServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
 
-@pytest.mark.parametrize("query", ["", "?api-version=1"])  # the built-in HTTP/1.1 client, and aiohttp
+@pytest.mark.parametrize("query", ["", "?api-version=1"])  # with and without a query in the URL
 def test_a_redirect_to_another_host_is_not_followed(
     query: str, monkeypatch: pytest.MonkeyPatch, servers: tuple[FaultServer, FaultServer, FaultServer]
 ) -> None:

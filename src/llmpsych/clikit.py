@@ -8,7 +8,7 @@ starting or resuming through the one engine entry (:func:`llmpsych.runs.start_ru
 when units failed, and ``--debug``.
 
 Only typer and rich are imported here: ``llmpsych --help`` and a one-line error must stay fast (the run
-engine pulls in pydantic, aiohttp and the task's libraries, so it is imported inside the functions).
+engine pulls in pydantic, orjson and the task's libraries, so it is imported inside the functions).
 """
 
 from __future__ import annotations

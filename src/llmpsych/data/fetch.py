@@ -1,6 +1,6 @@
 """Download official datasets from the authors' repositories at pinned commits, verified by sha256.
 
-Downloads go through the HTTP stack of the model calls (aiohttp, ``llmpsych.models.http_backend``) and
+Downloads go through the HTTP stack of the model calls (``llmpsych.models.http11``) and
 its retry policy (``llmpsych.models.retry``: the same retryable statuses, exponential back-off with full
 jitter, Retry-After honoured, a bounded number of attempts). What a server can do is bounded:
 
@@ -11,26 +11,28 @@ jitter, Retry-After honoured, a bounded number of attempts). What a server can d
 * connecting may take at most 15 s (or ``timeout`` if lower) and the server may go silent for at most
   ``timeout`` seconds (60 by default) between two reads;
 * redirects are followed (a mirror may use them, at most 10); the credentials of a base URL's
-  ``user:password@`` are dropped when a redirect leaves its origin, and no message shows them.
+  ``user:password@`` (or of ``~/.netrc`` / ``$NETRC`` for its host) are dropped when a redirect leaves its
+  origin, and no message shows them; ``HTTP(S)_PROXY`` / ``NO_PROXY`` apply.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 import os
+import ssl
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import quote
-
-import aiohttp
+from urllib.parse import quote, urljoin, urlsplit
 
 from ..errors import ChecksumError, DataError
-from ..models.http_backend import USER_AGENT, Inflater, ResponseTooLarge, UndecodableBody, ssl_context
+from ..models.http11 import HttpClient, Inflater, ResponseTooLarge, UndecodableBody, origin
+from ..models.http_backend import MAX_ERROR_BYTES, USER_AGENT, ssl_context
 from ..models.retry import (
     RETRYABLE_STATUS,
     RetriesExhausted,
@@ -51,6 +53,9 @@ _READ_STEP = 1 << 16
 _CONNECT_TIMEOUT = 15.0
 #: Most bytes taken of a file whose size is not pinned (``--trust-unpinned``).
 UNPINNED_MAX_BYTES = 64 << 20
+#: Most requests for one file, redirects included.
+MAX_REDIRECTS = 10
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 #: progress(dataset, bytes_done, bytes_total), called as files are checked and downloaded
 ProgressCallback = Callable[[str, int, int], None]
@@ -166,24 +171,69 @@ async def _fetch_all(
     policy: RetryPolicy,
     timeout: float,
 ) -> list[FetchReport]:
-    # trust_env: HTTP(S)_PROXY, NO_PROXY and ~/.netrc apply, as for any download tool. The body is asked
-    # for uncompressed; a server that compresses anyway is decoded here, in bounded steps.
-    session = aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=4, ssl=ssl_context() if base.startswith("https:") else True),
-        headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
-        timeout=aiohttp.ClientTimeout(
-            total=None, sock_connect=min(timeout, _CONNECT_TIMEOUT), sock_read=timeout
-        ),
-        auto_decompress=False,
-        cookie_jar=aiohttp.DummyCookieJar(),
-        trust_env=True,
-    )
-    async with session:
+    session = Session(timeout)
+    try:
         return [await _fetch_one(session, m, base, root / m.dataset, progress, policy) for m in manifests]
+    finally:
+        await session.close()
+
+
+class Session:
+    """GET requests over the model calls' HTTP client, one keep-alive pool per origin.
+
+    As for any download tool, ``HTTP(S)_PROXY`` / ``NO_PROXY`` and ``~/.netrc`` apply. The body is asked
+    for uncompressed and handed over as it comes (a server that compresses anyway is decoded by the
+    caller, in bounded steps); connecting may take ``min(timeout, 15)`` s and the server may stay silent
+    for ``timeout`` s between two reads, with no deadline for the whole file."""
+
+    def __init__(self, timeout: float) -> None:
+        self._timeout = timeout
+        self._clients: dict[tuple[str, str, int], HttpClient] = {}
+
+    def client(self, url: str) -> HttpClient:
+        key = origin(url)
+        if key not in self._clients:
+            self._clients[key] = HttpClient(
+                url,
+                "GET",
+                {},
+                limit=4,
+                timeout=None,
+                ssl_context=ssl_context() if key[0] == "https" else None,
+                connect_timeout=min(self._timeout, _CONNECT_TIMEOUT),
+                idle_timeout=self._timeout,
+                decode=False,
+            )
+        return self._clients[key]
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()
+
+
+def _basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def _netrc_auth(host: str) -> str | None:
+    """``Authorization`` from ``$NETRC`` or ``~/.netrc`` for ``host``, if it names the host."""
+    path = os.environ.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    if not os.path.isfile(path):
+        return None
+    import netrc
+
+    try:
+        found = netrc.netrc(path).authenticators(host)
+    except (OSError, netrc.NetrcParseError):
+        return None
+    if not found:
+        return None
+    login, account, password = found
+    return _basic(login or account or "", password or "")
 
 
 async def _fetch_one(
-    session: aiohttp.ClientSession,
+    session: Session,
     manifest: Manifest,
     base: str,
     folder: Path,
@@ -220,7 +270,7 @@ def _remove_empty(made: list[Path]) -> None:
 
 
 async def _fetch_files(
-    session: aiohttp.ClientSession,
+    session: Session,
     manifest: Manifest,
     base: str,
     folder: Path,
@@ -256,7 +306,7 @@ def _matches(path: Path, entry: FileEntry) -> bool:
 
 
 async def _download(
-    session: aiohttp.ClientSession,
+    session: Session,
     url: str,
     target: Path,
     dataset: str,
@@ -297,7 +347,7 @@ def _too_big(dataset: str, entry: FileEntry, url: str, got: str) -> DataError:
 
 
 async def _download_once(
-    session: aiohttp.ClientSession,
+    session: Session,
     url: str,
     target: Path,
     dataset: str,
@@ -317,13 +367,9 @@ async def _download_once(
                 received, got = await _receive(session, url, fh, dataset, entry, tell)
             except TimeoutError:
                 raise RetryableError("timeout: no connection, or the server went silent") from None
-            except aiohttp.TooManyRedirects:
-                raise _fatal(dataset, entry, url, "more than 10 redirects") from None
-            except aiohttp.InvalidURL as exc:  # also a redirect to a non-HTTP or malformed address
-                raise _fatal(dataset, entry, url, f"cannot follow {type(exc).__name__}") from None
-            except aiohttp.ClientConnectorCertificateError:
+            except ssl.SSLCertVerificationError:
                 raise _fatal(dataset, entry, url, "the server's TLS certificate does not verify") from None
-            except (aiohttp.ClientError, OSError) as exc:  # refused, reset, dropped mid-body, ...
+            except OSError as exc:  # refused, reset, dropped mid-body, malformed, ...
                 raise RetryableError(scrub(f"{type(exc).__name__}: {exc}", secrets)) from None
             fh.flush()
             os.fsync(fh.fileno())
@@ -339,58 +385,112 @@ async def _download_once(
 
 
 async def _receive(
-    session: aiohttp.ClientSession,
+    session: Session,
     url: str,
     fh: BinaryIO,
     dataset: str,
     entry: FileEntry,
     tell: Callable[[int], None],
 ) -> tuple[int, str]:
-    """GET ``url`` into ``fh``: (bytes written, their sha256). At most ``entry.size + 1`` decoded bytes
-    are taken, and at most twice the size (plus 64 KiB) of compressed ones."""
-    size = entry.size if entry.size is not None else UNPINNED_MAX_BYTES
-    async with session.get(url) as response:
-        if response.status in RETRYABLE_STATUS:
-            raise RetryableError(
-                f"HTTP {response.status}", parse_retry_after(response.headers.get("Retry-After"))
+    """GET ``url`` into ``fh``, following at most :data:`MAX_REDIRECTS` redirects: (bytes written, their
+    sha256). At most ``entry.size + 1`` decoded bytes are taken, and at most twice the size (plus 64 KiB)
+    of compressed ones."""
+    first = url
+    url, credentials = split_userinfo(url)
+    home = origin(url)
+    auth = _basic(*credentials) if credentials else _netrc_auth(home[1])
+    for _ in range(MAX_REDIRECTS):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise _fatal(dataset, entry, first, f"cannot follow a redirect to {redact_url(url)[:80]!r}")
+        if auth is not None and origin(url) != home:
+            auth = None  # the credentials stay with the origin they were given for
+        headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity"}
+        if auth is not None:
+            headers["Authorization"] = auth
+        client = session.client(url)
+        body = _Body(fh, dataset, entry, url, tell)
+        try:
+            status, response_headers, _ = await client.request(
+                None,
+                4 * body.wire_cap,
+                MAX_ERROR_BYTES,
+                head=client.head("GET", url, headers),
+                on_head=body.start,
             )
-        if response.status != 200:
+        except ResponseTooLarge:  # a Content-Length far past what a compressed file may take
+            raise _too_big(dataset, entry, url, f"more than {body.wire_cap} bytes on the wire") from None
+        if status in _REDIRECTS and "location" in response_headers:
+            url = split_userinfo(urljoin(url, response_headers["location"]))[0]
+            continue
+        if status in RETRYABLE_STATUS:
+            raise RetryableError(f"HTTP {status}", parse_retry_after(response_headers.get("retry-after")))
+        if status != 200:
             raise DataError(
-                f"could not download {dataset}/{entry.path}: HTTP {response.status} from {redact_url(url)}",
+                f"could not download {dataset}/{entry.path}: HTTP {status} from {redact_url(url)}",
                 "check --base-url / LLMPSYCH_DATA_BASE_URL",
             )
-        coding = response.headers.get("Content-Encoding", "").strip().lower() or "identity"
-        length = response.content_length
-        if coding == "identity" and length is not None and length > size:
-            raise _too_big(dataset, entry, url, f"Content-Length {length}")
+        return body.finish()
+    raise _fatal(dataset, entry, first, f"more than {MAX_REDIRECTS} redirects")
+
+
+class _Body:
+    """A file's body as it arrives: decoded if the server compressed it, bounded, hashed, written."""
+
+    def __init__(
+        self, fh: BinaryIO, dataset: str, entry: FileEntry, url: str, tell: Callable[[int], None]
+    ) -> None:
+        self.fh, self.dataset, self.entry, self.url, self.tell = fh, dataset, entry, url, tell
+        self.size = entry.size if entry.size is not None else UNPINNED_MAX_BYTES
+        self.wire_cap = 2 * self.size + _READ_STEP
+        self.inflater: Inflater | None = None
+        self.coding = "identity"
+        self.digest = hashlib.sha256()
+        self.wire = self.received = 0
+
+    def start(self, status: int, headers: dict[str, str]) -> Callable[[bytes], None] | None:
+        """The head of a response: a 200's body is taken here (anything else is read for its status)."""
+        if status != 200:
+            return None
+        coding = headers.get("content-encoding", "").strip().lower() or "identity"
+        length = headers.get("content-length", "")
+        if coding == "identity" and length.isascii() and length.isdigit() and int(length) > self.size:
+            raise self._too_big(f"Content-Length {length}")
         if coding not in ("identity", "gzip", "x-gzip", "deflate"):
             raise DataError(
-                f"{dataset}/{entry.path} from {redact_url(url)}: unsupported content-encoding {coding[:40]!r}"
+                f"{self.dataset}/{self.entry.path} from {redact_url(self.url)}: "
+                f"unsupported content-encoding {coding[:40]!r}"
             )
-        inflater = None if coding == "identity" else Inflater(coding)
-        wire_cap = size + 1 if inflater is None else 2 * size + _READ_STEP
-        digest = hashlib.sha256()
-        wire = received = 0
-        while wire < wire_cap and (data := await response.content.read(min(_READ_STEP, wire_cap - wire))):
-            wire += len(data)
-            try:
-                chunks = [data] if inflater is None else inflater.feed(data, size - received)
-            except ResponseTooLarge:
-                raise _too_big(dataset, entry, url, f"more than {size} bytes sent") from None
-            except UndecodableBody:
-                raise RetryableError(f"undecodable {coding} body") from None
-            for chunk in chunks:
-                received += len(chunk)
-                if received > size:
-                    raise _too_big(dataset, entry, url, f"more than {size} bytes sent")
-                fh.write(chunk)
-                digest.update(chunk)
-            tell(received)
-            if inflater is not None and inflater.eof:
-                break  # anything after the end of the compressed stream is not part of the file
-        ended = inflater is not None and inflater.eof
-        if wire >= wire_cap and not ended:
-            raise _too_big(dataset, entry, url, f"more than {wire_cap} bytes on the wire")
-        if inflater is not None and not ended and wire:
-            raise RetryableError(f"truncated {coding} body")
-        return received, digest.hexdigest()
+        self.coding = coding
+        self.inflater = None if coding == "identity" else Inflater(coding)
+        self.wire_cap = self.size + 1 if self.inflater is None else 2 * self.size + _READ_STEP
+        return self.take
+
+    def _too_big(self, got: str) -> DataError:
+        return _too_big(self.dataset, self.entry, self.url, got)
+
+    def take(self, data: bytes) -> None:
+        inflater = self.inflater
+        if inflater is not None and inflater.eof:
+            return  # anything after the end of the compressed stream is not part of the file
+        self.wire += len(data)
+        try:
+            chunks = [data] if inflater is None else inflater.feed(data, self.size - self.received)
+        except ResponseTooLarge:
+            raise self._too_big(f"more than {self.size} bytes sent") from None
+        except UndecodableBody:
+            raise RetryableError(f"undecodable {self.coding} body") from None
+        for chunk in chunks:
+            self.received += len(chunk)
+            if self.received > self.size:
+                raise self._too_big(f"more than {self.size} bytes sent")
+            self.fh.write(chunk)
+            self.digest.update(chunk)
+        self.tell(self.received)
+        if self.wire >= self.wire_cap and not (inflater is not None and inflater.eof):
+            raise self._too_big(f"more than {self.wire_cap} bytes on the wire")
+
+    def finish(self) -> tuple[int, str]:
+        if self.inflater is not None and not self.inflater.eof and self.wire:
+            raise RetryableError(f"truncated {self.coding} body")
+        return self.received, self.digest.hexdigest()

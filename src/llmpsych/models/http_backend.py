@@ -1,4 +1,4 @@
-"""Chat completions over HTTP against any OpenAI-compatible server, on one HTTP stack (aiohttp).
+"""Chat completions over HTTP against any OpenAI-compatible server, on one HTTP stack (``http11.py``).
 
 Every response is bounded, whatever the server does (``docs/security.md`` section 3):
 
@@ -16,29 +16,34 @@ connections, 408/409/425/429/5xx and undecodable bodies are retried (``retry.py`
 are not followed), other 4xx, an unsupported URL scheme and a certificate that does not verify are
 permanent and not retried.
 
-Until November 2026 plain-HTTP endpoints went through a second, hand-written HTTP/1.1 client that
-saved 0.02-0.07 ms of CPU per request: 1-2 % of ideal throughput on a 2-core machine with a core to
-spare (0.949 vs 0.932, both above the 0.90 target), 8 % on a saturated one (``benchmarks/throughput_http.py``,
-``docs/performance.md``). It was dropped so that one client carries the bounds.
+The client is llmpsych's own HTTP/1.1 client on asyncio (``http11.py``, which says what it guarantees).
+Until November 2026 it was aiohttp (and before that aiohttp beside a second, hand-written client for plain
+HTTP): with aiohttp the layer cost 0.17 ms of CPU per request, with this client about 0.10 ms
+(``benchmarks/throughput_http.py --against``, run for run at load: 0.166 -> 0.106 ms), and importing
+aiohttp cost 0.19 s at every start.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import ssl
-import zlib
-from contextlib import suppress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
 import orjson
-from aiohttp.helpers import get_env_proxy_for_url
-from yarl import URL
 
 from .. import __version__
+from .http11 import (
+    HttpClient,
+    Inflater,
+    RemoteProtocolError,
+    ResponseTooLarge,
+    UndecodableBody,
+    UnsupportedEncoding,
+)
 from .retry import RETRYABLE_STATUS, FatalRequestError, RetryableError, parse_retry_after
 from .spec import ResolvedEndpoint
 from .types import clean_text
@@ -55,19 +60,18 @@ MAX_PROPS_BYTES = 64 * 2**10
 PROPS_TIMEOUT_S = 5.0
 #: Most slots believed from a server (the highest concurrency a run config accepts).
 MAX_SLOTS = 4096
-_INFLATE_STEP = 2**20  # most bytes one decompression step may produce
+#: Sent with every request: only the codings the client decodes itself, in bounded steps.
+_HEADERS = {"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": "gzip, deflate"}
 
-
-class ResponseTooLarge(Exception):
-    """The body exceeded the byte cap (on the wire or decoded)."""
-
-
-class UnsupportedEncoding(Exception):
-    """A content coding this client did not ask for."""
-
-
-class UndecodableBody(Exception):
-    """A gzip/deflate body that does not decode (truncated or corrupt)."""
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "HttpBackend",
+    "Inflater",
+    "ResponseTooLarge",
+    "UndecodableBody",
+    "UnsupportedEncoding",
+    "ssl_context",
+]
 
 
 def ssl_context() -> ssl.SSLContext:
@@ -119,7 +123,7 @@ class HttpBackend:
             if any(c in authorization for c in "\r\n\0") or not authorization.isascii():
                 self._problem = "the API key holds characters an HTTP header cannot carry"
             self._headers["Authorization"] = authorization
-        self._transport: _AiohttpTransport | None = None
+        self._transport: HttpClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         #: Connections open at most at once (set before the first request when the server's slots are known).
         self.concurrency = endpoint.concurrency
@@ -127,20 +131,19 @@ class HttpBackend:
     def __repr__(self) -> str:
         return f"HttpBackend({redact_url(self._url)!r})"
 
-    def _proxy(self) -> tuple[URL | None, aiohttp.BasicAuth | None]:
-        # HTTP(S)_PROXY / NO_PROXY, looked up once: aiohttp's trust_env=True would do it (and a
-        # ~/.netrc lookup) in a worker thread on every request, doubling the client's CPU time.
-        with suppress(LookupError):
-            return get_env_proxy_for_url(URL(self._url))
-        return None, None
+    def _client(self, url: str, method: str, limit: int, timeout: float) -> HttpClient:
+        headers = {**_HEADERS, **self._headers} if method == "POST" else {**_HEADERS, **self._auth_only()}
+        context = ssl_context() if url.startswith("https:") else None
+        return HttpClient(url, method, headers, limit=limit, timeout=timeout, ssl_context=context)
 
-    def _open(self) -> _AiohttpTransport:
+    def _auth_only(self) -> dict[str, str]:
+        return {k: v for k, v in self._headers.items() if k == "Authorization"}
+
+    def _open(self) -> HttpClient:
         loop = asyncio.get_running_loop()
         if self._transport is None or self._loop is not loop:
-            proxy, proxy_auth = self._proxy()
-            self._transport = _AiohttpTransport(
-                self._url, self._headers, self.endpoint, self.concurrency, proxy, proxy_auth
-            )
+            # HTTP(S)_PROXY / NO_PROXY are looked up here, once per client (not per request).
+            self._transport = self._client(self._url, "POST", self.concurrency, self.endpoint.timeout)
             self._loop = loop
         return self._transport
 
@@ -152,27 +155,18 @@ class HttpBackend:
         401, a timeout, not JSON, not a positive integer) is None and the configured default stays."""
         if self._problem is not None:
             return None
-        proxy, proxy_auth = self._proxy()
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(
-                limit=1, ssl=ssl_context() if self._url.startswith("https:") else True
-            ),
-            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **self._headers},
-            timeout=aiohttp.ClientTimeout(total=min(PROPS_TIMEOUT_S, self.endpoint.timeout)),
-            auto_decompress=False,
-            cookie_jar=aiohttp.DummyCookieJar(),
-            proxy=proxy,
-            proxy_auth=proxy_auth,
-        )
+        timeout = min(PROPS_TIMEOUT_S, self.endpoint.timeout)
+        client = None
         try:
-            async with session.get(props_url(self.endpoint.base_url), allow_redirects=False) as response:
-                if response.status != 200:
-                    return None
-                raw = await _read_body(response, MAX_PROPS_BYTES)
+            client = self._client(props_url(self.endpoint.base_url), "GET", 1, timeout)
+            status, _, raw = await client.request(None, MAX_PROPS_BYTES, 0)
         except Exception:  # whatever goes wrong (refused, timeout, too large), the default stays
             return None
         finally:
-            await session.close()
+            if client is not None:
+                await client.close()
+        if status != 200:
+            return None
         data = parse_json(raw)
         slots = data.get("total_slots") if isinstance(data, dict) else None
         if type(slots) is not int or not 1 <= slots <= MAX_SLOTS:
@@ -191,8 +185,11 @@ class HttpBackend:
             raise FatalRequestError(self._problem)
         transport = self._open()
         try:
-            status, retry_after, raw = await transport.post(payload, self.max_response_bytes, headers)
-        except TimeoutError:  # aiohttp's total timeout covers connecting, sending and the whole body
+            head = None if not headers else transport.head_with(headers)
+            status, headers, raw = await transport.request(
+                payload, self.max_response_bytes, MAX_ERROR_BYTES, head=head
+            )
+        except TimeoutError:  # the client's one deadline covers connecting, sending and the whole body
             raise RetryableError(f"timeout after {self.endpoint.timeout:g} s") from None
         except ResponseTooLarge:
             limit = self.max_response_bytes
@@ -201,13 +198,14 @@ class HttpBackend:
             raise FatalRequestError(f"response in unsupported content-encoding {exc}") from None
         except UndecodableBody as exc:
             raise RetryableError(f"undecodable {exc} body") from None
-        except (
-            aiohttp.InvalidURL,
-            aiohttp.NonHttpUrlClientError,
-            aiohttp.ClientConnectorCertificateError,
-        ) as exc:
-            raise FatalRequestError(f"{type(exc).__name__}: not retried") from None
-        except (aiohttp.ClientError, OSError) as exc:  # OSError: ConnectionError and the like
+        except ssl.SSLCertVerificationError as exc:
+            reason = " ".join(str(exc.verify_message or exc.reason or "").split())[:120]
+            raise FatalRequestError(
+                f"the TLS certificate of {self.endpoint.public_url} does not verify ({reason}); not retried"
+            ) from None
+        except RemoteProtocolError as exc:
+            raise RetryableError(f"connection error: {exc}") from None
+        except OSError as exc:  # ConnectionError, a reset, a refused or unresolvable address, TLS
             if _refused(exc):
                 raise RetryableError(
                     f"connection refused by {self.endpoint.public_url}: is the server running?",
@@ -215,7 +213,7 @@ class HttpBackend:
                 ) from None
             raise RetryableError(f"connection error: {type(exc).__name__}") from None
         if status in RETRYABLE_STATUS:
-            raise RetryableError(f"HTTP {status}", parse_retry_after(retry_after))
+            raise RetryableError(f"HTTP {status}", parse_retry_after(headers.get("retry-after")))
         if 300 <= status < 400:
             raise FatalRequestError(
                 f"HTTP {status} from {self.endpoint.public_url}: redirects are not followed; "
@@ -242,15 +240,11 @@ REFUSED_ATTEMPTS = 3
 
 
 def _refused(exc: BaseException) -> bool:
-    """Whether ``exc`` is a refused connection (no server on that port), also wrapped by aiohttp."""
-    seen: BaseException | None = exc
-    for _ in range(4):
-        if seen is None:
-            return False
-        if isinstance(seen, ConnectionRefusedError):
-            return True
-        seen = getattr(seen, "os_error", None) or seen.__cause__
-    return False
+    """Whether ``exc`` is a refused connection (no server on that port; asyncio raises a plain OSError
+    naming every address it tried when there were several, localhost's ::1 and 127.0.0.1)."""
+    if isinstance(exc, ConnectionRefusedError):
+        return True
+    return type(exc) is OSError and f"[Errno {errno.ECONNREFUSED}] Connect call failed" in str(exc)
 
 
 def chat_url(base_url: str) -> str:
@@ -296,115 +290,3 @@ def _error_message(raw: bytes | bytearray) -> str:
     else:
         text = bytes(raw[:400]).decode("utf-8", errors="replace")
     return clean_text(" ".join(text.split())[:200])  # it is stored with the failed unit
-
-
-class Inflater:
-    """gzip or deflate (zlib-wrapped or raw, as some servers send it), decoded in bounded steps."""
-
-    def __init__(self, coding: str) -> None:
-        self._gzip = coding != "deflate"
-        self._decoder: Any = zlib.decompressobj(16 + zlib.MAX_WBITS) if self._gzip else None
-
-    @property
-    def eof(self) -> bool:
-        return self._decoder is not None and self._decoder.eof
-
-    def feed(self, data: bytes, room: int) -> list[bytes]:
-        """Decode ``data``; raises ResponseTooLarge once the output exceeds ``room`` bytes."""
-        if self._decoder is None:  # deflate: a zlib header (RFC 1950) or raw deflate
-            wrapped = len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0
-            self._decoder = zlib.decompressobj(zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
-        out: list[bytes] = []
-        decoder = self._decoder
-        try:
-            while data and not decoder.eof:
-                chunk = decoder.decompress(data, min(_INFLATE_STEP, room + 1))
-                room -= len(chunk)
-                if room < 0:
-                    raise ResponseTooLarge
-                out.append(chunk)
-                data = decoder.unconsumed_tail
-        except zlib.error:
-            raise UndecodableBody("gzip" if self._gzip else "deflate") from None
-        return out
-
-
-async def _read_body(response: aiohttp.ClientResponse, limit: int) -> bytes | bytearray:
-    """The response body, decoded, at most ``limit`` bytes on the wire and after decoding."""
-    length = response.content_length
-    if length is not None and length > limit:
-        raise ResponseTooLarge
-    coding = response.headers.get("Content-Encoding", "").strip().lower()
-    if coding in ("", "identity"):
-        if length is not None:
-            return await response.read()  # framed by Content-Length: aiohttp stops there
-        inflater = None
-    elif coding in ("gzip", "x-gzip", "deflate"):
-        inflater = Inflater(coding)
-    else:
-        raise UnsupportedEncoding(repr(coding[:40]))
-    body = bytearray()
-    received = 0
-    stream = response.content
-    while data := await stream.readany():
-        received += len(data)
-        if received > limit:
-            raise ResponseTooLarge
-        if inflater is None:
-            body += data
-            continue
-        for chunk in inflater.feed(data, limit - len(body)):
-            body += chunk
-        if inflater.eof:
-            break  # anything after the end of the gzip stream is not part of the body
-    if inflater is not None and not inflater.eof and received:
-        raise UndecodableBody(coding)
-    return body
-
-
-class _AiohttpTransport:
-    def __init__(
-        self,
-        url: str,
-        headers: dict[str, str],
-        endpoint: ResolvedEndpoint,
-        concurrency: int,
-        proxy: URL | None,
-        proxy_auth: aiohttp.BasicAuth | None,
-    ) -> None:
-        self._url = url
-        connector = aiohttp.TCPConnector(
-            limit=concurrency, ssl=ssl_context() if url.startswith("https:") else True
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            # Only the codings _read_body decodes, in bounded steps (aiohttp would decode by itself).
-            headers={"User-Agent": USER_AGENT, "Accept-Encoding": "gzip, deflate", **headers},
-            timeout=aiohttp.ClientTimeout(total=endpoint.timeout),
-            auto_decompress=False,
-            # No cookies: a server's Set-Cookie headers would pile up in the jar for the whole run.
-            cookie_jar=aiohttp.DummyCookieJar(),
-            proxy=proxy,
-            proxy_auth=proxy_auth,
-        )
-
-    async def post(
-        self, payload: bytes, limit: int, headers: dict[str, str] | None = None
-    ) -> tuple[int, str | None, bytes | bytearray]:
-        """POST ``payload`` (with extra ``headers``); (status, Retry-After header, decoded body of at most
-        ``limit`` bytes)."""
-        async with self._session.post(
-            self._url, data=payload, headers=headers, allow_redirects=False
-        ) as response:
-            status = response.status
-            if 200 <= status < 300:
-                body = await _read_body(response, limit)
-            else:  # read for its error message (and to reuse the connection), up to 64 KiB
-                try:
-                    body = await _read_body(response, MAX_ERROR_BYTES)
-                except (ResponseTooLarge, UnsupportedEncoding, UndecodableBody):
-                    body = b""
-            return status, response.headers.get("Retry-After"), body
-
-    async def close(self) -> None:
-        await self._session.close()
