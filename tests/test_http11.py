@@ -415,3 +415,21 @@ def test_a_run_loads_no_http_library(tmp_path: Path) -> None:
         modules = clock[when]
         assert isinstance(modules, list)
         assert [name for name in ("aiohttp", "httpx", "yarl", "multidict") if name in modules] == [], when
+
+
+def test_a_request_header_that_is_not_one_header_line_is_refused() -> None:
+    """Per-request headers (the in-house runner's) go into the request head only as single header lines."""
+    client = HttpClient(
+        "http://127.0.0.1:9/v1/x", "POST", {"Content-Type": "application/json"}, limit=1, timeout=1
+    )
+    head = client.head_with({"X-Llmpsych-Unit": "HumanEval/0"})
+    assert head.endswith(b"X-Llmpsych-Unit: HumanEval/0\r\n") and head.startswith(client._head)
+    for bad in (
+        {"X-A": "one\r\nAuthorization: Bearer stolen"},
+        {"X-A": "nul\0"},
+        {"X-A\r\nB": "v"},
+        {"X A": "v"},
+        {"X-A": "caf\u00e9 \u2603"},
+    ):
+        with pytest.raises(ValueError, match="header"):
+            client.head_with(bad)
