@@ -185,6 +185,11 @@ def rss_by_size(
     print(f"\nresults: {path}")
 
 
+def _seconds(value: float) -> str:
+    """A CPU time in the table; a tree whose runs do not import aiohttp has none to show."""
+    return "not imported" if value != value else f"{value:.3f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=7, help="repetitions; the best counts")
@@ -240,8 +245,8 @@ def main() -> None:
             f"{r['after_wall_s']:.3f} / {r['after_cpu_s']:.3f}",
             f"{r['fixed_wall_s']:.3f} / {r['fixed_cpu_s']:.3f}",
             f"{r['fixed_wall_s'] / base_wall:.0f}x",
-            f"{r['import_aiohttp_cpu_s']:.3f}",
-            f"{r['fixed_cpu_without_aiohttp_s']:.3f}",
+            _seconds(r["import_aiohttp_cpu_s"]),
+            _seconds(r["fixed_cpu_without_aiohttp_s"]),
             r["modules_at_first_request"],
             ", ".join(r["heavy_at_first_request"]) or "none",
         ]
