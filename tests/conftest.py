@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -153,3 +154,14 @@ def _no_host_outlives_its_test() -> Iterator[None]:
         for host in hosts.Host.started:
             host.close()
         hosts.Host.started.clear()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Ctrl-C reaches the processes the tests start, however the suite itself was started.
+
+    A shell without job control starts a background command (``pytest ... &``) with SIGINT ignored, and
+    an ignored signal stays ignored in every child, across exec: the tests that press Ctrl-C at a run, a
+    sweep or a hosted game then see it do nothing (found when the suite was started in the background).
+    llmpsych leaves an inherited SIG_IGN alone, as Unix programs do; the suite restores the default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
