@@ -367,8 +367,8 @@ def run_child(
         cmd += ["--profile", profile]
     # no user config (a missing file; os.devnull is refused as not a regular file)
     env = {**os.environ, "LLMPSYCH_CONFIG": str(Path(tempfile.gettempdir()) / "llmpsych-no-config.toml")}
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
+    # llmpsych from this tree unless another is named (not whichever llmpsych the environment has installed)
+    env["PYTHONPATH"] = str(src if src is not None else Path(__file__).resolve().parents[1] / "src")
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
