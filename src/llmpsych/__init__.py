@@ -5,10 +5,10 @@ cheap: ``llmpsych.load_runs(...)`` imports pandas only when it is called."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._version import __version__
+from .lazy import first_use
 
 if TYPE_CHECKING:
     from .runs.frames import RunFrames, load_runs
@@ -25,12 +25,4 @@ _WHERE: dict[str, str] = {
 __all__ = ["RunFrames", "RunRecord", "__version__", "load_runs", "read_run"]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module the first time it is asked for."""
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = first_use(__name__, _WHERE)

@@ -4,8 +4,9 @@ Names are imported on first use, so importing the package (e.g. for ``--help``) 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import first_use
 
 if TYPE_CHECKING:
     from .fetch import (
@@ -74,12 +75,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its submodule the first time it is asked for."""
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = first_use(__name__, _WHERE)

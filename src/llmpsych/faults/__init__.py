@@ -14,8 +14,9 @@ pandas with it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import first_use
 
 if TYPE_CHECKING:
     from .endpoint import Endpoint, running
@@ -37,10 +38,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+__getattr__ = first_use(__name__, _HOME)
 
 
 __all__ = [

@@ -10,8 +10,9 @@ released) or calls the difference unexplained. See ``docs/reproduce.md``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import first_use
 
 if TYPE_CHECKING:
     from .cells import Cause, Outcome, PrintedCell, Recomputed
@@ -32,12 +33,4 @@ _WHERE = {
 __all__ = ["Cause", "Outcome", "PrintedCell", "Recomputed", "Summary", "compare", "summarize"]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module the first time it is asked for."""
-    try:
-        module = _WHERE[name]
-    except KeyError:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = first_use(__name__, _WHERE)
