@@ -34,8 +34,7 @@ from llmpsych.games.prompts import PromptSet
 from llmpsych.games.public_goods import ContributionInfo
 from llmpsych.games.result import GamaBenchResult
 from llmpsych.games.seats import build_seats
-from llmpsych.runs import RunStore, parse_run_config
-from llmpsych.runs.store import finish_unit_statements
+from test_games_typed_rounds import _store  # a finished gamabench run store holding given results
 
 FIXTURE = json.loads((Path(__file__).parent / "games_store_before_typed_rounds.json").read_text("utf-8"))
 RESULTS: list[dict[str, Any]] = FIXTURE["results"]
@@ -123,26 +122,6 @@ def test_strategies_and_peoples_texts_read_a_plain_mapping_as_the_games_info() -
     assert [value for value, _ in shots.choices] == ["player_2", "null"]
     with pytest.raises(TypeError):
         VoteInfo.of({"proposer": 2})  # a mapping without the fields the game needs is refused
-
-
-def _store(run_dir: Path, results: list[dict[str, Any]]) -> Path:
-    """A finished gamabench run store holding ``results``, written through the run store."""
-    config = parse_run_config(
-        {
-            "task": "gamabench",
-            "model": "openai-compatible/m",
-            "base_url": "http://127.0.0.1:9/v1",
-            "options": {"game": "all", "players": 3, "rounds": 2, "runs": 1},
-        }
-    )
-    units = [(f"{r['game']}-run{r['run']:02d}", {"game": r["game"], "run": r["run"]}) for r in results]
-    with RunStore.in_dir(run_dir, create=True) as store:
-        store.set_meta("config", config.stored())
-        store.set_meta("manifest", {"task": "gamabench"})
-        store.add_units(units)
-        for (unit_id, _), result in zip(units, results, strict=True):
-            store.write(finish_unit_statements(unit_id, result))
-    return run_dir
 
 
 def _with_model_seats(game: str) -> dict[str, Any]:
