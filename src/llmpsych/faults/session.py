@@ -358,20 +358,25 @@ class FaultSession:
                 self._held[call] = Held(agent, rule, turn, attempt, request_digest(body), reply)
                 while len(self._held) > MAX_HELD:
                     del self._held[next(iter(self._held))]
-        except RequestFailed as exc:
-            result.status, result.error = 502, str(exc)
-            await self.commits.write(fail_unit_statements(unit_id, str(exc)))
-            return Reply(502, error=f"upstream model failed: {exc}"), result
-        except Exception as exc:  # the store, a role without a model, a bug: recorded, said in one line
-            why = exc.message if isinstance(exc, LlmpsychError) else f"{type(exc).__name__}: {exc}"[:500]
-            result.status, result.error = 500, why
-            await self.commits.write(fail_unit_statements(unit_id, why))
-            return Reply(500, error=f"the fault endpoint failed: {why}"), result
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded and said in one line
+            return await self._failed(unit_id, result, exc)
         result.status = reply.status
         result.tool_calls = len(reply.message.get("tool_calls") or [])
         if reply.fault is not None:
             self._mark_faulted(agent, turn, attempt)
         await self.commits.write(finish_unit_statements(unit_id, result.model_dump(mode="json")))
+        return reply, result
+
+    async def _failed(self, unit_id: str, result: UnitResult, exc: Exception) -> tuple[Reply, UnitResult]:
+        """A request the endpoint could not answer, recorded as its unit's failure and said in one line: 502
+        for the upstream model, 500 for anything else (the store, a role without a model, a bug)."""
+        if isinstance(exc, RequestFailed):
+            why, reply = str(exc), Reply(502, error=f"upstream model failed: {exc}")
+        else:
+            why = exc.message if isinstance(exc, LlmpsychError) else f"{type(exc).__name__}: {exc}"[:500]
+            reply = Reply(500, error=f"the fault endpoint failed: {why}")
+        result.status, result.error = reply.status, why
+        await self.commits.write(fail_unit_statements(unit_id, why))
         return reply, result
 
     async def _deliver(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[Reply, UnitResult]:
@@ -414,15 +419,8 @@ class FaultSession:
         try:
             runtime = self._runtime(agent, faults, headers, ctx)
             delivered = await self._reply_changes(agent, turn, faults, text, headers, runtime, result)
-        except RequestFailed as exc:
-            result.status, result.error = 502, str(exc)
-            await self.commits.write(fail_unit_statements(unit_id, str(exc)))
-            return Reply(502, error=f"upstream model failed: {exc}"), result
-        except Exception as exc:  # as in handle: recorded, said in one line
-            why = exc.message if isinstance(exc, LlmpsychError) else f"{type(exc).__name__}: {exc}"[:500]
-            result.status, result.error = 500, why
-            await self.commits.write(fail_unit_statements(unit_id, why))
-            return Reply(500, error=f"the fault endpoint failed: {why}"), result
+        except Exception as exc:  # noqa: BLE001 - every failure is recorded and said in one line
+            return await self._failed(unit_id, result, exc)
         message = held.reply.message if delivered == text else {**held.reply.message, "content": delivered}
         await self.commits.write(finish_unit_statements(unit_id, result.model_dump(mode="json")))
         return Reply(200, message, held.reply.finish_reason), result
