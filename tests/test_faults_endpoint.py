@@ -21,7 +21,7 @@ from llmpsych.faults.session import REFUSAL
 from llmpsych.faults.truth import TRUTH_FILE, read_table
 from llmpsych.runs import load_runs
 from llmpsych.runs.record import read_run
-from llmpsych.testing.fault_server import FaultServer, RawReply
+from llmpsych.testing.fault_server import FaultRates, FaultServer, RawReply
 from llmpsych.web.app import create_app
 from llmpsych.web.catalog import _run_id
 
@@ -411,3 +411,20 @@ def test_each_recognition_rule_autotransform_and_both_defences(tmp_path: Path) -
         ["coder", 2, "defence", "inspector", "reply"],
         ["tester", 1, "defence", "challenger", "last message"],
     ]
+
+
+def test_an_upstream_that_fails_is_a_502_in_one_line_and_a_failed_unit(tmp_path: Path) -> None:
+    """The upstream model answers every request with HTTP 500: the framework gets one 502 line naming the
+    upstream, the request is a failed unit of the run (no reply stored as if it were the model's)."""
+    with (
+        FaultServer(FaultRates(rate_500=1.0), responder=responder) as upstream,
+        serve({"agents": AGENTS}, upstream, tmp_path / "down", max_retries=0) as endpoint,
+    ):
+        client = OpenAI(base_url=endpoint.base_url, api_key=endpoint.token, max_retries=0)
+        with pytest.raises(APIStatusError) as failed:
+            team(client)
+    assert failed.value.status_code == 502
+    assert "upstream model failed" in failed.value.response.text
+    assert "\n" not in failed.value.response.json()["error"]["message"].strip()
+    record = read_run(tmp_path / "down")
+    assert record.done() == [] and [u.unit_id for u in record.failed()] == ["coder/1/1"]
